@@ -1,0 +1,209 @@
+#include "compiler/Compile.h"
+
+#include "compiler/CudaCodeGen.h"
+#include "compiler/FormatSource.h"
+#include "compiler/Lower.h"
+#include "compiler/Sema.h"
+#include "compiler/Verifier.h"
+#include "dsl/Parser.h"
+#include "runtime/collc_abi.h"
+
+#include <algorithm>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Path.h>
+
+namespace collc {
+
+namespace embedded {
+const std::vector<std::pair<std::string_view, std::string_view>>& stdlibSpecs();
+}
+
+char SpecError::ID = 0;
+
+void SpecError::log(llvm::raw_ostream& out) const {
+  out << errors_ << (errors_ == 1 ? " error" : " errors") << " in " << file_;
+}
+
+std::vector<std::string> stdlibNames() {
+  std::vector<std::string> names;
+  for (const auto& [file, text] : embedded::stdlibSpecs())
+    names.push_back(std::string(llvm::sys::path::stem(file)));
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+llvm::Expected<SpecSource> loadSpec(const std::string& nameOrPath) {
+  auto file = llvm::MemoryBuffer::getFile(nameOrPath, /*IsText=*/true);
+  if (file)
+    return SpecSource{nameOrPath, (*file)->getBuffer().str()};
+  std::string stem = llvm::sys::path::stem(nameOrPath).str();
+  bool looksLikeName = nameOrPath.find('/') == std::string::npos;
+  if (looksLikeName) {
+    for (const auto& [fileName, text] : embedded::stdlibSpecs())
+      if (llvm::sys::path::stem(fileName) == stem)
+        return SpecSource{"stdlib/" + std::string(fileName), std::string(text)};
+  }
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(), "cannot open spec '%s': %s%s", nameOrPath.c_str(),
+      file.getError().message().c_str(),
+      looksLikeName ? ", and the standard library has no spec of that name (see 'collc list')"
+                    : "");
+}
+
+namespace {
+
+/// Front end and verifier, shared by checkSpec and compileCollective.
+struct Checked {
+  std::unique_ptr<ir::Program> program;
+  VerifyResult proof;
+};
+
+Checked parseAndVerify(Diagnostics& diags, const SpecSource& spec, llvm::raw_ostream* printAst) {
+  Checked result;
+  auto ast = parseSpecText(diags, spec.text, spec.bufferName);
+  if (!ast)
+    return result;
+  if (printAst)
+    ast::print(*ast, *printAst);
+  auto program = analyze(*ast, diags);
+  if (!program)
+    return result;
+  result.proof = verify(*program, diags);
+  if (result.proof.ok)
+    result.program = std::move(program);
+  return result;
+}
+
+/// Rejects launch overrides the spec itself could not have set (same rules as Sema's knobs).
+void checkLaunchShape(const LaunchShape& shape, Diagnostics& diags, llvm::SMLoc loc) {
+  auto require = [&](bool ok, const std::string& message) {
+    if (!ok)
+      diags.error(loc, message);
+  };
+  require(shape.blocks >= 1 && shape.blocks <= COLLC_MAX_BLOCKS,
+          "blocks = " + std::to_string(shape.blocks) + " is invalid: must be 1.." +
+              std::to_string(COLLC_MAX_BLOCKS));
+  require(shape.threads >= 32 && shape.threads <= 1024 && shape.threads % 32 == 0,
+          "threads = " + std::to_string(shape.threads) +
+              " is invalid: must be a multiple of 32 in 32..1024");
+  require(shape.vectorBytes == 2 || shape.vectorBytes == 4 || shape.vectorBytes == 8 ||
+              shape.vectorBytes == 16,
+          "vector = " + std::to_string(shape.vectorBytes) + " is invalid: must be 2, 4, 8 or 16");
+  require(shape.unroll >= 1 && shape.unroll <= 8,
+          "unroll = " + std::to_string(shape.unroll) + " is invalid: must be 1..8");
+}
+
+void checkAtomics(const std::vector<ir::StmtPtr>& body, ReduceOp op, Diagnostics& diags) {
+  for (const auto& stmt : body) {
+    if (stmt->kind == ir::StmtKind::Loop)
+      checkAtomics(stmt->body, op, diags);
+    else if (stmt->kind == ir::StmtKind::AtomicAdd && op != ReduceOp::Sum)
+      diags.error(stmt->loc, "atomic_add accumulates with '+', so this spec cannot be compiled "
+                             "with op '" +
+                                 std::string(name(op)) + "'");
+  }
+}
+
+} // namespace
+
+llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics) {
+  llvm::SourceMgr sources;
+  Diagnostics diags(sources, diagnostics);
+  Checked checked = parseAndVerify(diags, spec, nullptr);
+  if (!checked.program)
+    return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+  return llvm::Error::success();
+}
+
+llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
+                                                     const CompileOptions& options,
+                                                     llvm::raw_ostream& diagnostics) {
+  llvm::SourceMgr sources;
+  Diagnostics diags(sources, diagnostics);
+  auto fail = [&]() -> llvm::Error {
+    return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+  };
+  Checked checked = parseAndVerify(diags, spec, options.printAst);
+  if (!checked.program)
+    return fail();
+  ir::Program& program = *checked.program;
+
+  // The variant's choices, each checked against what the spec allows.
+  if (options.nranks < program.minRanks || options.nranks > program.maxRanks)
+    diags.error(program.loc, "cannot compile for " + std::to_string(options.nranks) +
+                                 " ranks: the spec declares ranks " +
+                                 std::to_string(program.minRanks) + ".." +
+                                 std::to_string(program.maxRanks));
+  SyncKind sync = options.sync.value_or(program.defaultSync);
+  if (sync != SyncKind::Barrier)
+    diags.error(program.loc, "sync strategy '" + std::string(name(sync)) +
+                                 "' is not available in this version of collc; use 'barrier'");
+  for (const auto& step : program.steps)
+    checkAtomics(step.body, options.op, diags);
+  LaunchShape launch;
+  launch.blocks = options.blocks.value_or(program.blocks);
+  launch.threads = options.threads.value_or(program.threads);
+  launch.vectorBytes = options.vectorBytes.value_or(program.vectorBytes);
+  launch.unroll = options.unroll.value_or(program.unroll);
+  checkLaunchShape(launch, diags, program.loc);
+  // A vector narrower than one element means one element per operation.
+  launch.vectorBytes = std::max<int>(launch.vectorBytes, sizeOf(options.dtype));
+  if (diags.hasErrors())
+    return fail();
+
+  LowerOptions lowerOptions;
+  lowerOptions.dtype = options.dtype;
+  lowerOptions.vectorBytes = launch.vectorBytes;
+  lowerOptions.unroll = launch.unroll;
+  if (options.printIr && options.printIrAfterAll)
+    lowerOptions.printAfterEach = options.printIr;
+  lower(program, checked.proof, lowerOptions);
+  if (options.printIr && !options.printIrAfterAll)
+    ir::print(program, *options.printIr);
+
+  CodeGenTarget target;
+  target.dtype = options.dtype;
+  target.op = options.op;
+  target.nranks = options.nranks;
+  target.launch = launch;
+  target.specFile = spec.bufferName;
+  target.lineOf = [&sources](llvm::SMLoc loc) {
+    return loc.isValid() ? sources.getLineAndColumn(loc).first : 0u;
+  };
+
+  CompiledCollective compiled;
+  compiled.specName = program.name;
+  compiled.kernelName = kernelName(program);
+  compiled.cudaSource = generateCuda(program, target);
+  if (options.formatSource)
+    compiled.cudaSource = formatCudaSource(compiled.cudaSource);
+  compiled.kind = program.kind;
+  compiled.dtype = options.dtype;
+  compiled.op = options.op;
+  compiled.sync = sync;
+  compiled.nranks = options.nranks;
+  compiled.launch = launch;
+  compiled.syncPointsPerCall = program.syncPoints;
+  for (const auto& step : program.steps)
+    compiled.stepNames.push_back(step.name);
+  for (const ir::Buffer* buffer : program.scratchBuffers()) {
+    ScratchBuffer scratch;
+    scratch.name = buffer->name;
+    const int nranks = options.nranks;
+    const uint64_t elementBytes = sizeOf(options.dtype);
+    ir::Expr slots = buffer->slots, elems = buffer->slotElems;
+    ir::Env env{0, nranks, 0, {}};
+    scratch.slots = int(ir::evaluate(slots, env).value_or(1));
+    scratch.bytes = [slots, elems, nranks, elementBytes](uint64_t count) -> uint64_t {
+      ir::Env env{0, nranks, int64_t(count), {}};
+      auto s = ir::evaluate(slots, env), e = ir::evaluate(elems, env);
+      if (!s || !e || *s < 0 || *e < 0)
+        internalError("scratch size does not evaluate for count " + std::to_string(count));
+      return uint64_t(*s) * uint64_t(*e) * elementBytes;
+    };
+    compiled.scratch.push_back(std::move(scratch));
+  }
+  return compiled;
+}
+
+} // namespace collc

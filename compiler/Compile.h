@@ -1,0 +1,66 @@
+// The compiler's one entry point: a spec (stdlib name, path or text) and the choices of the call
+// site in, a CompiledCollective out. Used by the collc tool, the runtime's users and the tests.
+#ifndef COLLC_COMPILER_COMPILE_H
+#define COLLC_COMPILER_COMPILE_H
+
+#include "compiler/CompiledCollective.h"
+
+#include <llvm/Support/Error.h>
+#include <llvm/Support/raw_ostream.h>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace collc {
+
+struct CompileOptions {
+  DType dtype = DType::F32;
+  ReduceOp op = ReduceOp::Sum;
+  int nranks = 2;
+  std::optional<SyncKind> sync;                            // unset: the spec's default
+  std::optional<int> blocks, threads, vectorBytes, unroll; // unset: the spec's launch defaults
+  bool formatSource = true;                                // run clang-format over the emitted CUDA
+  llvm::raw_ostream* printAst = nullptr; // if set, the parsed tree is printed here
+  llvm::raw_ostream* printIr = nullptr;  // if set, the lowered IR is printed here
+  bool printIrAfterAll = false;          // with printIr: after every pass, not only the last
+};
+
+/// The error returned when the spec (or an option) is wrong; the diagnostics were printed.
+/// Anything else is a failure of collc itself.
+class SpecError : public llvm::ErrorInfo<SpecError> {
+public:
+  static char ID;
+  SpecError(unsigned errors, std::string file) : errors_(errors), file_(std::move(file)) {}
+  void log(llvm::raw_ostream& out) const override;
+  std::error_code convertToErrorCode() const override { return llvm::inconvertibleErrorCode(); }
+
+private:
+  unsigned errors_;
+  std::string file_;
+};
+
+/// A spec to compile: `text` with `bufferName` for diagnostics (a path or "<stdlib>/name.coll").
+struct SpecSource {
+  std::string bufferName;
+  std::string text;
+};
+
+/// Finds a spec by stdlib name (`allreduce_oneshot`) or by path. Errors name what was looked for.
+llvm::Expected<SpecSource> loadSpec(const std::string& nameOrPath);
+
+/// Stdlib spec names, sorted.
+std::vector<std::string> stdlibNames();
+
+/// Parses, checks and verifies the spec for every rank count it declares; generates nothing.
+llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics);
+
+/// Parses, checks, verifies for every declared rank count and lowers the spec for one variant.
+/// Diagnostics (file:line:col: error: ...) go to `diagnostics`; on user error the returned
+/// llvm::Error says how many errors were found.
+llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
+                                                     const CompileOptions& options,
+                                                     llvm::raw_ostream& diagnostics);
+
+} // namespace collc
+
+#endif // COLLC_COMPILER_COMPILE_H

@@ -1,0 +1,55 @@
+// What the compiler hands to the runtime: the generated CUDA source and everything the host needs
+// to allocate, launch and check one collective variant. Plain data; no compiler internals leak.
+#ifndef COLLC_COMPILER_COMPILEDCOLLECTIVE_H
+#define COLLC_COMPILER_COMPILEDCOLLECTIVE_H
+
+#include "dsl/Types.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace collc {
+
+/// Grid shape and per-thread work; the spec gives defaults, the CLI/API/tuner override them.
+struct LaunchShape {
+  int blocks = 4;       // thread blocks per rank (all resident at once: they wait on each other)
+  int threads = 512;    // threads per block
+  int vectorBytes = 16; // bytes each thread moves per memory operation (16 = one 128-bit vector)
+  int unroll = 1;       // vectors each thread handles per loop iteration
+};
+
+/// One symmetric scratch buffer of the spec. Its size depends on the element count of the call.
+struct ScratchBuffer {
+  std::string name;
+  int slots = 1;
+  /// Bytes of one parity copy (all slots) for a call of `count` elements.
+  std::function<uint64_t(uint64_t count)> bytes;
+};
+
+struct CompiledCollective {
+  std::string specName;
+  std::string kernelName; // the extern "C" __global__ entry point
+  std::string cudaSource; // self-contained: includes the ABI header text
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  DType dtype = DType::F32;
+  ReduceOp op = ReduceOp::Sum;
+  SyncKind sync = SyncKind::Barrier;
+  int nranks = 2;
+  LaunchShape launch;
+  std::vector<ScratchBuffer> scratch;
+  /// Synchronization points per call (barriers); the flags region holds blocks * nranks words.
+  int syncPointsPerCall = 0;
+  /// Names of the spec's steps, indexed as collc_watchdog::step reports them.
+  std::vector<std::string> stepNames;
+
+  uint64_t flagsBytes() const { return uint64_t(launch.blocks) * nranks * 8; }
+  /// Elements of each rank's input and output buffer for a call of `count` elements.
+  uint64_t inputCount(uint64_t count) const;
+  uint64_t outputCount(uint64_t count) const;
+};
+
+} // namespace collc
+
+#endif // COLLC_COMPILER_COMPILEDCOLLECTIVE_H

@@ -1,0 +1,19 @@
+// The device helpers every generated kernel starts with, specialised by the code generator through
+// a few type aliases and constants it prints first (T, Bits, Word, kVec, kRanks, ...).
+#ifndef COLLC_COMPILER_CUDAPRELUDE_H
+#define COLLC_COMPILER_CUDAPRELUDE_H
+
+#include "dsl/Types.h"
+
+namespace collc {
+
+/// Element conversion and the reduction operator for one dtype/op; printed before kPrelude.
+const char* elementHelpers(DType dtype);
+const char* combineFunction(ReduceOp op);
+
+/// Helpers independent of the variant: memory access, element loops' bodies, flags, watchdog.
+extern const char* const kPrelude;
+
+} // namespace collc
+
+#endif // COLLC_COMPILER_CUDAPRELUDE_H

@@ -1,0 +1,444 @@
+#include "compiler/IR.h"
+
+#include <algorithm>
+#include <llvm/Support/raw_ostream.h>
+
+namespace collc::ir {
+namespace {
+
+Expr makeNode(ExprKind kind) {
+  auto node = std::make_shared<ExprNode>();
+  node->kind = kind;
+  return node;
+}
+
+bool isConst(const Expr& e, int64_t v) {
+  return e->kind == ExprKind::Const && e->value == v;
+}
+
+const char* opText(ExprKind kind) {
+  switch (kind) {
+  case ExprKind::Add:
+    return "+";
+  case ExprKind::Sub:
+    return "-";
+  case ExprKind::Mul:
+    return "*";
+  case ExprKind::Div:
+    return "/";
+  case ExprKind::Mod:
+    return "%";
+  default:
+    return "?";
+  }
+}
+
+bool checkedApply(ExprKind kind, int64_t x, int64_t y, int64_t& result, std::string* why) {
+  auto fail = [&](const char* message) {
+    if (why)
+      *why = message;
+    return false;
+  };
+  switch (kind) {
+  case ExprKind::Add:
+    if (__builtin_add_overflow(x, y, &result))
+      return fail("integer overflow");
+    return true;
+  case ExprKind::Sub:
+    if (__builtin_sub_overflow(x, y, &result))
+      return fail("integer overflow");
+    return true;
+  case ExprKind::Mul:
+    if (__builtin_mul_overflow(x, y, &result))
+      return fail("integer overflow");
+    return true;
+  case ExprKind::Div:
+  case ExprKind::Mod:
+    if (y == 0)
+      return fail("division by zero");
+    if (x < 0 || y < 0)
+      return fail("division of a negative value");
+    result = kind == ExprKind::Div ? x / y : x % y;
+    return true;
+  case ExprKind::Min:
+    result = std::min(x, y);
+    return true;
+  default:
+    return fail("not a binary operator");
+  }
+}
+
+} // namespace
+
+Expr ExprNode::constant(int64_t v) {
+  auto node = std::make_shared<ExprNode>();
+  node->kind = ExprKind::Const;
+  node->value = v;
+  return node;
+}
+Expr ExprNode::rank() {
+  return makeNode(ExprKind::Rank);
+}
+Expr ExprNode::nranks() {
+  return makeNode(ExprKind::NRanks);
+}
+Expr ExprNode::count() {
+  return makeNode(ExprKind::Count);
+}
+Expr ExprNode::var(const std::string& name) {
+  auto node = std::make_shared<ExprNode>();
+  node->kind = ExprKind::Var;
+  node->name = name;
+  return node;
+}
+
+Expr ExprNode::binary(ExprKind kind, Expr a, Expr b) {
+  if (a->kind == ExprKind::Const && b->kind == ExprKind::Const) {
+    int64_t result;
+    if (checkedApply(kind, a->value, b->value, result, nullptr))
+      return constant(result);
+  }
+  switch (kind) {
+  case ExprKind::Add:
+    if (isConst(a, 0))
+      return b;
+    if (isConst(b, 0))
+      return a;
+    break;
+  case ExprKind::Sub:
+    if (isConst(b, 0))
+      return a;
+    break;
+  case ExprKind::Mul:
+    if (isConst(a, 1))
+      return b;
+    if (isConst(b, 1))
+      return a;
+    if (isConst(a, 0) || isConst(b, 0))
+      return constant(0);
+    break;
+  case ExprKind::Div:
+    if (isConst(b, 1))
+      return a;
+    break;
+  case ExprKind::Min:
+    if (structurallyEqual(a, b))
+      return a;
+    break;
+  default:
+    break;
+  }
+  auto node = std::make_shared<ExprNode>();
+  node->kind = kind;
+  node->a = std::move(a);
+  node->b = std::move(b);
+  return node;
+}
+
+Expr ExprNode::chunkSize(Expr length) {
+  auto node = std::make_shared<ExprNode>();
+  node->kind = ExprKind::ChunkSize;
+  node->a = std::move(length);
+  return node;
+}
+
+Expr ExprNode::chunkBegin(Expr length, Expr index) {
+  auto node = std::make_shared<ExprNode>();
+  node->kind = ExprKind::ChunkBegin;
+  node->a = std::move(length);
+  node->b = std::move(index);
+  return node;
+}
+
+Expr ExprNode::chunkLength(Expr length, Expr index) {
+  auto node = std::make_shared<ExprNode>();
+  node->kind = ExprKind::ChunkLength;
+  node->a = std::move(length);
+  node->b = std::move(index);
+  return node;
+}
+
+bool structurallyEqual(const Expr& x, const Expr& y) {
+  if (x == y)
+    return true;
+  if (!x || !y || x->kind != y->kind)
+    return false;
+  switch (x->kind) {
+  case ExprKind::Const:
+    return x->value == y->value;
+  case ExprKind::Var:
+    return x->name == y->name;
+  case ExprKind::Rank:
+  case ExprKind::NRanks:
+  case ExprKind::Count:
+    return true;
+  default:
+    return structurallyEqual(x->a, y->a) && structurallyEqual(x->b, y->b);
+  }
+}
+
+bool dependsOnRank(const Expr& e) {
+  if (!e)
+    return false;
+  if (e->kind == ExprKind::Rank || e->kind == ExprKind::Var)
+    return true;
+  return dependsOnRank(e->a) || dependsOnRank(e->b);
+}
+
+std::optional<int64_t> evaluate(const Expr& e, const Env& env, std::string* why) {
+  switch (e->kind) {
+  case ExprKind::Const:
+    return e->value;
+  case ExprKind::Rank:
+    return env.rank;
+  case ExprKind::NRanks:
+    return env.nranks;
+  case ExprKind::Count:
+    return env.count;
+  case ExprKind::Var: {
+    auto it = env.vars.find(e->name);
+    if (it == env.vars.end()) {
+      if (why)
+        *why = "unbound variable '" + e->name + "'";
+      return std::nullopt;
+    }
+    return it->second;
+  }
+  case ExprKind::ChunkSize:
+  case ExprKind::ChunkBegin:
+  case ExprKind::ChunkLength: {
+    auto length = evaluate(e->a, env, why);
+    if (!length)
+      return std::nullopt;
+    if (*length < 0 || env.nranks <= 0 || *length > (int64_t(1) << 50)) {
+      if (why)
+        *why = "chunk of a negative or huge length";
+      return std::nullopt;
+    }
+    int64_t perRank = (*length + env.nranks - 1) / env.nranks;
+    int64_t size = (perRank + kChunkAlignElems - 1) / kChunkAlignElems * kChunkAlignElems;
+    if (e->kind == ExprKind::ChunkSize)
+      return size;
+    auto index = evaluate(e->b, env, why);
+    if (!index)
+      return std::nullopt;
+    if (*index < 0 || *index >= env.nranks) {
+      if (why)
+        *why = "chunk " + std::to_string(*index) +
+               " does not exist: there are nranks = " + std::to_string(env.nranks) + " chunks";
+      return std::nullopt;
+    }
+    int64_t begin = std::min(*length, *index * size);
+    int64_t end = std::min(*length, (*index + 1) * size);
+    return e->kind == ExprKind::ChunkBegin ? begin : end - begin;
+  }
+  default: {
+    auto a = evaluate(e->a, env, why);
+    if (!a)
+      return std::nullopt;
+    auto b = evaluate(e->b, env, why);
+    if (!b)
+      return std::nullopt;
+    int64_t result;
+    if (!checkedApply(e->kind, *a, *b, result, why))
+      return std::nullopt;
+    return result;
+  }
+  }
+}
+
+std::string toC(const Expr& e) {
+  switch (e->kind) {
+  case ExprKind::Const:
+    return std::to_string(e->value);
+  case ExprKind::Rank:
+    return "rank";
+  case ExprKind::NRanks:
+    return "kRanks";
+  case ExprKind::Count:
+    return "count";
+  case ExprKind::Var:
+    return "v_" + e->name;
+  case ExprKind::ChunkSize:
+    return "chunk_size(" + toC(e->a) + ")";
+  case ExprKind::ChunkBegin:
+    return "chunk_begin(" + toC(e->a) + ", " + toC(e->b) + ")";
+  case ExprKind::ChunkLength:
+    return "chunk_len(" + toC(e->a) + ", " + toC(e->b) + ")";
+  case ExprKind::Min:
+    return "min_u64(" + toC(e->a) + ", " + toC(e->b) + ")";
+  default:
+    return "(" + toC(e->a) + " " + opText(e->kind) + " " + toC(e->b) + ")";
+  }
+}
+
+void print(const Expr& e, llvm::raw_ostream& out) {
+  switch (e->kind) {
+  case ExprKind::NRanks:
+    out << "nranks";
+    return;
+  case ExprKind::Count:
+    out << "n";
+    return;
+  case ExprKind::ChunkSize:
+    out << "chunk_size(";
+    print(e->a, out);
+    out << ")";
+    return;
+  case ExprKind::ChunkBegin:
+  case ExprKind::ChunkLength:
+    out << (e->kind == ExprKind::ChunkBegin ? "chunk_begin(" : "chunk_len(");
+    print(e->a, out);
+    out << ", ";
+    print(e->b, out);
+    out << ")";
+    return;
+  case ExprKind::Min:
+    out << "min(";
+    print(e->a, out);
+    out << ", ";
+    print(e->b, out);
+    out << ")";
+    return;
+  case ExprKind::Var:
+    out << e->name;
+    return;
+  case ExprKind::Const:
+  case ExprKind::Rank:
+    out << toC(e);
+    return;
+  default:
+    out << "(";
+    print(e->a, out);
+    out << " " << opText(e->kind) << " ";
+    print(e->b, out);
+    out << ")";
+  }
+}
+
+const Buffer* Program::find(const std::string& name) const {
+  for (const auto& buffer : buffers)
+    if (buffer->name == name)
+      return buffer.get();
+  return nullptr;
+}
+
+const Buffer* Program::input() const {
+  for (const auto& buffer : buffers)
+    if (buffer->role == BufferRole::Input)
+      return buffer.get();
+  return nullptr;
+}
+
+const Buffer* Program::output() const {
+  for (const auto& buffer : buffers)
+    if (buffer->role == BufferRole::Output)
+      return buffer.get();
+  return nullptr;
+}
+
+std::vector<const Buffer*> Program::scratchBuffers() const {
+  std::vector<const Buffer*> result;
+  for (const auto& buffer : buffers)
+    if (buffer->role == BufferRole::Scratch)
+      result.push_back(buffer.get());
+  return result;
+}
+
+namespace {
+
+void printRegion(const Region& r, llvm::raw_ostream& out) {
+  if (r.owner) {
+    out << "rank(";
+    print(r.owner, out);
+    out << ").";
+  }
+  out << r.buffer->name << "[slot ";
+  print(r.slot, out);
+  out << ", +";
+  print(r.offset, out);
+  out << ", len ";
+  print(r.length, out);
+  out << "]";
+}
+
+void printStmt(const Stmt& s, unsigned indent, llvm::raw_ostream& out) {
+  out.indent(indent);
+  switch (s.kind) {
+  case StmtKind::Loop:
+    out << "loop " << s.var << " = ";
+    print(s.value, out);
+    out << " for index in [";
+    print(s.begin, out);
+    out << ", ";
+    print(s.end, out);
+    out << ")\n";
+    for (const auto& inner : s.body)
+      printStmt(*inner, indent + 2, out);
+    return;
+  case StmtKind::Put:
+  case StmtKind::AtomicAdd:
+  case StmtKind::Copy:
+    out << (s.kind == StmtKind::Put ? "put " : s.kind == StmtKind::Copy ? "copy " : "atomic_add ");
+    printRegion(s.target, out);
+    out << " <- ";
+    printRegion(s.sources[0], out);
+    out << "\n";
+    return;
+  case StmtKind::Reduce:
+    out << "reduce ";
+    printRegion(s.target, out);
+    out << " <- op(";
+    for (size_t i = 0; i < s.operands.size(); ++i) {
+      if (i)
+        out << ", ";
+      if (s.operands[i].set)
+        out << "for " << s.operands[i].setVar << " in "
+            << (*s.operands[i].set == LoopRange::Peers ? "peers" : "ranks") << ": ";
+      printRegion(s.operands[i].region, out);
+    }
+    out << ")\n";
+    return;
+  }
+}
+
+} // namespace
+
+void print(const Program& p, llvm::raw_ostream& out) {
+  out << "program " << p.name << " kind " << name(p.kind) << " ranks " << p.minRanks << ".."
+      << p.maxRanks << " sync points " << p.syncPoints << " barrier scope "
+      << (p.barrierScope == BarrierScope::Matched ? "matched" : "full") << "\n";
+  for (const auto& b : p.buffers) {
+    out << "  buffer " << b->name << " "
+        << (b->role == BufferRole::Input    ? "input"
+            : b->role == BufferRole::Output ? "output"
+                                            : "scratch")
+        << " slots ";
+    print(b->slots, out);
+    out << " x ";
+    print(b->slotElems, out);
+    out << "\n";
+  }
+  for (const auto& step : p.steps) {
+    out << "  step " << step.index << " " << step.name;
+    for (const auto& w : step.waits)
+      out << " wait " << p.steps[w.step].name;
+    if (step.syncPointBefore >= 0)
+      out << " [barrier " << step.syncPointBefore << " before]";
+    out << "\n";
+    if (step.loops.empty()) {
+      for (const auto& s : step.body)
+        printStmt(*s, 4, out);
+      continue;
+    }
+    for (const auto& loop : step.loops) {
+      out << "    element loop i < ";
+      print(loop.bound, out);
+      out << " vector " << loop.vectorElems << " unroll " << loop.unroll << "\n";
+      for (const auto& s : loop.stmts)
+        printStmt(*s, 6, out);
+    }
+  }
+}
+
+} // namespace collc::ir

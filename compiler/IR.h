@@ -1,0 +1,199 @@
+// collc's intermediate representation: a spec with every name resolved, every buffer access a
+// Region with explicit owner, slot, offset and length, and (after the passes) the element loops and
+// synchronization points the code generator prints. Nodes are immutable and shared; passes build
+// new ones rather than editing old ones.
+#ifndef COLLC_COMPILER_IR_H
+#define COLLC_COMPILER_IR_H
+
+#include "dsl/Types.h"
+
+#include <cstdint>
+#include <llvm/Support/SMLoc.h>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class raw_ostream;
+}
+
+namespace collc::ir {
+
+// ---------------------------------------------------------------- integer expressions
+enum class ExprKind {
+  Const,
+  Rank,
+  NRanks,
+  Count,
+  Var,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,
+  Min,
+  ChunkSize,   // chunk_size(a): elements per chunk when a elements are split into nranks chunks
+  ChunkBegin,  // chunk_begin(a, b): first element of chunk b of a elements
+  ChunkLength, // chunk_len(a, b): elements of chunk b (the last ones may be short or empty)
+};
+
+struct ExprNode;
+using Expr = std::shared_ptr<const ExprNode>;
+
+struct ExprNode {
+  ExprKind kind;
+  int64_t value = 0; // Const
+  std::string name;  // Var
+  Expr a, b;         // operands; for the chunk kinds a is the length being split, b the chunk
+
+  static Expr constant(int64_t v);
+  static Expr rank();
+  static Expr nranks();
+  static Expr count();
+  static Expr var(const std::string& name);
+  /// Folds constants and drops identities (x + 0, x * 1, min(x, x)) so emitted code stays readable.
+  static Expr binary(ExprKind kind, Expr a, Expr b);
+  /// The chunk size when `length` elements are split into nranks parts: ceil(length / nranks)
+  /// rounded up to 8 elements, so that every chunk starts 16-byte aligned for every element type.
+  static Expr chunkSize(Expr length);
+  static Expr chunkBegin(Expr length, Expr index);
+  static Expr chunkLength(Expr length, Expr index);
+};
+
+inline constexpr int64_t kChunkAlignElems = 8;
+
+bool structurallyEqual(const Expr& x, const Expr& y);
+/// True if the expression mentions `rank` or a loop variable (i.e. differs between ranks).
+bool dependsOnRank(const Expr& e);
+
+/// Values of the free variables when an expression is evaluated (by the verifier, the host).
+struct Env {
+  int64_t rank = 0;
+  int64_t nranks = 2;
+  int64_t count = 0;
+  std::map<std::string, int64_t> vars;
+};
+
+/// Evaluates with overflow and division checks; on failure returns nullopt and says why.
+std::optional<int64_t> evaluate(const Expr& e, const Env& env, std::string* why = nullptr);
+
+/// C expression text; `nranksText`/`countText`/`rankText` name those values in the target code.
+std::string toC(const Expr& e);
+void print(const Expr& e, llvm::raw_ostream& out);
+
+// ---------------------------------------------------------------- buffers and regions
+enum class BufferRole { Input, Output, Scratch };
+
+struct Buffer {
+  std::string name;
+  BufferRole role;
+  Expr slots;            // number of slots (scratch; 1 for user buffers)
+  Expr slotElems;        // elements per slot
+  int scratchIndex = -1; // position among scratch buffers: collc_params::scratch_offset[i]
+  llvm::SMLoc loc;
+};
+
+/// A contiguous run of elements of one slot of one buffer, on this rank or on a peer.
+struct Region {
+  const Buffer* buffer = nullptr;
+  Expr owner;  // rank that owns the memory; null: this rank
+  Expr slot;   // slot index (constant 0 for single-slot buffers)
+  Expr offset; // first element within the slot
+  Expr length; // elements
+  /// An upper bound of `length` that does not depend on the rank or loop variables; element loops
+  /// iterate up to it and guard each access with the real length.
+  Expr bound;
+  llvm::SMLoc loc;
+  std::string text; // the reference as written, for comments and messages
+};
+
+// ---------------------------------------------------------------- statements
+enum class StmtKind { Loop, Put, AtomicAdd, Copy, Reduce };
+enum class LoopRange { Peers, Ranks, Interval };
+
+struct Stmt;
+using StmtPtr = std::shared_ptr<const Stmt>;
+
+/// One operand of a reduce: a region, or (`setVar` set) the family of regions obtained by binding
+/// `setVar` to every rank of the set (`inbox[peers]`).
+struct ReduceOperand {
+  Region region;
+  std::optional<LoopRange> set; // Peers or Ranks
+  std::string setVar;
+};
+
+struct Stmt {
+  StmtKind kind;
+  llvm::SMLoc loc;
+  // Loop: `var` takes value(index) for index in [begin, end): peers -> (rank + i) % nranks, i=1..
+  std::string var;
+  LoopRange range = LoopRange::Interval;
+  Expr begin, end, value;
+  std::vector<StmtPtr> body;
+  // Put / AtomicAdd / Copy: target <- sources[0]; Reduce: target <- op(operands)
+  Region target;
+  std::vector<Region> sources;
+  std::vector<ReduceOperand> operands;
+};
+
+/// Elements of the loop that touches them: every statement inside walks i in [0, bound), guarding
+/// each access with its region's own length. Built by the partition pass.
+struct ElementLoop {
+  Expr bound;
+  std::vector<StmtPtr> stmts;
+  int vectorElems = 1; // elements per vector memory operation (set by the vectorize pass)
+  int unroll = 1;
+};
+
+struct Wait {
+  int step;
+  llvm::SMLoc loc;
+};
+
+struct Step {
+  std::string name;
+  int index = 0;
+  llvm::SMLoc loc;
+  std::vector<Wait> waits;
+  std::vector<StmtPtr> body;
+  // Filled by the lowering passes:
+  int syncPointBefore = -1;       // barrier lowering: index of the sync point that opens this step
+  std::vector<ElementLoop> loops; // partition pass
+};
+
+enum class BarrierScope {
+  /// Block b of every rank waits only for block b of the others: valid when every dependency
+  /// crosses ranks at the same element index of loops of the same bound (same block does both).
+  Matched,
+  /// Every block waits for every block of every rank.
+  Full,
+};
+
+struct Program {
+  std::string name;
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  llvm::SMLoc loc;
+  int minRanks = 2, maxRanks = 8;
+  std::vector<std::unique_ptr<Buffer>> buffers;
+  std::vector<Step> steps;
+  SyncKind defaultSync = SyncKind::Barrier;
+  // Launch defaults from the spec.
+  int blocks = 4, threads = 512, vectorBytes = 16, unroll = 1;
+  // Filled by the passes.
+  int syncPoints = 0;
+  BarrierScope barrierScope = BarrierScope::Full;
+
+  const Buffer* find(const std::string& name) const;
+  const Buffer* input() const;
+  const Buffer* output() const;
+  std::vector<const Buffer*> scratchBuffers() const;
+};
+
+/// Prints the IR (`collc emit --emit=ir`), including what the passes have filled in.
+void print(const Program& program, llvm::raw_ostream& out);
+
+} // namespace collc::ir
+
+#endif // COLLC_COMPILER_IR_H

@@ -1,0 +1,15 @@
+// The ABI header's text for the code generator, from the copy embedded at build time.
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace collc {
+namespace embedded {
+const std::vector<std::pair<std::string_view, std::string_view>>& abiFiles();
+}
+
+std::string_view kernelAbiHeader() {
+  return embedded::abiFiles().front().second;
+}
+
+} // namespace collc

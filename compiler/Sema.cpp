@@ -1,0 +1,455 @@
+#include "compiler/Sema.h"
+
+#include "runtime/collc_abi.h"
+
+#include <set>
+
+namespace collc {
+namespace {
+
+using ir::Expr;
+using ir::ExprKind;
+using ir::ExprNode;
+
+/// What an expression may mention where it appears.
+enum class ExprContext {
+  Size,  // buffer sizes and slot counts: n, nranks, constants, chunk(...); the same on every rank
+  Index, // slots, peers, chunk indices, loop bounds: also rank and loop variables
+};
+
+class Analyzer {
+public:
+  Analyzer(const ast::Spec& spec, Diagnostics& diags) : spec_(spec), diags_(diags) {}
+
+  std::unique_ptr<ir::Program> run() {
+    program_ = std::make_unique<ir::Program>();
+    program_->name = spec_.name;
+    program_->loc = spec_.loc;
+    checkHeader();
+    declareBuffers();
+    checkLaunch();
+    buildSteps();
+    if (diags_.hasErrors())
+      return nullptr;
+    return std::move(program_);
+  }
+
+private:
+  void checkHeader() {
+    if (!spec_.kind) {
+      diags_.error(spec_.kindLoc, "unknown collective kind '" + spec_.kindName +
+                                      "'; expected allreduce, allgather, reducescatter, "
+                                      "broadcast, reduce or alltoall");
+    } else if (*spec_.kind != CollectiveKind::AllReduce) {
+      diags_.error(spec_.kindLoc, "collective kind '" + spec_.kindName +
+                                      "' is not supported by this version of collc, which can "
+                                      "verify only allreduce");
+    } else {
+      program_->kind = *spec_.kind;
+    }
+    if (spec_.minRanks < 2 || spec_.maxRanks > COLLC_MAX_RANKS || spec_.minRanks > spec_.maxRanks) {
+      diags_.error(spec_.ranksLoc.isValid() ? spec_.ranksLoc : spec_.loc,
+                   "rank range " + std::to_string(spec_.minRanks) + ".." +
+                       std::to_string(spec_.maxRanks) + " is invalid; it must lie within 2.." +
+                       std::to_string(COLLC_MAX_RANKS));
+    } else {
+      program_->minRanks = int(spec_.minRanks);
+      program_->maxRanks = int(spec_.maxRanks);
+    }
+    if (!spec_.syncName.empty()) {
+      auto sync = parseSyncKind(spec_.syncName);
+      if (!sync)
+        diags_.error(spec_.syncLoc, "unknown sync strategy '" + spec_.syncName +
+                                        "'; expected barrier, sentinel, ll, ll128 or "
+                                        "ll128_atomic");
+      else
+        program_->defaultSync = *sync;
+    }
+  }
+
+  void declareBuffers() {
+    int userBuffers = 0;
+    int scratchBuffers = 0;
+    for (const auto& decl : spec_.buffers) {
+      if (program_->find(decl.name)) {
+        diags_.error(decl.loc, "buffer '" + decl.name + "' is declared twice");
+        continue;
+      }
+      if (decl.elementType != "T")
+        diags_.error(decl.elementTypeLoc,
+                     "element type must be 'T', the element type of the variant being compiled "
+                     "(chosen with --dtype); found '" +
+                         decl.elementType + "'");
+      auto buffer = std::make_unique<ir::Buffer>();
+      buffer->name = decl.name;
+      buffer->loc = decl.loc;
+      buffer->slotElems = lowerExpr(*decl.size, ExprContext::Size, {});
+      buffer->slots =
+          decl.slots ? lowerExpr(*decl.slots, ExprContext::Size, {}) : ExprNode::constant(1);
+      if (decl.scratch) {
+        buffer->role = ir::BufferRole::Scratch;
+        buffer->scratchIndex = scratchBuffers++;
+        if (scratchBuffers == COLLC_MAX_SCRATCH + 1)
+          diags_.error(decl.loc, "too many scratch buffers; at most " +
+                                     std::to_string(COLLC_MAX_SCRATCH) + " are supported");
+        hasSlots_.insert({decl.name, decl.slots != nullptr});
+      } else {
+        ++userBuffers;
+        // AllReduce: the first user buffer is the input, the second the output, both n elements.
+        buffer->role = userBuffers == 1 ? ir::BufferRole::Input : ir::BufferRole::Output;
+        if (userBuffers > 2)
+          diags_.error(decl.loc, "an allreduce has two user buffers (input, output); '" +
+                                     decl.name + "' is a third");
+        else if (buffer->slotElems && buffer->slotElems->kind != ExprKind::Count)
+          diags_.error(decl.size->loc, "the " + std::string(userBuffers == 1 ? "input" : "output") +
+                                           " of an allreduce holds n elements; declare it as '" +
+                                           decl.name + ": T[n]'");
+        hasSlots_.insert({decl.name, false});
+      }
+      program_->buffers.push_back(std::move(buffer));
+    }
+    if (userBuffers < 2)
+      diags_.error(spec_.loc, "an allreduce needs an input and an output buffer: add "
+                              "'buffers in: T[n], out: T[n]'");
+  }
+
+  void checkLaunch() {
+    std::set<std::string> seen;
+    for (const auto& knob : spec_.launch) {
+      if (!seen.insert(knob.name).second) {
+        diags_.error(knob.loc, "launch knob '" + knob.name + "' is given twice");
+        continue;
+      }
+      auto require = [&](bool ok, const std::string& rule) {
+        if (!ok)
+          diags_.error(knob.loc, "launch knob '" + knob.name + "' = " + std::to_string(knob.value) +
+                                     " is invalid: " + rule);
+        return ok;
+      };
+      int value = int(std::min<uint64_t>(knob.value, 1 << 20));
+      if (knob.name == "blocks") {
+        if (require(value >= 1 && value <= COLLC_MAX_BLOCKS,
+                    "must be 1.." + std::to_string(COLLC_MAX_BLOCKS)))
+          program_->blocks = value;
+      } else if (knob.name == "threads") {
+        if (require(value >= 32 && value <= 1024 && value % 32 == 0,
+                    "must be a multiple of 32 in 32..1024"))
+          program_->threads = value;
+      } else if (knob.name == "vector") {
+        if (require(value == 2 || value == 4 || value == 8 || value == 16,
+                    "must be 2, 4, 8 or 16 bytes"))
+          program_->vectorBytes = value;
+      } else if (knob.name == "unroll") {
+        if (require(value >= 1 && value <= 8, "must be 1..8"))
+          program_->unroll = value;
+      } else {
+        diags_.error(knob.loc, "unknown launch knob '" + knob.name +
+                                   "'; expected blocks, threads, vector or unroll");
+      }
+    }
+  }
+
+  void buildSteps() {
+    if (spec_.steps.empty())
+      diags_.error(spec_.loc, "the collective has no steps");
+    std::map<std::string, int> stepIndex;
+    for (const auto& astStep : spec_.steps) {
+      ir::Step step;
+      step.name = astStep.name;
+      step.loc = astStep.loc;
+      step.index = int(program_->steps.size());
+      if (stepIndex.count(astStep.name)) {
+        diags_.error(astStep.loc, "step '" + astStep.name + "' is declared twice");
+      }
+      std::vector<std::string> scope;
+      for (const auto& stmt : astStep.body) {
+        if (stmt->kind == ast::Stmt::Kind::Wait) {
+          auto it = stepIndex.find(stmt->waitFor);
+          if (stmt->waitFor == astStep.name)
+            diags_.error(stmt->loc, "step '" + astStep.name + "' waits for itself");
+          else if (it == stepIndex.end())
+            diags_.error(stmt->loc,
+                         std::any_of(spec_.steps.begin(), spec_.steps.end(),
+                                     [&](const ast::Step& s) { return s.name == stmt->waitFor; })
+                             ? "wait for step '" + stmt->waitFor +
+                                   "', which comes later: a step can only wait for "
+                                   "an earlier one"
+                             : "wait for unknown step '" + stmt->waitFor + "'");
+          else
+            step.waits.push_back({it->second, stmt->loc});
+          continue;
+        }
+        if (auto lowered = lowerStmt(*stmt, scope))
+          step.body.push_back(std::move(lowered));
+      }
+      stepIndex.insert({astStep.name, step.index});
+      program_->steps.push_back(std::move(step));
+    }
+  }
+
+  ir::StmtPtr lowerStmt(const ast::Stmt& stmt, std::vector<std::string>& scope) {
+    auto node = std::make_shared<ir::Stmt>();
+    node->loc = stmt.loc;
+    switch (stmt.kind) {
+    case ast::Stmt::Kind::Wait:
+      diags_.error(stmt.loc, "'wait' must be a statement of the step itself, not inside a loop");
+      return nullptr;
+    case ast::Stmt::Kind::For: {
+      node->kind = ir::StmtKind::Loop;
+      if (std::find(scope.begin(), scope.end(), stmt.var) != scope.end()) {
+        diags_.error(stmt.varLoc, "loop variable '" + stmt.var + "' shadows an outer one");
+        return nullptr;
+      }
+      node->var = stmt.var;
+      Expr index = ExprNode::var("i_" + stmt.var);
+      if (stmt.rangeSet == "peers") {
+        node->range = ir::LoopRange::Peers;
+        node->begin = ExprNode::constant(1);
+        node->end = ExprNode::nranks();
+        node->value = ExprNode::binary(ExprKind::Mod,
+                                       ExprNode::binary(ExprKind::Add, ExprNode::rank(), index),
+                                       ExprNode::nranks());
+      } else if (stmt.rangeSet == "ranks") {
+        node->range = ir::LoopRange::Ranks;
+        node->begin = ExprNode::constant(0);
+        node->end = ExprNode::nranks();
+        node->value = index;
+      } else {
+        node->range = ir::LoopRange::Interval;
+        node->begin = lowerExpr(*stmt.lo, ExprContext::Index, scope);
+        node->end = lowerExpr(*stmt.hi, ExprContext::Index, scope);
+        node->value = index;
+        if (node->begin && node->end &&
+            (ir::dependsOnRank(node->begin) || ir::dependsOnRank(node->end)))
+          diags_.error(stmt.loc, "loop bounds must be the same on every rank (use n, nranks "
+                                 "and constants; index with rank inside the loop)");
+      }
+      scope.push_back(stmt.var);
+      for (const auto& inner : stmt.body)
+        if (auto lowered = lowerStmt(*inner, scope))
+          node->body.push_back(std::move(lowered));
+      scope.pop_back();
+      if (!node->begin || !node->end)
+        return nullptr;
+      return node;
+    }
+    case ast::Stmt::Kind::Put:
+    case ast::Stmt::Kind::AtomicAdd: {
+      node->kind = stmt.kind == ast::Stmt::Kind::Put ? ir::StmtKind::Put : ir::StmtKind::AtomicAdd;
+      auto source = lowerRegion(stmt.sources[0], scope, /*remote=*/false);
+      auto target = lowerRegion(stmt.target, scope, /*remote=*/true);
+      if (!source || !target)
+        return nullptr;
+      node->sources.push_back(*source);
+      node->target = *target;
+      return node;
+    }
+    case ast::Stmt::Kind::Copy:
+    case ast::Stmt::Kind::Reduce: {
+      node->kind = stmt.kind == ast::Stmt::Kind::Copy ? ir::StmtKind::Copy : ir::StmtKind::Reduce;
+      auto target = lowerRegion(stmt.target, scope, /*remote=*/false);
+      bool ok = target.has_value();
+      if (target)
+        node->target = *target;
+      for (const auto& operand : stmt.sources) {
+        std::vector<std::string> operandScope = scope;
+        ir::ReduceOperand lowered;
+        if (operand.slotSet) {
+          lowered.set = *operand.slotSet == "peers" ? ir::LoopRange::Peers : ir::LoopRange::Ranks;
+          lowered.setVar = "q" + std::to_string(setCounter_++);
+          operandScope.push_back(lowered.setVar);
+        }
+        auto region = lowerRegion(operand, operandScope, /*remote=*/false, lowered.setVar);
+        if (!region) {
+          ok = false;
+          continue;
+        }
+        lowered.region = *region;
+        if (node->kind == ir::StmtKind::Copy)
+          node->sources.push_back(*region);
+        else
+          node->operands.push_back(lowered);
+      }
+      return ok ? node : nullptr;
+    }
+    }
+    return nullptr;
+  }
+
+  std::optional<ir::Region> lowerRegion(const ast::RegionRef& ref,
+                                        const std::vector<std::string>& scope, bool remote,
+                                        const std::string& setVar = "") {
+    const ir::Buffer* buffer = program_->find(ref.name);
+    if (!buffer) {
+      diags_.error(ref.nameLoc, "unknown buffer '" + ref.name + "'");
+      return std::nullopt;
+    }
+    bool ok = true;
+    ir::Region region;
+    region.buffer = buffer;
+    region.loc = ref.loc;
+    region.text = refText(ref);
+    if (remote) {
+      if (buffer->role != ir::BufferRole::Scratch) {
+        diags_.error(ref.loc, "'" + ref.name +
+                                  "' is user memory, which peers cannot address; put into a "
+                                  "scratch buffer (symmetric memory) instead");
+        ok = false;
+      }
+      region.owner = lowerExpr(*ref.peer, ExprContext::Index, scope);
+      ok &= region.owner != nullptr;
+    }
+    bool slotted = hasSlots_[ref.name];
+    if (ref.slotSet) {
+      if (!slotted) {
+        diags_.error(ref.loc, "'" + ref.name + "' has no slots; declare it as 'scratch " +
+                                  ref.name + "[nranks]: T[...]' to index it by rank");
+        ok = false;
+      }
+      region.slot = ExprNode::var(setVar);
+    } else if (ref.slot) {
+      if (!slotted) {
+        diags_.error(ref.slot->loc, "'" + ref.name + "' has no slots to index");
+        ok = false;
+      }
+      region.slot = lowerExpr(*ref.slot, ExprContext::Index, scope);
+      ok &= region.slot != nullptr;
+    } else {
+      if (slotted) {
+        diags_.error(ref.loc, "'" + ref.name + "' has several slots; say which one, as '" +
+                                  ref.name + "[rank]'");
+        ok = false;
+      }
+      region.slot = ExprNode::constant(0);
+    }
+    if (!ok || !buffer->slotElems)
+      return std::nullopt;
+    region.offset = ExprNode::constant(0);
+    region.length = buffer->slotElems;
+    region.bound = buffer->slotElems;
+    if (ref.chunk) {
+      Expr k = lowerExpr(*ref.chunk, ExprContext::Index, scope);
+      if (!k)
+        return std::nullopt;
+      region.offset = ExprNode::chunkBegin(buffer->slotElems, k);
+      region.length = ExprNode::chunkLength(buffer->slotElems, k);
+      region.bound = ExprNode::chunkSize(buffer->slotElems);
+    }
+    return region;
+  }
+
+  Expr lowerExpr(const ast::Expr& e, ExprContext context, const std::vector<std::string>& scope) {
+    switch (e.kind) {
+    case ast::Expr::Kind::Integer:
+      return ExprNode::constant(int64_t(e.value));
+    case ast::Expr::Kind::Name:
+      if (e.name == "n")
+        return ExprNode::count();
+      if (e.name == "nranks")
+        return ExprNode::nranks();
+      if (e.name == "rank") {
+        if (context == ExprContext::Size) {
+          diags_.error(e.loc, "sizes must be the same on every rank; 'rank' cannot appear here");
+          return nullptr;
+        }
+        return ExprNode::rank();
+      }
+      if (std::find(scope.begin(), scope.end(), e.name) != scope.end())
+        return ExprNode::var(e.name);
+      diags_.error(e.loc, "unknown name '" + e.name + "'" +
+                              (context == ExprContext::Size
+                                   ? "; sizes may use n, nranks and chunk(...)"
+                                   : "; expected rank, nranks, n or a loop variable"));
+      return nullptr;
+    case ast::Expr::Kind::Binary: {
+      Expr a = lowerExpr(*e.operands[0], context, scope);
+      Expr b = lowerExpr(*e.operands[1], context, scope);
+      if (!a || !b)
+        return nullptr;
+      ExprKind kind = e.op == '+'   ? ExprKind::Add
+                      : e.op == '-' ? ExprKind::Sub
+                      : e.op == '*' ? ExprKind::Mul
+                      : e.op == '/' ? ExprKind::Div
+                                    : ExprKind::Mod;
+      if ((kind == ExprKind::Div || kind == ExprKind::Mod) && b->kind == ExprKind::Const &&
+          b->value == 0) {
+        diags_.error(e.loc, "division by zero");
+        return nullptr;
+      }
+      return ExprNode::binary(kind, a, b);
+    }
+    case ast::Expr::Kind::Call:
+      if (e.name == "chunk" && context == ExprContext::Size && e.operands.size() == 1) {
+        Expr length = lowerExpr(*e.operands[0], context, scope);
+        return length ? ExprNode::chunkSize(length) : nullptr;
+      }
+      diags_.error(e.loc, e.name == "chunk"
+                              ? (context == ExprContext::Size
+                                     ? "chunk(...) takes one argument: the length being split"
+                                     : "chunk(...) gives a size and may appear only in buffer "
+                                       "sizes; use 'buffer.chunk(k)' to address a chunk")
+                              : "unknown function '" + e.name + "'");
+      return nullptr;
+    }
+    return nullptr;
+  }
+
+  static std::string refText(const ast::RegionRef& ref) {
+    std::string text;
+    llvm::raw_string_ostream out(text);
+    if (ref.peer) {
+      ast::print(*ref.peer, out);
+      out << ".";
+    }
+    out << ref.name;
+    if (ref.slot) {
+      out << "[";
+      ast::print(*ref.slot, out);
+      out << "]";
+    } else if (ref.slotSet) {
+      out << "[" << *ref.slotSet << "]";
+    }
+    if (ref.chunk) {
+      out << ".chunk(";
+      ast::print(*ref.chunk, out);
+      out << ")";
+    }
+    return out.str();
+  }
+
+  const ast::Spec& spec_;
+  Diagnostics& diags_;
+  std::unique_ptr<ir::Program> program_;
+  std::map<std::string, bool> hasSlots_;
+  int setCounter_ = 0;
+};
+
+/// Writes into the input buffer are refused: the caller's data must survive the collective.
+void checkWrites(const ir::Program& program, const std::vector<ir::StmtPtr>& body,
+                 Diagnostics& diags) {
+  for (const auto& stmt : body) {
+    if (stmt->kind == ir::StmtKind::Loop) {
+      checkWrites(program, stmt->body, diags);
+      continue;
+    }
+    if (stmt->target.buffer && stmt->target.buffer->role == ir::BufferRole::Input)
+      diags.error(stmt->target.loc, "'" + stmt->target.buffer->name +
+                                        "' is the collective's input, which it must not modify");
+  }
+}
+
+} // namespace
+
+std::unique_ptr<ir::Program> analyze(const ast::Spec& spec, Diagnostics& diags) {
+  Analyzer analyzer(spec, diags);
+  auto program = analyzer.run();
+  if (!program)
+    return nullptr;
+  for (const auto& step : program->steps)
+    checkWrites(*program, step.body, diags);
+  if (diags.hasErrors())
+    return nullptr;
+  return program;
+}
+
+} // namespace collc

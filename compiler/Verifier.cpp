@@ -1,0 +1,439 @@
+#include "compiler/Verifier.h"
+
+#include <algorithm>
+#include <set>
+
+namespace collc {
+namespace {
+
+using Contribution = std::pair<int, int64_t>; // (rank, element index of its input)
+
+constexpr int64_t kMaxCellsPerRank = 1 << 22;
+constexpr int64_t kMaxLoopTrips = 1024;
+
+struct Cell {
+  std::vector<Contribution> value; // sorted multiset
+  bool written = false;
+  bool atomic = false;
+  int writerStep = -2; // -1: present before the collective starts (the input)
+  int writerRank = -1;
+  int64_t writerIndex = 0; // element-loop index of the write
+  int64_t writerBound = 0; // element-loop bound of the write
+  llvm::SMLoc writerLoc;
+  int readStep = -2;
+  int lastAccessStep = -2;
+  int lastAccessRank = -1;
+  int64_t lastAccessIndex = 0;
+  int64_t lastAccessBound = 0;
+};
+
+struct ResolvedRegion {
+  int owner;
+  int bufferIndex;
+  int64_t slot, offset, length, bound;
+};
+
+/// Thrown (and caught in verify()) to stop at the first broken proof; the diagnostic is already
+/// out.
+struct ProofFailed {};
+
+class Simulation {
+public:
+  Simulation(const ir::Program& program, Diagnostics& diags, int nranks, int64_t count)
+      : program_(program), diags_(diags), nranks_(nranks), count_(count) {}
+
+  bool indexAligned() const { return indexAligned_; }
+
+  void run() {
+    allocate();
+    for (size_t s = 0; s < program_.steps.size(); ++s) {
+      step_ = int(s);
+      for (const auto& wait : program_.steps[s].waits)
+        waited_.insert(wait.step);
+      for (int r = 0; r < nranks_; ++r) {
+        rank_ = r;
+        ir::Env env{r, nranks_, count_, {}};
+        for (const auto& stmt : program_.steps[s].body)
+          execute(*stmt, env);
+      }
+    }
+    checkWaitsMatched();
+    checkPostcondition();
+  }
+
+private:
+  std::string where() const {
+    return " (nranks=" + std::to_string(nranks_) + ", n=" + std::to_string(count_) + ")";
+  }
+
+  [[noreturn]] void fail(llvm::SMLoc loc, const std::string& message) {
+    diags_.error(loc, message + where());
+    throw ProofFailed{};
+  }
+
+  int64_t eval(const ir::Expr& e, const ir::Env& env, llvm::SMLoc loc) {
+    std::string why;
+    auto value = ir::evaluate(e, env, &why);
+    if (!value)
+      fail(loc, "cannot evaluate expression: " + why);
+    return *value;
+  }
+
+  void allocate() {
+    ir::Env env{0, nranks_, count_, {}};
+    memory_.assign(nranks_, {});
+    for (int r = 0; r < nranks_; ++r) {
+      for (const auto& buffer : program_.buffers) {
+        int64_t slots = eval(buffer->slots, env, buffer->loc);
+        int64_t elems = eval(buffer->slotElems, env, buffer->loc);
+        if (slots < 1 || elems < 0)
+          fail(buffer->loc, "buffer '" + buffer->name + "' has a negative or empty size");
+        if (slots > 64 || elems > kMaxCellsPerRank / slots)
+          fail(buffer->loc, "buffer '" + buffer->name + "' is too large to verify (" +
+                                std::to_string(slots) + " slots of " + std::to_string(elems) +
+                                " elements)");
+        std::vector<std::vector<Cell>> cells(slots, std::vector<Cell>(elems));
+        if (buffer->role == ir::BufferRole::Input) {
+          for (int64_t i = 0; i < elems; ++i) {
+            Cell& cell = cells[0][i];
+            cell.value = {{r, i}};
+            cell.written = true;
+            cell.writerStep = -1;
+            cell.writerRank = r;
+          }
+        }
+        memory_[r].push_back(std::move(cells));
+      }
+    }
+  }
+
+  int bufferIndex(const ir::Buffer* buffer) const {
+    for (size_t i = 0; i < program_.buffers.size(); ++i)
+      if (program_.buffers[i].get() == buffer)
+        return int(i);
+    internalError("region refers to a buffer outside the program");
+  }
+
+  ResolvedRegion resolve(const ir::Region& region, const ir::Env& env) {
+    ResolvedRegion r;
+    r.owner = region.owner ? int(eval(region.owner, env, region.loc)) : env.rank;
+    if (region.owner &&
+        (eval(region.owner, env, region.loc) < 0 || eval(region.owner, env, region.loc) >= nranks_))
+      fail(region.loc, "peer " + std::to_string(eval(region.owner, env, region.loc)) + " of '" +
+                           region.text + "' is not a rank on rank " + std::to_string(env.rank));
+    r.bufferIndex = bufferIndex(region.buffer);
+    r.slot = eval(region.slot, env, region.loc);
+    r.offset = eval(region.offset, env, region.loc);
+    r.length = eval(region.length, env, region.loc);
+    r.bound = eval(region.bound, env, region.loc);
+    const auto& slots = memory_[r.owner][r.bufferIndex];
+    if (r.slot < 0 || r.slot >= int64_t(slots.size()))
+      fail(region.loc, "slot " + std::to_string(r.slot) + " of '" + region.text +
+                           "' is out of range: '" + region.buffer->name + "' has " +
+                           std::to_string(slots.size()) + " slots (on rank " +
+                           std::to_string(env.rank) + ")");
+    int64_t size = int64_t(slots[r.slot].size());
+    if (r.offset < 0 || r.length < 0 || r.offset + r.length > size)
+      fail(region.loc, "'" + region.text + "' on rank " + std::to_string(env.rank) +
+                           " covers elements [" + std::to_string(r.offset) + ", " +
+                           std::to_string(r.offset + r.length) + ") of a slot of " +
+                           std::to_string(size));
+    return r;
+  }
+
+  Cell& cell(const ResolvedRegion& r, int64_t j) {
+    return memory_[r.owner][r.bufferIndex][r.slot][r.offset + j];
+  }
+
+  const std::string& stepName(int step) const { return program_.steps[step].name; }
+
+  bool waitedFor(int step) const { return waited_.count(step) != 0; }
+
+  void markWaitUsed(int writerStep) {
+    // The latest wait for writerStep up to now is the one that orders this access.
+    for (int t = step_; t > writerStep; --t)
+      for (const auto& wait : program_.steps[t].waits)
+        if (wait.step == writerStep) {
+          usedWaits_.insert({t, writerStep, rank_});
+          return;
+        }
+  }
+
+  /// Reads element j of a region on this rank; `index`/`bound` identify the reading thread.
+  const std::vector<Contribution>& read(const ir::Region& region, const ResolvedRegion& r,
+                                        int64_t j, int64_t index, int64_t bound) {
+    Cell& c = cell(r, j);
+    const std::string what = "'" + region.text + "' (element " + std::to_string(r.offset + j) +
+                             ") on rank " + std::to_string(rank_);
+    if (!c.written)
+      fail(region.loc, "reads " + what + " before anything writes it");
+    bool sameThread = c.writerIndex == index && c.writerBound == bound;
+    if (c.writerStep >= 0) {
+      if (c.writerRank != rank_) {
+        if (c.writerStep == step_)
+          fail(region.loc, "race: reads " + what + " while rank " + std::to_string(c.writerRank) +
+                               " writes it in the same step; move the read to a later step "
+                               "that waits for '" +
+                               stepName(step_) + "'");
+        if (!waitedFor(c.writerStep)) {
+          diags_.error(region.loc, "reads " + what + ", which rank " +
+                                       std::to_string(c.writerRank) + " wrote in step '" +
+                                       stepName(c.writerStep) +
+                                       "', without waiting for it; add "
+                                       "'wait " +
+                                       stepName(c.writerStep) + "' to this step" + where());
+          diags_.note(c.writerLoc, "written here");
+          throw ProofFailed{};
+        }
+        markWaitUsed(c.writerStep);
+        indexAligned_ &= sameThread;
+      } else if (!sameThread) {
+        if (c.writerStep == step_)
+          fail(region.loc,
+               "reads " + what +
+                   ", which another thread of this rank writes in "
+                   "the same step (a race); split the step and wait for the first part");
+        if (!waitedFor(c.writerStep)) {
+          diags_.error(region.loc, "reads " + what + ", which this rank wrote in step '" +
+                                       stepName(c.writerStep) +
+                                       "' over a different element "
+                                       "range, without waiting for it; add 'wait " +
+                                       stepName(c.writerStep) + "'" + where());
+          diags_.note(c.writerLoc, "written here");
+          throw ProofFailed{};
+        }
+        markWaitUsed(c.writerStep);
+        indexAligned_ = false;
+      }
+    }
+    c.readStep = step_;
+    c.lastAccessStep = step_;
+    c.lastAccessRank = rank_;
+    c.lastAccessIndex = index;
+    c.lastAccessBound = bound;
+    return c.value;
+  }
+
+  void write(const ir::Stmt& stmt, const ResolvedRegion& r, int64_t j, int64_t index, int64_t bound,
+             std::vector<Contribution> value) {
+    Cell& c = cell(r, j);
+    const ir::Region& region = stmt.target;
+    bool atomic = stmt.kind == ir::StmtKind::AtomicAdd;
+    const std::string what = "'" + region.text + "' (element " + std::to_string(r.offset + j) +
+                             ") on rank " + std::to_string(r.owner);
+    if (atomic && !c.written)
+      fail(stmt.loc, "atomic_add into " + what + " before anything initializes it");
+    if (c.writerStep == step_ && c.writerRank >= 0) {
+      bool sameThread = c.writerRank == rank_ && c.writerIndex == index && c.writerBound == bound;
+      if (!(atomic && c.atomic) && !sameThread) {
+        diags_.error(stmt.loc, "race: " + what + " is written by rank " +
+                                   std::to_string(c.writerRank) + " and by rank " +
+                                   std::to_string(rank_) + " in step '" + stepName(step_) + "'" +
+                                   where());
+        diags_.note(c.writerLoc, "the other write");
+        throw ProofFailed{};
+      }
+    }
+    if (r.owner != rank_ && c.readStep == step_)
+      fail(stmt.loc, "race: rank " + std::to_string(rank_) + " writes " + what +
+                         " while that rank reads it in the same step");
+    if (r.owner != rank_ && c.lastAccessStep >= 0 && c.lastAccessStep < step_ &&
+        c.lastAccessRank != rank_) {
+      bool ordered = false;
+      for (int w : waited_)
+        if (w >= c.lastAccessStep) {
+          ordered = true;
+          markWaitUsed(w);
+          break;
+        }
+      if (!ordered)
+        fail(stmt.loc, "rank " + std::to_string(rank_) + " overwrites " + what + ", which rank " +
+                           std::to_string(c.lastAccessRank) + " used in step '" +
+                           stepName(c.lastAccessStep) + "', without waiting for that step");
+      indexAligned_ &= c.lastAccessIndex == index && c.lastAccessBound == bound;
+    }
+    if (atomic && c.writerStep == step_ && c.atomic) {
+      c.value.insert(c.value.end(), value.begin(), value.end());
+    } else if (atomic) {
+      c.value.insert(c.value.end(), value.begin(), value.end());
+    } else {
+      c.value = std::move(value);
+    }
+    std::sort(c.value.begin(), c.value.end());
+    c.written = true;
+    c.atomic = atomic;
+    c.writerStep = step_;
+    c.writerRank = rank_;
+    c.writerIndex = index;
+    c.writerBound = bound;
+    c.writerLoc = stmt.loc;
+    c.lastAccessStep = step_;
+    c.lastAccessRank = rank_;
+    c.lastAccessIndex = index;
+    c.lastAccessBound = bound;
+  }
+
+  void execute(const ir::Stmt& stmt, ir::Env& env) {
+    switch (stmt.kind) {
+    case ir::StmtKind::Loop: {
+      int64_t begin = eval(stmt.begin, env, stmt.loc), end = eval(stmt.end, env, stmt.loc);
+      if (end - begin > kMaxLoopTrips)
+        fail(stmt.loc, "loop runs " + std::to_string(end - begin) + " times; at most " +
+                           std::to_string(kMaxLoopTrips) + " are supported");
+      std::string indexVar = "i_" + stmt.var;
+      for (int64_t i = begin; i < end; ++i) {
+        env.vars[indexVar] = i;
+        env.vars[stmt.var] = eval(stmt.value, env, stmt.loc);
+        for (const auto& inner : stmt.body)
+          execute(*inner, env);
+      }
+      env.vars.erase(indexVar);
+      env.vars.erase(stmt.var);
+      return;
+    }
+    case ir::StmtKind::Put:
+    case ir::StmtKind::AtomicAdd: {
+      ResolvedRegion src = resolve(stmt.sources[0], env);
+      ResolvedRegion dst = resolve(stmt.target, env);
+      if (dst.length < src.length)
+        fail(stmt.loc, "destination '" + stmt.target.text + "' holds " +
+                           std::to_string(dst.length) + " elements but the source '" +
+                           stmt.sources[0].text + "' has " + std::to_string(src.length));
+      for (int64_t j = 0; j < src.length; ++j) {
+        auto value = read(stmt.sources[0], src, j, j, src.bound);
+        write(stmt, dst, j, j, src.bound, value);
+      }
+      return;
+    }
+    case ir::StmtKind::Copy:
+    case ir::StmtKind::Reduce: {
+      ResolvedRegion dst = resolve(stmt.target, env);
+      // Expand operands: a slot set binds its variable to every rank of the set.
+      std::vector<std::pair<const ir::Region*, ResolvedRegion>> inputs;
+      auto addOperand = [&](const ir::Region& region) {
+        ResolvedRegion resolved = resolve(region, env);
+        if (resolved.length < dst.length)
+          fail(region.loc, "operand '" + region.text + "' has " + std::to_string(resolved.length) +
+                               " elements but the target '" + stmt.target.text + "' needs " +
+                               std::to_string(dst.length));
+        inputs.push_back({&region, resolved});
+      };
+      if (stmt.kind == ir::StmtKind::Copy) {
+        addOperand(stmt.sources[0]);
+      } else {
+        for (const auto& operand : stmt.operands) {
+          if (!operand.set) {
+            addOperand(operand.region);
+            continue;
+          }
+          for (int i = 0; i < nranks_; ++i) {
+            int q = *operand.set == ir::LoopRange::Peers ? (env.rank + 1 + i) % nranks_ : i;
+            if (*operand.set == ir::LoopRange::Peers && i == nranks_ - 1)
+              break;
+            env.vars[operand.setVar] = q;
+            addOperand(operand.region);
+          }
+          env.vars.erase(operand.setVar);
+        }
+      }
+      for (int64_t j = 0; j < dst.length; ++j) {
+        std::vector<Contribution> value;
+        for (auto& [region, resolved] : inputs) {
+          const auto& part = read(*region, resolved, j, j, dst.bound);
+          value.insert(value.end(), part.begin(), part.end());
+        }
+        write(stmt, dst, j, j, dst.bound, std::move(value));
+      }
+      return;
+    }
+    }
+  }
+
+  /// A wait must order something: data the waited step wrote that some rank reads after the wait
+  /// (or a write it protects). A rank whose share is empty for this n has nothing to wait for, so
+  /// the rule is per configuration, not per rank; reads of data nobody wrote (which would poll
+  /// forever) are caught as reads before writes.
+  void checkWaitsMatched() {
+    for (const auto& step : program_.steps)
+      for (const auto& wait : step.waits) {
+        bool used = false;
+        for (int r = 0; r < nranks_ && !used; ++r)
+          used = usedWaits_.count({step.index, wait.step, r}) != 0;
+        if (!used)
+          fail(wait.loc,
+               "nothing that step '" + stepName(wait.step) +
+                   "' writes is read after "
+                   "this wait, so no signal matches it; wait for the step whose data this "
+                   "step reads");
+      }
+  }
+
+  void checkPostcondition() {
+    const ir::Buffer* out = program_.output();
+    const int outIndex = bufferIndex(out);
+    for (int r = 0; r < nranks_; ++r) {
+      const auto& cells = memory_[r][outIndex][0];
+      for (int64_t i = 0; i < int64_t(cells.size()); ++i) {
+        const Cell& c = cells[i];
+        std::vector<Contribution> expected;
+        for (int q = 0; q < nranks_; ++q)
+          expected.push_back({q, i});
+        if (c.written && c.value == expected)
+          continue;
+        std::string message = "postcondition fails: " + out->name + "[" + std::to_string(i) +
+                              "] on rank " + std::to_string(r);
+        if (!c.written) {
+          message += " is never written";
+        } else {
+          message += " holds ";
+          for (size_t k = 0; k < c.value.size(); ++k)
+            message += (k ? ", " : "") + program_.input()->name + "[" +
+                       std::to_string(c.value[k].second) + "] of rank " +
+                       std::to_string(c.value[k].first);
+          message += "; an allreduce needs " + program_.input()->name + "[" + std::to_string(i) +
+                     "] of every rank exactly once";
+        }
+        diags_.error(program_.loc, message + where());
+        if (c.written)
+          diags_.note(c.writerLoc, "last written here");
+        throw ProofFailed{};
+      }
+    }
+  }
+
+  const ir::Program& program_;
+  Diagnostics& diags_;
+  int nranks_;
+  int64_t count_;
+  int step_ = 0;
+  int rank_ = 0;
+  std::set<int> waited_;
+  std::set<std::tuple<int, int, int>> usedWaits_; // (waiting step, waited step, rank)
+  bool indexAligned_ = true;
+  // memory_[rank][buffer][slot][element]
+  std::vector<std::vector<std::vector<std::vector<Cell>>>> memory_;
+};
+
+} // namespace
+
+VerifyResult verify(const ir::Program& program, Diagnostics& diags) {
+  VerifyResult result;
+  for (int nranks = program.minRanks; nranks <= program.maxRanks; ++nranks) {
+    // Counts chosen to exercise a single element, counts that do not split evenly into chunks or
+    // vectors, and a count large enough for every rank to own several aligned chunks.
+    for (int64_t count :
+         {int64_t(1), int64_t(2 * nranks + 3), int64_t(ir::kChunkAlignElems * nranks * 3 + 5)}) {
+      Simulation sim(program, diags, nranks, count);
+      try {
+        sim.run();
+      } catch (const ProofFailed&) {
+        return result;
+      }
+      result.indexAligned &= sim.indexAligned();
+    }
+  }
+  result.ok = true;
+  return result;
+}
+
+} // namespace collc

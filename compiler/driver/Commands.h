@@ -1,0 +1,34 @@
+// The collc subcommands. Each returns the process exit status: 0 success, 1 the user's error (a
+// wrong spec, a bad option, no GPU for a GPU command), 2 a failure of collc itself.
+#ifndef COLLC_DRIVER_COMMANDS_H
+#define COLLC_DRIVER_COMMANDS_H
+
+#include "Arguments.h"
+#include "compiler/Compile.h"
+
+#include <llvm/Support/Error.h>
+
+namespace collc::driver {
+
+enum ExitCode { kSuccess = 0, kUserError = 1, kInternalError = 2 };
+
+extern const Command kCheckCommand;
+extern const Command kEmitCommand;
+extern const Command kRunCommand;
+
+int runCheck(const ParsedArguments& args);
+int runEmit(const ParsedArguments& args);
+int runRun(const ParsedArguments& args);
+
+/// The options that choose a variant (--dtype, --op, --ranks, --sync, launch knobs).
+std::vector<OptionSpec> variantOptions();
+/// Fills `options` from the parsed variant options; false with `error` set on a bad value.
+bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::string& error);
+
+/// Reports an error from the library: a SpecError's diagnostics are already printed.
+int reportError(llvm::Error error);
+int usageError(const std::string& message);
+
+} // namespace collc::driver
+
+#endif // COLLC_DRIVER_COMMANDS_H

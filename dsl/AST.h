@@ -1,0 +1,108 @@
+// The abstract syntax tree of a spec, exactly as written: names are unresolved and every node keeps
+// the location of the text it came from, so that every later stage can point back at the spec.
+#ifndef COLLC_DSL_AST_H
+#define COLLC_DSL_AST_H
+
+#include "dsl/Types.h"
+
+#include <cstdint>
+#include <llvm/Support/SMLoc.h>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class raw_ostream;
+}
+
+namespace collc::ast {
+
+// ---- Integer expressions: sizes, slot indices, ranks ("(rank + i) % nranks") ----
+struct Expr {
+  enum class Kind { Integer, Name, Binary, Call };
+  Kind kind;
+  llvm::SMLoc loc;
+  uint64_t value = 0;                          // Integer
+  std::string name;                            // Name; Call: the function ("chunk")
+  char op = 0;                                 // Binary: + - * / %
+  std::vector<std::unique_ptr<Expr>> operands; // Binary: lhs, rhs; Call: arguments
+};
+using ExprPtr = std::unique_ptr<Expr>;
+
+// ---- References to buffers ----
+/// `[peer.]name[slot].chunk(k)`: a region of a buffer on this rank or on a peer.
+struct RegionRef {
+  llvm::SMLoc loc;
+  ExprPtr peer; // null: this rank's own buffer
+  std::string name;
+  llvm::SMLoc nameLoc;
+  ExprPtr slot; // `name[e]`
+  /// `name[peers]` / `name[ranks]`: every slot of that set (only as a reduce operand).
+  std::optional<std::string> slotSet;
+  ExprPtr chunk; // `.chunk(k)`: the k-th of nranks equal parts
+};
+
+// ---- Statements ----
+struct Stmt {
+  enum class Kind { Put, AtomicAdd, Copy, Reduce, For, Wait };
+  Kind kind;
+  llvm::SMLoc loc;
+  RegionRef target;               // Put/AtomicAdd/Copy/Reduce: where data goes
+  std::vector<RegionRef> sources; // Put/AtomicAdd/Copy: one; Reduce: the operands
+  // For: `for var in peers|ranks|lo..hi { body }`
+  std::string var;
+  llvm::SMLoc varLoc;
+  std::string rangeSet; // "peers" or "ranks"; empty for lo..hi
+  ExprPtr lo, hi;
+  std::vector<std::unique_ptr<Stmt>> body;
+  // Wait: `wait step`
+  std::string waitFor;
+};
+using StmtPtr = std::unique_ptr<Stmt>;
+
+struct Step {
+  std::string name;
+  llvm::SMLoc loc;
+  std::vector<StmtPtr> body;
+};
+
+/// `name: T[size]` in `buffers`, or `scratch name[slots]: T[size]`.
+struct BufferDecl {
+  std::string name;
+  llvm::SMLoc loc;
+  bool scratch = false;
+  ExprPtr slots;           // scratch only; null: one slot
+  std::string elementType; // "T": the element type of the variant
+  llvm::SMLoc elementTypeLoc;
+  ExprPtr size; // elements per slot
+};
+
+struct LaunchKnob {
+  std::string name;
+  llvm::SMLoc loc;
+  uint64_t value = 0;
+};
+
+struct Spec {
+  std::string name;
+  llvm::SMLoc loc;
+  std::string kindName;
+  llvm::SMLoc kindLoc;
+  std::optional<CollectiveKind> kind;
+  uint64_t minRanks = 2, maxRanks = 8;
+  llvm::SMLoc ranksLoc;
+  std::vector<BufferDecl> buffers; // user buffers first, in declaration order, then scratch
+  std::string syncName;
+  llvm::SMLoc syncLoc;
+  std::vector<LaunchKnob> launch;
+  std::vector<Step> steps;
+};
+
+/// Prints the tree in an indented, stable form (`collc emit --emit=ast`).
+void print(const Spec& spec, llvm::raw_ostream& out);
+void print(const Expr& expr, llvm::raw_ostream& out);
+
+} // namespace collc::ast
+
+#endif // COLLC_DSL_AST_H

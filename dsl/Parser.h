@@ -1,0 +1,55 @@
+// Recursive-descent parser for the spec language (grammar: dsl/README.md). It stops at the first
+// syntax error: specs are short, and one precise message beats a cascade of guesses.
+#ifndef COLLC_DSL_PARSER_H
+#define COLLC_DSL_PARSER_H
+
+#include "dsl/AST.h"
+#include "dsl/Diagnostics.h"
+#include "dsl/Lexer.h"
+
+#include <memory>
+
+namespace collc {
+
+class Parser {
+public:
+  /// Parses the buffer `bufferId` of the diagnostics' SourceMgr.
+  Parser(Diagnostics& diags, unsigned bufferId);
+
+  /// The spec, or null after reporting a syntax error.
+  std::unique_ptr<ast::Spec> parseSpec();
+
+private:
+  // Helpers return false after reporting an error; callers unwind.
+  void advance();
+  bool expect(TokenKind kind, const char* context);
+  bool expectWord(llvm::StringRef word, const char* context);
+  bool expectName(std::string& name, llvm::SMLoc& loc, const char* what);
+  bool fail(llvm::SMLoc loc, const llvm::Twine& message);
+
+  bool parseHeader(ast::Spec& spec);
+  bool parseBufferDecl(ast::Spec& spec, bool scratch);
+  bool parseStep(ast::Spec& spec);
+  bool parseBlock(std::vector<ast::StmtPtr>& body);
+  ast::StmtPtr parseStmt();
+  ast::StmtPtr parseTransfer(ast::Stmt::Kind kind);
+  bool parseRegion(ast::RegionRef& region, bool allowSlotSet);
+  bool parseRemoteRegion(ast::RegionRef& region);
+  ast::ExprPtr parseExpr();
+  ast::ExprPtr parseTerm();
+  ast::ExprPtr parsePrimary();
+
+  Diagnostics& diags_;
+  Lexer lexer_;
+  Token tok_;
+  unsigned depth_ =
+      0; // nesting of expressions and loops: bounded so no input can exhaust the stack
+};
+
+/// Convenience: parse `text` registered under `bufferName` in the diagnostics' SourceMgr.
+std::unique_ptr<ast::Spec> parseSpecText(Diagnostics& diags, llvm::StringRef text,
+                                         llvm::StringRef bufferName);
+
+} // namespace collc
+
+#endif // COLLC_DSL_PARSER_H

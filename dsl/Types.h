@@ -1,0 +1,37 @@
+// The vocabulary shared by every stage: collective kinds, element types, reduction operators and
+// synchronization strategies, with their spellings in specs and on the command line.
+#ifndef COLLC_DSL_TYPES_H
+#define COLLC_DSL_TYPES_H
+
+#include <optional>
+#include <string_view>
+
+namespace collc {
+
+enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll };
+enum class DType { F32, F16, BF16 };
+enum class ReduceOp { Sum, Max, Min };
+enum class SyncKind { Barrier, Sentinel, LL, LL128, LL128Atomic };
+
+std::string_view name(CollectiveKind kind);
+std::string_view name(DType type);
+std::string_view name(ReduceOp op);
+std::string_view name(SyncKind sync);
+
+std::optional<CollectiveKind> parseCollectiveKind(std::string_view text);
+std::optional<DType> parseDType(std::string_view text);
+std::optional<ReduceOp> parseReduceOp(std::string_view text);
+std::optional<SyncKind> parseSyncKind(std::string_view text);
+
+/// Bytes of one element.
+unsigned sizeOf(DType type);
+/// The CUDA type that stores one element (float, __half, __nv_bfloat16).
+std::string_view cudaTypeName(DType type);
+
+/// Every value of each enum, for loops in tests and the tuner.
+inline constexpr DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16};
+inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min};
+
+} // namespace collc
+
+#endif // COLLC_DSL_TYPES_H

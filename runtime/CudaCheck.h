@@ -1,0 +1,73 @@
+// Helpers for calling the CUDA runtime: status codes become llvm::Error values that say which call
+// failed and where, so that a failure on the GPU machine can be diagnosed from its log alone.
+#ifndef COLLC_RUNTIME_CUDACHECK_H
+#define COLLC_RUNTIME_CUDACHECK_H
+
+#include <cstring>
+#include <cuda_runtime_api.h>
+#include <llvm/Support/Error.h>
+#include <string>
+#include <utility>
+
+namespace collc {
+
+/// "runtime/LocalWorld.cpp" from a full __FILE__ path: short enough to read, long enough to find.
+inline const char* shortSourcePath(const char* file) {
+  const char* last = std::strrchr(file, '/');
+  if (!last)
+    return file;
+  for (const char* p = last - 1; p >= file; --p)
+    if (*p == '/')
+      return p + 1;
+  return file;
+}
+
+/// Success for cudaSuccess; otherwise an error such as
+/// "cudaMalloc(&ptr, bytes) failed at runtime/LocalWorld.cpp:42: cudaErrorMemoryAllocation: out of
+/// memory". The failed call's error is cleared from cudaGetLastError so that it is not blamed on a
+/// later call.
+inline llvm::Error cudaStatusToError(cudaError_t status, const char* call, const char* file,
+                                     int line) {
+  if (status == cudaSuccess)
+    return llvm::Error::success();
+  (void)cudaGetLastError();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s failed at %s:%d: %s: %s", call,
+                                 shortSourcePath(file), line, cudaGetErrorName(status),
+                                 cudaGetErrorString(status));
+}
+
+/// Makes a device current for a scope and restores the caller's current device afterwards, so that
+/// runtime calls never leave a surprise behind in the calling thread.
+class ScopedDevice {
+public:
+  ScopedDevice() {
+    if (cudaGetDevice(&saved_) != cudaSuccess) {
+      (void)cudaGetLastError();
+      saved_ = -1;
+    }
+  }
+  ~ScopedDevice() {
+    if (saved_ >= 0 && cudaSetDevice(saved_) != cudaSuccess)
+      (void)cudaGetLastError();
+  }
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+private:
+  int saved_ = -1;
+};
+
+} // namespace collc
+
+/// An llvm::Error expression for one CUDA call: `if (auto err = COLLC_CUDA_CHECK(cudaFree(p)))`.
+#define COLLC_CUDA_CHECK(call) ::collc::cudaStatusToError((call), #call, __FILE__, __LINE__)
+
+/// Returns the error from the enclosing function (llvm::Error or llvm::Expected<T>) if `call`
+/// fails.
+#define COLLC_CUDA_TRY(call)                                                                       \
+  do {                                                                                             \
+    if (::llvm::Error collcCudaError = COLLC_CUDA_CHECK(call))                                     \
+      return ::llvm::Error(std::move(collcCudaError));                                             \
+  } while (false)
+
+#endif // COLLC_RUNTIME_CUDACHECK_H

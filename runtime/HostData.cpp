@@ -1,0 +1,229 @@
+#include "runtime/HostData.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <llvm/Support/Format.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace collc {
+
+namespace {
+
+uint32_t bitsOf(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+float floatOf(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+/// Shifts `mantissa` right by `shift` (1..31) rounding to nearest, ties to even.
+uint32_t shiftRoundEven(uint32_t mantissa, unsigned shift) {
+  uint32_t kept = mantissa >> shift;
+  uint32_t rest = mantissa & ((1u << shift) - 1);
+  uint32_t half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (kept & 1)))
+    ++kept;
+  return kept;
+}
+
+} // namespace
+
+uint16_t floatToF16(float value) {
+  const uint32_t bits = bitsOf(value);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  const uint32_t exponent = (bits >> 23) & 0xff;
+  const uint32_t mantissa = bits & 0x7fffff;
+  if (exponent == 0xff) // infinity, or NaN kept quiet with the top of its payload
+    return sign | (mantissa ? 0x7e00 | (mantissa >> 13) : 0x7c00);
+  // Exponent in binary16's bias; values below 2^-14 become subnormals (or zero).
+  const int halfExponent = static_cast<int>(exponent) - 127 + 15;
+  if (halfExponent >= 0x1f)
+    return sign | 0x7c00;
+  if (halfExponent <= 0) {
+    if (halfExponent < -10) // below half the smallest subnormal (2^-25): rounds to zero
+      return sign;
+    // value = (mantissa | implicit 1) * 2^(halfExponent - 14 - 10) in units of 2^-24.
+    uint32_t full = mantissa | 0x800000;
+    return sign | static_cast<uint16_t>(shiftRoundEven(full, 14 - halfExponent));
+  }
+  // A carry out of the mantissa correctly bumps the exponent, up to infinity (0x7c00).
+  uint32_t half = (static_cast<uint32_t>(halfExponent) << 10) | (mantissa >> 13);
+  uint32_t rest = mantissa & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
+    ++half;
+  return sign | static_cast<uint16_t>(half);
+}
+
+float f16ToFloat(uint16_t bits) {
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000) << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1f;
+  const uint32_t mantissa = bits & 0x3ff;
+  if (exponent == 0x1f)
+    return floatOf(sign | 0x7f800000 | (mantissa ? 0x400000 | (mantissa << 13) : 0));
+  if (exponent == 0) { // zero or subnormal: mantissa * 2^-24, exact in float
+    float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign ? -magnitude : magnitude;
+  }
+  return floatOf(sign | ((exponent + 127 - 15) << 23) | (mantissa << 13));
+}
+
+uint16_t floatToBf16(float value) {
+  const uint32_t bits = bitsOf(value);
+  if (std::isnan(value)) // keep the sign, force the quiet bit so truncation cannot make infinity
+    return static_cast<uint16_t>((bits >> 16) | 0x40);
+  // Round to nearest even on the upper half; a carry reaches infinity exactly when it should.
+  const uint32_t rounded = bits + 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(rounded >> 16);
+}
+
+float bf16ToFloat(uint16_t bits) {
+  return floatOf(static_cast<uint32_t>(bits) << 16);
+}
+
+double loadElement(DType type, const void* data, uint64_t index) {
+  switch (type) {
+  case DType::F32: {
+    float value;
+    std::memcpy(&value, static_cast<const char*>(data) + index * 4, 4);
+    return value;
+  }
+  case DType::F16:
+  case DType::BF16: {
+    uint16_t bits;
+    std::memcpy(&bits, static_cast<const char*>(data) + index * 2, 2);
+    return type == DType::F16 ? f16ToFloat(bits) : bf16ToFloat(bits);
+  }
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+void storeElement(DType type, void* data, uint64_t index, float value) {
+  switch (type) {
+  case DType::F32:
+    std::memcpy(static_cast<char*>(data) + index * 4, &value, 4);
+    return;
+  case DType::F16:
+  case DType::BF16: {
+    uint16_t bits = type == DType::F16 ? floatToF16(value) : floatToBf16(value);
+    std::memcpy(static_cast<char*>(data) + index * 2, &bits, 2);
+    return;
+  }
+  }
+}
+
+std::string formatElement(DType type, const void* data, uint64_t index) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format("%.9g", loadElement(type, data, index));
+  if (type == DType::F32) {
+    uint32_t bits;
+    std::memcpy(&bits, static_cast<const char*>(data) + index * 4, 4);
+    os << llvm::format(" (0x%08x)", bits);
+  } else {
+    uint16_t bits;
+    std::memcpy(&bits, static_cast<const char*>(data) + index * 2, 2);
+    os << llvm::format(" (0x%04x)", static_cast<unsigned>(bits));
+  }
+  return os.str();
+}
+
+void fillRandom(DType type, void* data, uint64_t count, std::mt19937_64& rng) {
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t r = rng();
+    // Bits 12..63 make the mantissa in [1, 2), bits 1..8 the exponent in [-6, 3], bit 0 the sign.
+    double mantissa = 1.0 + static_cast<double>(r >> 12) * 0x1p-52;
+    int exponent = static_cast<int>((r >> 1) & 0xff) % 10 - 6;
+    double magnitude = std::ldexp(mantissa, exponent);
+    storeElement(type, data, i, static_cast<float>((r & 1) ? -magnitude : magnitude));
+  }
+}
+
+AllReduceReference referenceAllReduce(DType type, ReduceOp op, llvm::ArrayRef<const void*> inputs,
+                                      uint64_t count) {
+  AllReduceReference reference;
+  reference.op = op;
+  reference.value.assign(count, 0.0);
+  reference.absSum.assign(count, 0.0);
+  for (uint64_t i = 0; i < count; ++i) {
+    double result = 0, absSum = 0;
+    bool nan = false;
+    for (size_t r = 0; r < inputs.size(); ++r) {
+      double x = loadElement(type, inputs[r], i);
+      nan |= std::isnan(x);
+      absSum += std::fabs(x);
+      if (r == 0)
+        result = x;
+      else if (op == ReduceOp::Sum)
+        result += x;
+      else if (op == ReduceOp::Max)
+        result = std::max(result, x);
+      else
+        result = std::min(result, x);
+    }
+    reference.value[i] = nan ? std::numeric_limits<double>::quiet_NaN() : result;
+    reference.absSum[i] = absSum;
+  }
+  return reference;
+}
+
+double sumTolerance(DType type, int nranks) {
+  switch (type) {
+  case DType::F32:
+    return 1e-6 * nranks;
+  case DType::F16:
+    return nranks * 0x1p-11;
+  case DType::BF16:
+    return nranks * 0x1p-8;
+  }
+  return 0;
+}
+
+double tinyTolerance(DType type) {
+  return type == DType::F16 ? 0x1p-14 : 0x1p-126;
+}
+
+Comparison compareAllReduce(DType type, const AllReduceReference& reference,
+                            llvm::ArrayRef<const void*> inputs, const void* got, uint64_t count,
+                            llvm::StringRef label, unsigned maxReported) {
+  Comparison comparison;
+  llvm::raw_string_ostream os(comparison.firstMismatches);
+  const double relative = sumTolerance(type, static_cast<int>(inputs.size()));
+  for (uint64_t i = 0; i < count; ++i) {
+    const double value = loadElement(type, got, i);
+    const double expected = reference.value[i];
+    double tolerance = 0;
+    bool pass;
+    if (std::isnan(expected))
+      pass = std::isnan(value);
+    else if (std::isinf(expected) || reference.op != ReduceOp::Sum)
+      pass = value == expected; // false for NaN
+    else {
+      tolerance = relative * reference.absSum[i] + tinyTolerance(type);
+      pass = std::fabs(value - expected) <= tolerance; // false for NaN and infinity
+    }
+    if (pass)
+      continue;
+    if (comparison.mismatches++ >= maxReported)
+      continue;
+    os << label << "[" << i << "]: got " << formatElement(type, got, i) << ", expected "
+       << llvm::format("%.9g", expected);
+    if (reference.op == ReduceOp::Sum)
+      os << llvm::format(" (|diff| %.3g > tol %.3g)", std::fabs(value - expected), tolerance);
+    else
+      os << " (" << name(reference.op) << " must match exactly)";
+    os << "; inputs";
+    for (size_t r = 0; r < inputs.size(); ++r)
+      os << (r ? ", " : " ") << formatElement(type, inputs[r], i);
+    os << "\n";
+  }
+  os.flush();
+  return comparison;
+}
+
+} // namespace collc

@@ -1,0 +1,269 @@
+#include "runtime/Jit.h"
+
+#include "runtime/KernelCache.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <llvm/ADT/SmallString.h>
+#include <llvm/ADT/StringExtras.h>
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
+#include <nvrtc.h>
+#include <optional>
+
+namespace collc {
+namespace {
+
+llvm::Error jitError(const llvm::Twine& message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+std::string envOrEmpty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+/// The --gpu-architecture value. NVRTC emits PTX only for a virtual architecture and a cubin only
+/// for a real one, so "sm_90" becomes "compute_90" for PTX and "compute_90" is refused for a cubin.
+llvm::Expected<std::string> nvrtcArch(const std::string& arch, JitOutput output) {
+  llvm::StringRef rest(arch);
+  bool isReal = rest.consume_front("sm_");
+  bool isVirtual = !isReal && rest.consume_front("compute_");
+  llvm::StringRef digits = rest.take_while(llvm::isDigit);
+  llvm::StringRef suffix = rest.drop_front(digits.size());
+  bool wellFormed = (isReal || isVirtual) && !digits.empty() &&
+                    (suffix.empty() || suffix == "a" || suffix == "f");
+  if (!wellFormed)
+    return jitError(fmt::format("invalid GPU architecture '{}': expected sm_XX or compute_XX (for "
+                                "example sm_90)",
+                                arch));
+  if (output == JitOutput::Cubin && isVirtual)
+    return jitError(
+        fmt::format("a cubin needs a real GPU architecture (sm_{}), not '{}'", rest.str(), arch));
+  return output == JitOutput::Ptx ? "compute_" + rest.str() : "sm_" + rest.str();
+}
+
+std::vector<std::string> nvrtcOptions(const std::string& gpuArch, const JitOptions& options) {
+  std::vector<std::string> result = {"-std=c++17", "--gpu-architecture=" + gpuArch,
+                                     "-default-device"};
+  if (!cudaIncludeDir().empty())
+    result.push_back("-I" + cudaIncludeDir());
+  result.insert(result.end(), options.extraOptions.begin(), options.extraOptions.end());
+  return result;
+}
+
+std::string joinOptions(const std::vector<std::string>& options) {
+  std::string joined;
+  for (const std::string& option : options) {
+    if (!joined.empty())
+      joined += ' ';
+    // Quote what a shell would split, so the line can be pasted into nvcc or a bug report.
+    bool quote = option.find_first_of(" \t") != std::string::npos;
+    joined += quote ? "'" + option + "'" : option;
+  }
+  return joined;
+}
+
+/// The source as "  12 | code" lines: NVRTC's log cites line numbers of a generated file the user
+/// never saw, so the error carries the file itself.
+std::string numberedSource(std::string_view source) {
+  llvm::SmallVector<llvm::StringRef, 64> lines;
+  llvm::StringRef(source.data(), source.size()).split(lines, '\n');
+  if (!lines.empty() && lines.back().empty())
+    lines.pop_back();
+  size_t width = std::max<size_t>(4, std::to_string(lines.size()).size());
+  std::string result;
+  for (size_t i = 0; i < lines.size(); ++i)
+    result += fmt::format("{:>{}} | {}\n", i + 1, width, lines[i].rtrim('\r').str());
+  return result;
+}
+
+class ProgramHandle {
+public:
+  ~ProgramHandle() {
+    if (program_)
+      nvrtcDestroyProgram(&program_);
+  }
+  nvrtcProgram* out() { return &program_; }
+  nvrtcProgram get() const { return program_; }
+
+private:
+  nvrtcProgram program_ = nullptr;
+};
+
+std::string programLog(nvrtcProgram program) {
+  size_t size = 0;
+  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1)
+    return "";
+  std::string log(size, '\0');
+  if (nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS)
+    return "";
+  log.resize(size - 1); // the size counts the trailing NUL
+  return log;
+}
+
+llvm::Expected<std::string> programImage(nvrtcProgram program, JitOutput output) {
+  size_t size = 0;
+  nvrtcResult status = output == JitOutput::Ptx ? nvrtcGetPTXSize(program, &size)
+                                                : nvrtcGetCUBINSize(program, &size);
+  std::string image(size, '\0');
+  if (status == NVRTC_SUCCESS && size > 0)
+    status = output == JitOutput::Ptx ? nvrtcGetPTX(program, image.data())
+                                      : nvrtcGetCUBIN(program, image.data());
+  if (status != NVRTC_SUCCESS || size == 0)
+    return jitError(fmt::format("NVRTC produced no {}: {}",
+                                output == JitOutput::Ptx ? "PTX" : "cubin",
+                                nvrtcGetErrorString(status)));
+  // PTX comes NUL-terminated; std::string keeps its own terminator, so drop NVRTC's.
+  if (output == JitOutput::Ptx && image.back() == '\0')
+    image.pop_back();
+  return image;
+}
+
+struct Compiled {
+  std::string image;
+  std::string log;
+};
+
+llvm::Expected<Compiled> runNvrtc(std::string_view source, std::string_view programName,
+                                  JitOutput output, const std::vector<std::string>& options) {
+  std::string sourceText(source), name(programName); // NVRTC wants NUL-terminated strings
+  ProgramHandle program;
+  nvrtcResult status =
+      nvrtcCreateProgram(program.out(), sourceText.c_str(), name.c_str(), 0, nullptr, nullptr);
+  if (status != NVRTC_SUCCESS)
+    return jitError(
+        fmt::format("NVRTC cannot create program '{}': {}", name, nvrtcGetErrorString(status)));
+  std::vector<const char*> argv;
+  argv.reserve(options.size());
+  for (const std::string& option : options)
+    argv.push_back(option.c_str());
+  status = nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
+  std::string log = programLog(program.get());
+  if (status != NVRTC_SUCCESS) {
+    std::string hint;
+    if (cudaIncludeDir().empty() && log.find("could not open source file") != std::string::npos)
+      hint = "note: no CUDA include directory was found; set CUDA_HOME to the CUDA toolkit\n";
+    return jitError(fmt::format(
+        "NVRTC failed to compile '{}' ({}):\n{}{}{}options: {}\nsource:\n{}", name,
+        nvrtcGetErrorString(status), log, !log.empty() && log.back() != '\n' ? "\n" : "", hint,
+        joinOptions(options), numberedSource(source)));
+  }
+  llvm::Expected<std::string> image = programImage(program.get(), output);
+  if (!image)
+    return image.takeError();
+  return Compiled{std::move(*image), std::move(log)};
+}
+
+/// A broken cache must never break compilation; one line tells the user why nothing is cached.
+void warnCacheUnusableOnce(llvm::Error error) {
+  static std::atomic<bool> warned{false};
+  std::string message = llvm::toString(std::move(error));
+  if (!warned.exchange(true))
+    std::fprintf(stderr, "collc: warning: kernel cache disabled: %s\n", message.c_str());
+}
+
+} // namespace
+
+std::string nvrtcVersionString() {
+  static const std::string version = [] {
+    int major = 0, minor = 0;
+    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS)
+      return std::string("unknown");
+    return fmt::format("{}.{}", major, minor);
+  }();
+  return version;
+}
+
+std::string defaultCacheDir() {
+  std::string dir = envOrEmpty("COLLC_CACHE_DIR");
+  if (!dir.empty())
+    return dir;
+  llvm::SmallString<256> path;
+  // The XDG spec says a relative XDG_CACHE_HOME is invalid and must be ignored.
+  std::string xdg = envOrEmpty("XDG_CACHE_HOME");
+  if (!xdg.empty() && llvm::sys::path::is_absolute(xdg)) {
+    path = xdg;
+  } else {
+    if (!llvm::sys::path::home_directory(path))
+      return "";
+    llvm::sys::path::append(path, ".cache");
+  }
+  llvm::sys::path::append(path, "collc");
+  return std::string(path);
+}
+
+const std::string& cudaIncludeDir() {
+  static const std::string dir = [] {
+    std::vector<std::string> candidates;
+    for (const char* variable : {"CUDA_HOME", "CUDA_PATH"}) {
+      std::string root = envOrEmpty(variable);
+      if (!root.empty())
+        candidates.push_back(root + "/include");
+    }
+#ifdef COLLC_CUDA_INCLUDE_DIR
+    candidates.push_back(COLLC_CUDA_INCLUDE_DIR);
+#endif
+    candidates.push_back("/usr/local/cuda/include");
+    candidates.push_back("/usr/local/cuda-13.0/targets/x86_64-linux/include");
+    // NVRTC 13 has no built-in copy of the half-precision headers, so look for the one file every
+    // generated kernel may need.
+    for (const std::string& candidate : candidates)
+      if (llvm::sys::fs::exists(candidate + "/cuda_fp16.h"))
+        return candidate;
+    return std::string();
+  }();
+  return dir;
+}
+
+llvm::Expected<JitResult> compileCuda(std::string_view source, std::string_view programName,
+                                      JitOutput output, const JitOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  auto elapsedMs = [start] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
+
+  llvm::Expected<std::string> gpuArch = nvrtcArch(options.arch, output);
+  if (!gpuArch)
+    return gpuArch.takeError();
+  std::vector<std::string> nvrtcArgs = nvrtcOptions(*gpuArch, options);
+
+  std::optional<KernelCache> cache;
+  std::string key;
+  if (options.useCache) {
+    std::string dir = options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir;
+    if (!dir.empty()) {
+      cache.emplace(dir);
+      key = KernelCache::key(source, programName, nvrtcArgs, nvrtcVersionString(), options.arch,
+                             output == JitOutput::Ptx ? "ptx" : "cubin");
+      if (std::optional<std::string> image = cache->load(key)) {
+        JitResult result;
+        result.image = std::move(*image);
+        result.cacheHit = true;
+        result.milliseconds = elapsedMs();
+        return result;
+      }
+    }
+  }
+
+  llvm::Expected<Compiled> compiled = runNvrtc(source, programName, output, nvrtcArgs);
+  if (!compiled)
+    return compiled.takeError();
+  if (cache)
+    if (llvm::Error error = cache->store(key, compiled->image))
+      warnCacheUnusableOnce(std::move(error));
+
+  JitResult result;
+  result.image = std::move(compiled->image);
+  result.log = std::move(compiled->log);
+  result.milliseconds = elapsedMs();
+  return result;
+}
+
+} // namespace collc

@@ -1,0 +1,59 @@
+// NVRTC front door: CUDA source in, PTX or cubin out, through the disk cache.
+//
+// Needs no GPU and no driver: NVRTC is a plain library, so CI compiles every generated kernel.
+#ifndef COLLC_RUNTIME_JIT_H
+#define COLLC_RUNTIME_JIT_H
+
+#include <llvm/Support/Error.h>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace collc {
+
+enum class JitOutput { Ptx, Cubin };
+
+struct JitOptions {
+  /// A real architecture ("sm_90", "sm_90a"). PTX is generated for the matching virtual
+  /// architecture (compute_90), so "compute_XX" is accepted for PTX too, but not for a cubin.
+  std::string arch = "sm_90";
+  bool useCache = true;
+  /// Empty: defaultCacheDir().
+  std::string cacheDir;
+  /// Appended after the built-in options, so they can override them (NVRTC: last one wins).
+  std::vector<std::string> extraOptions;
+};
+
+struct JitResult {
+  /// PTX text (without NVRTC's trailing NUL; c_str() supplies the one cuModuleLoadData wants) or
+  /// the cubin's ELF bytes.
+  std::string image;
+  bool cacheHit = false;
+  /// Wall time of the whole call: the NVRTC compile on a miss, the cache read on a hit.
+  double milliseconds = 0;
+  /// NVRTC's log (warnings) of a fresh compile; empty on a cache hit.
+  std::string log;
+};
+
+/// Compiles `source` (named `programName` in NVRTC messages) with NVRTC. The options are always
+/// -std=c++17, --gpu-architecture=<arch, or compute_XX for PTX>, -default-device, -I<CUDA include
+/// dir> where one is found (so <cuda_fp16.h> and <cuda_bf16.h> work), then options.extraOptions.
+/// On a failed compile the error holds the NVRTC log, the full option list and the source with
+/// line numbers. A cache that cannot be written never fails the compile (one warning on stderr).
+llvm::Expected<JitResult> compileCuda(std::string_view source, std::string_view programName,
+                                      JitOutput output, const JitOptions& options = {});
+
+/// Version of the NVRTC library loaded at run time, e.g. "13.0".
+std::string nvrtcVersionString();
+
+/// $COLLC_CACHE_DIR, else $XDG_CACHE_HOME/collc, else ~/.cache/collc; empty if there is no home.
+std::string defaultCacheDir();
+
+/// The CUDA toolkit include directory handed to NVRTC, or empty if none was found. Tried in order:
+/// $CUDA_HOME/include, $CUDA_PATH/include, the build machine's toolkit, /usr/local/cuda/include,
+/// /usr/local/cuda-13.0/targets/x86_64-linux/include.
+const std::string& cudaIncludeDir();
+
+} // namespace collc
+
+#endif // COLLC_RUNTIME_JIT_H

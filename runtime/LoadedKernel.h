@@ -1,0 +1,52 @@
+// One generated kernel, loaded from its cubin (or PTX) image on each rank's GPU and launched with
+// the collc_params ABI. Loading goes through the CUDA runtime's library API, so the driver is
+// never linked directly.
+#ifndef COLLC_RUNTIME_LOADEDKERNEL_H
+#define COLLC_RUNTIME_LOADEDKERNEL_H
+
+#include "runtime/collc_abi.h"
+
+#include <cuda_runtime_api.h>
+#include <llvm/Support/Error.h>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace collc {
+
+class LoadedKernel {
+public:
+  /// Loads `image` (a cubin, or NUL-terminated PTX) once per rank, rank r on GPU devices[r], and
+  /// looks up the extern "C" entry point `kernelName` in it. The kernel is made resident on every
+  /// GPU here, not at its first launch, because a first launch may happen inside graph capture.
+  static llvm::Expected<std::unique_ptr<LoadedKernel>>
+  load(const std::vector<int>& devices, const std::string& image, const std::string& kernelName);
+  ~LoadedKernel();
+  LoadedKernel(const LoadedKernel&) = delete;
+  LoadedKernel& operator=(const LoadedKernel&) = delete;
+
+  /// Launches the kernel for `rank` on `stream`, which must belong to that rank's GPU. Safe to
+  /// call during stream capture. Launch errors (bad configuration, too many resources) come back
+  /// here; errors inside the kernel surface at the next synchronization.
+  llvm::Error launch(int rank, dim3 grid, dim3 block, const collc_params& params,
+                     cudaStream_t stream) const;
+
+  /// How many blocks of `threadsPerBlock` threads fit on one multiprocessor of rank's GPU at once.
+  llvm::Expected<int> maxActiveBlocksPerMultiprocessor(int rank, int threadsPerBlock) const;
+  /// Registers, shared memory and thread limit the compiled kernel has on rank's GPU.
+  const cudaFuncAttributes& attributes(int rank) const { return attributes_[rank]; }
+  const std::string& name() const { return name_; }
+
+private:
+  LoadedKernel() = default;
+
+  std::string name_;
+  std::vector<int> devices_;
+  std::vector<cudaLibrary_t> libraries_;
+  std::vector<cudaKernel_t> kernels_;
+  std::vector<cudaFuncAttributes> attributes_;
+};
+
+} // namespace collc
+
+#endif // COLLC_RUNTIME_LOADEDKERNEL_H

@@ -1,0 +1,83 @@
+// The single-process backend of symmetric memory: one process drives ranks 0..R-1, rank r on GPU
+// devices[r]. Every pair of GPUs has peer access, and every rank owns a heap of the same size in
+// which allocations sit at the same offset on every rank. With peer access in one process a peer's
+// heap is addressed by the very pointer its owner uses (unified virtual addressing), so the
+// peer-pointer table a kernel receives is simply every rank's heapBase().
+#ifndef COLLC_RUNTIME_LOCALWORLD_H
+#define COLLC_RUNTIME_LOCALWORLD_H
+
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime_api.h>
+#include <llvm/Support/Error.h>
+#include <memory>
+#include <vector>
+
+namespace collc {
+
+/// Device memory on one GPU, freed (on that GPU) when the owner goes away. For the per-rank user
+/// buffers and bookkeeping that live outside the symmetric heap.
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  /// cudaMalloc of `bytes` on `device` (at least 1 byte, so that the pointer is never null).
+  static llvm::Expected<DeviceBuffer> allocate(int device, size_t bytes);
+  DeviceBuffer(DeviceBuffer&& other) noexcept { *this = std::move(other); }
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { reset(); }
+
+  void* get() const { return pointer_; }
+  template <typename T> T* as() const { return static_cast<T*>(pointer_); }
+  size_t bytes() const { return bytes_; }
+  int device() const { return device_; }
+  void reset();
+
+private:
+  int device_ = -1;
+  void* pointer_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class LocalWorld {
+public:
+  /// Enables peer access both ways between every pair of `devices` (distinct device ordinals; an
+  /// error names the first pair that cannot), allocates and zeroes a heap of `heapBytesPerRank`
+  /// on each, and creates one non-blocking stream per rank.
+  static llvm::Expected<std::unique_ptr<LocalWorld>> create(std::vector<int> devices,
+                                                            size_t heapBytesPerRank);
+  /// Frees the heaps and streams. Nothing may still run on them: cudaFree waits for the device.
+  ~LocalWorld();
+  LocalWorld(const LocalWorld&) = delete;
+  LocalWorld& operator=(const LocalWorld&) = delete;
+
+  int nranks() const { return static_cast<int>(devices_.size()); }
+  int device(int rank) const { return devices_[rank]; }
+  cudaStream_t stream(int rank) const { return streams_[rank]; }
+  char* heapBase(int rank) const { return heaps_[rank]; }
+  size_t heapBytes() const { return heapBytes_; }
+
+  /// Reserves `bytes` at the same offset of every rank's heap and returns that offset; `align`
+  /// must be a power of two. Memory is not zeroed on reuse (see releaseTo); its user zeroes it.
+  /// Not thread-safe.
+  llvm::Expected<uint64_t> allocate(uint64_t bytes, uint64_t align = 256);
+  /// Bytes reserved so far: a mark to hand to releaseTo.
+  uint64_t heapUsed() const { return used_; }
+  /// Gives back everything allocated after `mark` (a heapUsed() value). Only when nothing that
+  /// uses that memory can still run: kernels, captured graphs, instances built on it.
+  void releaseTo(uint64_t mark);
+
+private:
+  LocalWorld() = default;
+
+  std::vector<int> devices_;
+  std::vector<char*> heaps_;
+  std::vector<cudaStream_t> streams_;
+  size_t heapBytes_ = 0;
+  uint64_t used_ = 0;
+};
+
+} // namespace collc
+
+#endif // COLLC_RUNTIME_LOCALWORLD_H

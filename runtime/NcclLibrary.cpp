@@ -1,0 +1,161 @@
+#include "runtime/NcclLibrary.h"
+
+#include "runtime/CudaCheck.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <link.h>
+#include <memory>
+
+namespace collc {
+
+namespace {
+
+llvm::Error ncclError(const std::string& message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// The file behind a dlopen handle, or `fallback` if the loader will not say.
+std::string loadedPath(void* handle, const char* fallback) {
+  struct link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name)
+    return map->l_name;
+  return fallback;
+}
+
+template <typename Function> void resolve(void* handle, const char* symbol, Function& function) {
+  function = reinterpret_cast<Function>(dlsym(handle, symbol));
+}
+
+/// Loads NCCL once; the result (library or error message) is kept for the process's lifetime.
+struct Loaded {
+  NcclLibrary library;
+  std::string error; // empty when `library` is usable
+};
+
+std::unique_ptr<Loaded> load() {
+  auto loaded = std::make_unique<Loaded>();
+  // Before NCCL can read its environment: NVLink multicast must stay off on the GPU machine.
+  // An existing value is left alone (NcclBaseline refuses to run with one other than 0).
+  setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
+
+  void* handle = nullptr;
+  std::string errors;
+  for (const char* name : {"libnccl.so.2", "libnccl.so"}) {
+    handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (handle) {
+      loaded->library.path = loadedPath(handle, name);
+      break;
+    }
+    const char* why = dlerror();
+    errors += std::string(errors.empty() ? "" : "; ") + (why ? why : name);
+  }
+  if (!handle) {
+    loaded->error = "NCCL not found: " + errors;
+    return loaded;
+  }
+
+  NcclLibrary& lib = loaded->library;
+  std::string missing;
+  auto required = [&](const char* symbol, auto& function) {
+    resolve(handle, symbol, function);
+    if (!function)
+      missing += std::string(missing.empty() ? "" : ", ") + symbol;
+  };
+  required("ncclGetVersion", lib.getVersion);
+  required("ncclGetErrorString", lib.getErrorString);
+  required("ncclCommInitAll", lib.commInitAll);
+  required("ncclCommDestroy", lib.commDestroy);
+  required("ncclCommAbort", lib.commAbort);
+  required("ncclCommGetAsyncError", lib.commGetAsyncError);
+  required("ncclAllReduce", lib.allReduce);
+  required("ncclGroupStart", lib.groupStart);
+  required("ncclGroupEnd", lib.groupEnd);
+  resolve(handle, "ncclGetLastError", lib.getLastError);
+  resolve(handle, "ncclMemAlloc", lib.memAlloc);
+  resolve(handle, "ncclMemFree", lib.memFree);
+  resolve(handle, "ncclCommWindowRegister", lib.commWindowRegister);
+  resolve(handle, "ncclCommWindowDeregister", lib.commWindowDeregister);
+  if (!missing.empty()) {
+    // The handle stays open: closing a library NCCL may have started threads in is not worth it.
+    loaded->error = "NCCL at " + lib.path + " lacks " + missing + " (too old, or not NCCL)";
+    return loaded;
+  }
+  if (lib.getVersion(&lib.versionCode) != ncclSuccess) {
+    loaded->error = "NCCL at " + lib.path + ": ncclGetVersion failed";
+    return loaded;
+  }
+  return loaded;
+}
+
+const Loaded& loadedOnce() {
+  // A function-local static: initialized exactly once, even with concurrent first callers.
+  static const std::unique_ptr<Loaded> loaded = load();
+  return *loaded;
+}
+
+} // namespace
+
+std::string NcclLibrary::versionString() const {
+  int major, minor, patch;
+  // NCCL_VERSION(X, Y, Z) is X*1000 + Y*100 + Z up to 2.8 and X*10000 + Y*100 + Z from 2.9 on.
+  if (versionCode >= 10000) {
+    major = versionCode / 10000;
+    minor = versionCode / 100 % 100;
+  } else {
+    major = versionCode / 1000;
+    minor = versionCode / 100 % 10;
+  }
+  patch = versionCode % 100;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+llvm::Error NcclLibrary::requireSymmetric() const {
+  std::string missing;
+  auto need = [&](const void* function, const char* symbol) {
+    if (!function)
+      missing += std::string(missing.empty() ? "" : ", ") + symbol;
+  };
+  need(reinterpret_cast<const void*>(memAlloc), "ncclMemAlloc");
+  need(reinterpret_cast<const void*>(memFree), "ncclMemFree");
+  need(reinterpret_cast<const void*>(commWindowRegister), "ncclCommWindowRegister");
+  need(reinterpret_cast<const void*>(commWindowDeregister), "ncclCommWindowDeregister");
+  if (missing.empty())
+    return llvm::Error::success();
+  return ncclError("NCCL " + versionString() + " at " + path +
+                   " has no symmetric-memory windows (missing " + missing +
+                   "; they came with NCCL 2.27): only plain buffers can be measured");
+}
+
+llvm::Error NcclLibrary::check(ncclResult_t result, const char* call, const char* file, int line,
+                               ncclComm_t comm) const {
+  if (result == ncclSuccess)
+    return llvm::Error::success();
+  std::string message = std::string(call) + " failed at " + shortSourcePath(file) + ":" +
+                        std::to_string(line) + ": " + getErrorString(result);
+  // ncclGetLastError keeps the last failure's detail (per thread); "" when there is none.
+  if (getLastError) {
+    const char* detail = getLastError(comm);
+    if (detail && *detail)
+      message += std::string(" (") + detail + ")";
+  }
+  return ncclError(message);
+}
+
+llvm::Expected<const NcclLibrary*> ncclLibrary() {
+  const Loaded& loaded = loadedOnce();
+  if (!loaded.error.empty())
+    return ncclError(loaded.error);
+  return &loaded.library;
+}
+
+std::string ncclVersionString() {
+  llvm::Expected<const NcclLibrary*> lib = ncclLibrary();
+  if (!lib) {
+    llvm::consumeError(lib.takeError());
+    return "not found";
+  }
+  return (*lib)->versionString();
+}
+
+} // namespace collc

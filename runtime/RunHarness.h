@@ -1,0 +1,55 @@
+// Runs a collective on every rank of a LocalWorld and checks it: what `collc run` and the GPU
+// tests call. Correctness first (fresh random inputs, poisoned outputs, a float64 reference), then
+// per-operation latency measured the way DESIGN.md § Measuring asks: one CUDA graph of many
+// back-to-back operations per rank, replayed, the median replay divided by the operations.
+#ifndef COLLC_RUNTIME_RUNHARNESS_H
+#define COLLC_RUNTIME_RUNHARNESS_H
+
+#include "compiler/CompiledCollective.h"
+#include "runtime/CollectiveInstance.h"
+#include "runtime/LocalWorld.h"
+
+#include <cstdint>
+#include <llvm/Support/Error.h>
+#include <string>
+#include <vector>
+
+namespace collc {
+
+struct RunOptions {
+  uint64_t count = 0; // elements per call (<= the instance's maxCount)
+  int graphOps = 50;  // operations captured back to back in the timed graph
+  int replays = 7;    // timed replays; the median counts
+  uint64_t seed = 1;  // for the random inputs
+  bool time = true;   // false: check correctness only
+  int checks = 3;     // eager calls checked before timing (3 covers both scratch parities)
+};
+
+struct RunReport {
+  bool correct = false;
+  std::string firstMismatches;        // empty when correct
+  double usPerOp = 0;                 // median over replays of (max over ranks of replay / ops)
+  std::vector<double> usPerOpPerRank; // per rank, median over replays of replay / ops
+  int checkedCalls = 0;               // calls whose output was compared on every rank
+};
+
+/// Checks `options.checks` eager calls, then (if options.time) times a graph of
+/// options.graphOps calls per rank over options.replays replays with fresh inputs before each,
+/// and checks the graph's last call. Only AllReduce has a host reference so far. A wrong result
+/// is reported in the RunReport; an error means the run itself failed (CUDA error, watchdog, hang).
+llvm::Expected<RunReport> runAndCheck(LocalWorld& world, CollectiveInstance& instance,
+                                      const CompiledCollective& compiled,
+                                      const RunOptions& options);
+
+/// One graph per rank of `calls` back-to-back calls, call j reading its own input buffer j and
+/// writing its own output buffer j (each with different random data), replayed once; then every
+/// call's output is checked on every rank. This is what catches a call that overtakes the
+/// previous one (a parity or epoch bug) where one-call-at-a-time tests cannot. usPerOp is the
+/// slowest rank's replay time divided by `calls`.
+llvm::Expected<RunReport> runGraphStress(LocalWorld& world, CollectiveInstance& instance,
+                                         const CompiledCollective& compiled, uint64_t count,
+                                         int calls, uint64_t seed);
+
+} // namespace collc
+
+#endif // COLLC_RUNTIME_RUNHARNESS_H

@@ -1,0 +1,50 @@
+// The contract between the host runtime and every kernel collc generates.
+//
+// This one file is compiled into the host runtime and pasted verbatim at the top of each emitted
+// CUDA source, so the two sides cannot drift apart. It must stay plain C that both g++ and NVRTC
+// accept: no includes, no templates.
+#ifndef COLLC_ABI_H
+#define COLLC_ABI_H
+
+#define COLLC_ABI_VERSION 1
+#define COLLC_MAX_RANKS 8
+#define COLLC_MAX_SCRATCH 8
+#define COLLC_MAX_BLOCKS 132
+
+// Written by the first poll loop of a kernel that gives up waiting; read by the host after the
+// launch. Lives in the rank's own device memory, zeroed once when the collective is created.
+struct collc_watchdog {
+  unsigned int tripped;        // 0 while all is well; the first waiter to time out sets it to 1
+  int rank;                    // the rank whose kernel gave up
+  int block;                   // its block
+  int step;                    // index of the spec step the wait belongs to
+  int sync_point;              // which synchronization point of the call (0, 1, ...)
+  int waiting_on_rank;         // the peer whose signal never came
+  unsigned long long epoch;    // the call's epoch (1 for the first call)
+  unsigned long long expected; // the flag value the waiter needed
+  unsigned long long observed; // the value it last read
+};
+
+// Passed by value to every generated kernel: `extern "C" __global__ void <kernel>(collc_params)`.
+struct collc_params {
+  const void* in;           // this rank's input (user memory, any device allocation)
+  void* out;                // this rank's output
+  unsigned long long count; // elements per rank, as the collective kind defines it
+  int rank;                 // this rank, 0 <= rank < nranks
+  int nranks;               // must equal the rank count the kernel was compiled for
+  // Base of each rank's symmetric heap as this device addresses it (peer mappings).
+  char* heap[COLLC_MAX_RANKS];
+  // Byte offset of each scratch buffer's parity-0 copy inside the heap (same on every rank).
+  unsigned long long scratch_offset[COLLC_MAX_SCRATCH];
+  // Bytes from a scratch buffer's parity-0 copy to its parity-1 copy: calls alternate between the
+  // two by epoch parity, so call k+1 never overwrites what a slow peer still reads of call k.
+  unsigned long long parity_stride;
+  // Byte offset in the heap of this collective's flags: unsigned long long[blocks * nranks].
+  unsigned long long flags_offset;
+  // This rank's per-block epoch counters, local memory, unsigned long long[blocks], zeroed once.
+  unsigned long long* epochs;
+  struct collc_watchdog* watchdog;
+  unsigned long long timeout_ns; // a poll gives up after this long; 0 means wait forever
+};
+
+#endif // COLLC_ABI_H

@@ -1,0 +1,139 @@
+#include "compiler/Compile.h"
+
+#include <gtest/gtest.h>
+
+namespace collc {
+namespace {
+
+CompiledCollective compileOk(const std::string& name, const CompileOptions& options = {}) {
+  auto spec = loadSpec(name);
+  EXPECT_TRUE(bool(spec));
+  if (!spec) {
+    llvm::consumeError(spec.takeError());
+    return {};
+  }
+  std::string diagnostics;
+  llvm::raw_string_ostream out(diagnostics);
+  auto compiled = compileCollective(*spec, options, out);
+  EXPECT_TRUE(bool(compiled)) << out.str();
+  if (!compiled) {
+    llvm::consumeError(compiled.takeError());
+    return {};
+  }
+  return *compiled;
+}
+
+std::string compileError(const std::string& specText, const CompileOptions& options) {
+  std::string diagnostics;
+  llvm::raw_string_ostream out(diagnostics);
+  auto compiled = compileCollective(SpecSource{"spec.coll", specText}, options, out);
+  EXPECT_FALSE(bool(compiled));
+  if (compiled)
+    return "";
+  EXPECT_TRUE(compiled.errorIsA<SpecError>());
+  llvm::consumeError(compiled.takeError());
+  return out.str();
+}
+
+TEST(Compile, StdlibHasBothAllReduces) {
+  auto names = stdlibNames();
+  EXPECT_NE(std::find(names.begin(), names.end(), "allreduce_oneshot"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "allreduce_twoshot"), names.end());
+}
+
+TEST(Compile, UnknownSpecNameIsAClearError) {
+  auto spec = loadSpec("allreduce_nowhere");
+  ASSERT_FALSE(bool(spec));
+  std::string message = llvm::toString(spec.takeError());
+  EXPECT_NE(message.find("the standard library has no spec of that name"), std::string::npos);
+}
+
+TEST(Compile, OneShotScratchAndLaunch) {
+  CompileOptions options;
+  options.nranks = 4;
+  options.dtype = DType::BF16;
+  auto compiled = compileOk("allreduce_oneshot", options);
+  EXPECT_EQ(compiled.kernelName, "collc_allreduce_oneshot");
+  EXPECT_EQ(compiled.nranks, 4);
+  EXPECT_EQ(compiled.syncPointsPerCall, 1);
+  ASSERT_EQ(compiled.scratch.size(), 1u);
+  EXPECT_EQ(compiled.scratch[0].slots, 4);
+  EXPECT_EQ(compiled.scratch[0].bytes(1000), 4u * 1000u * 2u);
+  EXPECT_EQ(compiled.stepNames, (std::vector<std::string>{"push", "reduce"}));
+  EXPECT_EQ(compiled.launch.blocks, 8); // the spec's launch default
+  EXPECT_NE(compiled.cudaSource.find("constexpr int kRanks = 4;"), std::string::npos);
+  EXPECT_NE(compiled.cudaSource.find("typedef __nv_bfloat16 T;"), std::string::npos);
+}
+
+TEST(Compile, TwoShotScratchIsAboutOneChunkPerRankPlusTheResult) {
+  CompileOptions options;
+  options.nranks = 8;
+  auto compiled = compileOk("allreduce_twoshot", options);
+  EXPECT_EQ(compiled.syncPointsPerCall, 2);
+  ASSERT_EQ(compiled.scratch.size(), 2u);
+  // inbox: 8 slots of chunk_size(1000) = ceil(1000 / 8) = 125, rounded up to 128 elements.
+  EXPECT_EQ(compiled.scratch[0].bytes(1000), 8u * 128u * 4u);
+  EXPECT_EQ(compiled.scratch[1].bytes(1000), 1000u * 4u);
+}
+
+TEST(Compile, LaunchOverridesApplyAndAreChecked) {
+  CompileOptions options;
+  options.blocks = 2;
+  options.threads = 128;
+  options.vectorBytes = 8;
+  auto compiled = compileOk("allreduce_oneshot", options);
+  EXPECT_EQ(compiled.launch.blocks, 2);
+  EXPECT_EQ(compiled.launch.threads, 128);
+  EXPECT_NE(compiled.cudaSource.find("constexpr int kVec = 2;"), std::string::npos);
+
+  auto spec = loadSpec("allreduce_oneshot");
+  ASSERT_TRUE(bool(spec));
+  options.threads = 100;
+  EXPECT_NE(compileError(spec->text, options).find("threads = 100 is invalid"), std::string::npos);
+}
+
+TEST(Compile, RankCountOutsideTheSpecsRangeIsRefused) {
+  auto spec = loadSpec("allreduce_oneshot");
+  ASSERT_TRUE(bool(spec));
+  CompileOptions options;
+  options.nranks = 9;
+  EXPECT_NE(compileError(spec->text, options).find("cannot compile for 9 ranks"),
+            std::string::npos);
+}
+
+TEST(Compile, StrategiesOfLaterVersionsAreRefusedNotFaked) {
+  auto spec = loadSpec("allreduce_oneshot");
+  ASSERT_TRUE(bool(spec));
+  CompileOptions options;
+  options.sync = SyncKind::LL;
+  EXPECT_NE(compileError(spec->text, options).find("sync strategy 'll' is not available"),
+            std::string::npos);
+}
+
+TEST(Compile, AtomicAddRequiresSum) {
+  const char* spec = "collective c kind allreduce buffers in: T[n], out: T[n] scratch acc: T[n]\n"
+                     "{ step init { acc = in }\n"
+                     "  step add { wait init  for p in peers { atomic_add in -> p.acc } }\n"
+                     "  step finish { wait add  out = acc } }";
+  CompileOptions options;
+  options.op = ReduceOp::Max;
+  std::string diagnostics = compileError(spec, options);
+  EXPECT_NE(diagnostics.find("spec.coll:3:42: error: atomic_add accumulates with '+'"),
+            std::string::npos)
+      << diagnostics;
+}
+
+TEST(Compile, PrintsTheIRAfterEveryPass) {
+  std::string ir;
+  llvm::raw_string_ostream out(ir);
+  CompileOptions options;
+  options.printIr = &out;
+  options.printIrAfterAll = true;
+  compileOk("allreduce_twoshot", options);
+  for (const char* pass : {"sema", "partition", "barrier sync lowering", "vectorize"})
+    EXPECT_NE(out.str().find(std::string("// ----- IR after ") + pass), std::string::npos) << pass;
+  EXPECT_NE(out.str().find("barrier scope matched"), std::string::npos);
+}
+
+} // namespace
+} // namespace collc

@@ -1,0 +1,134 @@
+#include "dsl/Parser.h"
+
+#include <gtest/gtest.h>
+
+namespace collc {
+namespace {
+
+struct ParseResult {
+  std::unique_ptr<ast::Spec> spec;
+  std::string diagnostics;
+  std::string printed;
+};
+
+ParseResult parse(llvm::StringRef text) {
+  ParseResult result;
+  llvm::SourceMgr sources;
+  llvm::raw_string_ostream out(result.diagnostics);
+  Diagnostics diags(sources, out);
+  result.spec = parseSpecText(diags, text, "test.coll");
+  if (result.spec) {
+    llvm::raw_string_ostream printed(result.printed);
+    ast::print(*result.spec, printed);
+  }
+  return result;
+}
+
+const char* const kOneShot = R"(
+collective allreduce_oneshot kind allreduce
+  ranks 2..4
+  buffers in: T[n], out: T[n]
+  scratch slot[nranks]: T[n]
+  sync barrier
+  launch blocks=8 threads=256
+{
+  step push {
+    for p in peers { put in -> p.slot[rank] }
+  }
+  step reduce {
+    wait push
+    out = reduce(in, slot[peers])
+  }
+}
+)";
+
+TEST(Parser, OneShotSpec) {
+  auto r = parse(kOneShot);
+  ASSERT_TRUE(r.spec) << r.diagnostics;
+  EXPECT_EQ(r.spec->name, "allreduce_oneshot");
+  EXPECT_EQ(r.spec->kind, CollectiveKind::AllReduce);
+  EXPECT_EQ(r.spec->minRanks, 2u);
+  EXPECT_EQ(r.spec->maxRanks, 4u);
+  ASSERT_EQ(r.spec->buffers.size(), 3u);
+  EXPECT_TRUE(r.spec->buffers[2].scratch);
+  EXPECT_EQ(r.spec->syncName, "barrier");
+  ASSERT_EQ(r.spec->launch.size(), 2u);
+  EXPECT_EQ(r.spec->launch[1].value, 256u);
+  ASSERT_EQ(r.spec->steps.size(), 2u);
+  EXPECT_EQ(r.spec->steps[1].body[0]->kind, ast::Stmt::Kind::Wait);
+  EXPECT_EQ(r.spec->steps[1].body[1]->kind, ast::Stmt::Kind::Reduce);
+  EXPECT_EQ(r.printed, "Collective allreduce_oneshot kind allreduce ranks 2..4\n"
+                       "  Buffer in: T[n]\n"
+                       "  Buffer out: T[n]\n"
+                       "  Scratch slot[nranks]: T[n]\n"
+                       "  Sync barrier\n"
+                       "  Launch blocks = 8\n"
+                       "  Launch threads = 256\n"
+                       "  Step push\n"
+                       "    For p in peers\n"
+                       "      Put in -> (p).slot[rank]\n"
+                       "  Step reduce\n"
+                       "    Wait push\n"
+                       "    Reduce out = reduce(in, slot[peers])\n");
+}
+
+TEST(Parser, EveryNodeHasALocation) {
+  auto r = parse(kOneShot);
+  ASSERT_TRUE(r.spec);
+  const auto& put = *r.spec->steps[0].body[0]->body[0];
+  EXPECT_TRUE(put.loc.isValid());
+  EXPECT_TRUE(put.target.loc.isValid());
+  EXPECT_TRUE(put.target.peer->loc.isValid());
+  EXPECT_TRUE(put.sources[0].loc.isValid());
+  EXPECT_TRUE(r.spec->buffers[0].size->loc.isValid());
+}
+
+TEST(Parser, ExpressionPrecedenceAndRankArithmetic) {
+  auto r = parse(R"(collective ring kind allreduce
+    buffers in: T[n], out: T[n]
+    scratch s[nranks]: T[chunk(n) * 2 + 1]
+  { step a { for i in 0..nranks - 1 { put in.chunk((rank + i) % nranks) -> ((rank + 1) % nranks).s[rank] } } })");
+  ASSERT_TRUE(r.spec) << r.diagnostics;
+  std::string size;
+  llvm::raw_string_ostream out(size);
+  ast::print(*r.spec->buffers[2].size, out);
+  EXPECT_EQ(out.str(), "((chunk(n) * 2) + 1)");
+  const auto& loop = *r.spec->steps[0].body[0];
+  EXPECT_EQ(loop.kind, ast::Stmt::Kind::For);
+  std::string hi;
+  llvm::raw_string_ostream hiOut(hi);
+  ast::print(*loop.hi, hiOut);
+  EXPECT_EQ(hiOut.str(), "(nranks - 1)");
+}
+
+TEST(Parser, OneStatementStepForm) {
+  auto r = parse("collective c kind allreduce buffers in: T[n], out: T[n] { step copy: out = in }");
+  ASSERT_TRUE(r.spec) << r.diagnostics;
+  EXPECT_EQ(r.spec->steps[0].body[0]->kind, ast::Stmt::Kind::Copy);
+}
+
+TEST(Parser, ReportsFirstErrorWithLineAndCaret) {
+  auto r = parse("collective c kind allreduce\n  buffers in: T[n] out: T[n]\n{ }");
+  EXPECT_FALSE(r.spec);
+  EXPECT_NE(r.diagnostics.find("test.coll:2:20: error: expected"), std::string::npos)
+      << r.diagnostics;
+  EXPECT_NE(r.diagnostics.find("^"), std::string::npos);
+}
+
+TEST(Parser, DeepNestingIsAnErrorNotACrash) {
+  std::string text = "collective c kind allreduce buffers in: T[" + std::string(10000, '(') + "n" +
+                     std::string(10000, ')') + "], out: T[n] { }";
+  auto r = parse(text);
+  EXPECT_FALSE(r.spec);
+  EXPECT_NE(r.diagnostics.find("nested too deeply"), std::string::npos);
+}
+
+TEST(Parser, ReadingAPeerIsRefusedWithAHint) {
+  auto r = parse("collective c kind allreduce buffers in: T[n], out: T[n] scratch s: T[n]\n"
+                 "{ step a { out = reduce(in, p.s) } }");
+  EXPECT_FALSE(r.spec);
+  EXPECT_NE(r.diagnostics.find("reads a peer's memory"), std::string::npos) << r.diagnostics;
+}
+
+} // namespace
+} // namespace collc

@@ -1,0 +1,33 @@
+// The one LocalWorld the GPU tests share (peer access and the symmetric heap are set up once per
+// process), and the rule every GPU test starts with: skip with the reason where there is no world
+// to run on, fail where GPUs exist but the world could not be built.
+#ifndef COLLC_TESTS_GPU_GPUTESTMAIN_H
+#define COLLC_TESTS_GPU_GPUTESTMAIN_H
+
+#include "runtime/LocalWorld.h"
+
+#include <gtest/gtest.h>
+#include <string>
+
+namespace collc::gputest {
+
+/// The shared world over GPUs {0, 1}, or null (see skipReason / setupError).
+LocalWorld* world();
+/// Why there is no world on this machine ("no GPU: ...", or fewer than 2 GPUs); empty otherwise.
+const std::string& skipReason();
+/// Why building the world failed although the GPUs are there; empty otherwise.
+const std::string& setupError();
+
+} // namespace collc::gputest
+
+/// In a fixture's SetUp or at the top of a test: skip or fail unless the shared world exists.
+#define COLLC_REQUIRE_GPU_WORLD()                                                                  \
+  do {                                                                                             \
+    if (!::collc::gputest::world()) {                                                              \
+      if (!::collc::gputest::setupError().empty())                                                 \
+        FAIL() << ::collc::gputest::setupError();                                                  \
+      GTEST_SKIP() << ::collc::gputest::skipReason();                                              \
+    }                                                                                              \
+  } while (false)
+
+#endif // COLLC_TESTS_GPU_GPUTESTMAIN_H

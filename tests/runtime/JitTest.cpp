@@ -1,0 +1,333 @@
+// NVRTC through compileCuda: real compiles (no GPU needed), error reports, and the cache in use.
+#include "runtime/Jit.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <iostream>
+#include <optional>
+#include <regex>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace collc {
+namespace {
+
+constexpr const char* ScaleKernel =
+    R"(extern "C" __global__ void collc_test_scale(float* x, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    x[i] *= a;
+}
+)";
+
+/// Unwraps `result`, turning an error into a test failure that shows its message.
+std::optional<JitResult> valueOrFail(llvm::Expected<JitResult> result) {
+  if (!result) {
+    ADD_FAILURE() << llvm::toString(result.takeError());
+    return std::nullopt;
+  }
+  return std::move(*result);
+}
+
+/// The error message of a compile expected to fail.
+std::string errorOf(llvm::Expected<JitResult> result) {
+  if (result) {
+    ADD_FAILURE() << "compile unexpectedly succeeded";
+    return "";
+  }
+  return llvm::toString(result.takeError());
+}
+
+class JitTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    root_ = fs::temp_directory_path() /
+            (std::string("collc-jit-") + test->name() + "-" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    cached_.cacheDir = (root_ / "cache").string();
+    uncached_.useCache = false;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  size_t cacheEntries() const {
+    if (!fs::exists(cached_.cacheDir))
+      return 0;
+    size_t count = 0;
+    for (const auto& entry : fs::directory_iterator(cached_.cacheDir)) {
+      (void)entry;
+      ++count;
+    }
+    return count;
+  }
+
+  fs::path root_;
+  JitOptions cached_;
+  JitOptions uncached_;
+};
+
+TEST_F(JitTest, CompilesToPtx) {
+  std::optional<JitResult> result =
+      valueOrFail(compileCuda(ScaleKernel, "scale.cu", JitOutput::Ptx, uncached_));
+  ASSERT_TRUE(result);
+  EXPECT_FALSE(result->cacheHit);
+  EXPECT_GT(result->milliseconds, 0.0);
+  EXPECT_NE(result->image.find(".entry collc_test_scale"), std::string::npos) << result->image;
+  EXPECT_NE(result->image.find(".target sm_90"), std::string::npos);
+  EXPECT_EQ(result->image.find('\0'), std::string::npos) << "PTX is text, without NVRTC's NUL";
+}
+
+TEST_F(JitTest, CompilesToSm90Cubin) {
+  std::optional<JitResult> result =
+      valueOrFail(compileCuda(ScaleKernel, "scale.cu", JitOutput::Cubin, uncached_));
+  ASSERT_TRUE(result);
+  const std::string& elf = result->image;
+  ASSERT_GT(elf.size(), 64u);
+  EXPECT_EQ(elf.substr(0, 4), "\x7f"
+                              "ELF");
+  EXPECT_EQ(elf[4], 2) << "64-bit ELF";
+  // e_machine, little-endian at offset 18: EM_CUDA is 190.
+  EXPECT_EQ(static_cast<unsigned char>(elf[18]) | static_cast<unsigned char>(elf[19]) << 8, 190);
+  EXPECT_NE(elf.find("collc_test_scale"), std::string::npos) << "the kernel's symbol";
+}
+
+TEST_F(JitTest, HalfAndBfloat16HeadersAreFound) {
+  const char* source = R"(#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void collc_test_convert(const __half* a, __nv_bfloat16* b) {
+  b[threadIdx.x] = __float2bfloat16(__half2float(a[threadIdx.x]));
+}
+)";
+  EXPECT_FALSE(cudaIncludeDir().empty());
+  std::optional<JitResult> result =
+      valueOrFail(compileCuda(source, "convert.cu", JitOutput::Cubin, uncached_));
+  ASSERT_TRUE(result);
+  EXPECT_NE(result->image.find("collc_test_convert"), std::string::npos);
+}
+
+TEST_F(JitTest, FailedCompileReportsLogOptionsAndNumberedSource) {
+  const char* source = "extern \"C\" __global__ void collc_test_bad(float* x) {\n"
+                       "  // the next line uses a name that does not exist (5 % 3 == 2)\n"
+                       "  x[0] = collc_no_such_name;\n"
+                       "}\n";
+  JitOptions options = uncached_;
+  options.extraOptions = {"-DCOLLC_MARKER=1"};
+  std::string message = errorOf(compileCuda(source, "bad_kernel.cu", JitOutput::Ptx, options));
+  // NVRTC's own log, naming the program and the line.
+  EXPECT_NE(message.find("bad_kernel.cu(3)"), std::string::npos) << message;
+  EXPECT_NE(message.find("identifier \"collc_no_such_name\" is undefined"), std::string::npos)
+      << message;
+  // Every option, the built-in ones and the caller's.
+  EXPECT_NE(message.find("options: -std=c++17 --gpu-architecture=compute_90 -default-device"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("-DCOLLC_MARKER=1"), std::string::npos) << message;
+  // The source, numbered.
+  EXPECT_NE(message.find("   3 |   x[0] = collc_no_such_name;\n"), std::string::npos) << message;
+  EXPECT_NE(message.find("   4 | }\n"), std::string::npos) << message;
+  // A '%' in the source is printed as is, never taken for a format directive.
+  EXPECT_NE(
+      message.find("   2 |   // the next line uses a name that does not exist (5 % 3 == 2)\n"),
+      std::string::npos)
+      << message;
+  // A failed compile leaves nothing in the cache.
+  options.useCache = true;
+  options.cacheDir = cached_.cacheDir;
+  errorOf(compileCuda(source, "bad_kernel.cu", JitOutput::Ptx, options));
+  EXPECT_EQ(cacheEntries(), 0u);
+}
+
+TEST_F(JitTest, ArchitectureIsValidated) {
+  JitOptions options = uncached_;
+  options.arch = "compute_90";
+  EXPECT_NE(errorOf(compileCuda(ScaleKernel, "scale.cu", JitOutput::Cubin, options))
+                .find("real GPU architecture"),
+            std::string::npos);
+  // A virtual architecture is fine for PTX.
+  EXPECT_TRUE(valueOrFail(compileCuda(ScaleKernel, "scale.cu", JitOutput::Ptx, options)));
+  for (const char* bad : {"", "90", "sm_", "sm_9x", "gfx90a"}) {
+    options.arch = bad;
+    EXPECT_NE(errorOf(compileCuda(ScaleKernel, "scale.cu", JitOutput::Ptx, options))
+                  .find("invalid GPU architecture"),
+              std::string::npos)
+        << bad;
+  }
+}
+
+TEST_F(JitTest, SecondCompileIsCacheHitWithIdenticalBytes) {
+  for (JitOutput output : {JitOutput::Ptx, JitOutput::Cubin}) {
+    std::optional<JitResult> cold =
+        valueOrFail(compileCuda(ScaleKernel, "scale.cu", output, cached_));
+    std::optional<JitResult> warm =
+        valueOrFail(compileCuda(ScaleKernel, "scale.cu", output, cached_));
+    ASSERT_TRUE(cold && warm);
+    EXPECT_FALSE(cold->cacheHit);
+    EXPECT_TRUE(warm->cacheHit);
+    EXPECT_EQ(warm->image, cold->image);
+    std::cout << "[ timing   ] " << (output == JitOutput::Ptx ? "PTX" : "cubin")
+              << ": cold compile " << cold->milliseconds << " ms, warm cache hit "
+              << warm->milliseconds << " ms\n";
+  }
+  EXPECT_EQ(cacheEntries(), 2u) << "one entry per output kind";
+}
+
+TEST_F(JitTest, CorruptCacheEntryIsMissAndRepaired) {
+  std::optional<JitResult> first =
+      valueOrFail(compileCuda(ScaleKernel, "scale.cu", JitOutput::Cubin, cached_));
+  ASSERT_TRUE(first);
+  ASSERT_EQ(cacheEntries(), 1u);
+  fs::path entry = fs::directory_iterator(cached_.cacheDir)->path();
+
+  // Torn write: only half the file made it to disk.
+  fs::resize_file(entry, fs::file_size(entry) / 2);
+  std::optional<JitResult> afterTear =
+      valueOrFail(compileCuda(ScaleKernel, "scale.cu", JitOutput::Cubin, cached_));
+  ASSERT_TRUE(afterTear);
+  EXPECT_FALSE(afterTear->cacheHit);
+  EXPECT_EQ(afterTear->image, first->image);
+
+  // Flipped bits in the payload, size intact.
+  {
+    std::fstream file(entry, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(static_cast<std::streamoff>(fs::file_size(entry) - 10));
+    file.put('\xa5');
+  }
+  std::optional<JitResult> afterFlip =
+      valueOrFail(compileCuda(ScaleKernel, "scale.cu", JitOutput::Cubin, cached_));
+  ASSERT_TRUE(afterFlip);
+  EXPECT_FALSE(afterFlip->cacheHit);
+  EXPECT_EQ(afterFlip->image, first->image);
+
+  // The miss rewrote the entry: the next compile hits again.
+  std::optional<JitResult> repaired =
+      valueOrFail(compileCuda(ScaleKernel, "scale.cu", JitOutput::Cubin, cached_));
+  ASSERT_TRUE(repaired);
+  EXPECT_TRUE(repaired->cacheHit);
+  EXPECT_EQ(repaired->image, first->image);
+  EXPECT_EQ(cacheEntries(), 1u);
+}
+
+TEST_F(JitTest, AnyChangeOfSourceOptionsArchOrOutputMisses) {
+  auto compile = [](const std::string& source, JitOutput output, const JitOptions& options) {
+    std::optional<JitResult> result = valueOrFail(compileCuda(source, "scale.cu", output, options));
+    return result && result->cacheHit;
+  };
+  ASSERT_FALSE(compile(ScaleKernel, JitOutput::Cubin, cached_));
+  ASSERT_TRUE(compile(ScaleKernel, JitOutput::Cubin, cached_));
+
+  JitOptions lineInfo = cached_;
+  lineInfo.extraOptions = {"-lineinfo"};
+  EXPECT_FALSE(compile(ScaleKernel, JitOutput::Cubin, lineInfo));
+  JitOptions define = cached_;
+  define.extraOptions = {"-DCOLLC_UNUSED=1"};
+  EXPECT_FALSE(compile(ScaleKernel, JitOutput::Cubin, define));
+  define.extraOptions = {"-DCOLLC_UNUSED=2"};
+  EXPECT_FALSE(compile(ScaleKernel, JitOutput::Cubin, define));
+  JitOptions otherArch = cached_;
+  otherArch.arch = "sm_100";
+  EXPECT_FALSE(compile(ScaleKernel, JitOutput::Cubin, otherArch));
+  EXPECT_FALSE(compile(ScaleKernel, JitOutput::Ptx, cached_));
+  EXPECT_FALSE(compile(std::string(ScaleKernel) + "// edited\n", JitOutput::Cubin, cached_));
+  // -lineinfo writes the program name into the image, so it is part of the key too.
+  std::optional<JitResult> renamed =
+      valueOrFail(compileCuda(ScaleKernel, "other_name.cu", JitOutput::Cubin, cached_));
+  EXPECT_TRUE(renamed && !renamed->cacheHit);
+  EXPECT_EQ(cacheEntries(), 8u);
+}
+
+TEST_F(JitTest, UnwritableCacheDirStillCompiles) {
+  // A directory below a regular file cannot be created, even by root (unlike a chmod'ed one).
+  std::ofstream(root_ / "file") << "not a directory";
+  JitOptions options = cached_;
+  options.cacheDir = (root_ / "file" / "cache").string();
+  ::testing::internal::CaptureStderr();
+  std::optional<JitResult> first =
+      valueOrFail(compileCuda(ScaleKernel, "scale.cu", JitOutput::Cubin, options));
+  std::optional<JitResult> second =
+      valueOrFail(compileCuda(ScaleKernel, "scale.cu", JitOutput::Cubin, options));
+  std::string warnings = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(first && second);
+  EXPECT_FALSE(first->cacheHit);
+  EXPECT_FALSE(second->cacheHit);
+  EXPECT_EQ(first->image, second->image);
+  // At most one warning per process, whichever test happened to trigger it.
+  size_t count = 0;
+  for (size_t at = warnings.find("kernel cache disabled"); at != std::string::npos;
+       at = warnings.find("kernel cache disabled", at + 1))
+    ++count;
+  EXPECT_LE(count, 1u) << warnings;
+}
+
+TEST_F(JitTest, UseCacheFalseWritesNothing) {
+  JitOptions options = uncached_;
+  options.cacheDir = cached_.cacheDir;
+  for (int i = 0; i < 2; ++i) {
+    std::optional<JitResult> result =
+        valueOrFail(compileCuda(ScaleKernel, "scale.cu", JitOutput::Ptx, options));
+    ASSERT_TRUE(result);
+    EXPECT_FALSE(result->cacheHit);
+  }
+  EXPECT_FALSE(fs::exists(cached_.cacheDir));
+}
+
+TEST(JitEnvironmentTest, NvrtcVersionIsMajorDotMinor) {
+  std::string version = nvrtcVersionString();
+  std::smatch match;
+  ASSERT_TRUE(std::regex_match(version, match, std::regex(R"((\d+)\.(\d+))"))) << version;
+  EXPECT_GE(std::stoi(match[1]), 12);
+}
+
+/// Sets (or, given nullptr, unsets) an environment variable for one scope.
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name))
+      old_ = old;
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+
+private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(JitEnvironmentTest, DefaultCacheDirFollowsTheEnvironment) {
+  ScopedEnv home("HOME", "/home/someone");
+  {
+    ScopedEnv collc("COLLC_CACHE_DIR", "/tmp/explicit");
+    ScopedEnv xdg("XDG_CACHE_HOME", "/tmp/xdg");
+    EXPECT_EQ(defaultCacheDir(), "/tmp/explicit");
+  }
+  {
+    ScopedEnv collc("COLLC_CACHE_DIR", nullptr);
+    ScopedEnv xdg("XDG_CACHE_HOME", "/tmp/xdg");
+    EXPECT_EQ(defaultCacheDir(), "/tmp/xdg/collc");
+  }
+  {
+    ScopedEnv collc("COLLC_CACHE_DIR", "");
+    ScopedEnv xdg("XDG_CACHE_HOME", nullptr);
+    EXPECT_EQ(defaultCacheDir(), "/home/someone/.cache/collc");
+  }
+  {
+    // The XDG spec says to ignore a relative XDG_CACHE_HOME.
+    ScopedEnv collc("COLLC_CACHE_DIR", nullptr);
+    ScopedEnv xdg("XDG_CACHE_HOME", "relative/dir");
+    EXPECT_EQ(defaultCacheDir(), "/home/someone/.cache/collc");
+  }
+}
+
+} // namespace
+} // namespace collc

@@ -1,0 +1,213 @@
+// NCCL loaded lazily, and the NCCL baseline's behaviour where it cannot run. Everything here
+// passes on a machine without NCCL or without a GPU; the GPU parts skip there and say why.
+#include "runtime/NcclLibrary.h"
+
+#include "runtime/Devices.h"
+#include "runtime/NcclBaseline.h"
+
+#include <cstdlib>
+#include <gtest/gtest.h>
+#include <regex>
+#include <string>
+
+namespace collc {
+namespace {
+
+/// Skips the calling test unless at least `needed` GPUs are visible.
+#define REQUIRE_GPUS(needed)                                                                       \
+  do {                                                                                             \
+    llvm::Expected<int> gpus = gpuCount();                                                         \
+    if (!gpus)                                                                                     \
+      GTEST_SKIP() << llvm::toString(gpus.takeError());                                            \
+    if (*gpus < (needed))                                                                          \
+      GTEST_SKIP() << "no GPU: " << (needed) << " needed, " << *gpus << " visible";                \
+  } while (false)
+
+TEST(NcclLibrary, VersionIsDottedOrNotFound) {
+  const std::string version = ncclVersionString();
+  if (version == "not found") {
+    llvm::Expected<const NcclLibrary*> lib = ncclLibrary();
+    ASSERT_FALSE(static_cast<bool>(lib));
+    const std::string message = llvm::toString(lib.takeError());
+    EXPECT_NE(message.find("NCCL"), std::string::npos) << message;
+    return;
+  }
+  EXPECT_TRUE(std::regex_match(version, std::regex(R"(\d+\.\d+\.\d+)"))) << version;
+  EXPECT_EQ(version.rfind("2.", 0), 0u) << "collc expects NCCL 2.x, got " << version;
+}
+
+TEST(NcclLibrary, LoadedLibraryHasRequiredFunctions) {
+  llvm::Expected<const NcclLibrary*> loaded = ncclLibrary();
+  if (!loaded)
+    GTEST_SKIP() << llvm::toString(loaded.takeError());
+  const NcclLibrary& lib = **loaded;
+  EXPECT_NE(lib.getVersion, nullptr);
+  EXPECT_NE(lib.getErrorString, nullptr);
+  EXPECT_NE(lib.commInitAll, nullptr);
+  EXPECT_NE(lib.commDestroy, nullptr);
+  EXPECT_NE(lib.commAbort, nullptr);
+  EXPECT_NE(lib.commGetAsyncError, nullptr);
+  EXPECT_NE(lib.allReduce, nullptr);
+  EXPECT_NE(lib.groupStart, nullptr);
+  EXPECT_NE(lib.groupEnd, nullptr);
+  EXPECT_FALSE(lib.path.empty());
+  EXPECT_EQ(lib.versionString(), ncclVersionString());
+  // The same object every time.
+  llvm::Expected<const NcclLibrary*> again = ncclLibrary();
+  ASSERT_TRUE(static_cast<bool>(again));
+  EXPECT_EQ(*again, *loaded);
+  // NCCL 2.27 brought the windows; older ones must say so rather than crash.
+  if (lib.versionCode >= 22700)
+    EXPECT_FALSE(static_cast<bool>(lib.requireSymmetric()));
+  else
+    EXPECT_NE(llvm::toString(lib.requireSymmetric()).find("2.27"), std::string::npos);
+}
+
+TEST(NcclLibrary, ErrorsNameTheCallAndNcclReason) {
+  llvm::Expected<const NcclLibrary*> loaded = ncclLibrary();
+  if (!loaded)
+    GTEST_SKIP() << llvm::toString(loaded.takeError());
+  const NcclLibrary& lib = **loaded;
+  EXPECT_FALSE(static_cast<bool>(COLLC_NCCL_CHECK(lib, ncclSuccess)));
+  const std::string message = llvm::toString(COLLC_NCCL_CHECK(lib, ncclInvalidArgument));
+  EXPECT_NE(message.find("ncclInvalidArgument failed at"), std::string::npos) << message;
+  EXPECT_NE(message.find("NcclLibraryTest.cpp"), std::string::npos) << message;
+  EXPECT_NE(message.find(lib.getErrorString(ncclInvalidArgument)), std::string::npos) << message;
+}
+
+TEST(NcclLibrary, VersionCodeDecoding) {
+  NcclLibrary lib;
+  lib.versionCode = 22803; // NCCL_VERSION(2, 28, 3)
+  EXPECT_EQ(lib.versionString(), "2.28.3");
+  lib.versionCode = 2804; // NCCL_VERSION(2, 8, 4): the old encoding
+  EXPECT_EQ(lib.versionString(), "2.8.4");
+  lib.versionCode = 21903;
+  EXPECT_EQ(lib.versionString(), "2.19.3");
+}
+
+TEST(NcclLibrary, MissingSymmetricFunctionsAreReported) {
+  NcclLibrary lib; // nothing resolved, as in an NCCL older than 2.19
+  lib.versionCode = 21805;
+  lib.path = "/somewhere/libnccl.so.2";
+  const std::string message = llvm::toString(lib.requireSymmetric());
+  EXPECT_NE(message.find("ncclCommWindowRegister"), std::string::npos) << message;
+  EXPECT_NE(message.find("ncclMemAlloc"), std::string::npos) << message;
+  EXPECT_NE(message.find("2.18.5"), std::string::npos) << message;
+  EXPECT_NE(message.find("/somewhere/libnccl.so.2"), std::string::npos) << message;
+}
+
+TEST(NcclLibrary, LoadingTurnsNvlinkMulticastOff) {
+  // Whatever the outcome of loading, NCCL_NVLS_ENABLE is set afterwards (to 0 unless it was set
+  // by hand before the process started).
+  (void)ncclVersionString();
+  const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
+  ASSERT_NE(nvls, nullptr);
+}
+
+TEST(NcclBaseline, CreateReportsWhyItCannotRun) {
+  llvm::Expected<int> gpus = gpuCount();
+  if (gpus && ncclVersionString() != "not found")
+    GTEST_SKIP() << "this machine has a GPU and NCCL: see the GPU tests below";
+  llvm::consumeError(gpus.takeError());
+  llvm::Expected<std::unique_ptr<NcclBaseline>> baseline = NcclBaseline::create({0, 1}, 1 << 20);
+  ASSERT_FALSE(static_cast<bool>(baseline));
+  const std::string message = llvm::toString(baseline.takeError());
+  EXPECT_EQ(message.rfind("nccl baseline: ", 0), 0u) << message;
+  EXPECT_TRUE(message.find("no GPU") != std::string::npos ||
+              message.find("NCCL not found") != std::string::npos)
+      << message;
+}
+
+TEST(NcclBaseline, CreateRejectsBadArguments) {
+  for (auto [devices, bytes, expected] :
+       {std::make_tuple(std::vector<int>{}, uint64_t(1024), "no devices"),
+        std::make_tuple(std::vector<int>{0}, uint64_t(0), "maxBytes")}) {
+    llvm::Expected<std::unique_ptr<NcclBaseline>> baseline = NcclBaseline::create(devices, bytes);
+    ASSERT_FALSE(static_cast<bool>(baseline));
+    const std::string message = llvm::toString(baseline.takeError());
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+  }
+}
+
+TEST(NcclBaseline, RefusesNvlinkMulticast) {
+  if (ncclVersionString() == "not found")
+    GTEST_SKIP() << "NCCL not found";
+  // create() refuses before NCCL sees the variable, but a process that drives GPUs should never
+  // hold NCCL_NVLS_ENABLE=1 even for a moment (GPU.md): only where there is no GPU.
+  llvm::Expected<int> gpus = gpuCount();
+  if (gpus)
+    GTEST_SKIP() << "not run on a machine with a GPU";
+  llvm::consumeError(gpus.takeError());
+  const char* saved = std::getenv("NCCL_NVLS_ENABLE");
+  const std::string savedValue = saved ? saved : "";
+  setenv("NCCL_NVLS_ENABLE", "1", 1);
+  llvm::Expected<std::unique_ptr<NcclBaseline>> baseline = NcclBaseline::create({0, 1}, 4096);
+  if (saved)
+    setenv("NCCL_NVLS_ENABLE", savedValue.c_str(), 1);
+  else
+    unsetenv("NCCL_NVLS_ENABLE");
+  ASSERT_FALSE(static_cast<bool>(baseline));
+  const std::string message = llvm::toString(baseline.takeError());
+  EXPECT_NE(message.find("NCCL_NVLS_ENABLE=1"), std::string::npos) << message;
+}
+
+// ---- GPU machine only --------------------------------------------------------------------
+
+TEST(NcclBaselineGpu, RejectsRepeatedDevice) {
+  REQUIRE_GPUS(1);
+  if (ncclVersionString() == "not found")
+    GTEST_SKIP() << "NCCL not found";
+  llvm::Expected<std::unique_ptr<NcclBaseline>> baseline = NcclBaseline::create({0, 0}, 4096);
+  ASSERT_FALSE(static_cast<bool>(baseline));
+  const std::string message = llvm::toString(baseline.takeError());
+  EXPECT_NE(message.find("given twice"), std::string::npos) << message;
+}
+
+TEST(NcclBaselineGpu, MeasuresPlainAndSymmetricAllReduce) {
+  REQUIRE_GPUS(2);
+  if (ncclVersionString() == "not found")
+    GTEST_SKIP() << "NCCL not found";
+  llvm::Expected<std::unique_ptr<NcclBaseline>> created = NcclBaseline::create({0, 1}, 1 << 20);
+  ASSERT_TRUE(static_cast<bool>(created)) << llvm::toString(created.takeError());
+  NcclBaseline& baseline = **created;
+  EXPECT_EQ(baseline.nranks(), 2);
+  NcclBaselineOptions options;
+  options.graphOps = 20;
+  options.replays = 3;
+  for (bool symmetric : {false, true})
+    for (DType type : {DType::BF16, DType::F32})
+      for (uint64_t count : {uint64_t(1), uint64_t(512), uint64_t(65536)}) {
+        SCOPED_TRACE(std::string(symmetric ? "symmetric " : "plain ") + std::string(name(type)) +
+                     " x " + std::to_string(count));
+        llvm::Expected<NcclTiming> timing =
+            baseline.measureAllReduce(count, type, ReduceOp::Sum, symmetric, options);
+        ASSERT_TRUE(static_cast<bool>(timing)) << llvm::toString(timing.takeError());
+        EXPECT_TRUE(timing->correct) << timing->firstMismatches;
+        EXPECT_GT(timing->usPerOp, 0.0);
+        EXPECT_LT(timing->usPerOp, 10000.0);
+        ASSERT_EQ(timing->usPerOpPerRank.size(), 2u);
+      }
+  // Max and min must match exactly.
+  for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min}) {
+    llvm::Expected<NcclTiming> timing =
+        baseline.measureAllReduce(4096, DType::F16, op, false, options);
+    ASSERT_TRUE(static_cast<bool>(timing)) << llvm::toString(timing.takeError());
+    EXPECT_TRUE(timing->correct) << timing->firstMismatches;
+  }
+}
+
+TEST(NcclBaselineGpu, RejectsCountsBeyondTheBuffers) {
+  REQUIRE_GPUS(2);
+  if (ncclVersionString() == "not found")
+    GTEST_SKIP() << "NCCL not found";
+  llvm::Expected<std::unique_ptr<NcclBaseline>> created = NcclBaseline::create({0, 1}, 4096);
+  ASSERT_TRUE(static_cast<bool>(created)) << llvm::toString(created.takeError());
+  llvm::Expected<NcclTiming> timing =
+      (*created)->measureAllReduce(4097, DType::F32, ReduceOp::Sum, false, {});
+  ASSERT_FALSE(static_cast<bool>(timing));
+  const std::string message = llvm::toString(timing.takeError());
+  EXPECT_NE(message.find("elements fit"), std::string::npos) << message;
+}
+
+} // namespace
+} // namespace collc
