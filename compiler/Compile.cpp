@@ -135,9 +135,9 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
                                  std::to_string(program.minRanks) + ".." +
                                  std::to_string(program.maxRanks));
   SyncKind sync = options.sync.value_or(program.defaultSync);
-  if (sync != SyncKind::Barrier)
-    diags.error(program.loc, "sync strategy '" + std::string(name(sync)) +
-                                 "' is not available in this version of collc; use 'barrier'");
+  program.sync = sync;
+  if (options.sync)
+    program.syncLoc = llvm::SMLoc(); // chosen on the command line: report at the collective
   for (const auto& step : program.steps)
     checkAtomics(step.body, options.op, diags);
   LaunchShape launch;
@@ -157,7 +157,8 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   lowerOptions.unroll = launch.unroll;
   if (options.printIr && options.printIrAfterAll)
     lowerOptions.printAfterEach = options.printIr;
-  lower(program, checked.proof, lowerOptions);
+  if (!lower(program, checked.proof, lowerOptions, diags))
+    return fail();
   if (options.printIr && !options.printIrAfterAll)
     ir::print(program, *options.printIr);
 
@@ -166,6 +167,7 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   target.op = options.op;
   target.nranks = options.nranks;
   target.launch = launch;
+  target.watchdog = options.watchdog;
   target.specFile = spec.bufferName;
   target.lineOf = [&sources](llvm::SMLoc loc) {
     return loc.isValid() ? sources.getLineAndColumn(loc).first : 0u;
@@ -184,6 +186,7 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   compiled.nranks = options.nranks;
   compiled.launch = launch;
   compiled.syncPointsPerCall = program.syncPoints;
+  compiled.scratchCopies = program.scratchCopies;
   for (const auto& step : program.steps)
     compiled.stepNames.push_back(step.name);
   for (const ir::Buffer* buffer : program.scratchBuffers()) {
@@ -191,16 +194,25 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
     scratch.name = buffer->name;
     const int nranks = options.nranks;
     const uint64_t elementBytes = sizeOf(options.dtype);
+    // LL stores 8 bytes of data in every 16-byte packet: twice the bytes, rounded up to packets.
+    const bool packets = buffer->access == ir::BufferAccess::LL;
     ir::Expr slots = buffer->slots, elems = buffer->slotElems;
     ir::Env env{0, nranks, 0, {}};
     scratch.slots = int(ir::evaluate(slots, env).value_or(1));
-    scratch.bytes = [slots, elems, nranks, elementBytes](uint64_t count) -> uint64_t {
+    scratch.bytes = [slots, elems, nranks, elementBytes, packets](uint64_t count) -> uint64_t {
       ir::Env env{0, nranks, int64_t(count), {}};
       auto s = ir::evaluate(slots, env), e = ir::evaluate(elems, env);
       if (!s || !e || *s < 0 || *e < 0)
         internalError("scratch size does not evaluate for count " + std::to_string(count));
-      return uint64_t(*s) * uint64_t(*e) * elementBytes;
+      uint64_t slotBytes = uint64_t(*e) * elementBytes;
+      if (packets)
+        slotBytes = (slotBytes + 7) / 8 * 16;
+      return uint64_t(*s) * slotBytes;
     };
+    if (buffer->access == ir::BufferAccess::Sentinel) {
+      scratch.fillWidth = int(elementBytes);
+      scratch.fillBits = elementBytes == 4 ? 0x80000000u : 0x8000u; // -0.0
+    }
     compiled.scratch.push_back(std::move(scratch));
   }
   return compiled;

@@ -20,6 +20,9 @@ struct CompileOptions {
   std::optional<SyncKind> sync;                            // unset: the spec's default
   std::optional<int> blocks, threads, vectorBytes, unroll; // unset: the spec's launch defaults
   bool formatSource = true;                                // run clang-format over the emitted CUDA
+  /// Polls give up after the runtime's timeout and report where they waited. false removes the
+  /// bound, only to measure what it costs: a lost peer then hangs the kernel.
+  bool watchdog = true;
   llvm::raw_ostream* printAst = nullptr; // if set, the parsed tree is printed here
   llvm::raw_ostream* printIr = nullptr;  // if set, the lowered IR is printed here
   bool printIrAfterAll = false;          // with printIr: after every pass, not only the last

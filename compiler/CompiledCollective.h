@@ -24,8 +24,12 @@ struct LaunchShape {
 struct ScratchBuffer {
   std::string name;
   int slots = 1;
-  /// Bytes of one parity copy (all slots) for a call of `count` elements.
+  /// Bytes of one copy (all slots) for a call of `count` elements.
   std::function<uint64_t(uint64_t count)> bytes;
+  /// What the buffer must hold before the first call, repeated every `fillWidth` bytes (2 or 4);
+  /// fillWidth 0: zeros. The sentinel strategy pre-fills its receive buffers with -0.0.
+  uint32_t fillBits = 0;
+  int fillWidth = 0;
 };
 
 struct CompiledCollective {
@@ -39,6 +43,9 @@ struct CompiledCollective {
   int nranks = 2;
   LaunchShape launch;
   std::vector<ScratchBuffer> scratch;
+  /// Copies of the scratch region that calls rotate through (epoch % copies): 2 alternate by
+  /// parity; the sentinel strategy uses 3 (one in use, one being cleared, one ready).
+  int scratchCopies = 2;
   /// Synchronization points per call (barriers); the flags region holds blocks * nranks words.
   int syncPointsPerCall = 0;
   /// Names of the spec's steps, indexed as collc_watchdog::step reports them.

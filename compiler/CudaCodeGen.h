@@ -17,6 +17,7 @@ struct CodeGenTarget {
   ReduceOp op;
   int nranks;
   LaunchShape launch;
+  bool watchdog = true; // bounded polls; false only to measure what the bound costs
   std::string specFile;
   /// Line of a spec location, for the comments that tie generated code to the spec.
   std::function<unsigned(llvm::SMLoc)> lineOf;

@@ -63,7 +63,7 @@ __device__ __forceinline__ u64 chunk_len(u64 length, u64 k) {
   return min_u64(length, (k + 1) * chunk_size(length)) - chunk_begin(length, k);
 }
 
-/// kVec elements moved by one memory operation.
+/// kVec elements: what one thread moves per loop iteration, in one memory operation when it can.
 union Vec {
   Word word;
   Bits bits[kVec];
@@ -73,62 +73,119 @@ __device__ __forceinline__ bool aligned(const void* p) {
   return reinterpret_cast<u64>(p) % sizeof(Word) == 0;
 }
 
-// Loads go through L2 (ld.global.cg): the data was written by other GPUs or other blocks, and the
-// L1 of this SM must not serve an older copy of it.
-__device__ __forceinline__ Word load_word(const Bits* p) {
-  return __ldcg(reinterpret_cast<const Word*>(p));
+// ---- Plain memory. Loads go through L2 (ld.global.cg): the data may have been written by other
+// GPUs or other blocks, and this SM's L1 must not serve an older copy of it.
+
+/// p[i, i + kVec) clipped to len; lanes past len read as zero.
+__device__ __forceinline__ Vec load_plain(const Bits* p, u64 i, u64 len) {
+  Vec v;
+  if (i + kVec <= len && aligned(p + i)) {
+    v.word = __ldcg(reinterpret_cast<const Word*>(p + i));
+    return v;
+  }
+#pragma unroll
+  for (int e = 0; e < kVec; ++e)
+    v.bits[e] = i + e < len ? __ldcg(p + i + e) : Bits(0);
+  return v;
 }
 
-/// dst[i, i + kVec) = src[i, i + kVec), clipped to len; one vector when whole and aligned.
-__device__ __forceinline__ void copy_elems(Bits* dst, const Bits* src, u64 i, u64 len) {
-  if (i + kVec <= len && aligned(dst + i) && aligned(src + i)) {
-    *reinterpret_cast<Word*>(dst + i) = load_word(src + i);
+__device__ __forceinline__ void store_plain(Bits* p, u64 i, u64 len, const Vec& v) {
+  if (i + kVec <= len && aligned(p + i)) {
+    *reinterpret_cast<Word*>(p + i) = v.word;
     return;
   }
-  for (u64 e = i; e < len && e < i + kVec; ++e)
-    dst[e] = __ldcg(src + e);
+#pragma unroll
+  for (int e = 0; e < kVec; ++e)
+    if (i + e < len)
+      p[i + e] = v.bits[e];
 }
 
-/// dst[e] = combine(src[0][e], src[1][e], ...) for e in [i, i + kVec) clipped to len, in float,
-/// combining the operands in the order given and rounding once.
-template <int N>
-__device__ __forceinline__ void reduce_elems(Bits* dst, const Bits* (&src)[N], u64 i, u64 len) {
-  bool whole = i + kVec <= len && aligned(dst + i);
+/// dst[e] += src[e] with the GPU's atomic add, for the lanes below len.
+__device__ __forceinline__ void atomic_add_plain(Bits* p, u64 i, u64 len, const Vec& v) {
 #pragma unroll
-  for (int k = 0; k < N; ++k)
-    whole = whole && aligned(src[k] + i);
-  if (whole) {
-    Vec in[N]; // all loads issued before any arithmetic, so they are in flight together
+  for (int e = 0; e < kVec; ++e)
+    if (i + e < len)
+      atomicAdd(reinterpret_cast<T*>(p + i + e), as_element(v.bits[e]));
+}
+
+// ---- Reduction: operands are combined in float, in the order given, and rounded once.
+struct Acc {
+  float v[kVec];
+};
+__device__ __forceinline__ Acc to_acc(const Vec& v) {
+  Acc a;
 #pragma unroll
-    for (int k = 0; k < N; ++k)
-      in[k].word = load_word(src[k] + i);
-    Vec result;
+  for (int e = 0; e < kVec; ++e)
+    a.v[e] = to_float(v.bits[e]);
+  return a;
+}
+__device__ __forceinline__ void accumulate(Acc& a, const Vec& v) {
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      float acc = to_float(in[0].bits[e]);
+  for (int e = 0; e < kVec; ++e)
+    a.v[e] = combine(a.v[e], to_float(v.bits[e]));
+}
+__device__ __forceinline__ Vec from_acc(const Acc& a) {
+  Vec v;
 #pragma unroll
-      for (int k = 1; k < N; ++k)
-        acc = combine(acc, to_float(in[k].bits[e]));
-      result.bits[e] = from_float(acc);
-    }
-    *reinterpret_cast<Word*>(dst + i) = result.word;
-    return;
+  for (int e = 0; e < kVec; ++e)
+    v.bits[e] = from_float(a.v[e]);
+  return v;
+}
+
+// ---- The watchdog. Every poll loop reads the clock once every 1024 polls only, so the fast path
+// costs a compare; past params.timeout_ns (or once another waiter of this rank has given up) the
+// first waiter records where it was waiting, and every waiter returns instead of hanging the GPU.
+__device__ __forceinline__ u64 global_timer_ns() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+/// Where a poll waits, for the watchdog's record.
+struct PollSite {
+  int step;
+  int sync_point; // barrier index, or -1 for a data poll
+  int peer;       // the rank expected to signal, -1 if not known
+  int buffer;     // data polls: scratch buffer index, else -1
+  long long slot;
+};
+
+/// Called every 1024 polls: true once this poll must give up.
+__device__ __noinline__ bool poll_expired(const collc_params& params, u64& start,
+                                          const PollSite& site, long long element, u64 epoch,
+                                          u64 expected, u64 observed) {
+  if (params.timeout_ns == 0)
+    return false;
+  const u64 now = global_timer_ns();
+  if (start == 0) {
+    start = now;
+    return false;
   }
-  for (u64 e = i; e < len && e < i + kVec; ++e) {
-    float acc = to_float(__ldcg(src[0] + e));
-#pragma unroll
-    for (int k = 1; k < N; ++k)
-      acc = combine(acc, to_float(__ldcg(src[k] + e)));
-    dst[e] = from_float(acc);
+  volatile unsigned* tripped = &params.watchdog->tripped;
+  if (*tripped == 0 && now - start <= params.timeout_ns)
+    return false;
+  if (atomicCAS(&params.watchdog->tripped, 0u, 1u) == 0u) {
+    collc_watchdog* w = params.watchdog;
+    w->rank = params.rank;
+    w->block = blockIdx.x;
+    w->step = site.step;
+    w->sync_point = site.sync_point;
+    w->waiting_on_rank = site.peer;
+    w->buffer = site.buffer;
+    w->slot = int(site.slot);
+    w->element = element;
+    w->epoch = epoch;
+    w->expected = expected;
+    w->observed = observed;
+    __threadfence_system();
   }
+  return true;
 }
 
-/// dst[e] += src[e] with the GPU's atomic add, for e in [i, i + kVec) clipped to len.
-__device__ __forceinline__ void atomic_add_elems(Bits* dst, const Bits* src, u64 i, u64 len) {
-  for (u64 e = i; e < len && e < i + kVec; ++e)
-    atomicAdd(reinterpret_cast<T*>(dst + e), as_element(__ldcg(src + e)));
-}
+)cuda";
 
+const char* const kBarrierPrelude = R"cuda(
+// ---- Barrier flags.
 __device__ __forceinline__ void store_flag_release(u64* flag, u64 value) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(flag), "l"(value) : "memory");
 }
@@ -137,42 +194,16 @@ __device__ __forceinline__ u64 load_flag_acquire(const u64* flag) {
   asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(value) : "l"(flag) : "memory");
   return value;
 }
-__device__ __forceinline__ u64 global_timer_ns() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
-/// Polls *flag until it reaches `expected`. The watchdog: past params.timeout_ns (or once another
-/// waiter of this rank has given up) it records where it was waiting and returns false instead of
-/// hanging the GPU. The clock is read once every 1024 polls, so the fast path costs one compare.
-__device__ __noinline__ bool wait_flag(const collc_params& params, const u64* flag, u64 expected,
-                                       int step, int sync_point, int peer, u64 epoch) {
-  u64 observed = load_flag_acquire(flag);
-  if (observed >= expected)
-    return true;
-  const u64 start = global_timer_ns();
-  for (unsigned spins = 1; observed < expected; ++spins) {
-    if ((spins & 1023u) == 0 && params.timeout_ns != 0) {
-      volatile unsigned* tripped = &params.watchdog->tripped;
-      if (*tripped != 0 || global_timer_ns() - start > params.timeout_ns) {
-        if (atomicCAS(&params.watchdog->tripped, 0u, 1u) == 0u) {
-          params.watchdog->rank = params.rank;
-          params.watchdog->block = blockIdx.x;
-          params.watchdog->step = step;
-          params.watchdog->sync_point = sync_point;
-          params.watchdog->waiting_on_rank = peer;
-          params.watchdog->epoch = epoch;
-          params.watchdog->expected = expected;
-          params.watchdog->observed = observed;
-          __threadfence_system();
-        }
-        return false;
-      }
-    }
-    observed = load_flag_acquire(flag);
-  }
-  return true;
+/// Polls *flag until it reaches `expected` (or the watchdog gives up).
+__device__ __forceinline__ void wait_flag(const collc_params& params, const u64* flag,
+                                          u64 expected, const PollSite& site, u64 epoch) {
+  u64 start = 0;
+  unsigned spins = 0;
+  for (u64 observed = load_flag_acquire(flag); observed < expected;
+       observed = load_flag_acquire(flag))
+    if (kWatchdog && (++spins & 1023u) == 0 && poll_expired(params, start, site, -1, epoch, expected, observed))
+      return;
 }
 
 __device__ __forceinline__ u64* flags_of(const collc_params& params, int owner) {
@@ -195,12 +226,143 @@ __device__ __forceinline__ void barrier(const collc_params& params, u64 epoch, i
   const u64* mine = flags_of(params, rank);
   if (kFull) {
     for (int f = threadIdx.x; f < kBlocks * kRanks; f += kThreads)
-      wait_flag(params, mine + f, value, step, sync_point, f % kRanks, epoch);
+      wait_flag(params, mine + f, value, PollSite{step, sync_point, f % kRanks, -1, 0}, epoch);
   } else if (threadIdx.x < kRanks && threadIdx.x != rank) {
-    wait_flag(params, mine + blockIdx.x * kRanks + threadIdx.x, value, step, sync_point,
-              threadIdx.x, epoch);
+    wait_flag(params, mine + blockIdx.x * kRanks + threadIdx.x, value,
+              PollSite{step, sync_point, int(threadIdx.x), -1, 0}, epoch);
   }
   __syncthreads();
+}
+)cuda";
+
+const char* const kLLPrelude = R"cuda(
+// ---- LL: each 16-byte packet carries 8 bytes of data and the call's flag twice,
+// {data0, flag, data1, flag}. One 16-byte store delivers data and flag together, so a reader that
+// sees the flag in both halves has the data: the arrival of data is the signal.
+constexpr int kElemsPerPacket = 8 / sizeof(Bits);
+constexpr int kPacketsPerVec = kVec * sizeof(Bits) / 8;
+static_assert(kVec * sizeof(Bits) % 8 == 0, "LL needs vectors of whole 8-byte packet halves");
+
+/// Packet holding element e of a packet buffer.
+__device__ __forceinline__ u64 ll_packet(u64 e) { return e / kElemsPerPacket; }
+
+/// Sends elements [i, i + kVec) clipped to len as packets flagged `flag`; a packet entirely past
+/// len is not sent (its reader does not read it either).
+__device__ __forceinline__ void ll_store(uint4* packets, u64 i, u64 len, const Vec& v,
+                                         unsigned flag) {
+  const unsigned* words = reinterpret_cast<const unsigned*>(&v);
+  uint4* p = packets + ll_packet(i);
+#pragma unroll
+  for (int k = 0; k < kPacketsPerVec; ++k)
+    if (i + k * kElemsPerPacket < len)
+      asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p + k),
+                   "r"(words[2 * k]), "r"(flag), "r"(words[2 * k + 1]), "r"(flag)
+                   : "memory");
+}
+
+/// Waits for elements [i, i + kVec) clipped to len to arrive with `flag`, and returns them.
+__device__ __forceinline__ Vec ll_load(const collc_params& params, const uint4* packets, u64 i,
+                                       u64 len, unsigned flag, const PollSite& site, u64 epoch) {
+  Vec v;
+  unsigned* words = reinterpret_cast<unsigned*>(&v);
+  const uint4* p = packets + ll_packet(i);
+#pragma unroll
+  for (int k = 0; k < kPacketsPerVec; ++k) {
+    words[2 * k] = words[2 * k + 1] = 0;
+    if (i + k * kElemsPerPacket >= len)
+      continue;
+    u64 start = 0;
+    unsigned spins = 0;
+    for (;;) {
+      unsigned d0, f0, d1, f1;
+      asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(d0), "=r"(f0), "=r"(d1), "=r"(f1)
+                   : "l"(p + k)
+                   : "memory");
+      if (f0 == flag && f1 == flag) {
+        words[2 * k] = d0;
+        words[2 * k + 1] = d1;
+        break;
+      }
+      if (kWatchdog && (++spins & 1023u) == 0 &&
+          poll_expired(params, start, site, (long long)(i + k * kElemsPerPacket), epoch, flag,
+                       f0 == flag ? f1 : f0))
+        break;
+    }
+  }
+  return v;
+}
+)cuda";
+
+const char* const kSentinelPrelude = R"cuda(
+// ---- Sentinel: a receive buffer holds -0.0 until data arrives, and data never is -0.0: a writer
+// sends +0.0 for it. A reader polls each element until it changes, then puts -0.0 back, so the
+// copy is ready for its next use (three calls later) with no separate clearing pass.
+constexpr Bits kSentinel = Bits(Bits(1) << (8 * sizeof(Bits) - 1)); // the bits of -0.0
+
+// Loads that bypass the caches every time: the poll must see the peer's store when it lands.
+__device__ __forceinline__ void load_volatile(uint4& w, const void* p) {
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+               : "l"(p)
+               : "memory");
+}
+__device__ __forceinline__ void load_volatile(uint2& w, const void* p) {
+  asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];" : "=r"(w.x), "=r"(w.y) : "l"(p) : "memory");
+}
+__device__ __forceinline__ void load_volatile(unsigned& w, const void* p) {
+  asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(w) : "l"(p) : "memory");
+}
+__device__ __forceinline__ void load_volatile(unsigned short& w, const void* p) {
+  asm volatile("ld.volatile.global.u16 %0, [%1];" : "=h"(w) : "l"(p) : "memory");
+}
+
+/// The value a writer sends: -0.0 becomes +0.0 (the one value the sentinel strategy changes).
+__device__ __forceinline__ Bits canonical(Bits b) { return b == kSentinel ? Bits(0) : b; }
+
+__device__ __forceinline__ void sentinel_store(Bits* p, u64 i, u64 len, Vec v) {
+#pragma unroll
+  for (int e = 0; e < kVec; ++e)
+    v.bits[e] = canonical(v.bits[e]);
+  store_plain(p, i, len, v);
+}
+
+/// Waits for elements [i, i + kVec) clipped to len to change from the sentinel, returns them and
+/// clears them.
+__device__ __forceinline__ Vec sentinel_load(const collc_params& params, Bits* p, u64 i, u64 len,
+                                             const PollSite& site, u64 epoch) {
+  Vec v;
+  const bool whole = i + kVec <= len && aligned(p + i);
+  u64 start = 0;
+  unsigned spins = 0;
+  for (;;) {
+    bool arrived = true;
+    if (whole) {
+      load_volatile(v.word, p + i);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e)
+        arrived = arrived && v.bits[e] != kSentinel;
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        v.bits[e] = Bits(0);
+        if (i + e < len)
+          load_volatile(v.bits[e], p + i + e);
+        arrived = arrived && v.bits[e] != kSentinel;
+      }
+    }
+    if (arrived)
+      break;
+    if (kWatchdog && (++spins & 1023u) == 0 &&
+        poll_expired(params, start, site, (long long)i, epoch, kSentinel, kSentinel))
+      break;
+  }
+  Vec clear;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e)
+    clear.bits[e] = kSentinel;
+  store_plain(p, i, len, clear);
+  return v;
 }
 )cuda";
 

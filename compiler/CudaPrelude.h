@@ -13,6 +13,12 @@ const char* combineFunction(ReduceOp op);
 
 /// Helpers independent of the variant: memory access, element loops' bodies, flags, watchdog.
 extern const char* const kPrelude;
+/// Flags and the barrier between steps; printed after kPrelude when a barrier is used.
+extern const char* const kBarrierPrelude;
+/// Packet stores and polling loads of the LL strategy; printed after kPrelude when used.
+extern const char* const kLLPrelude;
+/// Canonicalizing stores and polling, clearing loads of the sentinel strategy.
+extern const char* const kSentinelPrelude;
 
 } // namespace collc
 

@@ -86,12 +86,20 @@ void print(const Expr& e, llvm::raw_ostream& out);
 // ---------------------------------------------------------------- buffers and regions
 enum class BufferRole { Input, Output, Scratch };
 
+/// How the elements of a buffer are stored and read, chosen by the sync lowering pass.
+enum class BufferAccess {
+  Plain,    // plain elements; readers are ordered by a barrier (or the data is local)
+  LL,       // 16-byte packets {data, flag, data, flag}: readers poll until the flag is the epoch
+  Sentinel, // plain elements that start as -0.0: readers poll until the value changes
+};
+
 struct Buffer {
   std::string name;
   BufferRole role;
   Expr slots;            // number of slots (scratch; 1 for user buffers)
   Expr slotElems;        // elements per slot
   int scratchIndex = -1; // position among scratch buffers: collc_params::scratch_offset[i]
+  BufferAccess access = BufferAccess::Plain;
   llvm::SMLoc loc;
 };
 
@@ -179,11 +187,14 @@ struct Program {
   std::vector<std::unique_ptr<Buffer>> buffers;
   std::vector<Step> steps;
   SyncKind defaultSync = SyncKind::Barrier;
+  llvm::SMLoc syncLoc;               // the spec's `sync` clause, if any
+  SyncKind sync = SyncKind::Barrier; // the strategy being compiled (set before lowering)
   // Launch defaults from the spec.
   int blocks = 4, threads = 512, vectorBytes = 16, unroll = 1;
   // Filled by the passes.
   int syncPoints = 0;
   BarrierScope barrierScope = BarrierScope::Full;
+  int scratchCopies = 2; // copies of the scratch region that calls rotate through
 
   const Buffer* find(const std::string& name) const;
   const Buffer* input() const;

@@ -4,7 +4,8 @@
 
 namespace collc {
 
-void lower(ir::Program& program, const VerifyResult& proof, const LowerOptions& options) {
+bool lower(ir::Program& program, const VerifyResult& proof, const LowerOptions& options,
+           Diagnostics& diags) {
   auto dump = [&](const char* pass) {
     if (!options.printAfterEach)
       return;
@@ -14,10 +15,31 @@ void lower(ir::Program& program, const VerifyResult& proof, const LowerOptions& 
   dump("sema");
   partitionSteps(program);
   dump("partition");
-  lowerBarrierSync(program, proof);
-  dump("barrier sync lowering");
+  switch (program.sync) {
+  case SyncKind::Barrier:
+    lowerBarrierSync(program, proof);
+    dump("barrier sync lowering");
+    break;
+  case SyncKind::LL:
+    if (!lowerLLSync(program, proof, diags))
+      return false;
+    dump("ll sync lowering");
+    break;
+  case SyncKind::Sentinel:
+    if (!lowerSentinelSync(program, proof, diags))
+      return false;
+    dump("sentinel sync lowering");
+    break;
+  case SyncKind::LL128:
+  case SyncKind::LL128Atomic:
+    diags.error(program.syncLoc.isValid() ? program.syncLoc : program.loc,
+                "sync strategy '" + std::string(name(program.sync)) +
+                    "' is not available in this version of collc; use barrier, sentinel or ll");
+    return false;
+  }
   vectorize(program, options.dtype, options.vectorBytes, options.unroll);
   dump("vectorize");
+  return true;
 }
 
 } // namespace collc

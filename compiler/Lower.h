@@ -4,6 +4,7 @@
 
 #include "compiler/IR.h"
 #include "compiler/Verifier.h"
+#include "dsl/Diagnostics.h"
 
 #include <llvm/Support/raw_ostream.h>
 
@@ -17,7 +18,10 @@ struct LowerOptions {
   llvm::raw_ostream* printAfterEach = nullptr;
 };
 
-void lower(ir::Program& program, const VerifyResult& proof, const LowerOptions& options);
+/// Lowers `program` for the strategy in program.sync. False (with diagnostics) if the strategy
+/// cannot synchronize this spec.
+bool lower(ir::Program& program, const VerifyResult& proof, const LowerOptions& options,
+           Diagnostics& diags);
 
 } // namespace collc
 

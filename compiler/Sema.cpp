@@ -57,6 +57,7 @@ private:
       program_->maxRanks = int(spec_.maxRanks);
     }
     if (!spec_.syncName.empty()) {
+      program_->syncLoc = spec_.syncLoc;
       auto sync = parseSyncKind(spec_.syncName);
       if (!sync)
         diags_.error(spec_.syncLoc, "unknown sync strategy '" + spec_.syncName +

@@ -23,6 +23,7 @@ struct Cell {
   int readStep = -2;
   int lastAccessStep = -2;
   int lastAccessRank = -1;
+  int reads = 0; // reads in this call
   int64_t lastAccessIndex = 0;
   int64_t lastAccessBound = 0;
 };
@@ -42,7 +43,18 @@ public:
   Simulation(const ir::Program& program, Diagnostics& diags, int nranks, int64_t count)
       : program_(program), diags_(diags), nranks_(nranks), count_(count) {}
 
-  bool indexAligned() const { return indexAligned_; }
+  /// Folds this simulation's facts into `result`.
+  void report(VerifyResult& result) const {
+    result.indexAligned &= indexAligned_;
+    result.localAligned &= localAligned_;
+    result.remoteWriteOrdering |= remoteWriteOrdering_;
+    result.usesAtomics |= usesAtomics_;
+    result.remoteDataReadOnce &= remoteDataReadOnce_;
+    for (const auto& [from, to] : dataEdges_)
+      result.exchangesAreMutual &= dataEdges_.count({to, from}) != 0;
+    result.remotelyWritten.insert(remotelyWritten_.begin(), remotelyWritten_.end());
+    result.locallyWritten.insert(locallyWritten_.begin(), locallyWritten_.end());
+  }
 
   void run() {
     allocate();
@@ -59,6 +71,13 @@ public:
     }
     checkWaitsMatched();
     checkPostcondition();
+    // Data a peer wrote and nobody read would greet a later call's reader as if it had arrived.
+    for (int r = 0; r < nranks_; ++r)
+      for (const auto& buffer : memory_[r])
+        for (const auto& slot : buffer)
+          for (const Cell& c : slot)
+            if (c.writerStep >= 0 && c.writerRank != r && c.reads == 0)
+              remoteDataReadOnce_ = false;
   }
 
 private:
@@ -187,6 +206,8 @@ private:
         }
         markWaitUsed(c.writerStep);
         indexAligned_ &= sameThread;
+        dataEdges_.insert({c.writerRank, rank_});
+        remoteDataReadOnce_ &= ++c.reads <= 1;
       } else if (!sameThread) {
         if (c.writerStep == step_)
           fail(region.loc,
@@ -204,6 +225,7 @@ private:
         }
         markWaitUsed(c.writerStep);
         indexAligned_ = false;
+        localAligned_ = false;
       }
     }
     c.readStep = step_;
@@ -250,8 +272,16 @@ private:
         fail(stmt.loc, "rank " + std::to_string(rank_) + " overwrites " + what + ", which rank " +
                            std::to_string(c.lastAccessRank) + " used in step '" +
                            stepName(c.lastAccessStep) + "', without waiting for that step");
+      remoteWriteOrdering_ = true;
       indexAligned_ &= c.lastAccessIndex == index && c.lastAccessBound == bound;
     }
+    usesAtomics_ |= atomic;
+    if (r.owner != rank_) {
+      remotelyWritten_.insert(r.bufferIndex);
+    } else if (stmt.target.buffer->role == ir::BufferRole::Scratch) {
+      locallyWritten_.insert(r.bufferIndex);
+    }
+    c.reads = 0;
     if (atomic && c.writerStep == step_ && c.atomic) {
       c.value.insert(c.value.end(), value.begin(), value.end());
     } else if (atomic) {
@@ -410,6 +440,12 @@ private:
   std::set<int> waited_;
   std::set<std::tuple<int, int, int>> usedWaits_; // (waiting step, waited step, rank)
   bool indexAligned_ = true;
+  bool localAligned_ = true;
+  bool remoteWriteOrdering_ = false;
+  bool usesAtomics_ = false;
+  bool remoteDataReadOnce_ = true;
+  std::set<std::pair<int, int>> dataEdges_; // (writer rank, reader rank) of data read remotely
+  std::set<int> remotelyWritten_, locallyWritten_;
   // memory_[rank][buffer][slot][element]
   std::vector<std::vector<std::vector<std::vector<Cell>>>> memory_;
 };
@@ -429,7 +465,7 @@ VerifyResult verify(const ir::Program& program, Diagnostics& diags) {
       } catch (const ProofFailed&) {
         return result;
       }
-      result.indexAligned &= sim.indexAligned();
+      sim.report(result);
     }
   }
   result.ok = true;

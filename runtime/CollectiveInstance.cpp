@@ -2,9 +2,13 @@
 
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
+#include "runtime/NcclLibrary.h"
+#include "runtime/NcclTypes.h"
 #include "runtime/collc_abi.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/raw_ostream.h>
 #include <thread>
@@ -27,9 +31,9 @@ uint64_t alignUp(uint64_t value, uint64_t align) {
 
 /// Polls until every stream in `streams` whose `done` entry is false has finished, or until
 /// `deadline`. Marks finished streams in `done`. An error from a stream (a kernel that faulted)
-/// is returned at once, naming the rank.
-llvm::Error pollStreams(llvm::ArrayRef<cudaStream_t> streams, std::vector<bool>& done,
-                        Clock::time_point deadline) {
+/// is returned at once, naming the rank (streams[i] is rank ranks[i]'s).
+llvm::Error pollStreams(llvm::ArrayRef<cudaStream_t> streams, llvm::ArrayRef<int> ranks,
+                        std::vector<bool>& done, Clock::time_point deadline) {
   for (;;) {
     bool all = true;
     for (size_t r = 0; r < streams.size(); ++r) {
@@ -43,7 +47,8 @@ llvm::Error pollStreams(llvm::ArrayRef<cudaStream_t> streams, std::vector<bool>&
       if (status != cudaErrorNotReady) {
         llvm::Error err = COLLC_CUDA_CHECK(status);
         return llvm::joinErrors(llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                                        "work on rank %zu's stream failed", r),
+                                                        "work on rank %d's stream failed",
+                                                        ranks[r]),
                                 std::move(err));
       }
       (void)cudaGetLastError();
@@ -55,23 +60,34 @@ llvm::Error pollStreams(llvm::ArrayRef<cudaStream_t> streams, std::vector<bool>&
   }
 }
 
-std::string listRanks(const std::vector<bool>& done) {
-  std::string ranks;
-  for (size_t r = 0; r < done.size(); ++r)
-    if (!done[r])
-      ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-  return ranks;
+/// The ranks (ranks[i] for done[i] false) still running, "0, 1".
+std::string listRanks(const std::vector<bool>& done, llvm::ArrayRef<int> ranks) {
+  std::string list;
+  for (size_t i = 0; i < done.size(); ++i)
+    if (!done[i])
+      list += (list.empty() ? "" : ", ") + std::to_string(ranks[i]);
+  return list;
+}
+
+/// " (what the world knows about its peers)", or nothing.
+std::string peerNote(const SymmetricWorld& world) {
+  std::string peers = world.diagnosePeers();
+  return peers.empty() ? std::string() : " (" + peers + ")";
 }
 
 } // namespace
 
 llvm::Expected<std::unique_ptr<CollectiveInstance>>
-CollectiveInstance::create(LocalWorld& world, const CompiledCollective& compiled,
+CollectiveInstance::create(SymmetricWorld& world, const CompiledCollective& compiled,
                            const std::string& cubin, uint64_t maxCount, uint64_t timeoutNs) {
   const LaunchShape& shape = compiled.launch;
   if (compiled.nranks != world.nranks())
     return instanceError(compiled, "compiled for " + llvm::Twine(compiled.nranks) +
                                        " ranks, but the world has " + llvm::Twine(world.nranks()));
+  // A world whose ranks cannot all reach each other (it spans nodes) hands the whole collective
+  // to NCCL; the compiled collective still says what to compute.
+  if (world.collectivesViaNccl())
+    return createNccl(world, compiled, maxCount);
   if (compiled.nranks < 1 || compiled.nranks > COLLC_MAX_RANKS)
     return instanceError(compiled, llvm::Twine(compiled.nranks) + " ranks; the ABI allows 1 to " +
                                        llvm::Twine(COLLC_MAX_RANKS));
@@ -90,7 +106,8 @@ CollectiveInstance::create(LocalWorld& world, const CompiledCollective& compiled
       return instanceError(compiled, "scratch buffer '" + buffer.name + "' has no size");
   // The blocks of one rank wait for each other (and for the peers' blocks), so all of them must
   // be resident together: one block per multiprocessor at most is what we can promise.
-  for (int r = 0; r < world.nranks(); ++r) {
+  const std::vector<int>& local = world.localRanks();
+  for (int r : local) {
     int sms = multiprocessorCount(world.device(r));
     if (shape.blocks > sms)
       return instanceError(compiled, llvm::Twine(shape.blocks) + " blocks, but GPU " +
@@ -104,26 +121,27 @@ CollectiveInstance::create(LocalWorld& world, const CompiledCollective& compiled
   instance->timeoutNs_ = timeoutNs;
   instance->heapBegin_ = instance->heapEnd_ = world.heapUsed();
 
+  // The kernel is loaded for the local ranks only: kernel slot i is rank local[i].
   std::vector<int> devices;
-  devices.reserve(world.nranks());
-  for (int r = 0; r < world.nranks(); ++r)
+  devices.reserve(local.size());
+  for (int r : local)
     devices.push_back(world.device(r));
   llvm::Expected<std::unique_ptr<LoadedKernel>> kernel =
       LoadedKernel::load(devices, cubin, compiled.kernelName);
   if (!kernel)
     return kernel.takeError();
   instance->kernel_ = std::move(*kernel);
-  for (int r = 0; r < world.nranks(); ++r) {
+  for (size_t i = 0; i < local.size(); ++i) {
     llvm::Expected<int> perSm =
-        instance->kernel_->maxActiveBlocksPerMultiprocessor(r, shape.threads);
+        instance->kernel_->maxActiveBlocksPerMultiprocessor(int(i), shape.threads);
     if (!perSm)
       return perSm.takeError();
     if (*perSm < 1) {
-      const cudaFuncAttributes& attributes = instance->kernel_->attributes(r);
+      const cudaFuncAttributes& attributes = instance->kernel_->attributes(int(i));
       return instanceError(compiled,
                            "a block of " + llvm::Twine(shape.threads) +
                                " threads does not fit on a multiprocessor of GPU " +
-                               llvm::Twine(world.device(r)) + " (the kernel uses " +
+                               llvm::Twine(world.device(local[i])) + " (the kernel uses " +
                                llvm::Twine(attributes.numRegs) + " registers per thread, at most " +
                                llvm::Twine(attributes.maxThreadsPerBlock) + " threads per block)");
     }
@@ -138,11 +156,12 @@ CollectiveInstance::create(LocalWorld& world, const CompiledCollective& compiled
 
 llvm::Error CollectiveInstance::allocatePerRank() {
   ScopedDevice restore;
-  const int nranks = world_.nranks();
+  const std::vector<int>& local = world_.localRanks();
   const size_t epochBytes = sizeof(unsigned long long) * compiled_.launch.blocks;
-  COLLC_CUDA_TRY(
-      cudaMallocHost(reinterpret_cast<void**>(&hostWatchdogs_), sizeof(collc_watchdog) * nranks));
-  for (int r = 0; r < nranks; ++r) {
+  COLLC_CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&hostWatchdogs_),
+                                sizeof(collc_watchdog) * local.size()));
+  for (size_t i = 0; i < local.size(); ++i) {
+    const int r = local[i];
     COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
     cudaStream_t side = nullptr;
     COLLC_CUDA_TRY(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
@@ -156,15 +175,15 @@ llvm::Error CollectiveInstance::allocatePerRank() {
     if (!watchdog)
       return watchdog.takeError();
     watchdogs_.push_back(std::move(*watchdog));
-    COLLC_CUDA_TRY(cudaMemsetAsync(epochs_[r].get(), 0, epochBytes, side));
-    COLLC_CUDA_TRY(cudaMemsetAsync(watchdogs_[r].get(), 0, sizeof(collc_watchdog), side));
+    COLLC_CUDA_TRY(cudaMemsetAsync(epochs_[i].get(), 0, epochBytes, side));
+    COLLC_CUDA_TRY(cudaMemsetAsync(watchdogs_[i].get(), 0, sizeof(collc_watchdog), side));
   }
   return llvm::Error::success();
 }
 
 llvm::Error CollectiveInstance::allocateSymmetric() {
-  // Parity 0 holds every scratch buffer back to back, each 256-byte aligned; parity 1 is the
-  // same layout one parity stride further. Calls alternate between them by epoch parity.
+  // Copy 0 holds every scratch buffer back to back, each 256-byte aligned; copy k is the same
+  // layout k strides further. Calls rotate through the copies by epoch (two: by parity).
   std::vector<uint64_t> relative;
   uint64_t end = 0;
   for (const ScratchBuffer& buffer : compiled_.scratch) {
@@ -173,7 +192,8 @@ llvm::Error CollectiveInstance::allocateSymmetric() {
     end = offset + buffer.bytes(maxCount_);
   }
   parityStride_ = alignUp(end, 256);
-  llvm::Expected<uint64_t> scratchBase = world_.allocate(2 * parityStride_, 256);
+  const uint64_t copies = uint64_t(std::max(1, compiled_.scratchCopies));
+  llvm::Expected<uint64_t> scratchBase = world_.allocate(copies * parityStride_, 256);
   if (!scratchBase)
     return llvm::joinErrors(instanceError(compiled_, "scratch for calls of up to " +
                                                          llvm::Twine(maxCount_) +
@@ -191,27 +211,127 @@ llvm::Error CollectiveInstance::allocateSymmetric() {
 
   // The heap region may have been used before (see LocalWorld::releaseTo): start from zeros.
   ScopedDevice restore;
-  for (int r = 0; r < world_.nranks(); ++r) {
-    COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
-    COLLC_CUDA_TRY(cudaMemsetAsync(world_.heapBase(r) + heapBegin_, 0, heapEnd_ - heapBegin_,
-                                   sideStreams_[r]));
+  const std::vector<int>& local = world_.localRanks();
+  for (size_t i = 0; i < local.size(); ++i) {
+    COLLC_CUDA_TRY(cudaSetDevice(world_.device(local[i])));
+    COLLC_CUDA_TRY(cudaMemsetAsync(world_.heapBase(local[i]) + heapBegin_, 0, heapEnd_ - heapBegin_,
+                                   sideStreams_[i]));
+  }
+  // Buffers that must start with something other than zeros (the sentinel strategy's -0.0):
+  // one host pattern per buffer, copied into every copy of it on every rank.
+  std::vector<std::vector<char>> patterns;
+  for (size_t k = 0; k < compiled_.scratch.size(); ++k) {
+    const ScratchBuffer& buffer = compiled_.scratch[k];
+    if (buffer.fillWidth == 0)
+      continue;
+    std::vector<char>& pattern = patterns.emplace_back(buffer.bytes(maxCount_));
+    for (size_t b = 0; b + buffer.fillWidth <= pattern.size(); b += buffer.fillWidth)
+      std::memcpy(pattern.data() + b, &buffer.fillBits, buffer.fillWidth); // little-endian
+    for (size_t i = 0; i < local.size(); ++i) {
+      COLLC_CUDA_TRY(cudaSetDevice(world_.device(local[i])));
+      for (uint64_t copy = 0; copy < copies; ++copy)
+        COLLC_CUDA_TRY(cudaMemcpyAsync(
+            world_.heapBase(local[i]) + scratchOffsets_[k] + copy * parityStride_, pattern.data(),
+            pattern.size(), cudaMemcpyHostToDevice, sideStreams_[i]));
+    }
   }
   // Peers write into each rank's flags and scratch from their own streams: everything must be
-  // zero before any rank launches.
-  std::vector<bool> done(world_.nranks(), false);
-  if (llvm::Error err = pollStreams(sideStreams_, done, Clock::now() + std::chrono::seconds(10)))
+  // initialised before any rank launches.
+  std::vector<bool> done(local.size(), false);
+  if (llvm::Error err =
+          pollStreams(sideStreams_, local, done, Clock::now() + std::chrono::seconds(10)))
     return err;
-  if (!listRanks(done).empty())
+  if (!listRanks(done, local).empty())
     return instanceError(compiled_, "zeroing scratch did not finish within 10 s on rank(s) " +
-                                        listRanks(done));
+                                        listRanks(done, local));
+  // Other processes' ranks write into this one's heap as soon as they launch: no process may
+  // leave create() before every one has initialised its part. The same exchange checks that all
+  // of them laid the heap out alike (they made the same allocations in the same order).
+  return agreeOnLayout();
+}
+
+llvm::Error CollectiveInstance::agreeOnLayout() {
+  uint64_t name = 1469598103934665603ull; // FNV-1a of the kernel name: the same variant
+  for (char c : compiled_.kernelName)
+    name = (name ^ uint8_t(c)) * 1099511628211ull;
+  const uint64_t row[] = {name,
+                          maxCount_,
+                          heapBegin_,
+                          heapEnd_,
+                          flagsOffset_,
+                          parityStride_,
+                          uint64_t(engine_ == Engine::Nccl)};
+  const unsigned width = sizeof row / sizeof row[0];
+  std::vector<uint64_t> table(size_t(world_.nranks()) * width);
+  for (int r : world_.localRanks())
+    std::copy(row, row + width, table.begin() + size_t(r) * width);
+  if (llvm::Error err = world_.allGatherRanks("layout of " + compiled_.specName, table, width))
+    return llvm::joinErrors(instanceError(compiled_, "the ranks could not agree on its layout"),
+                            std::move(err));
+  const char* const fields[] = {"kernel", "maxCount",      "heap begin", "heap end",
+                                "flags",  "parity stride", "engine"};
+  for (int r = 0; r < world_.nranks(); ++r)
+    for (unsigned f = 0; f < width; ++f)
+      if (table[size_t(r) * width + f] != row[f])
+        return instanceError(compiled_,
+                             "rank " + llvm::Twine(r) + " has " + fields[f] + " " +
+                                 llvm::Twine(table[size_t(r) * width + f]) + ", rank " +
+                                 llvm::Twine(world_.localRanks().front()) + " has " +
+                                 llvm::Twine(row[f]) +
+                                 ": every process must create the same collectives, with the "
+                                 "same sizes, in the same order");
   return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<CollectiveInstance>>
+CollectiveInstance::createNccl(SymmetricWorld& world, const CompiledCollective& compiled,
+                               uint64_t maxCount) {
+  if (!world.ncclComm())
+    return instanceError(compiled, "the NCCL path needs a world with a communicator (a "
+                                   "ProcessWorld); in a LocalWorld measure NCCL with NcclBaseline");
+  if (compiled.kind != CollectiveKind::AllReduce)
+    return instanceError(compiled, "no NCCL path for " + llvm::Twine(name(compiled.kind)) +
+                                       " yet; only allreduce is handed to NCCL");
+  if (compiled.nranks != world.nranks())
+    return instanceError(compiled, "compiled for " + llvm::Twine(compiled.nranks) +
+                                       " ranks, but the world has " + llvm::Twine(world.nranks()));
+  llvm::Expected<const NcclLibrary*> nccl = ncclLibrary();
+  if (!nccl)
+    return llvm::joinErrors(instanceError(compiled, "the NCCL path"), nccl.takeError());
+  std::unique_ptr<CollectiveInstance> instance(new CollectiveInstance(world, compiled));
+  instance->engine_ = Engine::Nccl;
+  instance->nccl_ = *nccl;
+  instance->maxCount_ = maxCount;
+  instance->heapBegin_ = instance->heapEnd_ = world.heapUsed();
+  // Collective like the kernel path, so that every process makes the same calls either way.
+  if (llvm::Error err = instance->agreeOnLayout())
+    return err;
+  return instance;
+}
+
+llvm::Error CollectiveInstance::launchNccl(const void* in, void* out, uint64_t count,
+                                           cudaStream_t stream) {
+  if (count == 0)
+    return llvm::Error::success();
+  ncclComm_t comm = world_.ncclComm();
+  return COLLC_NCCL_CHECK_COMM(*nccl_, comm,
+                               nccl_->allReduce(in, out, count, ncclTypeOf(compiled_.dtype),
+                                                ncclOpOf(compiled_.op), comm, stream));
+}
+
+std::string CollectiveInstance::engineDescription() const {
+  if (engine_ == Engine::Nccl)
+    return "NCCL (ncclAllReduce " + std::string(name(compiled_.dtype)) + " " +
+           std::string(name(compiled_.op)) + ")";
+  return "collc kernel " + compiled_.kernelName + " (" + std::string(name(compiled_.sync)) +
+         " sync)";
 }
 
 CollectiveInstance::~CollectiveInstance() {
   ScopedDevice restore;
-  for (size_t r = 0; r < sideStreams_.size(); ++r)
-    if (cudaSetDevice(world_.device(r)) != cudaSuccess ||
-        cudaStreamDestroy(sideStreams_[r]) != cudaSuccess)
+  for (size_t i = 0; i < sideStreams_.size(); ++i)
+    if (cudaSetDevice(world_.device(world_.localRanks()[i])) != cudaSuccess ||
+        cudaStreamDestroy(sideStreams_[i]) != cudaSuccess)
       (void)cudaGetLastError();
   if (hostWatchdogs_ && cudaFreeHost(hostWatchdogs_) != cudaSuccess)
     (void)cudaGetLastError();
@@ -224,15 +344,19 @@ CollectiveInstance::~CollectiveInstance() {
 llvm::Error CollectiveInstance::launch(int rank, const void* in, void* out, uint64_t count,
                                        cudaStream_t stream) {
   const int nranks = world_.nranks();
-  if (rank < 0 || rank >= nranks)
+  const int slot = world_.localIndex(rank);
+  if (rank < 0 || rank >= nranks || slot < 0)
     return instanceError(compiled_,
-                         "launch for rank " + llvm::Twine(rank) + " of " + llvm::Twine(nranks));
+                         "launch for rank " + llvm::Twine(rank) + " of " + llvm::Twine(nranks) +
+                             (rank >= 0 && rank < nranks ? ", which another process drives" : ""));
   if (count > maxCount_)
     return instanceError(compiled_, "a call of " + llvm::Twine(count) +
                                         " elements; this instance was made for at most " +
                                         llvm::Twine(maxCount_));
   if (count > 0 && (!in || !out))
     return instanceError(compiled_, "null input or output buffer on rank " + llvm::Twine(rank));
+  if (engine_ == Engine::Nccl)
+    return launchNccl(in, out, count, stream);
 
   collc_params params{};
   params.in = in;
@@ -240,41 +364,47 @@ llvm::Error CollectiveInstance::launch(int rank, const void* in, void* out, uint
   params.count = count;
   params.rank = rank;
   params.nranks = nranks;
+  // Every rank's heap as this rank's GPU addresses it (in another process: its IPC mapping).
   for (int r = 0; r < nranks; ++r)
-    params.heap[r] = world_.heapBase(r);
+    params.heap[r] = world_.peerHeap(r, rank);
   for (size_t k = 0; k < scratchOffsets_.size(); ++k)
     params.scratch_offset[k] = scratchOffsets_[k];
   params.parity_stride = parityStride_;
   params.flags_offset = flagsOffset_;
-  params.epochs = epochs_[rank].as<unsigned long long>();
-  params.watchdog = watchdogs_[rank].as<collc_watchdog>();
+  params.epochs = epochs_[slot].as<unsigned long long>();
+  params.watchdog = watchdogs_[slot].as<collc_watchdog>();
   params.timeout_ns = timeoutNs_;
-  return kernel_->launch(rank, dim3(compiled_.launch.blocks), dim3(compiled_.launch.threads),
+  return kernel_->launch(slot, dim3(compiled_.launch.blocks), dim3(compiled_.launch.threads),
                          params, stream);
 }
 
 llvm::Error CollectiveInstance::checkWatchdogs() {
-  const int nranks = world_.nranks();
+  if (engine_ == Engine::Nccl)
+    return llvm::Error::success(); // NCCL's errors come through synchronize()
+  const std::vector<int>& local = world_.localRanks();
   {
     ScopedDevice restore;
-    for (int r = 0; r < nranks; ++r) {
-      COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
-      COLLC_CUDA_TRY(cudaMemcpyAsync(&hostWatchdogs_[r], watchdogs_[r].get(),
+    for (size_t i = 0; i < local.size(); ++i) {
+      COLLC_CUDA_TRY(cudaSetDevice(world_.device(local[i])));
+      COLLC_CUDA_TRY(cudaMemcpyAsync(&hostWatchdogs_[i], watchdogs_[i].get(),
                                      sizeof(collc_watchdog), cudaMemcpyDeviceToHost,
-                                     sideStreams_[r]));
+                                     sideStreams_[i]));
     }
   }
-  std::vector<bool> done(nranks, false);
-  if (llvm::Error err = pollStreams(sideStreams_, done, Clock::now() + std::chrono::seconds(2)))
+  std::vector<bool> done(local.size(), false);
+  if (llvm::Error err =
+          pollStreams(sideStreams_, local, done, Clock::now() + std::chrono::seconds(2)))
     return err;
-  if (!listRanks(done).empty())
-    return instanceError(compiled_, "could not read the watchdogs of rank(s) " + listRanks(done) +
+  if (!listRanks(done, local).empty())
+    return instanceError(compiled_, "could not read the watchdogs of rank(s) " +
+                                        listRanks(done, local) +
                                         " within 2 s: the GPU does not respond");
 
   std::string report;
   llvm::raw_string_ostream os(report);
-  for (int r = 0; r < nranks; ++r) {
-    const collc_watchdog& w = hostWatchdogs_[r];
+  for (size_t i = 0; i < local.size(); ++i) {
+    const int r = local[i];
+    const collc_watchdog& w = hostWatchdogs_[i];
     if (!w.tripped)
       continue;
     std::string step = w.step >= 0 && size_t(w.step) < compiled_.stepNames.size()
@@ -283,9 +413,19 @@ llvm::Error CollectiveInstance::checkWatchdogs() {
     if (!report.empty())
       os << "\n";
     os << "watchdog: rank " << r << " block " << w.block << " waited more than "
-       << llvm::format("%.1f", timeoutNs_ / 1e9) << " s at step " << step << " (sync point "
-       << w.sync_point << ", call epoch " << w.epoch << ") for rank " << w.waiting_on_rank
-       << ": flag is " << w.observed << ", needed " << w.expected;
+       << llvm::format("%.1f", timeoutNs_ / 1e9) << " s at step " << step;
+    if (w.buffer >= 0) {
+      // A data-arrival poll: the element that never arrived names the buffer it lives in.
+      std::string buffer = size_t(w.buffer) < compiled_.scratch.size()
+                               ? "'" + compiled_.scratch[w.buffer].name + "'"
+                               : "#" + std::to_string(w.buffer);
+      os << " (call epoch " << w.epoch << ") for element " << w.element << " of scratch " << buffer
+         << " slot " << w.slot << ": read " << llvm::format_hex(w.observed, 2) << ", waiting for "
+         << llvm::format_hex(w.expected, 2);
+    } else {
+      os << " (sync point " << w.sync_point << ", call epoch " << w.epoch << ") for rank "
+         << w.waiting_on_rank << ": flag is " << w.observed << ", needed " << w.expected;
+    }
     if (w.rank != r)
       os << " [the record names rank " << w.rank << "]";
   }
@@ -297,30 +437,44 @@ llvm::Error CollectiveInstance::checkWatchdogs() {
 
 llvm::Error CollectiveInstance::synchronize(llvm::ArrayRef<cudaStream_t> streams,
                                             double extraSeconds) {
-  if (streams.size() != size_t(world_.nranks()))
-    return instanceError(compiled_, "synchronize needs one stream per rank (" +
-                                        llvm::Twine(world_.nranks()) + "), got " +
+  const std::vector<int>& local = world_.localRanks();
+  if (streams.size() != local.size())
+    return instanceError(compiled_, "synchronize needs one stream per rank this process drives (" +
+                                        llvm::Twine(local.size()) + "), got " +
                                         llvm::Twine(streams.size()));
   // With no kernel-side timeout the kernel may legitimately wait long; still never block forever.
-  const double kernelSeconds = timeoutNs_ ? timeoutNs_ / 1e9 : 60.0;
+  // NCCL has no watchdog of ours: its calls get the same generous bound.
+  const double kernelSeconds =
+      engine_ == Engine::CollcKernel && timeoutNs_ ? timeoutNs_ / 1e9 : 60.0;
   const double limit = kernelSeconds + 2.0 + extraSeconds;
+  // What the world knows of peers that stopped answering goes with every failure: in a
+  // process-per-GPU world a watchdog that tripped or a hang is most often a peer that died.
+  auto withPeers = [&](llvm::Error err) -> llvm::Error {
+    std::string peers = world_.diagnosePeers();
+    if (!err || peers.empty())
+      return err;
+    return llvm::joinErrors(std::move(err),
+                            llvm::createStringError(llvm::inconvertibleErrorCode(), peers));
+  };
   std::vector<bool> done(streams.size(), false);
-  if (llvm::Error err = pollStreams(streams, done,
+  if (llvm::Error err = pollStreams(streams, local, done,
                                     Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                        std::chrono::duration<double>(limit))))
-    return llvm::joinErrors(std::move(err), checkWatchdogs());
-  const std::string running = listRanks(done);
+    return withPeers(llvm::joinErrors(std::move(err), checkWatchdogs()));
+  const std::string running = listRanks(done, local);
   llvm::Error watchdog = checkWatchdogs();
   if (running.empty())
-    return watchdog;
+    return withPeers(std::move(watchdog));
   std::string message = "hang: rank(s) " + running + " still running " +
                         std::to_string(static_cast<int>(limit)) + " s after launch";
   if (watchdog)
-    return llvm::joinErrors(instanceError(compiled_, message), std::move(watchdog));
-  return instanceError(compiled_, message + ", and no watchdog tripped (timeout " +
-                                      std::to_string(timeoutNs_) +
-                                      " ns). Kernels that never finish keep the process from "
-                                      "exiting: run it under `timeout`");
+    return withPeers(llvm::joinErrors(instanceError(compiled_, message), std::move(watchdog)));
+  if (engine_ == Engine::Nccl)
+    return withPeers(instanceError(compiled_, message + " inside NCCL" + peerNote(world_)));
+  return withPeers(instanceError(compiled_, message + ", and no watchdog tripped (timeout " +
+                                                std::to_string(timeoutNs_) +
+                                                " ns). Kernels that never finish keep the process "
+                                                "from exiting: run it under `timeout`"));
 }
 
 } // namespace collc

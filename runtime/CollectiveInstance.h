@@ -1,13 +1,20 @@
-// One compiled collective made ready to run in a LocalWorld: its kernel loaded on every GPU, its
-// symmetric scratch and flags carved out of the world's heap, and per-rank epoch counters and
-// watchdogs in device memory. Launching does no host-side bookkeeping, so launches captured into a
-// CUDA graph replay correctly any number of times.
+// One compiled collective made ready to run in a SymmetricWorld: its kernel loaded on the GPU of
+// every rank this process drives, its symmetric scratch and flags carved out of the world's heap,
+// and per-rank epoch counters and watchdogs in device memory. Launching does no host-side
+// bookkeeping, so launches captured into a CUDA graph replay correctly any number of times.
+//
+// The same class serves both backends: in a LocalWorld this process drives every rank; in a
+// ProcessWorld it drives one, and create() is collective (every process creates the same
+// instances in the same order; they check that they agree on the heap layout). Where the world
+// hands collectives to NCCL (it spans nodes), the instance launches ncclAllReduce instead of the
+// kernel: engine() says which.
 #ifndef COLLC_RUNTIME_COLLECTIVEINSTANCE_H
 #define COLLC_RUNTIME_COLLECTIVEINSTANCE_H
 
 #include "compiler/CompiledCollective.h"
 #include "runtime/LoadedKernel.h"
 #include "runtime/LocalWorld.h"
+#include "runtime/SymmetricWorld.h"
 
 #include <cstdint>
 #include <cuda_runtime_api.h>
@@ -19,22 +26,34 @@
 
 namespace collc {
 
+struct NcclLibrary;
+
 class CollectiveInstance {
 public:
+  /// What a launch runs: collc's generated kernel, or NCCL's AllReduce on the world's
+  /// communicator (a world that spans nodes, or one made for a baseline with createNccl).
+  enum class Engine { CollcKernel, Nccl };
+
   /// Checks that `compiled` fits `world` and the ABI limits (ranks, blocks, scratch buffers; all
   /// blocks must be resident at once because they wait on each other), loads `cubin`, and
   /// allocates scratch for calls of up to `maxCount` elements. A poll in the kernel gives up after
   /// `timeoutNs` (0: never) and records why in the rank's watchdog.
   static llvm::Expected<std::unique_ptr<CollectiveInstance>>
-  create(LocalWorld& world, const CompiledCollective& compiled, const std::string& cubin,
+  create(SymmetricWorld& world, const CompiledCollective& compiled, const std::string& cubin,
          uint64_t maxCount, uint64_t timeoutNs = 5'000'000'000);
+  /// The same collective run by NCCL (ncclAllReduce of compiled.dtype and compiled.op) on the
+  /// world's communicator: the NCCL path of a world that spans nodes, and NCCL measured in the
+  /// same harness as collc's kernel. Needs a world with a communicator (a ProcessWorld).
+  static llvm::Expected<std::unique_ptr<CollectiveInstance>>
+  createNccl(SymmetricWorld& world, const CompiledCollective& compiled, uint64_t maxCount);
   /// Nothing launched from this instance may still be running, nor be replayed later from a
   /// graph. If this instance's heap region is the world's newest, it is given back to the world.
   ~CollectiveInstance();
   CollectiveInstance(const CollectiveInstance&) = delete;
   CollectiveInstance& operator=(const CollectiveInstance&) = delete;
 
-  /// Enqueues rank's part of one call on `stream` (a stream of that rank's GPU): `count`
+  /// Enqueues rank's part (a rank this process drives) of one call on `stream` (a stream of that
+  /// rank's GPU): `count`
   /// elements (<= maxCount) from `in` to `out`, both device memory of that GPU sized by the
   /// compiled collective's inputCount/outputCount. Every rank must make the same sequence of
   /// calls; the ranks wait for each other on the device. Safe inside stream capture.
@@ -46,9 +65,10 @@ public:
   /// watchdog stays tripped: the ranks' epochs have diverged, so the instance must be recreated.
   llvm::Error checkWatchdogs();
 
-  /// Waits until the work on streams[r] (rank r's stream, one per rank) is done, but never
+  /// Waits until the work on streams[i] (the stream of world.localRanks()[i]) is done, but never
   /// longer than timeout + 2 s + `extraSeconds`; then checks the watchdogs. Past the deadline it
-  /// reports which ranks still run, and why if a watchdog knows, instead of hanging.
+  /// reports which ranks still run, and why if a watchdog knows, instead of hanging. Every error
+  /// carries what the world knows of its peers (world.diagnosePeers(): a process that exited).
   llvm::Error synchronize(llvm::ArrayRef<cudaStream_t> streams, double extraSeconds = 0);
 
   /// Applies to launches made from now on; graphs already captured keep the value they captured.
@@ -56,7 +76,10 @@ public:
   uint64_t timeoutNs() const { return timeoutNs_; }
   uint64_t maxCount() const { return maxCount_; }
   const CompiledCollective& compiled() const { return compiled_; }
-  LocalWorld& world() const { return world_; }
+  SymmetricWorld& world() const { return world_; }
+  Engine engine() const { return engine_; }
+  /// "collc kernel <name> (barrier sync)" or "NCCL (ncclAllReduce bf16 sum)", for logs.
+  std::string engineDescription() const;
   const LoadedKernel& kernel() const { return *kernel_; }
   /// The heap layout, for diagnostics: parity-0 offsets of the scratch buffers, the distance to
   /// their parity-1 copies, and the flags region.
@@ -65,12 +88,16 @@ public:
   uint64_t flagsOffset() const { return flagsOffset_; }
 
 private:
-  CollectiveInstance(LocalWorld& world, const CompiledCollective& compiled)
+  CollectiveInstance(SymmetricWorld& world, const CompiledCollective& compiled)
       : world_(world), compiled_(compiled) {}
   llvm::Error allocateSymmetric();
   llvm::Error allocatePerRank();
+  /// Collective: every rank's process must have made the same layout (and be done initialising
+  /// its heap region) before any returns.
+  llvm::Error agreeOnLayout();
+  llvm::Error launchNccl(const void* in, void* out, uint64_t count, cudaStream_t stream);
 
-  LocalWorld& world_;
+  SymmetricWorld& world_;
   CompiledCollective compiled_;
   uint64_t maxCount_ = 0;
   uint64_t timeoutNs_ = 0;
@@ -78,11 +105,14 @@ private:
   std::vector<uint64_t> scratchOffsets_;
   uint64_t parityStride_ = 0;
   uint64_t flagsOffset_ = 0;
-  uint64_t heapBegin_ = 0, heapEnd_ = 0;    // this instance's part of the world's heap
-  std::vector<DeviceBuffer> epochs_;        // per rank: unsigned long long[blocks]
-  std::vector<DeviceBuffer> watchdogs_;     // per rank: one collc_watchdog
-  std::vector<cudaStream_t> sideStreams_;   // per rank: for zeroing and reading watchdogs
-  collc_watchdog* hostWatchdogs_ = nullptr; // pinned, one per rank
+  uint64_t heapBegin_ = 0, heapEnd_ = 0; // this instance's part of the world's heap
+  Engine engine_ = Engine::CollcKernel;
+  const NcclLibrary* nccl_ = nullptr; // the NCCL engine's library
+  // Per local rank (index i is world.localRanks()[i]), as is the kernel's slot i:
+  std::vector<DeviceBuffer> epochs_;        // unsigned long long[blocks]
+  std::vector<DeviceBuffer> watchdogs_;     // one collc_watchdog
+  std::vector<cudaStream_t> sideStreams_;   // for zeroing and reading watchdogs
+  collc_watchdog* hostWatchdogs_ = nullptr; // pinned, one per local rank
 };
 
 } // namespace collc

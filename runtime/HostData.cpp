@@ -144,6 +144,41 @@ void fillRandom(DType type, void* data, uint64_t count, std::mt19937_64& rng) {
   }
 }
 
+void fillRandomWithSpecials(DType type, void* data, uint64_t count, std::mt19937_64& rng) {
+  fillRandom(type, data, count, rng);
+  // Smallest positive subnormal and a large magnitude of each type, as floats.
+  const float subnormal = type == DType::F32   ? 0x1p-149f
+                          : type == DType::F16 ? 0x1p-24f
+                                               : 0x1p-133f;
+  const float large = type == DType::F16 ? 0x1p12f : 0x1p120f;
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t r = rng();
+    if (r % 8 != 0)
+      continue;
+    const bool negative = (r >> 8) & 1;
+    const float sign = negative ? -1.0f : 1.0f;
+    float value = 0;
+    switch ((r >> 3) % 6) {
+    case 0:
+      value = sign * 0.0f;
+      break; // -0.0 or +0.0
+    case 1:
+      value = sign * subnormal * float(1 + (r >> 16) % 7);
+      break;
+    case 2:
+      value = std::numeric_limits<float>::quiet_NaN();
+      break;
+    case 3:
+      value = sign * std::numeric_limits<float>::infinity();
+      break;
+    default:
+      value = sign * large * (1.0f + float((r >> 16) % 64) / 64.0f);
+      break;
+    }
+    storeElement(type, data, i, value);
+  }
+}
+
 AllReduceReference referenceAllReduce(DType type, ReduceOp op, llvm::ArrayRef<const void*> inputs,
                                       uint64_t count) {
   AllReduceReference reference;

@@ -34,6 +34,11 @@ std::string formatElement(DType type, const void* data, uint64_t index);
 /// overflow even in f16 and max/min see many distinct values.
 void fillRandom(DType type, void* data, uint64_t count, std::mt19937_64& rng);
 
+/// Like fillRandom, but about one element in eight is one of the values that break careless
+/// kernels: -0.0 and +0.0, subnormals, NaN, +-infinity, and magnitudes near the top of the type's
+/// range (small enough that a sum over 8 ranks stays finite, so overflow is never borderline).
+void fillRandomWithSpecials(DType type, void* data, uint64_t count, std::mt19937_64& rng);
+
 /// The exact answer of an AllReduce, computed in float64 from every rank's input.
 struct AllReduceReference {
   ReduceOp op = ReduceOp::Sum;

@@ -76,9 +76,10 @@ llvm::Expected<std::unique_ptr<LocalWorld>> LocalWorld::create(std::vector<int> 
 
   ScopedDevice restore;
   // Built in place so that, whatever fails below, the destructor frees what was made so far.
-  std::unique_ptr<LocalWorld> world(new LocalWorld());
+  std::unique_ptr<LocalWorld> world(new LocalWorld(heapBytesPerRank));
   world->devices_ = devices;
-  world->heapBytes_ = heapBytesPerRank;
+  for (size_t r = 0; r < devices.size(); ++r)
+    world->ranks_.push_back(static_cast<int>(r));
 
   for (int from : devices) {
     for (int to : devices) {
@@ -138,22 +139,10 @@ LocalWorld::~LocalWorld() {
       (void)cudaGetLastError();
 }
 
-llvm::Expected<uint64_t> LocalWorld::allocate(uint64_t bytes, uint64_t align) {
-  if (align == 0 || (align & (align - 1)) != 0)
-    return worldError("allocation alignment " + llvm::Twine(align) + " is not a power of two");
-  uint64_t offset = (used_ + align - 1) & ~(align - 1);
-  if (offset < used_ || offset > heapBytes_ || bytes > heapBytes_ - offset)
-    return worldError("symmetric heap exhausted: " + llvm::Twine(bytes) +
-                      " bytes asked for at offset " + llvm::Twine(offset) + ", the heap holds " +
-                      llvm::Twine(heapBytes_) + " bytes per rank (" + llvm::Twine(used_) +
-                      " in use)");
-  used_ = offset + bytes;
-  return offset;
-}
-
-void LocalWorld::releaseTo(uint64_t mark) {
-  if (mark < used_)
-    used_ = mark;
+std::string LocalWorld::pathDescription() const {
+  return std::to_string(nranks()) +
+         " ranks driven by this process, peer access between every pair of GPUs: collectives "
+         "run on collc kernels";
 }
 
 } // namespace collc

@@ -1,10 +1,12 @@
-// The single-process backend of symmetric memory: one process drives ranks 0..R-1, rank r on GPU
-// devices[r]. Every pair of GPUs has peer access, and every rank owns a heap of the same size in
-// which allocations sit at the same offset on every rank. With peer access in one process a peer's
-// heap is addressed by the very pointer its owner uses (unified virtual addressing), so the
-// peer-pointer table a kernel receives is simply every rank's heapBase().
+// The single-process backend of symmetric memory (see SymmetricWorld.h): one process drives ranks
+// 0..R-1, rank r on GPU devices[r]. Every pair of GPUs has peer access, and every rank owns a heap
+// of the same size in which allocations sit at the same offset on every rank. With peer access in
+// one process a peer's heap is addressed by the very pointer its owner uses (unified virtual
+// addressing), so the peer-pointer table a kernel receives is simply every rank's heapBase().
 #ifndef COLLC_RUNTIME_LOCALWORLD_H
 #define COLLC_RUNTIME_LOCALWORLD_H
+
+#include "runtime/SymmetricWorld.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -40,7 +42,7 @@ private:
   size_t bytes_ = 0;
 };
 
-class LocalWorld {
+class LocalWorld final : public SymmetricWorld {
 public:
   /// Enables peer access both ways between every pair of `devices` (distinct device ordinals; an
   /// error names the first pair that cannot), allocates and zeroes a heap of `heapBytesPerRank`
@@ -48,34 +50,24 @@ public:
   static llvm::Expected<std::unique_ptr<LocalWorld>> create(std::vector<int> devices,
                                                             size_t heapBytesPerRank);
   /// Frees the heaps and streams. Nothing may still run on them: cudaFree waits for the device.
-  ~LocalWorld();
-  LocalWorld(const LocalWorld&) = delete;
-  LocalWorld& operator=(const LocalWorld&) = delete;
+  ~LocalWorld() override;
 
-  int nranks() const { return static_cast<int>(devices_.size()); }
-  int device(int rank) const { return devices_[rank]; }
-  cudaStream_t stream(int rank) const { return streams_[rank]; }
-  char* heapBase(int rank) const { return heaps_[rank]; }
-  size_t heapBytes() const { return heapBytes_; }
-
-  /// Reserves `bytes` at the same offset of every rank's heap and returns that offset; `align`
-  /// must be a power of two. Memory is not zeroed on reuse (see releaseTo); its user zeroes it.
-  /// Not thread-safe.
-  llvm::Expected<uint64_t> allocate(uint64_t bytes, uint64_t align = 256);
-  /// Bytes reserved so far: a mark to hand to releaseTo.
-  uint64_t heapUsed() const { return used_; }
-  /// Gives back everything allocated after `mark` (a heapUsed() value). Only when nothing that
-  /// uses that memory can still run: kernels, captured graphs, instances built on it.
-  void releaseTo(uint64_t mark);
+  int nranks() const override { return static_cast<int>(devices_.size()); }
+  const std::vector<int>& localRanks() const override { return ranks_; }
+  int device(int rank) const override { return devices_[rank]; }
+  cudaStream_t stream(int rank) const override { return streams_[rank]; }
+  char* heapBase(int rank) const override { return heaps_[rank]; }
+  /// The owner's pointer: with peer access in one process it is valid on every GPU.
+  char* peerHeap(int rank, int /*viewer*/) const override { return heaps_[rank]; }
+  std::string pathDescription() const override;
 
 private:
-  LocalWorld() = default;
+  explicit LocalWorld(size_t heapBytesPerRank) : SymmetricWorld(heapBytesPerRank) {}
 
   std::vector<int> devices_;
+  std::vector<int> ranks_; // 0..R-1: this process drives them all
   std::vector<char*> heaps_;
   std::vector<cudaStream_t> streams_;
-  size_t heapBytes_ = 0;
-  uint64_t used_ = 0;
 };
 
 } // namespace collc

@@ -4,6 +4,7 @@
 #include "runtime/Devices.h"
 #include "runtime/HostData.h"
 #include "runtime/NcclLibrary.h"
+#include "runtime/NcclTypes.h"
 
 #include <algorithm>
 #include <atomic>
@@ -89,30 +90,6 @@ double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   size_t mid = values.size() / 2;
   return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
-}
-
-ncclDataType_t ncclTypeOf(DType type) {
-  switch (type) {
-  case DType::F32:
-    return ncclFloat32;
-  case DType::F16:
-    return ncclFloat16;
-  case DType::BF16:
-    return ncclBfloat16;
-  }
-  return ncclFloat32;
-}
-
-ncclRedOp_t ncclOpOf(ReduceOp op) {
-  switch (op) {
-  case ReduceOp::Sum:
-    return ncclSum;
-  case ReduceOp::Max:
-    return ncclMax;
-  case ReduceOp::Min:
-    return ncclMin;
-  }
-  return ncclSum;
 }
 
 std::string listRanks(const std::vector<bool>& done) {

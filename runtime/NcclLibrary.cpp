@@ -71,6 +71,13 @@ std::unique_ptr<Loaded> load() {
   required("ncclAllReduce", lib.allReduce);
   required("ncclGroupStart", lib.groupStart);
   required("ncclGroupEnd", lib.groupEnd);
+  required("ncclGetUniqueId", lib.getUniqueId);
+  required("ncclCommInitRank", lib.commInitRank);
+  required("ncclAllGather", lib.allGather);
+  required("ncclBroadcast", lib.broadcast);
+  required("ncclCommCount", lib.commCount);
+  required("ncclCommCuDevice", lib.commCuDevice);
+  required("ncclCommUserRank", lib.commUserRank);
   resolve(handle, "ncclGetLastError", lib.getLastError);
   resolve(handle, "ncclMemAlloc", lib.memAlloc);
   resolve(handle, "ncclMemFree", lib.memFree);

@@ -28,6 +28,20 @@ struct NcclLibrary {
                             cudaStream_t stream) = nullptr;
   ncclResult_t (*groupStart)() = nullptr;
   ncclResult_t (*groupEnd)() = nullptr;
+  // One process per GPU (runtime/ProcessWorld.h): bootstrap, host-side exchanges, adoption of a
+  // communicator the application made.
+  ncclResult_t (*getUniqueId)(ncclUniqueId* uniqueId) = nullptr;
+  ncclResult_t (*commInitRank)(ncclComm_t* comm, int nranks, ncclUniqueId commId,
+                               int rank) = nullptr;
+  ncclResult_t (*allGather)(const void* sendbuff, void* recvbuff, size_t sendcount,
+                            ncclDataType_t datatype, ncclComm_t comm,
+                            cudaStream_t stream) = nullptr;
+  ncclResult_t (*broadcast)(const void* sendbuff, void* recvbuff, size_t count,
+                            ncclDataType_t datatype, int root, ncclComm_t comm,
+                            cudaStream_t stream) = nullptr;
+  ncclResult_t (*commCount)(const ncclComm_t comm, int* count) = nullptr;
+  ncclResult_t (*commCuDevice)(const ncclComm_t comm, int* device) = nullptr;
+  ncclResult_t (*commUserRank)(const ncclComm_t comm, int* rank) = nullptr;
 
   // Optional: ncclGetLastError (2.13), ncclMemAlloc / ncclMemFree (2.19), the window functions
   // (2.27).

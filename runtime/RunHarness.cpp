@@ -2,9 +2,11 @@
 
 #include "runtime/CudaCheck.h"
 #include "runtime/HostData.h"
+#include "runtime/LocalWorld.h"
+#include "runtime/RankGraphs.h"
 
 #include <algorithm>
-#include <llvm/ADT/STLExtras.h>
+#include <cstring>
 #include <random>
 
 namespace collc {
@@ -32,15 +34,27 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
-std::vector<cudaStream_t> rankStreams(const LocalWorld& world) {
+uint64_t doubleBits(double value) {
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+double bitsDouble(uint64_t bits) {
+  double value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+/// The streams of the ranks this process drives, in localRanks() order.
+std::vector<cudaStream_t> localStreams(const SymmetricWorld& world) {
   std::vector<cudaStream_t> streams;
-  streams.reserve(world.nranks());
-  for (int r = 0; r < world.nranks(); ++r)
+  for (int r : world.localRanks())
     streams.push_back(world.stream(r));
   return streams;
 }
 
-llvm::Error validate(const LocalWorld& world, const CollectiveInstance& instance,
+llvm::Error validate(const SymmetricWorld& world, const CollectiveInstance& instance,
                      const CompiledCollective& compiled, uint64_t count) {
   if (compiled.kind != CollectiveKind::AllReduce)
     return harnessError("no host reference for " + std::string(name(compiled.kind)) +
@@ -56,27 +70,34 @@ llvm::Error validate(const LocalWorld& world, const CollectiveInstance& instance
   return llvm::Error::success();
 }
 
-/// Every rank's user buffers: `slots` inputs and outputs of one call each, laid out at 256-byte
-/// strides in one allocation per rank, with host copies of the same shape.
+/// User buffers: `slots` inputs and outputs of one call each, laid out at 256-byte strides in one
+/// allocation per local rank; host copies of every rank's inputs (each process builds them all,
+/// for the reference) and of the local ranks' outputs. `local` indexes the device buffers and
+/// hostOut: local[i] is world.localRanks()[i].
 struct RankBuffers {
   uint64_t inStride = 0, outStride = 0;
-  std::vector<DeviceBuffer> in, out;
-  std::vector<std::vector<char>> hostIn, hostOut;
+  int slots = 0;
+  std::vector<int> local;
+  std::vector<DeviceBuffer> in, out;      // per local rank
+  std::vector<std::vector<char>> hostIn;  // per rank of the world
+  std::vector<std::vector<char>> hostOut; // per local rank
 
-  char* deviceIn(int rank, int slot) const { return in[rank].as<char>() + slot * inStride; }
-  char* deviceOut(int rank, int slot) const { return out[rank].as<char>() + slot * outStride; }
+  char* deviceIn(size_t i, int slot) const { return in[i].as<char>() + slot * inStride; }
+  char* deviceOut(size_t i, int slot) const { return out[i].as<char>() + slot * outStride; }
   const char* inputOf(int rank, int slot) const { return hostIn[rank].data() + slot * inStride; }
-  const char* outputOf(int rank, int slot) const { return hostOut[rank].data() + slot * outStride; }
+  const char* outputOf(size_t i, int slot) const { return hostOut[i].data() + slot * outStride; }
 };
 
-llvm::Expected<RankBuffers> allocateBuffers(const LocalWorld& world,
+llvm::Expected<RankBuffers> allocateBuffers(const SymmetricWorld& world,
                                             const CompiledCollective& compiled, uint64_t count,
                                             int slots) {
   RankBuffers buffers;
   const uint64_t elementBytes = sizeOf(compiled.dtype);
   buffers.inStride = alignUp(compiled.inputCount(count) * elementBytes, 256);
   buffers.outStride = alignUp(compiled.outputCount(count) * elementBytes, 256);
-  for (int r = 0; r < world.nranks(); ++r) {
+  buffers.slots = slots;
+  buffers.local = world.localRanks();
+  for (int r : buffers.local) {
     llvm::Expected<DeviceBuffer> in =
         DeviceBuffer::allocate(world.device(r), buffers.inStride * slots);
     if (!in)
@@ -87,182 +108,138 @@ llvm::Expected<RankBuffers> allocateBuffers(const LocalWorld& world,
       return out.takeError();
     buffers.in.push_back(std::move(*in));
     buffers.out.push_back(std::move(*out));
-    buffers.hostIn.emplace_back(buffers.inStride * slots);
     buffers.hostOut.emplace_back(buffers.outStride * slots);
   }
+  for (int r = 0; r < world.nranks(); ++r)
+    buffers.hostIn.emplace_back(buffers.inStride * slots);
   return buffers;
 }
 
-/// Fresh random inputs for every slot of every rank.
+/// Fresh random inputs for every slot of every rank of the world, from (seed, round, rank) alone:
+/// every process computes the same values.
 void randomizeInputs(RankBuffers& buffers, const CompiledCollective& compiled, uint64_t count,
-                     std::mt19937_64& rng) {
+                     uint64_t seed, uint64_t round, bool specialValues) {
   const uint64_t elements = compiled.inputCount(count);
-  const int slots = static_cast<int>(buffers.hostIn[0].size() / buffers.inStride);
-  for (auto& host : buffers.hostIn)
-    for (int slot = 0; slot < slots; ++slot)
-      fillRandom(compiled.dtype, host.data() + slot * buffers.inStride, elements, rng);
+  for (size_t r = 0; r < buffers.hostIn.size(); ++r) {
+    std::mt19937_64 rng(rankInputSeed(seed, round, static_cast<int>(r)));
+    for (int slot = 0; slot < buffers.slots; ++slot)
+      (specialValues ? fillRandomWithSpecials : fillRandom)(
+          compiled.dtype, buffers.hostIn[r].data() + slot * buffers.inStride, elements, rng);
+  }
 }
 
-/// Copies the host inputs to the devices and fills the outputs with 0xFF bytes, a NaN in every
-/// type, so that an element the kernel never writes fails the comparison. Streams must be idle:
-/// copies from pageable memory may wait for them. The caller synchronizes afterwards.
-llvm::Error uploadInputsPoisonOutputs(const LocalWorld& world, const RankBuffers& buffers) {
+/// Copies the local ranks' host inputs to their devices and fills the outputs with 0xFF bytes, a
+/// NaN in every type, so that an element the kernel never writes fails the comparison. Streams
+/// must be idle: copies from pageable memory may wait for them. The caller synchronizes.
+llvm::Error uploadInputsPoisonOutputs(const SymmetricWorld& world, const RankBuffers& buffers) {
   ScopedDevice restore;
-  for (int r = 0; r < world.nranks(); ++r) {
+  for (size_t i = 0; i < buffers.local.size(); ++i) {
+    const int r = buffers.local[i];
     COLLC_CUDA_TRY(cudaSetDevice(world.device(r)));
-    COLLC_CUDA_TRY(cudaMemcpyAsync(buffers.in[r].get(), buffers.hostIn[r].data(),
+    COLLC_CUDA_TRY(cudaMemcpyAsync(buffers.in[i].get(), buffers.hostIn[r].data(),
                                    buffers.hostIn[r].size(), cudaMemcpyHostToDevice,
                                    world.stream(r)));
     COLLC_CUDA_TRY(
-        cudaMemsetAsync(buffers.out[r].get(), 0xFF, buffers.out[r].bytes(), world.stream(r)));
+        cudaMemsetAsync(buffers.out[i].get(), 0xFF, buffers.out[i].bytes(), world.stream(r)));
   }
   return llvm::Error::success();
 }
 
-/// Copies every rank's outputs back. Streams must be idle (see above).
-llvm::Error downloadOutputs(const LocalWorld& world, RankBuffers& buffers) {
+/// Copies the local ranks' outputs back. Streams must be idle (see above).
+llvm::Error downloadOutputs(const SymmetricWorld& world, RankBuffers& buffers) {
   ScopedDevice restore;
-  for (int r = 0; r < world.nranks(); ++r) {
+  for (size_t i = 0; i < buffers.local.size(); ++i) {
+    const int r = buffers.local[i];
     COLLC_CUDA_TRY(cudaSetDevice(world.device(r)));
-    COLLC_CUDA_TRY(cudaMemcpyAsync(buffers.hostOut[r].data(), buffers.out[r].get(),
-                                   buffers.hostOut[r].size(), cudaMemcpyDeviceToHost,
+    COLLC_CUDA_TRY(cudaMemcpyAsync(buffers.hostOut[i].data(), buffers.out[i].get(),
+                                   buffers.hostOut[i].size(), cudaMemcpyDeviceToHost,
                                    world.stream(r)));
   }
   return llvm::Error::success();
 }
 
-/// Compares slot `slot` of every rank's output with the reference built from slot `slot` of
-/// every rank's input; adds to the report. Returns whether every rank got it right.
-bool checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, uint64_t count,
-               int slot, const std::string& what, RunReport& report) {
+/// Verdicts of this process's ranks: how many checked calls each got wrong.
+struct LocalVerdicts {
+  std::vector<uint64_t> wrongCalls; // per local rank
+  int checkedCalls = 0;
+};
+
+/// Compares slot `slot` of every local rank's output with the reference built from slot `slot`
+/// of every rank's input; adds mismatch lines to the report.
+void checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, uint64_t count,
+               int slot, const std::string& what, RunReport& report, LocalVerdicts& verdicts) {
   std::vector<const void*> inputs;
   for (size_t r = 0; r < buffers.hostIn.size(); ++r)
     inputs.push_back(buffers.inputOf(static_cast<int>(r), slot));
   AllReduceReference reference = referenceAllReduce(compiled.dtype, compiled.op, inputs, count);
-  bool correct = true;
-  for (size_t r = 0; r < buffers.hostOut.size(); ++r) {
-    std::string label = what + " rank " + std::to_string(r) + " out";
-    Comparison comparison = compareAllReduce(compiled.dtype, reference, inputs,
-                                             buffers.outputOf(static_cast<int>(r), slot), count,
-                                             label, kMaxReportedMismatches);
+  verdicts.wrongCalls.resize(buffers.local.size(), 0);
+  for (size_t i = 0; i < buffers.local.size(); ++i) {
+    std::string label = what + " rank " + std::to_string(buffers.local[i]) + " out";
+    Comparison comparison =
+        compareAllReduce(compiled.dtype, reference, inputs, buffers.outputOf(i, slot), count, label,
+                         kMaxReportedMismatches);
     if (comparison.ok())
       continue;
-    correct = report.correct = false;
+    ++verdicts.wrongCalls[i];
     if (std::count(report.firstMismatches.begin(), report.firstMismatches.end(), '\n') <
         kMaxReportedMismatches)
       report.firstMismatches += label + ": " + std::to_string(comparison.mismatches) + " of " +
                                 std::to_string(count) + " elements wrong\n" +
                                 comparison.firstMismatches;
   }
+  ++verdicts.checkedCalls;
   ++report.checkedCalls;
-  return correct;
 }
 
-/// One instantiated graph per rank, destroyed with this object.
-class RankGraphs {
-public:
-  explicit RankGraphs(const LocalWorld& world) : world_(world), execs_(world.nranks(), nullptr) {}
-  ~RankGraphs() {
-    for (cudaGraphExec_t exec : execs_)
-      if (exec && cudaGraphExecDestroy(exec) != cudaSuccess)
-        (void)cudaGetLastError();
+/// Gathers every rank's verdict: the report is correct only if every rank of the world was.
+/// Ranks of other processes that got something wrong are named (their details are in their own
+/// reports).
+llvm::Error gatherVerdicts(SymmetricWorld& world, const LocalVerdicts& verdicts,
+                           RunReport& report) {
+  std::vector<uint64_t> table(world.nranks(), 0);
+  const std::vector<int>& local = world.localRanks();
+  for (size_t i = 0; i < local.size(); ++i)
+    table[local[i]] = i < verdicts.wrongCalls.size() ? verdicts.wrongCalls[i] : 0;
+  if (llvm::Error err = world.allGatherRanks("run verdicts", table, 1))
+    return err;
+  report.correct = true;
+  for (int r = 0; r < world.nranks(); ++r) {
+    if (table[r] == 0)
+      continue;
+    report.correct = false;
+    if (!world.isLocal(r))
+      report.firstMismatches += "rank " + std::to_string(r) + ": " + std::to_string(table[r]) +
+                                " of " + std::to_string(verdicts.checkedCalls) +
+                                " checked calls wrong (its own report has the details)\n";
   }
-  RankGraphs(const RankGraphs&) = delete;
-  RankGraphs& operator=(const RankGraphs&) = delete;
+  return llvm::Error::success();
+}
 
-  /// Captures what `enqueue` launches on rank's stream into that rank's graph.
-  llvm::Error capture(int rank, llvm::function_ref<llvm::Error()> enqueue) {
-    ScopedDevice restore;
-    cudaStream_t stream = world_.stream(rank);
-    COLLC_CUDA_TRY(cudaSetDevice(world_.device(rank)));
-    // Thread-local mode: only this thread's unsafe calls (cudaMalloc, ...) may break the capture.
-    COLLC_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    llvm::Error enqueued = enqueue();
-    cudaGraph_t graph = nullptr;
-    cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-    if (enqueued) {
-      // The capture is over either way; its partial graph is of no use.
-      if (graph)
-        (void)cudaGraphDestroy(graph);
-      (void)cudaGetLastError();
-      return llvm::joinErrors(harnessError("capturing rank " + llvm::Twine(rank) + "'s graph"),
-                              std::move(enqueued));
-    }
-    COLLC_CUDA_TRY(ended);
-    llvm::Error instantiated = COLLC_CUDA_CHECK(cudaGraphInstantiate(&execs_[rank], graph, 0));
-    if (cudaGraphDestroy(graph) != cudaSuccess)
-      (void)cudaGetLastError();
-    return instantiated;
-  }
+/// Gathers `perLocalRank[i][k]` (k < width) of every rank: result[r][k].
+llvm::Expected<std::vector<std::vector<double>>>
+gatherTimes(SymmetricWorld& world, const std::vector<std::vector<double>>& perLocalRank,
+            unsigned width, llvm::StringRef what) {
+  std::vector<uint64_t> table(size_t(world.nranks()) * width, 0);
+  const std::vector<int>& local = world.localRanks();
+  for (size_t i = 0; i < local.size(); ++i)
+    for (unsigned k = 0; k < width; ++k)
+      table[size_t(local[i]) * width + k] = doubleBits(perLocalRank[i][k]);
+  if (llvm::Error err = world.allGatherRanks(what, table, width))
+    return err;
+  std::vector<std::vector<double>> all(world.nranks(), std::vector<double>(width));
+  for (int r = 0; r < world.nranks(); ++r)
+    for (unsigned k = 0; k < width; ++k)
+      all[r][k] = bitsDouble(table[size_t(r) * width + k]);
+  return all;
+}
 
-  llvm::Error launch(int rank) {
-    ScopedDevice restore;
-    COLLC_CUDA_TRY(cudaSetDevice(world_.device(rank)));
-    COLLC_CUDA_TRY(cudaGraphLaunch(execs_[rank], world_.stream(rank)));
-    return llvm::Error::success();
-  }
-
-private:
-  const LocalWorld& world_;
-  std::vector<cudaGraphExec_t> execs_;
-};
-
-/// A start and a stop event per rank, on that rank's GPU.
-class RankTimers {
-public:
-  static llvm::Expected<std::unique_ptr<RankTimers>> create(const LocalWorld& world) {
-    std::unique_ptr<RankTimers> timers(new RankTimers(world));
-    ScopedDevice restore;
-    for (int r = 0; r < world.nranks(); ++r) {
-      COLLC_CUDA_TRY(cudaSetDevice(world.device(r)));
-      cudaEvent_t start = nullptr, stop = nullptr;
-      COLLC_CUDA_TRY(cudaEventCreate(&start));
-      timers->starts_.push_back(start);
-      COLLC_CUDA_TRY(cudaEventCreate(&stop));
-      timers->stops_.push_back(stop);
-    }
-    return timers;
-  }
-  ~RankTimers() {
-    for (const std::vector<cudaEvent_t>* events : {&starts_, &stops_})
-      for (cudaEvent_t event : *events)
-        if (cudaEventDestroy(event) != cudaSuccess)
-          (void)cudaGetLastError();
-  }
-  RankTimers(const RankTimers&) = delete;
-  RankTimers& operator=(const RankTimers&) = delete;
-
-  llvm::Error start(int rank) { return record(rank, starts_[rank]); }
-  llvm::Error stop(int rank) { return record(rank, stops_[rank]); }
-  /// Microseconds between start and stop of rank; both must have completed.
-  llvm::Expected<double> elapsedUs(int rank) {
-    ScopedDevice restore;
-    COLLC_CUDA_TRY(cudaSetDevice(world_.device(rank)));
-    float ms = 0;
-    COLLC_CUDA_TRY(cudaEventElapsedTime(&ms, starts_[rank], stops_[rank]));
-    return ms * 1000.0;
-  }
-
-private:
-  explicit RankTimers(const LocalWorld& world) : world_(world) {}
-  llvm::Error record(int rank, cudaEvent_t event) {
-    ScopedDevice restore;
-    COLLC_CUDA_TRY(cudaSetDevice(world_.device(rank)));
-    COLLC_CUDA_TRY(cudaEventRecord(event, world_.stream(rank)));
-    return llvm::Error::success();
-  }
-
-  const LocalWorld& world_;
-  std::vector<cudaEvent_t> starts_, stops_;
-};
-
-/// Launches every rank's graph, each between its rank's timer events, from this thread in rank
-/// order; the ranks synchronize among themselves on the device. Waits (bounded) and returns the
-/// per-rank replay times in microseconds.
-llvm::Expected<std::vector<double>> replayTimed(LocalWorld& world, CollectiveInstance& instance,
+/// Launches every local rank's graph, each between its rank's timer events, in rank order; the
+/// ranks synchronize among themselves on the device. Waits (bounded) and returns the local
+/// ranks' replay times in microseconds.
+llvm::Expected<std::vector<double>> replayTimed(SymmetricWorld& world, CollectiveInstance& instance,
                                                 RankGraphs& graphs, RankTimers& timers,
                                                 int opsPerGraph) {
-  for (int r = 0; r < world.nranks(); ++r) {
+  for (int r : world.localRanks()) {
     if (llvm::Error err = timers.start(r))
       return err;
     if (llvm::Error err = graphs.launch(r))
@@ -271,10 +248,10 @@ llvm::Expected<std::vector<double>> replayTimed(LocalWorld& world, CollectiveIns
       return err;
   }
   if (llvm::Error err =
-          instance.synchronize(rankStreams(world), opsPerGraph * kSecondsPerOpAllowance))
+          instance.synchronize(localStreams(world), opsPerGraph * kSecondsPerOpAllowance))
     return err;
   std::vector<double> us;
-  for (int r = 0; r < world.nranks(); ++r) {
+  for (int r : world.localRanks()) {
     llvm::Expected<double> elapsed = timers.elapsedUs(r);
     if (!elapsed)
       return elapsed.takeError();
@@ -285,7 +262,18 @@ llvm::Expected<std::vector<double>> replayTimed(LocalWorld& world, CollectiveIns
 
 } // namespace
 
-llvm::Expected<RunReport> runAndCheck(LocalWorld& world, CollectiveInstance& instance,
+uint64_t rankInputSeed(uint64_t seed, uint64_t round, int rank) {
+  // SplitMix64's finalizer over each argument in turn: nearby arguments give unrelated seeds.
+  auto mix = [](uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  };
+  return mix(mix(mix(seed) ^ round) ^ uint64_t(uint32_t(rank)));
+}
+
+llvm::Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& instance,
                                       const CompiledCollective& compiled,
                                       const RunOptions& options) {
   const uint64_t count = options.count;
@@ -297,49 +285,55 @@ llvm::Expected<RunReport> runAndCheck(LocalWorld& world, CollectiveInstance& ins
   if (!allocated)
     return allocated.takeError();
   RankBuffers& buffers = *allocated;
-  const std::vector<cudaStream_t> streams = rankStreams(world);
-  std::mt19937_64 rng(options.seed);
+  const std::vector<int>& local = world.localRanks();
+  const std::vector<cudaStream_t> streams = localStreams(world);
+  uint64_t round = 0;
   RunReport report;
-  report.correct = true;
+  LocalVerdicts verdicts;
 
-  // Fresh inputs on every rank, outputs poisoned, and all of it on the devices before anyone
-  // launches: a peer reads this rank's data as soon as its own kernel starts.
+  // Fresh inputs on every rank, outputs poisoned, and all of it on the devices of every process
+  // before any rank launches.
   auto prepare = [&]() -> llvm::Error {
-    randomizeInputs(buffers, compiled, count, rng);
+    randomizeInputs(buffers, compiled, count, options.seed, round++, options.specialValues);
     if (llvm::Error err = uploadInputsPoisonOutputs(world, buffers))
       return err;
-    return instance.synchronize(streams);
+    if (llvm::Error err = instance.synchronize(streams))
+      return err;
+    return world.barrier("inputs ready");
   };
   auto fetchAndCheck = [&](const std::string& what) -> llvm::Error {
     if (llvm::Error err = downloadOutputs(world, buffers))
       return err;
     if (llvm::Error err = instance.synchronize(streams))
       return err;
-    checkSlot(buffers, compiled, count, 0, what, report);
+    checkSlot(buffers, compiled, count, 0, what, report, verdicts);
     return llvm::Error::success();
   };
 
   for (int call = 0; call < options.checks; ++call) {
     if (llvm::Error err = prepare())
       return err;
-    for (int r = 0; r < world.nranks(); ++r)
-      if (llvm::Error err = instance.launch(r, buffers.deviceIn(r, 0), buffers.deviceOut(r, 0),
-                                            count, streams[r]))
+    for (size_t i = 0; i < local.size(); ++i)
+      if (llvm::Error err = instance.launch(local[i], buffers.deviceIn(i, 0),
+                                            buffers.deviceOut(i, 0), count, streams[i]))
         return err;
     if (llvm::Error err = instance.synchronize(streams, kSecondsPerOpAllowance))
       return err;
     if (llvm::Error err = fetchAndCheck("call " + std::to_string(call)))
       return err;
   }
-  if (!options.time)
+  if (!options.time) {
+    if (llvm::Error err = gatherVerdicts(world, verdicts, report))
+      return err;
     return report;
+  }
 
   RankGraphs graphs(world);
-  for (int r = 0; r < world.nranks(); ++r) {
-    llvm::Error captured = graphs.capture(r, [&]() -> llvm::Error {
+  for (size_t i = 0; i < local.size(); ++i) {
+    llvm::Error captured = graphs.capture(local[i], [&]() -> llvm::Error {
       for (int op = 0; op < options.graphOps; ++op)
-        if (llvm::Error err = instance.launch(r, buffers.deviceIn(r, 0), buffers.deviceOut(r, 0),
-                                              count, streams[r]))
+        if (llvm::Error err = instance.launch(local[i], buffers.deviceIn(i, 0),
+                                              buffers.deviceOut(i, 0), count, streams[i]))
           return err;
       return llvm::Error::success();
     });
@@ -355,8 +349,7 @@ llvm::Expected<RunReport> runAndCheck(LocalWorld& world, CollectiveInstance& ins
       !warmup)
     return warmup.takeError();
 
-  std::vector<double> slowest;
-  std::vector<std::vector<double>> perRank(world.nranks());
+  std::vector<std::vector<double>> localTimes(local.size());
   for (int replay = 0; replay < options.replays; ++replay) {
     if (llvm::Error err = prepare())
       return err;
@@ -364,23 +357,32 @@ llvm::Expected<RunReport> runAndCheck(LocalWorld& world, CollectiveInstance& ins
         replayTimed(world, instance, graphs, **timers, options.graphOps);
     if (!us)
       return us.takeError();
-    for (int r = 0; r < world.nranks(); ++r)
-      perRank[r].push_back((*us)[r] / options.graphOps);
-    slowest.push_back(*std::max_element(us->begin(), us->end()) / options.graphOps);
+    for (size_t i = 0; i < local.size(); ++i)
+      localTimes[i].push_back((*us)[i] / options.graphOps);
+  }
+  llvm::Expected<std::vector<std::vector<double>>> times =
+      gatherTimes(world, localTimes, unsigned(options.replays), "run timings");
+  if (!times)
+    return times.takeError();
+  std::vector<double> slowest(options.replays, 0);
+  for (const std::vector<double>& rankTimes : *times) {
+    for (int replay = 0; replay < options.replays; ++replay)
+      slowest[replay] = std::max(slowest[replay], rankTimes[replay]);
+    report.usPerOpPerRank.push_back(median(rankTimes));
   }
   report.usPerOp = median(slowest);
-  for (const std::vector<double>& times : perRank)
-    report.usPerOpPerRank.push_back(median(times));
   // The outputs now hold the last replay's last operation, computed from the last inputs.
   if (llvm::Error err = fetchAndCheck("graph replay " + std::to_string(options.replays) + " op " +
                                       std::to_string(options.graphOps)))
     return err;
+  if (llvm::Error err = gatherVerdicts(world, verdicts, report))
+    return err;
   return report;
 }
 
-llvm::Expected<RunReport> runGraphStress(LocalWorld& world, CollectiveInstance& instance,
+llvm::Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& instance,
                                          const CompiledCollective& compiled, uint64_t count,
-                                         int calls, uint64_t seed) {
+                                         int calls, uint64_t seed, bool specialValues) {
   if (llvm::Error err = validate(world, instance, compiled, count))
     return err;
   if (calls < 1)
@@ -389,20 +391,20 @@ llvm::Expected<RunReport> runGraphStress(LocalWorld& world, CollectiveInstance& 
   if (!allocated)
     return allocated.takeError();
   RankBuffers& buffers = *allocated;
-  const std::vector<cudaStream_t> streams = rankStreams(world);
-  std::mt19937_64 rng(seed);
-  randomizeInputs(buffers, compiled, count, rng);
+  const std::vector<int>& local = world.localRanks();
+  const std::vector<cudaStream_t> streams = localStreams(world);
+  randomizeInputs(buffers, compiled, count, seed, /*round=*/0, specialValues);
   if (llvm::Error err = uploadInputsPoisonOutputs(world, buffers))
     return err;
   if (llvm::Error err = instance.synchronize(streams))
     return err;
 
   RankGraphs graphs(world);
-  for (int r = 0; r < world.nranks(); ++r) {
-    llvm::Error captured = graphs.capture(r, [&]() -> llvm::Error {
+  for (size_t i = 0; i < local.size(); ++i) {
+    llvm::Error captured = graphs.capture(local[i], [&]() -> llvm::Error {
       for (int call = 0; call < calls; ++call)
-        if (llvm::Error err = instance.launch(r, buffers.deviceIn(r, call),
-                                              buffers.deviceOut(r, call), count, streams[r]))
+        if (llvm::Error err = instance.launch(local[i], buffers.deviceIn(i, call),
+                                              buffers.deviceOut(i, call), count, streams[i]))
           return err;
       return llvm::Error::success();
     });
@@ -412,6 +414,8 @@ llvm::Expected<RunReport> runGraphStress(LocalWorld& world, CollectiveInstance& 
   llvm::Expected<std::unique_ptr<RankTimers>> timers = RankTimers::create(world);
   if (!timers)
     return timers.takeError();
+  if (llvm::Error err = world.barrier("stress inputs ready"))
+    return err;
   llvm::Expected<std::vector<double>> us = replayTimed(world, instance, graphs, **timers, calls);
   if (!us)
     return us.takeError();
@@ -421,16 +425,27 @@ llvm::Expected<RunReport> runGraphStress(LocalWorld& world, CollectiveInstance& 
   if (llvm::Error err = instance.synchronize(streams))
     return err;
   RunReport report;
-  report.correct = true;
-  int wrongCalls = 0;
+  LocalVerdicts verdicts;
   for (int call = 0; call < calls; ++call)
-    wrongCalls +=
-        !checkSlot(buffers, compiled, count, call, "call " + std::to_string(call), report);
+    checkSlot(buffers, compiled, count, call, "call " + std::to_string(call), report, verdicts);
+  uint64_t wrongCalls = 0;
+  for (uint64_t wrong : verdicts.wrongCalls)
+    wrongCalls += wrong;
   if (wrongCalls)
     report.firstMismatches = std::to_string(wrongCalls) + " of " + std::to_string(calls) +
-                             " calls wrong; the first ones:\n" + report.firstMismatches;
+                             " calls wrong on this process's ranks; the first ones:\n" +
+                             report.firstMismatches;
+  if (llvm::Error err = gatherVerdicts(world, verdicts, report))
+    return err;
+  std::vector<std::vector<double>> localTimes;
   for (double rankUs : *us)
-    report.usPerOpPerRank.push_back(rankUs / calls);
+    localTimes.push_back({rankUs / calls});
+  llvm::Expected<std::vector<std::vector<double>>> times =
+      gatherTimes(world, localTimes, 1, "stress timings");
+  if (!times)
+    return times.takeError();
+  for (const std::vector<double>& rankTimes : *times)
+    report.usPerOpPerRank.push_back(rankTimes[0]);
   report.usPerOp = *std::max_element(report.usPerOpPerRank.begin(), report.usPerOpPerRank.end());
   return report;
 }

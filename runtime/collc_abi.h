@@ -18,8 +18,11 @@ struct collc_watchdog {
   int rank;                    // the rank whose kernel gave up
   int block;                   // its block
   int step;                    // index of the spec step the wait belongs to
-  int sync_point;              // which synchronization point of the call (0, 1, ...)
-  int waiting_on_rank;         // the peer whose signal never came
+  int sync_point;              // which barrier of the call (0, 1, ...); -1: a data poll
+  int waiting_on_rank;         // the peer whose signal never came; -1: not known
+  int buffer;                  // data polls: the scratch buffer (index), else -1
+  int slot;                    // data polls: its slot
+  long long element;           // data polls: the element waited for
   unsigned long long epoch;    // the call's epoch (1 for the first call)
   unsigned long long expected; // the flag value the waiter needed
   unsigned long long observed; // the value it last read
@@ -36,8 +39,9 @@ struct collc_params {
   char* heap[COLLC_MAX_RANKS];
   // Byte offset of each scratch buffer's parity-0 copy inside the heap (same on every rank).
   unsigned long long scratch_offset[COLLC_MAX_SCRATCH];
-  // Bytes from a scratch buffer's parity-0 copy to its parity-1 copy: calls alternate between the
-  // two by epoch parity, so call k+1 never overwrites what a slow peer still reads of call k.
+  // Bytes from one copy of the scratch region to the next: calls rotate through the copies by
+  // epoch (two, by parity, unless the strategy needs more), so call k+1 never overwrites what a
+  // slow peer still reads of call k.
   unsigned long long parity_stride;
   // Byte offset in the heap of this collective's flags: unsigned long long[blocks * nranks].
   unsigned long long flags_offset;

@@ -5,6 +5,7 @@
 
 #include "compiler/IR.h"
 #include "compiler/Verifier.h"
+#include "dsl/Diagnostics.h"
 
 namespace collc {
 
@@ -15,6 +16,17 @@ void partitionSteps(ir::Program& program);
 /// The barrier strategy: one barrier opens every step that waits, and its scope is per block when
 /// the verifier proved every dependency index-aligned, else across all blocks.
 void lowerBarrierSync(ir::Program& program, const VerifyResult& proof);
+
+/// The LL strategy: buffers other ranks put into become packet buffers whose 16-byte stores carry
+/// data and the call's flag together; readers poll for the flag; no barrier. Reports (and returns
+/// false) when the spec's data flow needs what data arrival cannot give.
+bool lowerLLSync(ir::Program& program, const VerifyResult& proof, Diagnostics& diags);
+
+/// The sentinel strategy: buffers other ranks put into start as -0.0; writers never send -0.0
+/// (they send +0.0), readers poll each element until it changes and clear it after reading; three
+/// copies rotate, so clearing needs no separate pass. Same applicability as LL, plus: every
+/// element a peer writes is read exactly once per call.
+bool lowerSentinelSync(ir::Program& program, const VerifyResult& proof, Diagnostics& diags);
 
 /// Sets the vector width (elements per memory operation) and unroll of every element loop.
 void vectorize(ir::Program& program, DType dtype, int vectorBytes, int unroll);

@@ -5,6 +5,11 @@
 namespace collc {
 
 void vectorize(ir::Program& program, DType dtype, int vectorBytes, int unroll) {
+  // An LL packet carries 8 bytes of data: a thread must fill whole packet halves, or two threads
+  // would write the same packet.
+  for (const auto& buffer : program.buffers)
+    if (buffer->access == ir::BufferAccess::LL)
+      vectorBytes = std::max(vectorBytes, 8);
   const int elems = std::max(1, vectorBytes / int(sizeOf(dtype)));
   for (auto& step : program.steps)
     for (auto& loop : step.loops) {

@@ -105,9 +105,93 @@ TEST(Compile, StrategiesOfLaterVersionsAreRefusedNotFaked) {
   auto spec = loadSpec("allreduce_oneshot");
   ASSERT_TRUE(bool(spec));
   CompileOptions options;
-  options.sync = SyncKind::LL;
-  EXPECT_NE(compileError(spec->text, options).find("sync strategy 'll' is not available"),
+  options.sync = SyncKind::LL128Atomic;
+  EXPECT_NE(compileError(spec->text, options).find("sync strategy 'll128_atomic' is not available"),
             std::string::npos);
+}
+
+TEST(Compile, DataArrivalStrategiesReplaceTheBarrier) {
+  for (SyncKind sync : {SyncKind::LL, SyncKind::Sentinel}) {
+    CompileOptions options;
+    options.sync = sync;
+    options.dtype = DType::F16;
+    auto compiled = compileOk("allreduce_twoshot", options);
+    EXPECT_EQ(compiled.sync, sync);
+    EXPECT_EQ(compiled.syncPointsPerCall, 0);
+    EXPECT_EQ(compiled.cudaSource.find("barrier<"), std::string::npos) << name(sync);
+    ASSERT_EQ(compiled.scratch.size(), 2u);
+    if (sync == SyncKind::LL) {
+      EXPECT_EQ(compiled.scratchCopies, 2);
+      // 8 bytes of data per 16-byte packet: inbox holds 2 slots of chunk_size(1000) = 504 f16.
+      EXPECT_EQ(compiled.scratch[0].bytes(1000), 2u * (504u * 2u / 8u) * 16u);
+      EXPECT_EQ(compiled.scratch[0].fillWidth, 0);
+    } else {
+      EXPECT_EQ(compiled.scratchCopies, 3);
+      EXPECT_EQ(compiled.scratch[0].bytes(1000), 2u * 504u * 2u);
+      EXPECT_EQ(compiled.scratch[0].fillWidth, 2);
+      EXPECT_EQ(compiled.scratch[0].fillBits, 0x8000u); // -0.0 in f16
+    }
+  }
+}
+
+TEST(Compile, LLWidensVectorsToWholePackets) {
+  CompileOptions options;
+  options.sync = SyncKind::LL;
+  options.vectorBytes = 4;
+  auto compiled = compileOk("allreduce_oneshot", options);
+  EXPECT_NE(compiled.cudaSource.find("constexpr int kVec = 2;"), std::string::npos);
+}
+
+const char* const kAtomicSpec =
+    "collective c kind allreduce buffers in: T[n], out: T[n] scratch acc: T[n]\n"
+    "  sync ll\n"
+    "{ step init { acc = in }\n"
+    "  step add { wait init  for p in peers { atomic_add in -> p.acc } }\n"
+    "  step finish { wait add  out = acc } }";
+
+TEST(Compile, DataArrivalRefusesAtomicsAtTheSyncClause) {
+  std::string diagnostics = compileError(kAtomicSpec, CompileOptions{});
+  EXPECT_NE(diagnostics.find("spec.coll:2:8: error: sync strategy 'll' cannot synchronize 'c': "
+                             "atomic_add gives a reader no per-element sign"),
+            std::string::npos)
+      << diagnostics;
+}
+
+TEST(Compile, DataArrivalRefusesLocalCrossThreadDependencies) {
+  const char* spec = "collective c kind allreduce buffers in: T[n], out: T[n]\n"
+                     "  scratch slot[nranks]: T[n]  scratch mine: T[n]\n"
+                     "{ step push { for p in peers { put in -> p.slot[rank] }\n"
+                     "              for c in ranks { mine.chunk(c) = in.chunk(c) } }\n"
+                     "  step reduce { wait push  out = reduce(mine, slot[peers]) } }";
+  CompileOptions options;
+  options.sync = SyncKind::Sentinel;
+  std::string diagnostics = compileError(spec, options);
+  EXPECT_NE(diagnostics.find("another thread of the same rank"), std::string::npos) << diagnostics;
+  options.sync = SyncKind::Barrier; // the same spec is fine with a barrier
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  auto compiled = compileCollective(SpecSource{"spec.coll", spec}, options, out);
+  EXPECT_TRUE(bool(compiled)) << out.str();
+  if (!compiled)
+    llvm::consumeError(compiled.takeError());
+}
+
+TEST(Compile, SentinelRefusesDataReadTwice) {
+  const char* spec = "collective c kind allreduce buffers in: T[n], out: T[n]\n"
+                     "  scratch slot[nranks]: T[n]\n"
+                     "{ step push { for p in peers { put in -> p.slot[rank] } }\n"
+                     "  step reduce { wait push  out = reduce(in, slot[peers]) }\n"
+                     "  step again { out = reduce(in, slot[peers]) } }";
+  CompileOptions options;
+  options.sync = SyncKind::Sentinel;
+  EXPECT_NE(compileError(spec, options).find("read more than once (or never)"), std::string::npos);
+  options.sync = SyncKind::LL; // LL packets can be read any number of times
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  auto compiled = compileCollective(SpecSource{"spec.coll", spec}, options, out);
+  EXPECT_TRUE(bool(compiled)) << out.str();
+  if (!compiled)
+    llvm::consumeError(compiled.takeError());
 }
 
 TEST(Compile, AtomicAddRequiresSum) {

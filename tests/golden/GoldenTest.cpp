@@ -1,6 +1,6 @@
 // Runs LLVM's FileCheck, in process, over the CUDA that collc emits for each *.check file here.
 // A check file's first line names the variant:
-//   // VARIANT: spec=NAME_OR_FILE dtype=T op=O ranks=R
+//   // VARIANT: spec=NAME_OR_FILE dtype=T op=O ranks=R [sync=S]
 // (a spec ending in .coll is a file next to the check file; otherwise a stdlib name).
 #include "compiler/Compile.h"
 
@@ -80,6 +80,8 @@ TEST_P(Golden, EmittedCudaMatches) {
   options.dtype = *parseDType(variant["dtype"]);
   options.op = *parseReduceOp(variant["op"]);
   options.nranks = std::stoi(variant["ranks"]);
+  if (variant.count("sync"))
+    options.sync = *parseSyncKind(variant["sync"]);
   std::string diagnostics;
   llvm::raw_string_ostream out(diagnostics);
   auto compiled = compileCollective(*spec, options, out);

@@ -1,6 +1,7 @@
-// The stdlib AllReduce specs, compiled and JIT-compiled for the GPUs at hand, run on 2 GPUs and
-// checked against a float64 reference: every dtype and op over sizes that hit the edges of the
-// vectorized paths (1, 7, 8, 9 elements, odd and large counts); a graph of 1000 back-to-back
+// The stdlib AllReduce specs, compiled for every sync strategy and JIT-compiled for the GPUs at
+// hand, run on 2 GPUs and checked against a float64 reference: every dtype and op over sizes that
+// hit the edges of the vectorized paths (1, 7, 8, 9 elements, odd and large counts), with inputs
+// that include -0.0, subnormals, NaN, +-inf and large magnitudes; a graph of 10,000 back-to-back
 // calls with every call checked; and the watchdog's report when a peer never shows up.
 #include "compiler/Compile.h"
 #include "runtime/CollectiveInstance.h"
@@ -9,6 +10,7 @@
 #include "runtime/RunHarness.h"
 #include "tests/gpu/GpuTestMain.h"
 
+#include <chrono>
 #include <llvm/Support/raw_ostream.h>
 #include <map>
 #include <ostream>
@@ -25,9 +27,10 @@ struct Variant {
 };
 
 /// Compiles each variant once per process: the tests of one variant differ only in size.
-const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op) {
-  static std::map<std::tuple<std::string, DType, ReduceOp>, Variant> cache;
-  auto [it, inserted] = cache.try_emplace({specName, dtype, op});
+const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
+                          SyncKind sync = SyncKind::Barrier) {
+  static std::map<std::tuple<std::string, DType, ReduceOp, SyncKind>, Variant> cache;
+  auto [it, inserted] = cache.try_emplace({specName, dtype, op, sync});
   Variant& variant = it->second;
   if (!inserted)
     return variant;
@@ -40,6 +43,7 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op)
   options.dtype = dtype;
   options.op = op;
   options.nranks = 2;
+  options.sync = sync;
   llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, llvm::errs());
   if (!compiled) {
     variant.error = "compile: " + llvm::toString(compiled.takeError());
@@ -63,28 +67,35 @@ std::string shortSpecName(const std::string& spec) {
   return spec.rfind(prefix, 0) == 0 ? spec.substr(prefix.size()) : spec;
 }
 
+/// The strategies this version compiles for the stdlib specs.
+constexpr SyncKind kStrategies[] = {SyncKind::Barrier, SyncKind::LL, SyncKind::Sentinel};
+
 struct AllReduceCase {
   std::string spec;
+  SyncKind sync;
   DType dtype;
   ReduceOp op;
   uint64_t count;
 };
 
 void PrintTo(const AllReduceCase& c, std::ostream* os) {
-  *os << c.spec << " " << name(c.dtype) << " " << name(c.op) << " count " << c.count;
+  *os << c.spec << " " << name(c.sync) << " " << name(c.dtype) << " " << name(c.op) << " count "
+      << c.count;
 }
 
 std::vector<AllReduceCase> allReduceCases() {
   const uint64_t counts[] = {1, 7, 8, 9, 1000, 4097, 65536 + 3, 1 << 20};
   std::vector<AllReduceCase> cases;
   for (const char* spec : {"allreduce_oneshot", "allreduce_twoshot"}) {
-    for (DType dtype : kAllDTypes)
+    for (SyncKind sync : kStrategies) {
+      for (DType dtype : kAllDTypes)
+        for (ReduceOp op : kAllReduceOps)
+          for (uint64_t count : counts)
+            cases.push_back({spec, sync, dtype, op, count});
+      // 16 Mi elements (64 MiB per rank) only in f32: the large-size paths are the same per type.
       for (ReduceOp op : kAllReduceOps)
-        for (uint64_t count : counts)
-          cases.push_back({spec, dtype, op, count});
-    // 16 Mi elements (64 MiB per rank) only in f32: the large-size paths are the same per type.
-    for (ReduceOp op : kAllReduceOps)
-      cases.push_back({spec, DType::F32, op, uint64_t(16) << 20});
+        cases.push_back({spec, sync, DType::F32, op, uint64_t(16) << 20});
+    }
   }
   return cases;
 }
@@ -97,7 +108,7 @@ protected:
 TEST_P(AllReduceGpu, MatchesFloat64Reference) {
   const AllReduceCase& c = GetParam();
   LocalWorld& world = *gputest::world();
-  const Variant& variant = variantFor(c.spec, c.dtype, c.op);
+  const Variant& variant = variantFor(c.spec, c.dtype, c.op, c.sync);
   ASSERT_TRUE(variant.error.empty()) << variant.error;
   llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(world, variant.compiled, variant.cubin, c.count);
@@ -105,6 +116,7 @@ TEST_P(AllReduceGpu, MatchesFloat64Reference) {
   RunOptions options;
   options.count = c.count;
   options.time = false;
+  options.specialValues = true;
   options.seed = c.count * 31 + static_cast<uint64_t>(c.dtype);
   llvm::Expected<RunReport> report = runAndCheck(world, **instance, variant.compiled, options);
   ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
@@ -115,17 +127,28 @@ TEST_P(AllReduceGpu, MatchesFloat64Reference) {
 INSTANTIATE_TEST_SUITE_P(Stdlib, AllReduceGpu, ::testing::ValuesIn(allReduceCases()),
                          [](const ::testing::TestParamInfo<AllReduceCase>& info) {
                            const AllReduceCase& c = info.param;
-                           return shortSpecName(c.spec) + "_" + std::string(name(c.dtype)) + "_" +
-                                  std::string(name(c.op)) + "_n" + std::to_string(c.count);
+                           return shortSpecName(c.spec) + "_" + std::string(name(c.sync)) + "_" +
+                                  std::string(name(c.dtype)) + "_" + std::string(name(c.op)) +
+                                  "_n" + std::to_string(c.count);
                          });
 
 struct StressCase {
   std::string spec;
+  SyncKind sync;
   DType dtype;
 };
 
 void PrintTo(const StressCase& c, std::ostream* os) {
-  *os << c.spec << " " << name(c.dtype) << " sum";
+  *os << c.spec << " " << name(c.sync) << " " << name(c.dtype) << " sum";
+}
+
+std::vector<StressCase> stressCases() {
+  std::vector<StressCase> cases;
+  for (const char* spec : {"allreduce_oneshot", "allreduce_twoshot"})
+    for (SyncKind sync : kStrategies)
+      for (DType dtype : {DType::F32, DType::BF16})
+        cases.push_back({spec, sync, dtype});
+  return cases;
 }
 
 class GraphStressGpu : public ::testing::TestWithParam<StressCase> {
@@ -133,47 +156,65 @@ protected:
   void SetUp() override { COLLC_REQUIRE_GPU_WORLD(); }
 };
 
-// 1000 calls back to back in one graph, each with its own input and output: a call that starts
-// before its peers finished the previous one (parity or epoch reuse) corrupts some call's output.
-TEST_P(GraphStressGpu, ThousandBackToBackCallsAllCorrect) {
+// 10,000 calls back to back in one graph, each with its own input and output: a call that starts
+// before its peers finished the previous one (copy, flag or epoch reuse) corrupts some call's
+// output.
+TEST_P(GraphStressGpu, TenThousandBackToBackCallsAllCorrect) {
   const StressCase& c = GetParam();
-  const uint64_t count = 4096 + 5;
-  const int calls = 1000;
+  const uint64_t count = 1024 + 5;
+  const int calls = 10000;
   LocalWorld& world = *gputest::world();
-  const Variant& variant = variantFor(c.spec, c.dtype, ReduceOp::Sum);
+  const Variant& variant = variantFor(c.spec, c.dtype, ReduceOp::Sum, c.sync);
   ASSERT_TRUE(variant.error.empty()) << variant.error;
   llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(world, variant.compiled, variant.cubin, count);
   ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
   llvm::Expected<RunReport> report =
-      runGraphStress(world, **instance, variant.compiled, count, calls, /*seed=*/42);
+      runGraphStress(world, **instance, variant.compiled, count, calls, /*seed=*/42,
+                     /*specialValues=*/true);
   ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
   EXPECT_TRUE(report->correct) << report->firstMismatches;
   EXPECT_EQ(report->checkedCalls, calls);
   RecordProperty("us_per_call", std::to_string(report->usPerOp));
 }
 
-INSTANTIATE_TEST_SUITE_P(Stdlib, GraphStressGpu,
-                         ::testing::Values(StressCase{"allreduce_oneshot", DType::F32},
-                                           StressCase{"allreduce_oneshot", DType::BF16},
-                                           StressCase{"allreduce_twoshot", DType::F32},
-                                           StressCase{"allreduce_twoshot", DType::BF16}),
+INSTANTIATE_TEST_SUITE_P(Stdlib, GraphStressGpu, ::testing::ValuesIn(stressCases()),
                          [](const ::testing::TestParamInfo<StressCase>& info) {
                            return shortSpecName(info.param.spec) + "_" +
+                                  std::string(name(info.param.sync)) + "_" +
                                   std::string(name(info.param.dtype)) + "_sum";
                          });
 
-class WatchdogGpu : public ::testing::TestWithParam<std::string> {
+struct WatchdogCase {
+  std::string spec;
+  SyncKind sync;
+};
+
+void PrintTo(const WatchdogCase& c, std::ostream* os) {
+  *os << c.spec << " " << name(c.sync);
+}
+
+std::vector<WatchdogCase> watchdogCases() {
+  std::vector<WatchdogCase> cases;
+  for (const char* spec : {"allreduce_oneshot", "allreduce_twoshot"})
+    for (SyncKind sync : kStrategies)
+      cases.push_back({spec, sync});
+  return cases;
+}
+
+class WatchdogGpu : public ::testing::TestWithParam<WatchdogCase> {
 protected:
   void SetUp() override { COLLC_REQUIRE_GPU_WORLD(); }
 };
 
-// Rank 1 never launches: rank 0's kernel must give up after its timeout and say who it waited
-// for, instead of hanging the process.
+// Rank 1 never launches: rank 0's kernel must give up after its timeout, within a second of it,
+// and say what it waited for (the peer's barrier flag, or the buffer whose data never came),
+// instead of hanging the process.
 TEST_P(WatchdogGpu, ReportsAPeerThatNeverCame) {
   const uint64_t count = 4096;
   LocalWorld& world = *gputest::world();
-  const Variant& variant = variantFor(GetParam(), DType::F32, ReduceOp::Sum);
+  const WatchdogCase& c = GetParam();
+  const Variant& variant = variantFor(c.spec, DType::F32, ReduceOp::Sum, c.sync);
   ASSERT_TRUE(variant.error.empty()) << variant.error;
   llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(world, variant.compiled, variant.cubin, count,
@@ -191,11 +232,19 @@ TEST_P(WatchdogGpu, ReportsAPeerThatNeverCame) {
 
   llvm::Error launched = (*instance)->launch(0, in->get(), out->get(), count, streams[0]);
   ASSERT_FALSE(bool(launched)) << llvm::toString(std::move(launched));
+  const auto start = std::chrono::steady_clock::now();
   llvm::Error waited = (*instance)->synchronize(streams);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::string message = waited ? llvm::toString(std::move(waited)) : "";
   EXPECT_NE(message.find("watchdog: rank 0 block"), std::string::npos) << message;
-  EXPECT_NE(message.find("for rank 1"), std::string::npos) << message;
+  if (c.sync == SyncKind::Barrier)
+    EXPECT_NE(message.find("for rank 1"), std::string::npos) << message;
+  else
+    EXPECT_NE(message.find(" of scratch '"), std::string::npos) << message;
   EXPECT_EQ(message.find("hang:"), std::string::npos) << message;
+  EXPECT_LT(seconds, 0.2 + 1.0) << "the error must come within the bound plus a second";
+  RecordProperty("seconds_to_report", std::to_string(seconds));
 
   // Let rank 1 make the same call, so that a rank-0 kernel still waiting (a watchdog that
   // reported but did not give up) can finish and the process can exit; its own watchdog may
@@ -207,10 +256,10 @@ TEST_P(WatchdogGpu, ReportsAPeerThatNeverCame) {
   EXPECT_EQ(drainedMessage.find("hang:"), std::string::npos) << drainedMessage;
 }
 
-INSTANTIATE_TEST_SUITE_P(Stdlib, WatchdogGpu,
-                         ::testing::Values("allreduce_oneshot", "allreduce_twoshot"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           return shortSpecName(info.param);
+INSTANTIATE_TEST_SUITE_P(Stdlib, WatchdogGpu, ::testing::ValuesIn(watchdogCases()),
+                         [](const ::testing::TestParamInfo<WatchdogCase>& info) {
+                           return shortSpecName(info.param.spec) + "_" +
+                                  std::string(name(info.param.sync));
                          });
 
 class LocalWorldGpu : public ::testing::Test {

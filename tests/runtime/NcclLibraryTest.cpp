@@ -50,6 +50,14 @@ TEST(NcclLibrary, LoadedLibraryHasRequiredFunctions) {
   EXPECT_NE(lib.allReduce, nullptr);
   EXPECT_NE(lib.groupStart, nullptr);
   EXPECT_NE(lib.groupEnd, nullptr);
+  // What one process per GPU needs (runtime/ProcessWorld.cpp).
+  EXPECT_NE(lib.getUniqueId, nullptr);
+  EXPECT_NE(lib.commInitRank, nullptr);
+  EXPECT_NE(lib.allGather, nullptr);
+  EXPECT_NE(lib.broadcast, nullptr);
+  EXPECT_NE(lib.commCount, nullptr);
+  EXPECT_NE(lib.commCuDevice, nullptr);
+  EXPECT_NE(lib.commUserRank, nullptr);
   EXPECT_FALSE(lib.path.empty());
   EXPECT_EQ(lib.versionString(), ncclVersionString());
   // The same object every time.

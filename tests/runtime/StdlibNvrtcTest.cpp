@@ -1,5 +1,5 @@
-// Every stdlib spec, for every element type and reduction operator, compiles to an sm_90 cubin with
-// NVRTC. No GPU is needed: this runs in CI.
+// Every stdlib spec, for every sync strategy, element type and reduction operator, compiles to an
+// sm_90 cubin with NVRTC. No GPU is needed: this runs in CI.
 #include "compiler/Compile.h"
 #include "runtime/Jit.h"
 
@@ -10,18 +10,28 @@ namespace {
 
 struct Variant {
   std::string spec;
+  SyncKind sync;
   DType dtype;
   ReduceOp op;
   int nranks;
 };
 
+void PrintTo(const Variant& v, std::ostream* os) {
+  *os << v.spec << " " << name(v.sync) << " " << name(v.dtype) << " " << name(v.op) << " "
+      << v.nranks << " ranks";
+}
+
+/// The strategies this version compiles; the others are refused with a diagnostic (CompileTest).
+constexpr SyncKind kStrategies[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL};
+
 std::vector<Variant> allVariants() {
   std::vector<Variant> variants;
   for (const auto& spec : stdlibNames())
-    for (DType dtype : kAllDTypes)
-      for (ReduceOp op : kAllReduceOps)
-        for (int nranks : {2, 8})
-          variants.push_back({spec, dtype, op, nranks});
+    for (SyncKind sync : kStrategies)
+      for (DType dtype : kAllDTypes)
+        for (ReduceOp op : kAllReduceOps)
+          for (int nranks : {2, 8})
+            variants.push_back({spec, sync, dtype, op, nranks});
   return variants;
 }
 
@@ -35,6 +45,7 @@ TEST_P(StdlibNvrtc, CompilesToSm90Cubin) {
   options.dtype = v.dtype;
   options.op = v.op;
   options.nranks = v.nranks;
+  options.sync = v.sync;
   std::string diagnostics;
   llvm::raw_string_ostream out(diagnostics);
   auto compiled = compileCollective(*spec, options, out);
@@ -54,8 +65,9 @@ TEST_P(StdlibNvrtc, CompilesToSm90Cubin) {
 
 INSTANTIATE_TEST_SUITE_P(AllStdlibVariants, StdlibNvrtc, testing::ValuesIn(allVariants()),
                          [](const testing::TestParamInfo<Variant>& info) {
-                           return info.param.spec + "_" + std::string(name(info.param.dtype)) +
-                                  "_" + std::string(name(info.param.op)) + "_" +
+                           return info.param.spec + "_" + std::string(name(info.param.sync)) + "_" +
+                                  std::string(name(info.param.dtype)) + "_" +
+                                  std::string(name(info.param.op)) + "_" +
                                   std::to_string(info.param.nranks) + "ranks";
                          });
 

@@ -1,0 +1,196 @@
+// procs_allreduce: collc with one process per GPU, the way inference engines run.
+//
+//   1. join the world: rank, size and GPU from the launcher's variables (RANK, WORLD_SIZE,
+//      LOCAL_RANK, COLLC_RENDEZVOUS); NCCL connects the processes, CUDA IPC maps the peers'
+//      symmetric heaps (collc::ProcessWorld);
+//   2. compile the stdlib one-shot AllReduce for that many ranks, bf16 sum, and JIT it for this
+//      process's GPU;
+//   3. capture 10 calls into a CUDA graph on this rank's stream and replay it;
+//   4. run ncclAllReduce on the same data through the world's communicator, and check that collc
+//      and NCCL agree, bit for bit, with the exact answer.
+//
+// Run it either way:
+//   build/bin/procs_allreduce --procs 2 [elements]       starts 2 copies of itself, one per GPU
+//   COLLC_RENDEZVOUS=file:/tmp/my-job-id torchrun --nproc-per-node 2 --no-python
+//       build/bin/procs_allreduce [elements]                  (one command line)
+// Without a GPU it says so and stops; that is not an error.
+#include "compiler/Compile.h"
+#include "runtime/CollectiveInstance.h"
+#include "runtime/CudaCheck.h"
+#include "runtime/Devices.h"
+#include "runtime/HostData.h"
+#include "runtime/Jit.h"
+#include "runtime/LaunchEnvironment.h"
+#include "runtime/Launcher.h"
+#include "runtime/NcclLibrary.h"
+#include "runtime/ProcessWorld.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <cuda_runtime_api.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/raw_ostream.h>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using namespace collc;
+
+namespace {
+
+// Rank r's element i. Quarters up to a few dozen are exact in bf16, and so are their sums over up
+// to 8 ranks, so collc, NCCL and the host must all agree exactly.
+float inputValue(int rank, uint64_t i) {
+  return static_cast<float>(i % 13) * 0.25f - 1.5f + rank;
+}
+
+/// --procs N: this program becomes the launcher of N copies of itself.
+int launch(int processes, const std::vector<std::string>& args) {
+  llvm::Expected<int> gpus = gpuCount(); // main() made sure there is one
+  if (!gpus || *gpus < processes) {
+    llvm::errs() << "procs_allreduce: --procs " << processes << " needs " << processes << " GPUs; "
+                 << (gpus ? std::to_string(*gpus) + " visible" : llvm::toString(gpus.takeError()))
+                 << "\n";
+    return 1;
+  }
+  WorldLaunch world;
+  world.processes = processes;
+  world.args = args;
+  world.timeoutSeconds = 300;
+  llvm::Expected<LaunchOutcome> outcome = launchWorld(world, prefixedOutputSink());
+  if (!outcome) {
+    llvm::errs() << "procs_allreduce: " << llvm::toString(outcome.takeError()) << "\n";
+    return 1;
+  }
+  if (outcome->exitCode != 0)
+    llvm::errs() << "procs_allreduce: " << outcome->failure << "\n";
+  return outcome->exitCode == 0 ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  int procs = 0;
+  uint64_t count = uint64_t(1) << 20;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--procs" && i + 1 < args.size())
+      procs = std::atoi(args[++i].c_str());
+    else
+      count = std::strtoull(args[i].c_str(), nullptr, 0);
+  }
+  if (count == 0 || procs < 0) {
+    llvm::errs() << "usage: procs_allreduce [--procs N] [elements per rank, > 0]\n";
+    return 2;
+  }
+  if (llvm::Expected<int> gpus = gpuCount(); !gpus) {
+    llvm::outs() << llvm::toString(gpus.takeError()) << "\nnothing to run here.\n";
+    return 0;
+  }
+  if (procs > 0 && !startedByCollcLauncher(processEnvironment(), int(getppid())))
+    return launch(procs, args);
+
+  // 1. The world. Every call from here on that involves the other processes is collective: each
+  //    process makes it, in the same order.
+  ProcessWorldOptions worldOptions;
+  worldOptions.heapBytes = size_t(64) << 20;
+  llvm::Expected<std::unique_ptr<ProcessWorld>> created =
+      ProcessWorld::fromEnvironment(worldOptions);
+  if (!created) {
+    llvm::errs() << "procs_allreduce: " << llvm::toString(created.takeError()) << "\n"
+                 << "(start it with --procs N, or under torchrun / mpirun with COLLC_RENDEZVOUS "
+                    "set)\n";
+    return 1;
+  }
+  ProcessWorld& world = **created;
+  const int rank = world.rank(), nranks = world.nranks();
+  const std::string me = "rank " + std::to_string(rank) + ": ";
+  llvm::ExitOnError check("procs_allreduce: " + me);
+  cudaStream_t stream = world.stream(rank);
+  check(COLLC_CUDA_CHECK(cudaSetDevice(world.device(rank))));
+
+  // 2. The spec for this many ranks, JIT-compiled for this process's GPU (cached on disk).
+  SpecSource spec = check(loadSpec("allreduce_oneshot"));
+  CompileOptions options;
+  options.dtype = DType::BF16;
+  options.op = ReduceOp::Sum;
+  options.nranks = nranks;
+  CompiledCollective compiled = check(compileCollective(spec, options, llvm::errs()));
+  JitOptions jit;
+  jit.arch = gpuArch(world.device(rank));
+  JitResult cubin =
+      check(compileCuda(compiled.cudaSource, compiled.kernelName, JitOutput::Cubin, jit));
+  std::unique_ptr<CollectiveInstance> allreduce =
+      check(CollectiveInstance::create(world, compiled, cubin.image, count));
+  if (rank == 0)
+    llvm::outs() << nranks << " processes, " << count << " bf16 elements each; "
+                 << allreduce->engineDescription() << "\n";
+
+  // User buffers are ordinary device memory of this rank's GPU; only scratch is symmetric.
+  DeviceBuffer in = check(DeviceBuffer::allocate(world.device(rank), count * 2));
+  DeviceBuffer out = check(DeviceBuffer::allocate(world.device(rank), count * 2));
+  DeviceBuffer ncclOut = check(DeviceBuffer::allocate(world.device(rank), count * 2));
+  std::vector<uint16_t> host(count);
+  for (uint64_t i = 0; i < count; ++i)
+    host[i] = floatToBf16(inputValue(rank, i));
+  check(COLLC_CUDA_CHECK(
+      cudaMemcpyAsync(in.get(), host.data(), count * 2, cudaMemcpyHostToDevice, stream)));
+  check(COLLC_CUDA_CHECK(cudaMemsetAsync(out.get(), 0xFF, count * 2, stream))); // NaN
+  // Like cudaStreamSynchronize, but bounded, and it names a peer that died.
+  check(allreduce->synchronize({stream}));
+  // Peers write into this rank's scratch as soon as they launch: everyone's data must be ready.
+  check(world.barrier("inputs ready"));
+
+  // 3. Ten calls in one CUDA graph. The epochs live on the device, so the graph can be replayed
+  //    any number of times with no host work in between.
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  check(COLLC_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal)));
+  for (int call = 0; call < 10; ++call)
+    check(allreduce->launch(rank, in.get(), out.get(), count, stream));
+  check(COLLC_CUDA_CHECK(cudaStreamEndCapture(stream, &graph)));
+  check(COLLC_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0)));
+  check(COLLC_CUDA_CHECK(cudaGraphDestroy(graph)));
+  check(COLLC_CUDA_CHECK(cudaGraphLaunch(exec, stream)));
+  check(allreduce->synchronize({stream}));
+
+  // 4. NCCL on the same data, through the world's communicator (NCCL is loaded lazily).
+  const NcclLibrary& nccl = *check(ncclLibrary());
+  check(COLLC_NCCL_CHECK_COMM(nccl, world.ncclComm(),
+                              nccl.allReduce(in.get(), ncclOut.get(), count, ncclBfloat16, ncclSum,
+                                             world.ncclComm(), stream)));
+  check(allreduce->synchronize({stream}));
+
+  std::vector<uint16_t> collcResult(count), ncclResult(count);
+  check(COLLC_CUDA_CHECK(
+      cudaMemcpyAsync(collcResult.data(), out.get(), count * 2, cudaMemcpyDeviceToHost, stream)));
+  check(COLLC_CUDA_CHECK(cudaMemcpyAsync(ncclResult.data(), ncclOut.get(), count * 2,
+                                         cudaMemcpyDeviceToHost, stream)));
+  check(allreduce->synchronize({stream}));
+  uint64_t wrong = 0, differ = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    float expected = 0;
+    for (int r = 0; r < nranks; ++r)
+      expected += inputValue(r, i);
+    if (bf16ToFloat(collcResult[i]) != expected && wrong++ < 3)
+      llvm::outs() << me << "out[" << i << "] = " << bf16ToFloat(collcResult[i]) << ", expected "
+                   << expected << "\n";
+    differ += collcResult[i] != ncclResult[i];
+  }
+  llvm::outs() << me << "graph of 10 calls " << (wrong ? "WRONG" : "correct") << "; "
+               << (differ ? std::to_string(differ) + " elements differ from ncclAllReduce"
+                          : std::string("identical to ncclAllReduce, bit for bit"))
+               << "\n";
+
+  // Every rank's verdict, so that rank 0 can speak for the world.
+  std::vector<uint64_t> verdicts(nranks);
+  verdicts[rank] = wrong + differ;
+  check(world.allGatherRanks("verdicts", verdicts, 1));
+  bool allGood = true;
+  for (uint64_t v : verdicts)
+    allGood = allGood && v == 0;
+  if (rank == 0)
+    llvm::outs() << (allGood ? "all ranks correct and equal to NCCL\n" : "SOME RANKS WRONG\n");
+  check(COLLC_CUDA_CHECK(cudaGraphExecDestroy(exec)));
+  return allGood ? 0 : 1;
+}

@@ -1,0 +1,63 @@
+// How a process of a process-per-GPU world learns its place, in the way launchers already tell
+// it: torchrun's RANK, WORLD_SIZE, LOCAL_RANK (and LOCAL_WORLD_SIZE), or Open MPI's
+// OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK, plus COLLC_RENDEZVOUS: where rank 0 leaves the NCCL
+// unique id for the others ("file:PATH" or "tcp:HOST:PORT", see Rendezvous.h). `collc run --procs
+// N` and launchProcesses() set the same variables for the children they start. Pure functions
+// over an environment lookup: tested without a GPU.
+#ifndef COLLC_RUNTIME_LAUNCHENVIRONMENT_H
+#define COLLC_RUNTIME_LAUNCHENVIRONMENT_H
+
+#include <functional>
+#include <llvm/Support/Error.h>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace collc {
+
+/// Looks a variable up; nullopt when unset.
+using EnvironmentLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+/// The process's own environment (getenv).
+EnvironmentLookup processEnvironment();
+
+struct LaunchEnvironment {
+  int rank = 0;
+  int worldSize = 1;
+  int localRank = 0;      // LOCAL_RANK; the rank itself where the launcher does not say
+  int localWorldSize = 0; // LOCAL_WORLD_SIZE; 0 where the launcher does not say
+  std::string rendezvous; // COLLC_RENDEZVOUS, as given
+  std::string source;     // "RANK/WORLD_SIZE" or "OMPI_COMM_WORLD_*", for messages
+};
+
+/// nullopt when no launcher variables are set (this is not a process of a launched world); an
+/// error when they are set but wrong (not numbers, RANK >= WORLD_SIZE, COLLC_RENDEZVOUS missing
+/// or a world of more ranks than collc supports), saying which variable and what to set.
+llvm::Expected<std::optional<LaunchEnvironment>>
+parseLaunchEnvironment(const EnvironmentLookup& lookup);
+
+/// The node size the environment forces: COLLC_NODE_SIZE=k (k >= 1), or 1 for
+/// COLLC_TREAT_EACH_GPU_AS_NODE=1; 0 when neither is set (nodes are then found by host).
+/// `setting` names the variable that decided, for the log. Both set and disagreeing is an error.
+llvm::Expected<int> parseNodeSizeOverride(const EnvironmentLookup& lookup, std::string& setting);
+
+/// The GPU a rank of this process uses: LOCAL_RANK when that many GPUs are visible, device 0
+/// where the launcher left one GPU visible per process (CUDA_VISIBLE_DEVICES); otherwise an error.
+llvm::Expected<int> chooseDevice(const LaunchEnvironment& env, int visibleGpus);
+
+/// The variables a launcher sets for child `rank` of `worldSize` on this node: RANK, WORLD_SIZE,
+/// LOCAL_RANK, LOCAL_WORLD_SIZE, COLLC_RENDEZVOUS, NCCL_NVLS_ENABLE=0 (NVLink multicast stays
+/// off, see GPU.md) and COLLC_LAUNCHER_PID=`launcherPid`. An error if the launcher's own
+/// environment asks for NCCL_NVLS_ENABLE other than 0: the children would inherit the request.
+llvm::Expected<std::vector<std::pair<std::string, std::string>>>
+childEnvironment(int rank, int worldSize, const std::string& rendezvous, int launcherPid,
+                 const EnvironmentLookup& parent);
+
+/// True in a process that collc's launcher started (COLLC_LAUNCHER_PID is its parent's pid):
+/// such a process runs as one rank even though its command line asks for --procs.
+bool startedByCollcLauncher(const EnvironmentLookup& lookup, int parentPid);
+
+} // namespace collc
+
+#endif // COLLC_RUNTIME_LAUNCHENVIRONMENT_H

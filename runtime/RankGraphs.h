@@ -1,0 +1,60 @@
+// Per-rank CUDA graphs and timing events for the ranks this process drives in a SymmetricWorld:
+// the pieces RunHarness (and a benchmark) time collectives with. Every rank's graph holds only its
+// own work, captured on its own stream, as one process per GPU would capture it.
+#ifndef COLLC_RUNTIME_RANKGRAPHS_H
+#define COLLC_RUNTIME_RANKGRAPHS_H
+
+#include "runtime/SymmetricWorld.h"
+
+#include <cuda_runtime_api.h>
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/Support/Error.h>
+#include <memory>
+#include <vector>
+
+namespace collc {
+
+/// One instantiated graph per local rank, destroyed with this object.
+class RankGraphs {
+public:
+  explicit RankGraphs(const SymmetricWorld& world)
+      : world_(world), execs_(world.localRanks().size(), nullptr) {}
+  ~RankGraphs();
+  RankGraphs(const RankGraphs&) = delete;
+  RankGraphs& operator=(const RankGraphs&) = delete;
+
+  /// Captures what `enqueue` launches on `rank`'s stream into that rank's graph (thread-local
+  /// capture mode: only this thread's unsafe calls can break it).
+  llvm::Error capture(int rank, llvm::function_ref<llvm::Error()> enqueue);
+  /// Launches rank's graph on rank's stream.
+  llvm::Error launch(int rank);
+
+private:
+  const SymmetricWorld& world_;
+  std::vector<cudaGraphExec_t> execs_; // per local rank
+};
+
+/// A start and a stop event per local rank, on that rank's GPU.
+class RankTimers {
+public:
+  static llvm::Expected<std::unique_ptr<RankTimers>> create(const SymmetricWorld& world);
+  ~RankTimers();
+  RankTimers(const RankTimers&) = delete;
+  RankTimers& operator=(const RankTimers&) = delete;
+
+  llvm::Error start(int rank) { return record(rank, true); }
+  llvm::Error stop(int rank) { return record(rank, false); }
+  /// Microseconds between start and stop of rank; both must have completed.
+  llvm::Expected<double> elapsedUs(int rank);
+
+private:
+  explicit RankTimers(const SymmetricWorld& world) : world_(world) {}
+  llvm::Error record(int rank, bool start);
+
+  const SymmetricWorld& world_;
+  std::vector<cudaEvent_t> starts_, stops_; // per local rank
+};
+
+} // namespace collc
+
+#endif // COLLC_RUNTIME_RANKGRAPHS_H
