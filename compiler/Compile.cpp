@@ -153,6 +153,7 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
 
   LowerOptions lowerOptions;
   lowerOptions.dtype = options.dtype;
+  lowerOptions.op = options.op;
   lowerOptions.vectorBytes = launch.vectorBytes;
   lowerOptions.unroll = launch.unroll;
   if (options.printIr && options.printIrAfterAll)
@@ -168,6 +169,7 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   target.nranks = options.nranks;
   target.launch = launch;
   target.watchdog = options.watchdog;
+  target.programmaticLaunch = options.programmaticLaunch;
   target.specFile = spec.bufferName;
   target.lineOf = [&sources](llvm::SMLoc loc) {
     return loc.isValid() ? sources.getLineAndColumn(loc).first : 0u;
@@ -187,6 +189,7 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   compiled.launch = launch;
   compiled.syncPointsPerCall = program.syncPoints;
   compiled.scratchCopies = program.scratchCopies;
+  compiled.programmaticLaunch = options.programmaticLaunch;
   for (const auto& step : program.steps)
     compiled.stepNames.push_back(step.name);
   for (const ir::Buffer* buffer : program.scratchBuffers()) {
@@ -196,10 +199,13 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
     const uint64_t elementBytes = sizeOf(options.dtype);
     // LL stores 8 bytes of data in every 16-byte packet: twice the bytes, rounded up to packets.
     const bool packets = buffer->access == ir::BufferAccess::LL;
+    // Accumulation lines are added and zeroed in whole 128-byte lines.
+    const bool lines = buffer->access == ir::BufferAccess::AtomicLines;
     ir::Expr slots = buffer->slots, elems = buffer->slotElems;
     ir::Env env{0, nranks, 0, {}};
     scratch.slots = int(ir::evaluate(slots, env).value_or(1));
-    scratch.bytes = [slots, elems, nranks, elementBytes, packets](uint64_t count) -> uint64_t {
+    scratch.bytes = [slots, elems, nranks, elementBytes, packets,
+                     lines](uint64_t count) -> uint64_t {
       ir::Env env{0, nranks, int64_t(count), {}};
       auto s = ir::evaluate(slots, env), e = ir::evaluate(elems, env);
       if (!s || !e || *s < 0 || *e < 0)
@@ -207,6 +213,8 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
       uint64_t slotBytes = uint64_t(*e) * elementBytes;
       if (packets)
         slotBytes = (slotBytes + 7) / 8 * 16;
+      if (lines)
+        slotBytes = (slotBytes + 127) / 128 * 128;
       return uint64_t(*s) * slotBytes;
     };
     if (buffer->access == ir::BufferAccess::Sentinel) {

@@ -23,6 +23,9 @@ struct CompileOptions {
   /// Polls give up after the runtime's timeout and report where they waited. false removes the
   /// bound, only to measure what it costs: a lost peer then hangs the kernel.
   bool watchdog = true;
+  /// Programmatic dependent launch (sm_90): the kernel's launch overlaps the previous kernel's
+  /// tail on the stream; it waits for that kernel before reading or writing anything.
+  bool programmaticLaunch = true;
   llvm::raw_ostream* printAst = nullptr; // if set, the parsed tree is printed here
   llvm::raw_ostream* printIr = nullptr;  // if set, the lowered IR is printed here
   bool printIrAfterAll = false;          // with printIr: after every pass, not only the last

@@ -46,6 +46,9 @@ struct CompiledCollective {
   /// Copies of the scratch region that calls rotate through (epoch % copies): 2 alternate by
   /// parity; the sentinel strategy uses 3 (one in use, one being cleared, one ready).
   int scratchCopies = 2;
+  /// Launch as a programmatic dependent launch: the kernel waits for the stream's previous kernel
+  /// (griddepcontrol.wait) before it touches memory, so its start may overlap that kernel's tail.
+  bool programmaticLaunch = false;
   /// Synchronization points per call (barriers); the flags region holds blocks * nranks words.
   int syncPointsPerCall = 0;
   /// Names of the spec's steps, indexed as collc_watchdog::step reports them.

@@ -87,6 +87,10 @@ private:
       out_ += kBarrierPrelude;
     if (uses(ir::BufferAccess::LL))
       out_ += kLLPrelude;
+    if (uses(ir::BufferAccess::AtomicLines)) {
+      out_ += vectorAtomicAdd(target_.dtype);
+      out_ += kAtomicLinesPrelude;
+    }
     if (uses(ir::BufferAccess::Sentinel))
       out_ += kSentinelPrelude;
     line("}}  // namespace collc_kernel");
@@ -138,8 +142,17 @@ private:
       return fmt::format("ll_load(params, {}, i, {}, flag, {}, epoch)", pointer(region), len, site);
     case ir::BufferAccess::Sentinel:
       return fmt::format("sentinel_load(params, {}, i, {}, {}, epoch)", pointer(region), len, site);
+    case ir::BufferAccess::AtomicLines:
+      return fmt::format("atomic_lines_take(params, {}, {}, i, {}, {}, epoch)", pointer(region),
+                         sidePointer(region), len, site);
     }
     return "?";
+  }
+
+  /// The side buffer of an accumulation-line region: the first element of each of its lines.
+  std::string sidePointer(const ir::Region& region) {
+    return fmt::format("scratch_{}({}, 0)", region.buffer->side->name,
+                       region.owner ? ir::toC(region.owner) : "rank");
   }
 
   /// A statement writing `value` (kVec elements) at i of `region`, `len` of them valid.
@@ -151,6 +164,8 @@ private:
       return fmt::format("ll_store({}, i, {}, {}, flag);", pointer(region), len, value);
     case ir::BufferAccess::Sentinel:
       return fmt::format("sentinel_store({}, i, {}, {});", pointer(region), len, value);
+    case ir::BufferAccess::AtomicLines:
+      internalError("accumulation lines are only added to (atomic_lines_add), never stored");
     }
     return "?";
   }
@@ -158,6 +173,14 @@ private:
   void printKernel() {
     line("extern \"C\" __global__ void __launch_bounds__(kThreads)");
     line("{}(const __grid_constant__ collc_params params) {{", kernelName(program_));
+    if (target_.programmaticLaunch) {
+      line("// Launched as a programmatic dependent launch: wait until the previous kernel on the");
+      line(
+          "// stream (which may have produced the input, and wrote the epochs) has finished, then");
+      line("// let the next one be scheduled so its launch hides behind this kernel.");
+      line("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");");
+      line("asm volatile(\"griddepcontrol.launch_dependents;\");");
+    }
     line("const int rank = params.rank;");
     line("const u64 count = params.count;");
     line("// Each block counts its calls; the epoch names this call in every flag it writes.");
@@ -220,7 +243,11 @@ private:
            step.index);
     }
     for (const auto& loop : step.loops) {
-      line("for (u64 i = first; i < {}; i += stride) {{", ir::toC(loop.bound));
+      // With accumulation lines the loop runs to whole lines, so a line's 8 threads act together.
+      if (uses(ir::BufferAccess::AtomicLines))
+        line("for (u64 i = first; i < round_lines({}); i += stride) {{", ir::toC(loop.bound));
+      else
+        line("for (u64 i = first; i < {}; i += stride) {{", ir::toC(loop.bound));
       for (const auto& stmt : loop.stmts)
         printStmt(*stmt);
       line("}}");
@@ -262,6 +289,14 @@ private:
     case ir::StmtKind::Reduce:
       printReduce(stmt);
       return;
+    case ir::StmtKind::AtomicLineAdd: {
+      line("// {} -> {}: added as accumulation lines ({})", stmt.sources[0].text, stmt.target.text,
+           where(stmt.loc));
+      std::string len = ir::toC(stmt.sources[0].length);
+      line("atomic_lines_add({}, {}, i, {}, {});", pointer(stmt.target), sidePointer(stmt.target),
+           len, load(stmt.sources[0], len, step_));
+      return;
+    }
     }
   }
 

@@ -17,7 +17,8 @@ struct CodeGenTarget {
   ReduceOp op;
   int nranks;
   LaunchShape launch;
-  bool watchdog = true; // bounded polls; false only to measure what the bound costs
+  bool watchdog = true;           // bounded polls; false only to measure what the bound costs
+  bool programmaticLaunch = true; // wait for the previous kernel at entry, let the next start
   std::string specFile;
   /// Line of a spec location, for the comments that tie generated code to the spec.
   std::function<unsigned(llvm::SMLoc)> lineOf;

@@ -2,6 +2,8 @@
 
 #include "dsl/Types.h"
 
+#include <string>
+
 namespace collc {
 
 const char* elementHelpers(DType dtype) {
@@ -27,6 +29,33 @@ __device__ __forceinline__ float to_float(Bits b) { return __bfloat162float(__us
 __device__ __forceinline__ Bits from_float(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
 __device__ __forceinline__ T as_element(Bits b) { return __ushort_as_bfloat16(b); }
 )cuda";
+  }
+  return "";
+}
+
+const char* vectorAtomicAdd(DType dtype) {
+  // sm_90's vector forms of red: one instruction adds 16 bytes.
+  switch (dtype) {
+  case DType::F32:
+    return "__device__ __forceinline__ void red_add_vec(Bits* p, const Vec& v) {\n"
+           "  asm volatile(\"red.relaxed.sys.global.add.v4.f32 [%0], {%1, %2, %3, %4};\" "
+           "::\"l\"(p),\n"
+           "               \"f\"(__uint_as_float(v.bits[0])), \"f\"(__uint_as_float(v.bits[1])),\n"
+           "               \"f\"(__uint_as_float(v.bits[2])), \"f\"(__uint_as_float(v.bits[3]))\n"
+           "               : \"memory\");\n}\n";
+  case DType::F16:
+  case DType::BF16: {
+    static const std::string f16 =
+        std::string("__device__ __forceinline__ void red_add_vec(Bits* p, const Vec& v) {\n"
+                    "  const unsigned* w = reinterpret_cast<const unsigned*>(&v);\n"
+                    "  asm volatile(\"red.relaxed.sys.global.add.noftz.v4.");
+    static const std::string tail =
+        " [%0], {%1, %2, %3, %4};\" ::\"l\"(p), \"r\"(w[0]),\n"
+        "               \"r\"(w[1]), \"r\"(w[2]), \"r\"(w[3]) : \"memory\");\n}\n";
+    static const std::string half = f16 + "f16x2" + tail;
+    static const std::string bf16 = f16 + "bf16x2" + tail;
+    return dtype == DType::F16 ? half.c_str() : bf16.c_str();
+  }
   }
   return "";
 }
@@ -106,6 +135,23 @@ __device__ __forceinline__ void atomic_add_plain(Bits* p, u64 i, u64 len, const 
   for (int e = 0; e < kVec; ++e)
     if (i + e < len)
       atomicAdd(reinterpret_cast<T*>(p + i + e), as_element(v.bits[e]));
+}
+
+// Loads that bypass the caches every time: the poll must see the peer's store when it lands.
+__device__ __forceinline__ void load_volatile(uint4& w, const void* p) {
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+               : "l"(p)
+               : "memory");
+}
+__device__ __forceinline__ void load_volatile(uint2& w, const void* p) {
+  asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];" : "=r"(w.x), "=r"(w.y) : "l"(p) : "memory");
+}
+__device__ __forceinline__ void load_volatile(unsigned& w, const void* p) {
+  asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(w) : "l"(p) : "memory");
+}
+__device__ __forceinline__ void load_volatile(unsigned short& w, const void* p) {
+  asm volatile("ld.volatile.global.u16 %0, [%1];" : "=h"(w) : "l"(p) : "memory");
 }
 
 // ---- Reduction: operands are combined in float, in the order given, and rounded once.
@@ -235,6 +281,85 @@ __device__ __forceinline__ void barrier(const collc_params& params, u64 epoch, i
 }
 )cuda";
 
+const char* const kAtomicLinesPrelude = R"cuda(
+// ---- Accumulation lines (ll128_atomic): 8 threads own one 128-byte line of the owner's
+// accumulation buffer and add their 16 bytes with one vector atomic each. The first element of a
+// line counts the adds: its value goes to the side buffer first (a system fence orders the two),
+// and a 1 is added in its place, so the line is complete when that element reaches nranks. The
+// owner then takes the line, restores the first element from the side buffer, and zeroes both for
+// the call after next.
+constexpr int kLineElems = 128 / sizeof(Bits);
+static_assert(kVec * sizeof(Bits) == 16, "accumulation lines are added 16 bytes per thread");
+
+/// Loops over elements run to whole lines, so that the 8 threads of a line always act together.
+__device__ __forceinline__ u64 round_lines(u64 n) {
+  return (n + kLineElems - 1) / kLineElems * kLineElems;
+}
+
+/// Every thread of the line must call this together (loops run to whole lines): the line is added
+/// by one warp instruction, each thread's 16 bytes with one vector atomic, so that the count in the
+/// first element cannot arrive before the rest of the line. A thread whose elements end before its
+/// 16 bytes do adds zeros past the end (the buffer is sized in whole lines), never single elements,
+/// which would arrive one by one after the count.
+__device__ __forceinline__ void atomic_lines_add(Bits* acc, Bits* side, u64 i, u64 len, Vec v) {
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned line_mask = 0xffu << (lane & ~7u);
+  const bool active = i < len;
+  if (active && i % kLineElems == 0) {
+    atomicAdd(reinterpret_cast<T*>(side + i / kLineElems), as_element(v.bits[0]));
+    __threadfence_system(); // the head's value is in place before the count announces it
+    v.bits[0] = from_float(1.0f);
+  }
+  __syncwarp(line_mask); // reconverge: the line's vector atomics go out as one instruction
+  if (active)
+    red_add_vec(acc + i, v);
+}
+
+__device__ __forceinline__ Vec atomic_lines_take(const collc_params& params, Bits* acc,
+                                                 Bits* side, u64 i, u64 len, const PollSite& site,
+                                                 u64 epoch) {
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned line_mask = 0xffu << (lane & ~7u);
+  const bool head = i % kLineElems == 0;
+  if (head && i < len) {
+    u64 start = 0;
+    unsigned spins = 0;
+    for (;;) {
+      Bits count;
+      load_volatile(count, acc + i);
+      if (to_float(count) == float(kRanks))
+        break;
+      if (kWatchdog && (++spins & 1023u) == 0 &&
+          poll_expired(params, start, site, (long long)i, epoch, kRanks, count))
+        break;
+    }
+  }
+  __syncwarp(line_mask); // the line's other threads read only after its count is complete
+  Vec v;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e)
+    v.bits[e] = Bits(0);
+  if (i + kVec <= len) {
+    load_volatile(v.word, acc + i);
+  } else {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e)
+      if (i + e < len)
+        load_volatile(v.bits[e], acc + i + e);
+  }
+  if (head && i < len)
+    load_volatile(v.bits[0], side + i / kLineElems);
+  Vec zero;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e)
+    zero.bits[e] = Bits(0);
+  store_plain(acc, i, len, zero);
+  if (head && i < len)
+    side[i / kLineElems] = Bits(0);
+  return v;
+}
+)cuda";
+
 const char* const kLLPrelude = R"cuda(
 // ---- LL: each 16-byte packet carries 8 bytes of data and the call's flag twice,
 // {data0, flag, data1, flag}. One 16-byte store delivers data and flag together, so a reader that
@@ -299,23 +424,6 @@ const char* const kSentinelPrelude = R"cuda(
 // sends +0.0 for it. A reader polls each element until it changes, then puts -0.0 back, so the
 // copy is ready for its next use (three calls later) with no separate clearing pass.
 constexpr Bits kSentinel = Bits(Bits(1) << (8 * sizeof(Bits) - 1)); // the bits of -0.0
-
-// Loads that bypass the caches every time: the poll must see the peer's store when it lands.
-__device__ __forceinline__ void load_volatile(uint4& w, const void* p) {
-  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
-               : "l"(p)
-               : "memory");
-}
-__device__ __forceinline__ void load_volatile(uint2& w, const void* p) {
-  asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];" : "=r"(w.x), "=r"(w.y) : "l"(p) : "memory");
-}
-__device__ __forceinline__ void load_volatile(unsigned& w, const void* p) {
-  asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(w) : "l"(p) : "memory");
-}
-__device__ __forceinline__ void load_volatile(unsigned short& w, const void* p) {
-  asm volatile("ld.volatile.global.u16 %0, [%1];" : "=h"(w) : "l"(p) : "memory");
-}
 
 /// The value a writer sends: -0.0 becomes +0.0 (the one value the sentinel strategy changes).
 __device__ __forceinline__ Bits canonical(Bits b) { return b == kSentinel ? Bits(0) : b; }

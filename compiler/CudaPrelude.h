@@ -17,6 +17,10 @@ extern const char* const kPrelude;
 extern const char* const kBarrierPrelude;
 /// Packet stores and polling loads of the LL strategy; printed after kPrelude when used.
 extern const char* const kLLPrelude;
+/// Vector-atomic accumulation lines of the ll128_atomic strategy (needs red_add_vec).
+extern const char* const kAtomicLinesPrelude;
+/// The 16-byte vector atomic add for one dtype (red.global.add.v4...), before kAtomicLinesPrelude.
+const char* vectorAtomicAdd(DType dtype);
 /// Canonicalizing stores and polling, clearing loads of the sentinel strategy.
 extern const char* const kSentinelPrelude;
 

@@ -378,8 +378,12 @@ void printStmt(const Stmt& s, unsigned indent, llvm::raw_ostream& out) {
     return;
   case StmtKind::Put:
   case StmtKind::AtomicAdd:
+  case StmtKind::AtomicLineAdd:
   case StmtKind::Copy:
-    out << (s.kind == StmtKind::Put ? "put " : s.kind == StmtKind::Copy ? "copy " : "atomic_add ");
+    out << (s.kind == StmtKind::Put             ? "put "
+            : s.kind == StmtKind::Copy          ? "copy "
+            : s.kind == StmtKind::AtomicLineAdd ? "atomic_line_add "
+                                                : "atomic_add ");
     printRegion(s.target, out);
     out << " <- ";
     printRegion(s.sources[0], out);
@@ -413,6 +417,10 @@ void print(const Program& p, llvm::raw_ostream& out) {
         << (b->role == BufferRole::Input    ? "input"
             : b->role == BufferRole::Output ? "output"
                                             : "scratch")
+        << (b->access == BufferAccess::LL            ? " ll-packets"
+            : b->access == BufferAccess::Sentinel    ? " sentinel"
+            : b->access == BufferAccess::AtomicLines ? " atomic-lines"
+                                                     : "")
         << " slots ";
     print(b->slots, out);
     out << " x ";

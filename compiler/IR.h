@@ -91,6 +91,10 @@ enum class BufferAccess {
   Plain,    // plain elements; readers are ordered by a barrier (or the data is local)
   LL,       // 16-byte packets {data, flag, data, flag}: readers poll until the flag is the epoch
   Sentinel, // plain elements that start as -0.0: readers poll until the value changes
+  /// Accumulation lines (ll128_atomic): every rank adds whole 128-byte lines with vector atomics;
+  /// the first element of a line counts the adds (its value travels in the side buffer), and the
+  /// owner takes the line once the count reaches nranks, then zeroes it for the next use.
+  AtomicLines,
 };
 
 struct Buffer {
@@ -100,6 +104,8 @@ struct Buffer {
   Expr slotElems;        // elements per slot
   int scratchIndex = -1; // position among scratch buffers: collc_params::scratch_offset[i]
   BufferAccess access = BufferAccess::Plain;
+  /// AtomicLines: the buffer holding each line's first element (one element per line).
+  const Buffer* side = nullptr;
   llvm::SMLoc loc;
 };
 
@@ -118,7 +124,9 @@ struct Region {
 };
 
 // ---------------------------------------------------------------- statements
-enum class StmtKind { Loop, Put, AtomicAdd, Copy, Reduce };
+/// AtomicLineAdd (made by the ll128_atomic pass): target += sources[0] as whole lines of an
+/// AtomicLines buffer, counting the add in the line's first element.
+enum class StmtKind { Loop, Put, AtomicAdd, Copy, Reduce, AtomicLineAdd };
 enum class LoopRange { Peers, Ranks, Interval };
 
 struct Stmt;

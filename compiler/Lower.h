@@ -12,6 +12,7 @@ namespace collc {
 
 struct LowerOptions {
   DType dtype = DType::F32;
+  ReduceOp op = ReduceOp::Sum;
   int vectorBytes = 16;
   int unroll = 1;
   /// If set, the IR is printed here after every pass.

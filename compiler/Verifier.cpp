@@ -305,6 +305,8 @@ private:
 
   void execute(const ir::Stmt& stmt, ir::Env& env) {
     switch (stmt.kind) {
+    case ir::StmtKind::AtomicLineAdd:
+      internalError("the verifier runs before lowering, which alone makes atomic line adds");
     case ir::StmtKind::Loop: {
       int64_t begin = eval(stmt.begin, env, stmt.loc), end = eval(stmt.end, env, stmt.loc);
       if (end - begin > kMaxLoopTrips)

@@ -31,6 +31,8 @@ std::string_view cudaTypeName(DType type);
 /// Every value of each enum, for loops in tests and the tuner.
 inline constexpr DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16};
 inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min};
+inline constexpr SyncKind kAllSyncKinds[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL,
+                                             SyncKind::LL128, SyncKind::LL128Atomic};
 
 } // namespace collc
 

@@ -375,7 +375,7 @@ llvm::Error CollectiveInstance::launch(int rank, const void* in, void* out, uint
   params.watchdog = watchdogs_[slot].as<collc_watchdog>();
   params.timeout_ns = timeoutNs_;
   return kernel_->launch(slot, dim3(compiled_.launch.blocks), dim3(compiled_.launch.threads),
-                         params, stream);
+                         params, stream, compiled_.programmaticLaunch);
 }
 
 llvm::Error CollectiveInstance::checkWatchdogs() {

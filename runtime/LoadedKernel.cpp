@@ -60,7 +60,7 @@ LoadedKernel::~LoadedKernel() {
 }
 
 llvm::Error LoadedKernel::launch(int rank, dim3 grid, dim3 block, const collc_params& params,
-                                 cudaStream_t stream) const {
+                                 cudaStream_t stream, bool programmatic) const {
   if (rank < 0 || rank >= static_cast<int>(kernels_.size()))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "kernel '%s': no rank %d (loaded for %zu ranks)", name_.c_str(),
@@ -69,8 +69,19 @@ llvm::Error LoadedKernel::launch(int rank, dim3 grid, dim3 block, const collc_pa
   COLLC_CUDA_TRY(cudaSetDevice(devices_[rank]));
   // The kernel takes one argument, collc_params by value; the launch copies it from here.
   void* args[] = {const_cast<collc_params*>(&params)};
-  if (llvm::Error err = COLLC_CUDA_CHECK(cudaLaunchKernel(
-          reinterpret_cast<const void*>(kernels_[rank]), grid, block, args, 0, stream)))
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = stream;
+  // Lets this kernel's blocks be scheduled while the previous kernel on the stream finishes: its
+  // launch latency hides behind that tail (the kernel waits for the previous one at its entry).
+  cudaLaunchAttribute attribute = {};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = programmatic ? 1 : 0;
+  if (llvm::Error err = COLLC_CUDA_CHECK(
+          cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernels_[rank]), args)))
     return kernelError(name_,
                        "launch of " + llvm::Twine(grid.x) + " blocks x " + llvm::Twine(block.x) +
                            " threads on GPU " + llvm::Twine(devices_[rank]) + " (rank " +

@@ -27,9 +27,11 @@ public:
 
   /// Launches the kernel for `rank` on `stream`, which must belong to that rank's GPU. Safe to
   /// call during stream capture. Launch errors (bad configuration, too many resources) come back
-  /// here; errors inside the kernel surface at the next synchronization.
+  /// here; errors inside the kernel surface at the next synchronization. `programmatic`: a
+  /// programmatic dependent launch, which may start while the stream's previous kernel is still
+  /// running; only for kernels that wait for it (griddepcontrol.wait) before touching memory.
   llvm::Error launch(int rank, dim3 grid, dim3 block, const collc_params& params,
-                     cudaStream_t stream) const;
+                     cudaStream_t stream, bool programmatic = false) const;
 
   /// How many blocks of `threadsPerBlock` threads fit on one multiprocessor of rank's GPU at once.
   llvm::Expected<int> maxActiveBlocksPerMultiprocessor(int rank, int threadsPerBlock) const;

@@ -55,11 +55,18 @@ bool parseArguments(const Command& command, const std::vector<std::string>& args
     }
     parsed.values_[name] = *inlineValue;
   }
-  if (int(parsed.positionals_.size()) != command.positionals) {
+  const int given = int(parsed.positionals_.size());
+  const int most = command.positionals + command.optionalPositionals;
+  if (given < command.positionals || given > most) {
+    auto arguments = [](int n) {
+      return n == 0 ? std::string("no arguments")
+                    : std::to_string(n) + " argument" + (n == 1 ? "" : "s");
+    };
     error = "'collc " + command.name + "' takes " +
-            (command.positionals == 0 ? std::string("no arguments")
-                                      : std::to_string(command.positionals) + " argument" +
-                                            (command.positionals == 1 ? "" : "s")) +
+            (most == command.positionals ? arguments(most)
+             : command.positionals == 0
+                 ? "at most " + arguments(most)
+                 : std::to_string(command.positionals) + " to " + arguments(most)) +
             "; usage: collc " + command.synopsis;
     return false;
   }

@@ -23,7 +23,8 @@ struct Command {
   std::string summary;  // one line
   std::string details;  // paragraphs after the options in --help
   std::vector<OptionSpec> options;
-  int positionals = 1; // exactly this many positional arguments
+  int positionals = 1;         // at least this many positional arguments
+  int optionalPositionals = 0; // and at most this many more
 };
 
 class ParsedArguments {

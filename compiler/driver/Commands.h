@@ -15,15 +15,19 @@ enum ExitCode { kSuccess = 0, kUserError = 1, kInternalError = 2 };
 extern const Command kCheckCommand;
 extern const Command kEmitCommand;
 extern const Command kRunCommand;
+extern const Command kBenchCommand;
 
 int runCheck(const ParsedArguments& args);
 int runEmit(const ParsedArguments& args);
 int runRun(const ParsedArguments& args);
+int runBench(const ParsedArguments& args);
 
 /// The options that choose a variant (--dtype, --op, --ranks, --sync, launch knobs).
 std::vector<OptionSpec> variantOptions();
-/// Fills `options` from the parsed variant options; false with `error` set on a bad value.
-bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::string& error);
+/// Fills `options` from the parsed variant options; false with `error` set on a bad value. With
+/// `syncMayBeAll`, --sync=all is accepted and leaves options.sync unset: the caller tries each.
+bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::string& error,
+                  bool syncMayBeAll = false);
 
 /// Reports an error from the library: a SpecError's diagnostics are already printed.
 int reportError(llvm::Error error);

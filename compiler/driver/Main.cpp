@@ -12,14 +12,19 @@ std::vector<OptionSpec> variantOptions() {
   return {{"ranks", "R", "rank count to compile for (default 2; run: the GPU count)"},
           {"dtype", "T", "element type: f32, f16 or bf16 (default f32)"},
           {"op", "O", "reduction: sum, max or min (default sum)"},
-          {"sync", "S", "sync strategy, overriding the spec's: barrier"},
+          {"sync", "S",
+           "sync strategy, overriding the spec's: barrier, sentinel, ll, ll128, ll128_atomic"},
           {"blocks", "B", "thread blocks per rank (default: the spec's launch)"},
           {"threads", "N", "threads per block"},
           {"vector", "BYTES", "bytes per memory operation: 2, 4, 8 or 16"},
-          {"unroll", "K", "vectors per thread per loop iteration"}};
+          {"unroll", "K", "vectors per thread per loop iteration"},
+          {"no-pdl", "",
+           "launch without programmatic dependent launch (no overlap with the "
+           "previous kernel)"}};
 }
 
-bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::string& error) {
+bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::string& error,
+                  bool syncMayBeAll) {
   if (auto text = args.get("dtype")) {
     auto value = parseDType(*text);
     if (!value)
@@ -32,7 +37,7 @@ bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::str
       return error = "unknown --op '" + *text + "'; expected sum, max or min", false;
     options.op = *value;
   }
-  if (auto text = args.get("sync")) {
+  if (auto text = args.get("sync"); text && !(syncMayBeAll && *text == "all")) {
     auto value = parseSyncKind(*text);
     if (!value)
       return error = "unknown --sync '" + *text +
@@ -60,6 +65,8 @@ bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::str
   }
   if (ranks)
     options.nranks = *ranks;
+  if (args.has("no-pdl"))
+    options.programmaticLaunch = false;
   return true;
 }
 
@@ -95,6 +102,7 @@ const char* const kToolHelp =
     "  check SPEC      parse, check and verify a spec for every rank count it declares\n"
     "  emit SPEC       print the AST, IR, CUDA, PTX or cubin of one variant\n"
     "  run SPEC        run one variant on this machine's GPUs, check it and time it\n"
+    "  bench SPEC|all  time variants over a sweep of sizes against NCCL, in one table\n"
     "  help [COMMAND]  this text, or a command's options\n"
     "\n"
     "SPEC is a path to a .coll file or the name of a standard spec. 'collc COMMAND --help' lists\n"
@@ -108,7 +116,7 @@ int list() {
 }
 
 const Command* findCommand(const std::string& name) {
-  for (const Command* command : {&kCheckCommand, &kEmitCommand, &kRunCommand})
+  for (const Command* command : {&kCheckCommand, &kEmitCommand, &kRunCommand, &kBenchCommand})
     if (command->name == name)
       return command;
   return nullptr;
@@ -154,6 +162,8 @@ int dispatch(int argc, char** argv) {
     return runCheck(args);
   if (command == &kEmitCommand)
     return runEmit(args);
+  if (command == &kBenchCommand)
+    return runBench(args);
   return runRun(args);
 }
 

@@ -1,19 +1,16 @@
 #include "Commands.h"
+#include "GpuCommand.h"
+#include "runtime/BenchReport.h"
+#include "runtime/Benchmark.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
-#include "runtime/Jit.h"
-#include "runtime/LaunchEnvironment.h"
-#include "runtime/Launcher.h"
+#include "runtime/HeapSize.h"
 #include "runtime/LocalWorld.h"
-#include "runtime/NcclBaseline.h"
 #include "runtime/ProcessWorld.h"
 #include "runtime/RunHarness.h"
 
-#include <algorithm>
-#include <cmath>
 #include <fmt/format.h>
 #include <llvm/Support/raw_ostream.h>
-#include <unistd.h>
 
 namespace collc::driver {
 
@@ -41,18 +38,11 @@ const Command kRunCommand{
     [] {
       std::vector<OptionSpec> options = {
           {"count", "N", "elements per rank (K/M/G suffixes allowed; default 262144)"},
-          {"graph-ops", "K", "calls captured in the timed graph (default 50)"},
-          {"replays", "K", "timed graph replays, median reported (default 7)"},
           {"no-time", "", "check correctness only"},
-          {"timeout", "SECONDS", "watchdog bound of every wait in the kernel (default 5)"},
-          {"seed", "N", "random seed for the inputs (default 1)"},
-          {"nccl", "", "also time NCCL's AllReduce in this run"},
-          {"procs", "N", "run one process per GPU: start N processes, one rank each"},
-          {"procs-timeout", "SECONDS",
-           "with --procs: stop every process after this long (default 900)"},
-          {"help", "", "show this help"}};
-      auto variant = variantOptions();
-      options.insert(options.end(), variant.begin(), variant.end());
+          {"nccl", "", "also time NCCL's AllReduce in this run"}};
+      for (const auto& more : {timingOptions(), procsOptions(), variantOptions()})
+        options.insert(options.end(), more.begin(), more.end());
+      options.push_back({"help", "", "show this help"});
       return options;
     }(),
     1};
@@ -81,88 +71,50 @@ bool parseSettings(const ParsedArguments& args, RunSettings& settings, std::stri
     settings.run.count = *value;
   }
   settings.run.time = !args.has("no-time");
-  auto positiveInt = [&](const char* name, int& out) {
-    if (auto text = args.get(name)) {
-      auto value = parseSize(*text);
-      if (!value || *value == 0 || *value > 100000)
-        return false;
-      out = int(*value);
-    }
-    return true;
-  };
-  if (!positiveInt("graph-ops", settings.run.graphOps) ||
-      !positiveInt("replays", settings.run.replays))
-    return error = "--graph-ops and --replays take a positive number", false;
-  if (auto text = args.get("seed")) {
-    auto value = parseSize(*text);
-    if (!value)
-      return error = "--seed takes a number", false;
-    settings.run.seed = *value;
-  }
-  if (auto text = args.get("timeout")) {
-    char* end = nullptr;
-    settings.timeoutSeconds = std::strtod(text->c_str(), &end);
-    if (end == text->c_str() || *end != '\0' || !(settings.timeoutSeconds > 0) ||
-        settings.timeoutSeconds > 3600)
-      return error = "--timeout takes a number of seconds in (0, 3600]", false;
-  }
+  if (!parseTimingOptions(args, settings.run, settings.timeoutSeconds, error))
+    return false;
   settings.nccl = args.has("nccl");
   return true;
 }
 
-/// Bytes of symmetric heap per rank that `compiled` needs for calls of `count` elements: every
-/// copy of its scratch (256-byte aligned) and its flags, with room to spare.
-uint64_t heapBytesFor(const CompiledCollective& compiled, uint64_t count) {
-  uint64_t copyBytes = 0;
-  for (const auto& scratch : compiled.scratch)
-    copyBytes += scratch.bytes(count) + 256;
-  const uint64_t copies = uint64_t(std::max(1, compiled.scratchCopies));
-  return copies * (copyBytes + 256) + compiled.flagsBytes() + 4096;
+/// NCCL measured at the run's one size, with the run's graph and replays.
+BenchSettings ncclSettings(const RunSettings& settings) {
+  BenchSettings bench;
+  bench.counts = {settings.run.count};
+  bench.graphOps = settings.run.graphOps;
+  bench.replays = settings.run.replays;
+  bench.seed = settings.run.seed;
+  return bench;
 }
 
-/// The results table `collc run` prints, and its header.
-void printTable(const RunSettings& settings, int nranks, double usPerOp,
-                const std::string& ncclPlain, const std::string& ncclSymmetric,
-                const std::string& ratio) {
-  const uint64_t count = settings.run.count;
-  const uint64_t elementBytes = sizeOf(settings.compile.dtype);
-  double bytes = double(count * elementBytes);
-  double algbw = bytes / (usPerOp * 1e3);
-  double busbw = algbw * 2.0 * (nranks - 1) / nranks;
-  llvm::outs() << fmt::format("{:>12} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}\n", "bytes",
-                              "count", "us/op", "algbw", "busbw", "nccl_us", "nccl_sym", "vs_best");
-  llvm::outs() << fmt::format("{:>12} {:>12} {:>10.2f} {:>10.2f} {:>10.2f} {:>10} {:>10} {:>8}\n",
-                              count * elementBytes, count, usPerOp, algbw, busbw, ncclPlain,
-                              ncclSymmetric, ratio);
-}
-
-/// The error with "rank R: " in front, for a process of a process-per-GPU world (under an
-/// external launcher nothing else says which rank printed it).
-llvm::Error onRank(int rank, llvm::Error err) {
-  if (!err)
-    return err;
-  std::string message = llvm::toString(std::move(err));
-  if (message.rfind("rank ", 0) == 0)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "rank " + std::to_string(rank) + ": " + message);
+/// The results table `collc run` prints (the table of `collc bench` without its variant column),
+/// and NCCL's problems, if any, on stderr.
+void printTable(const RunSettings& settings, const CompiledCollective& compiled, double usPerOp,
+                std::vector<NcclPoint> nccl) {
+  BenchResults results;
+  results.header.nranks = compiled.nranks;
+  BenchRow row;
+  row.spec = compiled.specName;
+  row.sync = std::string(name(compiled.sync));
+  row.count = settings.run.count;
+  row.bytes = settings.run.count * sizeOf(compiled.dtype);
+  row.collc = BenchTiming::measured(usPerOp);
+  results.rows.push_back(row);
+  results.nccl = std::move(nccl);
+  writeProblems(llvm::errs(), results);
+  writeTable(llvm::outs(), results, /*variantColumn=*/false);
 }
 
 /// One process drives every rank: the LocalWorld path.
 int runLocal(RunSettings& settings, const std::string& specName) {
   CompileOptions& options = settings.compile;
-  auto gpus = gpuCount();
-  if (!gpus) {
-    llvm::errs() << "collc run: " << llvm::toString(gpus.takeError())
-                 << "\n(check, emit and the JIT to cubin work without one: collc emit SPEC "
-                    "--emit=cubin -o FILE)\n";
-    return kUserError;
-  }
-  if (!settings.ranksGiven)
-    options.nranks = std::max(2, *gpus);
-  if (options.nranks > *gpus)
-    return usageError(fmt::format("--ranks={} needs {} GPUs; this machine has {}", options.nranks,
-                                  options.nranks, *gpus));
+  std::vector<int> devices;
+  if (int status = chooseLocalDevices("run",
+                                      "(check, emit and the JIT to cubin work without one: "
+                                      "collc emit SPEC --emit=cubin -o FILE)",
+                                      settings.ranksGiven, options.nranks, devices);
+      status != kSuccess)
+    return status;
   const uint64_t count = settings.run.count;
   auto spec = loadSpec(specName);
   if (!spec)
@@ -170,15 +122,10 @@ int runLocal(RunSettings& settings, const std::string& specName) {
   auto compiled = compileCollective(*spec, options, llvm::errs());
   if (!compiled)
     return reportError(compiled.takeError());
-  JitOptions jit;
-  jit.arch = gpuArch(0);
-  auto image = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, jit);
+  auto image = compileForDevice(*compiled, devices[0]);
   if (!image)
     return reportError(image.takeError());
 
-  std::vector<int> devices;
-  for (int r = 0; r < options.nranks; ++r)
-    devices.push_back(r);
   const uint64_t elementBytes = sizeOf(options.dtype);
   auto world = LocalWorld::create(devices, heapBytesFor(*compiled, count));
   if (!world)
@@ -205,32 +152,16 @@ int runLocal(RunSettings& settings, const std::string& specName) {
   if (!settings.run.time)
     return kSuccess;
   // NCCL in the same run, on the same GPUs, after collc's world is gone (it owns their memory).
-  std::string ncclPlain = "-", ncclSymmetric = "-", ratio = "-";
+  std::vector<NcclPoint> nccl;
   if (settings.nccl) {
     instance->reset();
     world->reset();
-    auto nccl = NcclBaseline::create(devices, count * elementBytes);
-    if (!nccl)
-      return reportError(nccl.takeError());
-    double best = 0;
-    for (bool symmetric : {false, true}) {
-      auto timing = (*nccl)->measureAllReduce(count, options.dtype, options.op, symmetric);
-      if (!timing) {
-        llvm::errs() << "collc run: NCCL " << (symmetric ? "symmetric" : "plain")
-                     << " measurement failed: " << llvm::toString(timing.takeError()) << "\n";
-        continue;
-      }
-      if (!timing->correct) {
-        llvm::errs() << "collc run: NCCL gave a wrong result: " << timing->firstMismatches << "\n";
-        continue;
-      }
-      (symmetric ? ncclSymmetric : ncclPlain) = fmt::format("{:.2f}", timing->usPerOp);
-      best = best == 0 ? timing->usPerOp : std::min(best, timing->usPerOp);
-    }
-    if (best > 0)
-      ratio = fmt::format("{:.2f}", best / report->usPerOp);
+    auto points = benchNcclBaseline(devices, options.dtype, options.op, ncclSettings(settings));
+    if (!points)
+      return reportError(points.takeError());
+    nccl = std::move(*points);
   }
-  printTable(settings, options.nranks, report->usPerOp, ncclPlain, ncclSymmetric, ratio);
+  printTable(settings, *compiled, report->usPerOp, std::move(nccl));
   return kSuccess;
 }
 
@@ -256,9 +187,7 @@ int runProcess(RunSettings& settings, const std::string& specName, const LaunchE
   auto world = ProcessWorld::fromEnvironment(worldOptions);
   if (!world)
     return reportError(world.takeError());
-  JitOptions jit;
-  jit.arch = gpuArch((*world)->device(rank));
-  auto image = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, jit);
+  auto image = compileForDevice(*compiled, (*world)->device(rank));
   if (!image)
     return reportError(onRank(rank, image.takeError()));
   auto instance = CollectiveInstance::create(**world, *compiled, image->image, count,
@@ -290,82 +219,16 @@ int runProcess(RunSettings& settings, const std::string& specName, const LaunchE
     return kSuccess;
   // NCCL on the world's communicator, in the same harness: cudaMalloc buffers, one graph per
   // rank, the same inputs and checks. (Symmetric windows are measured in one-process mode.)
-  std::string ncclPlain = "-", ratio = "-";
+  std::vector<NcclPoint> nccl;
   if (settings.nccl) {
-    auto ncclInstance = CollectiveInstance::createNccl(**world, *compiled, count);
-    if (!ncclInstance)
-      return reportError(onRank(rank, ncclInstance.takeError()));
-    auto timing = runAndCheck(**world, **ncclInstance, *compiled, settings.run);
-    if (!timing)
-      return reportError(onRank(rank, timing.takeError()));
-    if (!timing->correct) {
-      llvm::errs() << "collc run: rank " << rank
-                   << ": NCCL gave a wrong result: " << timing->firstMismatches << "\n";
-    } else {
-      ncclPlain = fmt::format("{:.2f}", timing->usPerOp);
-      ratio = fmt::format("{:.2f}", timing->usPerOp / report->usPerOp);
-    }
+    auto points = benchNcclInWorld(**world, *compiled, ncclSettings(settings));
+    if (!points)
+      return reportError(onRank(rank, points.takeError()));
+    nccl = std::move(*points);
   }
   if (rank == 0)
-    printTable(settings, options.nranks, report->usPerOp, ncclPlain, "-", ratio);
+    printTable(settings, *compiled, report->usPerOp, std::move(nccl));
   return kSuccess;
-}
-
-/// --procs N: starts N copies of this very command line, one rank each, and waits for them.
-int launchProcs(const ParsedArguments& args, const RunSettings& settings,
-                const std::string& specName) {
-  auto procs = parseSize(*args.get("procs"));
-  if (!procs || *procs < 1 || *procs > COLLC_MAX_RANKS)
-    return usageError(
-        fmt::format("--procs takes a number of processes from 1 to {}", COLLC_MAX_RANKS));
-  const int n = int(*procs);
-  if (settings.ranksGiven && settings.compile.nranks != n)
-    return usageError(fmt::format("--ranks={} and --procs={} disagree; --procs alone is enough",
-                                  settings.compile.nranks, n));
-  if (auto env = parseLaunchEnvironment(processEnvironment()); !env)
-    return reportError(env.takeError());
-  else if (*env)
-    return usageError("--procs starts its own processes, but this one was started by a "
-                      "launcher (" +
-                      (*env)->source + " is set): leave --procs out");
-  double timeoutSeconds = 900;
-  if (auto text = args.get("procs-timeout")) {
-    char* end = nullptr;
-    timeoutSeconds = std::strtod(text->c_str(), &end);
-    if (end == text->c_str() || *end != '\0' || !(timeoutSeconds > 0))
-      return usageError("--procs-timeout takes a positive number of seconds");
-  }
-  // What would fail in every child fails once, here: a wrong spec, too few GPUs.
-  CompileOptions options = settings.compile;
-  options.nranks = n;
-  auto spec = loadSpec(specName);
-  if (!spec)
-    return reportError(spec.takeError());
-  if (auto compiled = compileCollective(*spec, options, llvm::errs()); !compiled)
-    return reportError(compiled.takeError());
-  auto gpus = gpuCount();
-  if (!gpus) {
-    llvm::errs() << "collc run: " << llvm::toString(gpus.takeError()) << "\n";
-    return kUserError;
-  }
-  if (*gpus < n)
-    return usageError(fmt::format("--procs={} needs {} GPUs; this machine has {}", n, n, *gpus));
-
-  auto commandLine = thisCommandLine();
-  if (!commandLine)
-    return reportError(commandLine.takeError());
-  WorldLaunch launch;
-  launch.processes = n;
-  launch.args.assign(commandLine->begin() + 1, commandLine->end());
-  launch.timeoutSeconds = timeoutSeconds;
-  auto outcome = launchWorld(launch, prefixedOutputSink());
-  if (!outcome)
-    return reportError(outcome.takeError());
-  if (outcome->exitCode == 0)
-    return kSuccess;
-  llvm::errs() << "collc run: " << outcome->failure << "\n";
-  // The failed rank's own status where it is one of ours; a crash or a timeout is collc's.
-  return outcome->exitCode == kUserError ? kUserError : kInternalError;
 }
 
 } // namespace
@@ -376,16 +239,30 @@ int runRun(const ParsedArguments& args) {
   if (!parseSettings(args, settings, error))
     return usageError(error);
   const std::string specName = args.positionals()[0];
-  // --procs makes this process the launcher, unless it is one of the children it started.
-  if (args.has("procs") && !startedByCollcLauncher(processEnvironment(), int(getppid())))
-    return launchProcs(args, settings, specName);
-  auto env = parseLaunchEnvironment(processEnvironment());
-  if (!env)
-    return reportError(env.takeError());
-  if (*env)
-    return runProcess(settings, specName, **env);
-  if (args.has("procs-timeout"))
-    return usageError("--procs-timeout goes with --procs");
+  auto role = chooseWorldRole(args);
+  if (!role)
+    return reportError(role.takeError());
+  switch (role->kind) {
+  case WorldRole::Launcher:
+    return launchProcs(
+        args, "run",
+        settings.ranksGiven ? std::optional<int>(settings.compile.nranks) : std::nullopt,
+        [&](int processes) {
+          // What would fail in every child fails once, here: a wrong spec.
+          CompileOptions options = settings.compile;
+          options.nranks = processes;
+          auto spec = loadSpec(specName);
+          if (!spec)
+            return reportError(spec.takeError());
+          if (auto compiled = compileCollective(*spec, options, llvm::errs()); !compiled)
+            return reportError(compiled.takeError());
+          return int(kSuccess);
+        });
+  case WorldRole::Rank:
+    return runProcess(settings, specName, role->env);
+  case WorldRole::OneProcess:
+    break;
+  }
   return runLocal(settings, specName);
 }
 

@@ -10,6 +10,7 @@ ir::Expr elementBound(const ir::Stmt& stmt) {
   switch (stmt.kind) {
   case ir::StmtKind::Put:
   case ir::StmtKind::AtomicAdd:
+  case ir::StmtKind::AtomicLineAdd:
     return stmt.sources[0].bound;
   case ir::StmtKind::Copy:
   case ir::StmtKind::Reduce:

@@ -28,6 +28,14 @@ bool lowerLLSync(ir::Program& program, const VerifyResult& proof, Diagnostics& d
 /// element a peer writes is read exactly once per call.
 bool lowerSentinelSync(ir::Program& program, const VerifyResult& proof, Diagnostics& diags);
 
+/// The ll128_atomic strategy (sum only), on a reduce-scatter written as puts into per-sender slots
+/// plus one reduce: every rank adds its part of a chunk into the owner's accumulation lines with
+/// vector atomics, counting in each line's first element (whose value goes to a side buffer); the
+/// owner takes a line when its count reaches nranks and zeroes it for the call after next. The
+/// scratch shrinks from nranks slots to one. The rest synchronizes as LL. Runs before partition.
+bool lowerLL128AtomicSync(ir::Program& program, const VerifyResult& proof, ReduceOp op,
+                          Diagnostics& diags);
+
 /// Sets the vector width (elements per memory operation) and unroll of every element loop.
 void vectorize(ir::Program& program, DType dtype, int vectorBytes, int unroll);
 

@@ -105,9 +105,44 @@ TEST(Compile, StrategiesOfLaterVersionsAreRefusedNotFaked) {
   auto spec = loadSpec("allreduce_oneshot");
   ASSERT_TRUE(bool(spec));
   CompileOptions options;
-  options.sync = SyncKind::LL128Atomic;
-  EXPECT_NE(compileError(spec->text, options).find("sync strategy 'll128_atomic' is not available"),
+  options.sync = SyncKind::LL128;
+  EXPECT_NE(compileError(spec->text, options).find("sync strategy 'll128' is not available"),
             std::string::npos);
+}
+
+TEST(Compile, LL128AtomicShrinksTheScratchToOneAccumulationBuffer) {
+  CompileOptions options;
+  options.sync = SyncKind::LL128Atomic;
+  options.nranks = 4;
+  options.dtype = DType::BF16;
+  auto compiled = compileOk("allreduce_twoshot", options);
+  // inbox: 4 slots of chunk_size(4096) = 1024 bf16 become one accumulation buffer of 1024, plus
+  // one line head per 8 elements; result stays n elements, as LL packets (twice the bytes).
+  ASSERT_EQ(compiled.scratch.size(), 3u);
+  EXPECT_EQ(compiled.scratch[0].bytes(4096), 1024u * 2u);
+  EXPECT_EQ(compiled.scratch[1].bytes(4096), 4096u * 2u * 2u);
+  EXPECT_EQ(compiled.scratch[2].name, "inbox_line_heads");
+  EXPECT_EQ(compiled.scratch[2].bytes(4096), 128u * 2u);
+  EXPECT_NE(compiled.cudaSource.find("red.relaxed.sys.global.add.noftz.v4.bf16x2"),
+            std::string::npos);
+  EXPECT_EQ(compiled.syncPointsPerCall, 0);
+}
+
+TEST(Compile, LL128AtomicIsRefusedWhereItCannotApply) {
+  CompileOptions options;
+  options.sync = SyncKind::LL128Atomic;
+  options.op = ReduceOp::Max;
+  auto spec = loadSpec("allreduce_twoshot");
+  ASSERT_TRUE(bool(spec));
+  EXPECT_NE(compileError(spec->text, options).find("which computes a sum"), std::string::npos);
+  options.op = ReduceOp::Sum;
+  // A reduce over every slot, with no separate operand for this rank's own part: not the
+  // pattern the strategy rewrites.
+  const char* noOwnOperand =
+      "collective c kind allreduce buffers in: T[n], out: T[n] scratch s[nranks]: T[n]\n"
+      "{ step push { for p in ranks { put in -> p.s[rank] } }\n"
+      "  step reduce { wait push  out = reduce(s[ranks]) } }";
+  EXPECT_NE(compileError(noOwnOperand, options).find("needs a reduce-scatter"), std::string::npos);
 }
 
 TEST(Compile, DataArrivalStrategiesReplaceTheBarrier) {
@@ -132,6 +167,17 @@ TEST(Compile, DataArrivalStrategiesReplaceTheBarrier) {
       EXPECT_EQ(compiled.scratch[0].fillBits, 0x8000u); // -0.0 in f16
     }
   }
+}
+
+TEST(Compile, ProgrammaticLaunchIsOnByDefaultAndCanBeTurnedOff) {
+  auto compiled = compileOk("allreduce_oneshot");
+  EXPECT_TRUE(compiled.programmaticLaunch);
+  EXPECT_NE(compiled.cudaSource.find("griddepcontrol.wait;"), std::string::npos);
+  CompileOptions options;
+  options.programmaticLaunch = false;
+  compiled = compileOk("allreduce_oneshot", options);
+  EXPECT_FALSE(compiled.programmaticLaunch);
+  EXPECT_EQ(compiled.cudaSource.find("griddepcontrol"), std::string::npos);
 }
 
 TEST(Compile, LLWidensVectorsToWholePackets) {

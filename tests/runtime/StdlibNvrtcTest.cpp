@@ -21,8 +21,10 @@ void PrintTo(const Variant& v, std::ostream* os) {
       << v.nranks << " ranks";
 }
 
-/// The strategies this version compiles; the others are refused with a diagnostic (CompileTest).
-constexpr SyncKind kStrategies[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL};
+/// The strategies this version compiles; ll128 is refused with a diagnostic (CompileTest), and
+/// ll128_atomic applies to sums only.
+constexpr SyncKind kStrategies[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL,
+                                    SyncKind::LL128Atomic};
 
 std::vector<Variant> allVariants() {
   std::vector<Variant> variants;
@@ -31,7 +33,8 @@ std::vector<Variant> allVariants() {
       for (DType dtype : kAllDTypes)
         for (ReduceOp op : kAllReduceOps)
           for (int nranks : {2, 8})
-            variants.push_back({spec, sync, dtype, op, nranks});
+            if (sync != SyncKind::LL128Atomic || op == ReduceOp::Sum)
+              variants.push_back({spec, sync, dtype, op, nranks});
   return variants;
 }
 

@@ -1,0 +1,25 @@
+# Runs a command and checks its exit status and output, for tests of the collc tool itself:
+#   cmake -DARGS="prog|arg|..." -DSTATUS=N -DREGEX=... [-DFILE=path -DFILE_REGEX=...] -P this
+# ARGS separates words with "|" (a ";" would be split by add_test). The output checked is stdout
+# and stderr together; FILE, when given, must exist afterwards and match FILE_REGEX.
+string(REPLACE "|" ";" command "${ARGS}")
+if(DEFINED FILE)
+  file(REMOVE "${FILE}")
+endif()
+execute_process(COMMAND ${command} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(output "${out}${err}")
+if(NOT "${status}" STREQUAL "${STATUS}")
+  message(FATAL_ERROR "exit status ${status}, expected ${STATUS}; output:\n${output}")
+endif()
+if(NOT output MATCHES "${REGEX}")
+  message(FATAL_ERROR "output does not match '${REGEX}':\n${output}")
+endif()
+if(DEFINED FILE)
+  if(NOT EXISTS "${FILE}")
+    message(FATAL_ERROR "${FILE} was not written; output:\n${output}")
+  endif()
+  file(READ "${FILE}" content)
+  if(NOT content MATCHES "${FILE_REGEX}")
+    message(FATAL_ERROR "${FILE} does not match '${FILE_REGEX}':\n${content}")
+  endif()
+endif()
