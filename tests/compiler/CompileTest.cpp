@@ -35,6 +35,19 @@ std::string compileError(const std::string& specText, const CompileOptions& opti
   return out.str();
 }
 
+/// True if the spec text compiles; its diagnostics are printed by the failing expectation.
+bool compilesText(const std::string& specText, const CompileOptions& options) {
+  std::string diagnostics;
+  llvm::raw_string_ostream out(diagnostics);
+  auto compiled = compileCollective(SpecSource{"spec.coll", specText}, options, out);
+  EXPECT_TRUE(bool(compiled)) << out.str();
+  if (!compiled) {
+    llvm::consumeError(compiled.takeError());
+    return false;
+  }
+  return true;
+}
+
 TEST(Compile, StdlibHasBothAllReduces) {
   auto names = stdlibNames();
   EXPECT_NE(std::find(names.begin(), names.end(), "allreduce_oneshot"), names.end());
@@ -214,12 +227,7 @@ TEST(Compile, DataArrivalRefusesLocalCrossThreadDependencies) {
   std::string diagnostics = compileError(spec, options);
   EXPECT_NE(diagnostics.find("another thread of the same rank"), std::string::npos) << diagnostics;
   options.sync = SyncKind::Barrier; // the same spec is fine with a barrier
-  std::string text;
-  llvm::raw_string_ostream out(text);
-  auto compiled = compileCollective(SpecSource{"spec.coll", spec}, options, out);
-  EXPECT_TRUE(bool(compiled)) << out.str();
-  if (!compiled)
-    llvm::consumeError(compiled.takeError());
+  EXPECT_TRUE(compilesText(spec, options));
 }
 
 TEST(Compile, SentinelRefusesDataReadTwice) {
@@ -232,12 +240,7 @@ TEST(Compile, SentinelRefusesDataReadTwice) {
   options.sync = SyncKind::Sentinel;
   EXPECT_NE(compileError(spec, options).find("read more than once (or never)"), std::string::npos);
   options.sync = SyncKind::LL; // LL packets can be read any number of times
-  std::string text;
-  llvm::raw_string_ostream out(text);
-  auto compiled = compileCollective(SpecSource{"spec.coll", spec}, options, out);
-  EXPECT_TRUE(bool(compiled)) << out.str();
-  if (!compiled)
-    llvm::consumeError(compiled.takeError());
+  EXPECT_TRUE(compilesText(spec, options));
 }
 
 TEST(Compile, AtomicAddRequiresSum) {
