@@ -80,6 +80,8 @@ private:
          program_.scratchCopies);
     line("typedef {} Word; // one vector of kVec elements",
          wordType(vectorElems() * int(sizeOf(target_.dtype))));
+    line("constexpr int kChunkAlign = {}; // chunks start at multiples of this many elements",
+         ir::kChunkAlignElems);
     out_ += elementHelpers(target_.dtype);
     out_ += combineFunction(target_.op);
     out_ += kPrelude;

@@ -78,10 +78,10 @@ const char* combineFunction(ReduceOp op) {
 const char* const kPrelude = R"cuda(
 typedef unsigned long long u64;
 
-/// Must match ir::ExprNode::chunkSize: ceil(length / nranks) rounded up to 8 elements, so that
+/// ir::ExprNode::chunkSize: ceil(length / nranks) rounded up to kChunkAlign elements, so that
 /// every chunk starts 16-byte aligned whatever the element type.
 __device__ __forceinline__ u64 chunk_size(u64 length) {
-  return ((length + kRanks - 1) / kRanks + 7) / 8 * 8;
+  return ((length + kRanks - 1) / kRanks + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
 }
 __device__ __forceinline__ u64 min_u64(u64 a, u64 b) { return a < b ? a : b; }
 /// First element and length of chunk k when `length` elements are split into kRanks chunks.

@@ -282,13 +282,11 @@ private:
       locallyWritten_.insert(r.bufferIndex);
     }
     c.reads = 0;
-    if (atomic && c.writerStep == step_ && c.atomic) {
+    // An atomic add accumulates onto what the element holds; a plain write replaces it.
+    if (atomic)
       c.value.insert(c.value.end(), value.begin(), value.end());
-    } else if (atomic) {
-      c.value.insert(c.value.end(), value.begin(), value.end());
-    } else {
+    else
       c.value = std::move(value);
-    }
     std::sort(c.value.begin(), c.value.end());
     c.written = true;
     c.atomic = atomic;

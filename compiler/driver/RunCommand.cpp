@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 #include <llvm/Support/raw_ostream.h>
+#include <optional>
 
 namespace collc::driver {
 
@@ -105,6 +106,22 @@ void printTable(const RunSettings& settings, const CompiledCollective& compiled,
   writeTable(llvm::outs(), results, /*variantColumn=*/false);
 }
 
+/// Says whether the checked calls were right: the mismatches on stderr (kInternalError), or the
+/// count of checked calls on stdout (once: by rank 0 when `rank` names this process's rank).
+int reportCorrectness(const RunReport& report, std::optional<int> rank) {
+  if (!report.correct) {
+    llvm::errs() << "collc run: " << (rank ? "rank " + std::to_string(*rank) + ": " : "")
+                 << "WRONG RESULT\n"
+                 << report.firstMismatches << "\n";
+    return kInternalError;
+  }
+  if (!rank || *rank == 0)
+    llvm::outs() << fmt::format("correct: {} calls checked on every rank against a float64 "
+                                "reference\n",
+                                report.checkedCalls);
+  return kSuccess;
+}
+
 /// One process drives every rank: the LocalWorld path.
 int runLocal(RunSettings& settings, const std::string& specName) {
   CompileOptions& options = settings.compile;
@@ -142,13 +159,8 @@ int runLocal(RunSettings& settings, const std::string& specName) {
   auto report = runAndCheck(**world, **instance, *compiled, settings.run);
   if (!report)
     return reportError(report.takeError());
-  if (!report->correct) {
-    llvm::errs() << "collc run: WRONG RESULT\n" << report->firstMismatches << "\n";
-    return kInternalError;
-  }
-  llvm::outs() << fmt::format("correct: {} calls checked on every rank against a float64 "
-                              "reference\n",
-                              report->checkedCalls);
+  if (int status = reportCorrectness(*report, std::nullopt); status != kSuccess)
+    return status;
   if (!settings.run.time)
     return kSuccess;
   // NCCL in the same run, on the same GPUs, after collc's world is gone (it owns their memory).
@@ -206,15 +218,8 @@ int runProcess(RunSettings& settings, const std::string& specName, const LaunchE
   auto report = runAndCheck(**world, **instance, *compiled, settings.run);
   if (!report)
     return reportError(onRank(rank, report.takeError()));
-  if (!report->correct) {
-    llvm::errs() << "collc run: rank " << rank << ": WRONG RESULT\n"
-                 << report->firstMismatches << "\n";
-    return kInternalError;
-  }
-  if (rank == 0)
-    llvm::outs() << fmt::format("correct: {} calls checked on every rank against a float64 "
-                                "reference\n",
-                                report->checkedCalls);
+  if (int status = reportCorrectness(*report, rank); status != kSuccess)
+    return status;
   if (!settings.run.time)
     return kSuccess;
   // NCCL on the world's communicator, in the same harness: cudaMalloc buffers, one graph per

@@ -8,6 +8,7 @@
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
 #include "runtime/RunHarness.h"
+#include "tests/StdlibStrategies.h"
 #include "tests/gpu/GpuTestMain.h"
 
 #include <chrono>
@@ -67,13 +68,8 @@ std::string shortSpecName(const std::string& spec) {
   return spec.rfind(prefix, 0) == 0 ? spec.substr(prefix.size()) : spec;
 }
 
-/// The strategies this version compiles for the stdlib specs (ll128_atomic: sums only).
-constexpr SyncKind kStrategies[] = {SyncKind::Barrier, SyncKind::LL, SyncKind::Sentinel,
-                                    SyncKind::LL128Atomic};
-
-bool applies(SyncKind sync, ReduceOp op) {
-  return sync != SyncKind::LL128Atomic || op == ReduceOp::Sum;
-}
+using tests::kImplementedStrategies;
+using tests::strategyApplies;
 
 struct AllReduceCase {
   std::string spec;
@@ -92,15 +88,15 @@ std::vector<AllReduceCase> allReduceCases() {
   const uint64_t counts[] = {1, 7, 8, 9, 1000, 4097, 65536 + 3, 1 << 20};
   std::vector<AllReduceCase> cases;
   for (const char* spec : {"allreduce_oneshot", "allreduce_twoshot"}) {
-    for (SyncKind sync : kStrategies) {
+    for (SyncKind sync : kImplementedStrategies) {
       for (DType dtype : kAllDTypes)
         for (ReduceOp op : kAllReduceOps)
           for (uint64_t count : counts)
-            if (applies(sync, op))
+            if (strategyApplies(sync, op))
               cases.push_back({spec, sync, dtype, op, count});
       // 16 Mi elements (64 MiB per rank) only in f32: the large-size paths are the same per type.
       for (ReduceOp op : kAllReduceOps)
-        if (applies(sync, op))
+        if (strategyApplies(sync, op))
           cases.push_back({spec, sync, DType::F32, op, uint64_t(16) << 20});
     }
   }
@@ -152,7 +148,7 @@ void PrintTo(const StressCase& c, std::ostream* os) {
 std::vector<StressCase> stressCases() {
   std::vector<StressCase> cases;
   for (const char* spec : {"allreduce_oneshot", "allreduce_twoshot"})
-    for (SyncKind sync : kStrategies)
+    for (SyncKind sync : kImplementedStrategies)
       for (DType dtype : {DType::F32, DType::BF16})
         cases.push_back({spec, sync, dtype});
   return cases;
@@ -204,7 +200,7 @@ void PrintTo(const WatchdogCase& c, std::ostream* os) {
 std::vector<WatchdogCase> watchdogCases() {
   std::vector<WatchdogCase> cases;
   for (const char* spec : {"allreduce_oneshot", "allreduce_twoshot"})
-    for (SyncKind sync : kStrategies)
+    for (SyncKind sync : kImplementedStrategies)
       cases.push_back({spec, sync});
   return cases;
 }

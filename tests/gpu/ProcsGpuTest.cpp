@@ -14,6 +14,7 @@
 #include "runtime/Devices.h"
 #include "runtime/Launcher.h"
 #include "runtime/NcclLibrary.h"
+#include "tests/StdlibStrategies.h"
 
 #include <cctype>
 #include <gtest/gtest.h>
@@ -96,9 +97,6 @@ const std::vector<std::pair<std::string, std::string>> kTwoNodes = {
     {"NCCL_IB_DISABLE", "1"},
     {"NCCL_SOCKET_IFNAME", "lo"}};
 
-const SyncKind kAllSyncKinds[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL,
-                                  SyncKind::LL128, SyncKind::LL128Atomic};
-
 struct SpecSync {
   std::string spec;
   SyncKind sync;
@@ -112,13 +110,13 @@ std::vector<SpecSync> specSyncCases() {
   std::vector<SpecSync> cases;
   for (const std::string& spec : stdlibNames())
     if (spec.rfind("allreduce", 0) == 0)
-      for (SyncKind sync : kAllSyncKinds)
+      for (SyncKind sync : tests::kImplementedStrategies)
         cases.push_back({spec, sync});
   return cases;
 }
 
-/// Why the compiler refuses (spec, sync) for 2 ranks in f32 sum, or "" if it accepts it: a
-/// strategy the compiler does not (yet) implement skips here, with its reason, before any
+/// Why the compiler refuses (spec, sync) for 2 ranks in f32 sum, or "" if it accepts it. Every
+/// case is a strategy this version implements, so a refusal is a failure, found before any
 /// process starts.
 std::string refusal(const SpecSync& c) {
   llvm::Expected<SpecSource> spec = loadSpec(c.spec);
@@ -146,32 +144,31 @@ std::string caseName(const ::testing::TestParamInfo<SpecSync>& info) {
 
 TEST_P(ProcsMatrix, EveryDtypeOpAndSizeMatchesFloat64Reference) {
   const SpecSync& c = GetParam();
-  if (std::string why = refusal(c); !why.empty())
-    GTEST_SKIP() << "the compiler refuses " << c.spec << " with sync " << name(c.sync) << ": "
-                 << why;
+  const std::string why = refusal(c);
+  ASSERT_TRUE(why.empty()) << "the compiler refuses " << c.spec << " with sync " << name(c.sync)
+                           << ": " << why;
   WorldRun run = runScenario({"matrix", c.spec, std::string(name(c.sync))});
   EXPECT_EQ(run.outcome.exitCode, 0) << run.outcome.failure << "\n" << run.all;
+  size_t ops = 0;
+  for (ReduceOp op : kAllReduceOps)
+    ops += tests::strategyApplies(c.sync, op);
   for (int rank = 0; rank < 2; ++rank) {
     EXPECT_TRUE(run.withPrefix("FAIL", rank).empty()) << run.all;
-    // 3 dtypes x 3 ops x 8 sizes, less the variants the compiler refuses (listed as SKIP).
-    EXPECT_EQ(run.withPrefix("PASS", rank).size() + 8 * run.withPrefix("SKIP", rank).size(), 72u)
-        << run.all;
+    // 3 dtypes x the ops the strategy applies to x 8 sizes, every one checked.
+    EXPECT_EQ(run.withPrefix("PASS", rank).size(), 3 * ops * 8) << run.all;
   }
-  for (const std::string& line : run.withPrefix("SKIP"))
-    RecordProperty("skipped", line);
 }
 
 TEST_P(ProcsMatrix, GraphsOfBackToBackCallsAndTiming) {
   const SpecSync& c = GetParam();
-  if (std::string why = refusal(c); !why.empty())
-    GTEST_SKIP() << "the compiler refuses " << c.spec << " with sync " << name(c.sync) << ": "
-                 << why;
+  const std::string why = refusal(c);
+  ASSERT_TRUE(why.empty()) << "the compiler refuses " << c.spec << " with sync " << name(c.sync)
+                           << ": " << why;
   WorldRun run = runScenario({"graph", c.spec, std::string(name(c.sync))});
   EXPECT_EQ(run.outcome.exitCode, 0) << run.outcome.failure << "\n" << run.all;
   for (int rank = 0; rank < 2; ++rank) {
     EXPECT_TRUE(run.withPrefix("FAIL", rank).empty()) << run.all;
-    EXPECT_EQ(run.withPrefix("PASS", rank).size() + 2 * run.withPrefix("SKIP", rank).size(), 4u)
-        << run.all;
+    EXPECT_EQ(run.withPrefix("PASS", rank).size(), 4u) << run.all;
   }
 }
 
@@ -280,8 +277,8 @@ std::vector<std::string> resultRow(const WorldRun& run) {
 }
 
 TEST_F(ProcsGpu, CollcRunProcsAgainstNcclInTheSameRun) {
-  if (collcTool().empty())
-    GTEST_SKIP() << "no collc next to this binary";
+  // The build and scripts/gpu-bundle both put collc next to this binary: missing is a failure.
+  ASSERT_FALSE(collcTool().empty()) << "no collc next to this binary";
   WorldRun run = runCollc({"run", "allreduce_oneshot", "--procs", "2", "--dtype", "bf16", "--count",
                            "64K", "--nccl", "--graph-ops", "20", "--replays", "3"},
                           1);
@@ -297,8 +294,8 @@ TEST_F(ProcsGpu, CollcRunProcsAgainstNcclInTheSameRun) {
 }
 
 TEST_F(ProcsGpu, CollcRunUnderALauncherAcrossTwoNodesUsesNccl) {
-  if (collcTool().empty())
-    GTEST_SKIP() << "no collc next to this binary";
+  // The build and scripts/gpu-bundle both put collc next to this binary: missing is a failure.
+  ASSERT_FALSE(collcTool().empty()) << "no collc next to this binary";
   // The launcher's variables only, no --procs: how torchrun or mpirun would start it.
   WorldRun run = runCollc({"run", "allreduce_twoshot", "--dtype", "f32", "--op", "max", "--count",
                            "4097", "--graph-ops", "10", "--replays", "3"},
@@ -311,8 +308,8 @@ TEST_F(ProcsGpu, CollcRunUnderALauncherAcrossTwoNodesUsesNccl) {
 }
 
 TEST_F(ProcsGpu, CollcRunProcsReportsAWrongSetupOnce) {
-  if (collcTool().empty())
-    GTEST_SKIP() << "no collc next to this binary";
+  // The build and scripts/gpu-bundle both put collc next to this binary: missing is a failure.
+  ASSERT_FALSE(collcTool().empty()) << "no collc next to this binary";
   WorldRun run = runCollc({"run", "allreduce_oneshot", "--procs", "3"}, 1);
   EXPECT_EQ(run.outcome.exitCode, 1) << run.all;
   EXPECT_TRUE(run.contains("--procs=3 needs 3 GPUs; this machine has 2")) << run.all;

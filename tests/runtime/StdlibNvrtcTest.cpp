@@ -2,6 +2,7 @@
 // sm_90 cubin with NVRTC. No GPU is needed: this runs in CI.
 #include "compiler/Compile.h"
 #include "runtime/Jit.h"
+#include "tests/StdlibStrategies.h"
 
 #include <gtest/gtest.h>
 
@@ -21,19 +22,14 @@ void PrintTo(const Variant& v, std::ostream* os) {
       << v.nranks << " ranks";
 }
 
-/// The strategies this version compiles; ll128 is refused with a diagnostic (CompileTest), and
-/// ll128_atomic applies to sums only.
-constexpr SyncKind kStrategies[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL,
-                                    SyncKind::LL128Atomic};
-
 std::vector<Variant> allVariants() {
   std::vector<Variant> variants;
   for (const auto& spec : stdlibNames())
-    for (SyncKind sync : kStrategies)
+    for (SyncKind sync : tests::kImplementedStrategies)
       for (DType dtype : kAllDTypes)
         for (ReduceOp op : kAllReduceOps)
           for (int nranks : {2, 8})
-            if (sync != SyncKind::LL128Atomic || op == ReduceOp::Sum)
+            if (tests::strategyApplies(sync, op))
               variants.push_back({spec, sync, dtype, op, nranks});
   return variants;
 }
