@@ -1,10 +1,13 @@
 #include "compiler/Compile.h"
 
 #include "compiler/CudaCodeGen.h"
+#include "compiler/ExpandSteps.h"
 #include "compiler/FormatSource.h"
 #include "compiler/Lower.h"
+#include "compiler/RowEpilogue.h"
 #include "compiler/Sema.h"
 #include "compiler/Verifier.h"
+#include "dsl/CollectiveShapes.h"
 #include "dsl/Parser.h"
 #include "runtime/collc_abi.h"
 
@@ -134,6 +137,11 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
                                  " ranks: the spec declares ranks " +
                                  std::to_string(program.minRanks) + ".." +
                                  std::to_string(program.maxRanks));
+  if (hasRoot(program.kind) && (options.root < 0 || options.root >= options.nranks))
+    diags.error(program.loc, "root " + std::to_string(options.root) + " is not a rank of a " +
+                                 std::to_string(options.nranks) + "-rank " +
+                                 std::string(name(program.kind)) + "; it must be 0.." +
+                                 std::to_string(options.nranks - 1));
   SyncKind sync = options.sync.value_or(program.defaultSync);
   program.sync = sync;
   if (options.sync)
@@ -150,15 +158,23 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   launch.vectorBytes = std::max<int>(launch.vectorBytes, sizeOf(options.dtype));
   if (diags.hasErrors())
     return fail();
+  auto steps = expandRepeatedSteps(program, options.nranks, diags);
+  if (!steps)
+    return fail();
+  program.steps = std::move(*steps);
+  const int root = hasRoot(program.kind) ? options.root : 0;
 
   LowerOptions lowerOptions;
   lowerOptions.dtype = options.dtype;
   lowerOptions.op = options.op;
   lowerOptions.vectorBytes = launch.vectorBytes;
   lowerOptions.unroll = launch.unroll;
+  lowerOptions.experimentalLL128 = options.experimentalLL128;
   if (options.printIr && options.printIrAfterAll)
     lowerOptions.printAfterEach = options.printIr;
-  if (!lower(program, checked.proof, lowerOptions, diags))
+  const int64_t rowLength = options.rowLength ? options.rowLength : program.defaultRowLength;
+  if (!lower(program, checked.proof, lowerOptions, diags) ||
+      !checkRowLength(program, rowLength, diags))
     return fail();
   if (options.printIr && !options.printIrAfterAll)
     ir::print(program, *options.printIr);
@@ -167,6 +183,9 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   target.dtype = options.dtype;
   target.op = options.op;
   target.nranks = options.nranks;
+  target.root = root;
+  target.rowLength = rowLength;
+  target.eps = options.eps;
   target.launch = launch;
   target.watchdog = options.watchdog;
   target.programmaticLaunch = options.programmaticLaunch;
@@ -186,12 +205,17 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   compiled.op = options.op;
   compiled.sync = sync;
   compiled.nranks = options.nranks;
+  compiled.root = root;
   compiled.launch = launch;
   compiled.syncPointsPerCall = program.syncPoints;
   compiled.scratchCopies = program.scratchCopies;
   compiled.programmaticLaunch = options.programmaticLaunch;
   for (const auto& step : program.steps)
     compiled.stepNames.push_back(step.name);
+  compiled.rowLength = rowLength;
+  compiled.eps = options.eps;
+  compiled.aux = describeAuxBuffers(program, options.nranks, rowLength);
+  compiled.addRmsNorm = findAddRmsNorm(program);
   for (const ir::Buffer* buffer : program.scratchBuffers()) {
     ScratchBuffer scratch;
     scratch.name = buffer->name;
@@ -201,12 +225,19 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
     const bool packets = buffer->access == ir::BufferAccess::LL;
     // Accumulation lines are added and zeroed in whole 128-byte lines.
     const bool lines = buffer->access == ir::BufferAccess::AtomicLines;
+    // LL128 lines carry 120 bytes of data in 128; with lines per chunk, every chunk starts a line.
+    const bool ll128 = buffer->access == ir::BufferAccess::LL128;
+    const bool linesPerChunk = buffer->linesPerChunk;
     ir::Expr slots = buffer->slots, elems = buffer->slotElems;
-    ir::Env env{0, nranks, 0, {}};
+    ir::Env env;
+    env.nranks = nranks;
     scratch.slots = int(ir::evaluate(slots, env).value_or(1));
-    scratch.bytes = [slots, elems, nranks, elementBytes, packets,
-                     lines](uint64_t count) -> uint64_t {
-      ir::Env env{0, nranks, int64_t(count), {}};
+    const ir::Expr chunkElems = ir::ExprNode::chunkSize(elems);
+    scratch.bytes = [slots, elems, chunkElems, nranks, elementBytes, packets, lines, ll128,
+                     linesPerChunk](uint64_t count) -> uint64_t {
+      ir::Env env;
+      env.nranks = nranks;
+      env.count = int64_t(count);
       auto s = ir::evaluate(slots, env), e = ir::evaluate(elems, env);
       if (!s || !e || *s < 0 || *e < 0)
         internalError("scratch size does not evaluate for count " + std::to_string(count));
@@ -215,6 +246,14 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
         slotBytes = (slotBytes + 7) / 8 * 16;
       if (lines)
         slotBytes = (slotBytes + 127) / 128 * 128;
+      if (ll128) {
+        auto lineBytes = [](uint64_t bytes) { return (bytes + 119) / 120 * 128; };
+        if (linesPerChunk)
+          slotBytes =
+              uint64_t(nranks) * lineBytes(uint64_t(*ir::evaluate(chunkElems, env)) * elementBytes);
+        else
+          slotBytes = lineBytes(slotBytes);
+      }
       return uint64_t(*s) * slotBytes;
     };
     if (buffer->access == ir::BufferAccess::Sentinel) {

@@ -17,7 +17,14 @@ struct CompileOptions {
   DType dtype = DType::F32;
   ReduceOp op = ReduceOp::Sum;
   int nranks = 2;
-  std::optional<SyncKind> sync;                            // unset: the spec's default
+  /// The root rank of a broadcast or reduce, 0..nranks-1; a constant of the generated kernel (so
+  /// part of its source and cache key). Other kinds have none and ignore it.
+  int root = 0;
+  /// The row length of a spec with `rows NAME` (e.g. the hidden size); a constant of the kernel.
+  /// 0: the spec's default (`rows hidden = 4096`), an error if it has none.
+  int64_t rowLength = 0;
+  float eps = 1e-6f;            // rmsnorm's epsilon, a constant of the kernel
+  std::optional<SyncKind> sync; // unset: the spec's default
   std::optional<int> blocks, threads, vectorBytes, unroll; // unset: the spec's launch defaults
   bool formatSource = true;                                // run clang-format over the emitted CUDA
   /// Polls give up after the runtime's timeout and report where they waited. false removes the
@@ -26,6 +33,9 @@ struct CompileOptions {
   /// Programmatic dependent launch (sm_90): the kernel's launch overlaps the previous kernel's
   /// tail on the stream; it waits for that kernel before reading or writing anything.
   bool programmaticLaunch = true;
+  /// Compile the ll128 strategy although it is not trusted yet (dsl/README.md, ll128): for
+  /// investigating it on a machine, never for results that matter.
+  bool experimentalLL128 = false;
   llvm::raw_ostream* printAst = nullptr; // if set, the parsed tree is printed here
   llvm::raw_ostream* printIr = nullptr;  // if set, the lowered IR is printed here
   bool printIrAfterAll = false;          // with printIr: after every pass, not only the last

@@ -1,13 +1,14 @@
 #include "compiler/CompiledCollective.h"
 
+#include "dsl/CollectiveShapes.h"
+
 namespace collc {
 
-// AllReduce, the one kind this version compiles: input and output both hold `count` elements.
 uint64_t CompiledCollective::inputCount(uint64_t count) const {
-  return count;
+  return inputElems(kind, count, nranks);
 }
 uint64_t CompiledCollective::outputCount(uint64_t count) const {
-  return count;
+  return outputElems(kind, count, nranks);
 }
 
 } // namespace collc

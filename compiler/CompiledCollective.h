@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,19 @@ struct ScratchBuffer {
   int fillWidth = 0;
 };
 
+/// A user buffer of the spec after the input and the output: a fused epilogue's residual, weight.
+struct AuxBuffer {
+  std::string name;
+  std::function<uint64_t(uint64_t count)> elements; // for a call of `count` elements
+  bool written = false; // the collective writes it (else it only reads the caller's data)
+};
+
+/// `residualOut = reduce(in, ...) + residualIn; out = rmsnorm(residualOut, weight)`, the fused
+/// AllReduce + residual add + RMSNorm of LLM decoding, as indices into CompiledCollective::aux.
+struct AddRmsNormEpilogue {
+  int residualIn = -1, residualOut = -1, weight = -1;
+};
+
 struct CompiledCollective {
   std::string specName;
   std::string kernelName; // the extern "C" __global__ entry point
@@ -41,6 +55,8 @@ struct CompiledCollective {
   ReduceOp op = ReduceOp::Sum;
   SyncKind sync = SyncKind::Barrier;
   int nranks = 2;
+  /// The root rank of a broadcast or reduce (a constant of the kernel); 0 for other kinds.
+  int root = 0;
   LaunchShape launch;
   std::vector<ScratchBuffer> scratch;
   /// Copies of the scratch region that calls rotate through (epoch % copies): 2 alternate by
@@ -53,9 +69,17 @@ struct CompiledCollective {
   int syncPointsPerCall = 0;
   /// Names of the spec's steps, indexed as collc_watchdog::step reports them.
   std::vector<std::string> stepNames;
+  /// `rows NAME`: the row length (n must be a multiple of it); 0 for a spec without rows.
+  int64_t rowLength = 0;
+  float eps = 1e-6f; // rmsnorm's epsilon
+  /// User buffers after the input and the output, in collc_params::aux order (RowEpilogue.h).
+  std::vector<AuxBuffer> aux;
+  /// The epilogue the run harness can check against a float64 reference, if the spec has it.
+  std::optional<AddRmsNormEpilogue> addRmsNorm;
 
   uint64_t flagsBytes() const { return uint64_t(launch.blocks) * nranks * 8; }
-  /// Elements of each rank's input and output buffer for a call of `count` elements.
+  /// Elements of each rank's input and output buffer for a call of `count` elements (the kind's
+  /// shapes, dsl/CollectiveShapes.h: n, or n * nranks).
   uint64_t inputCount(uint64_t count) const;
   uint64_t outputCount(uint64_t count) const;
 };

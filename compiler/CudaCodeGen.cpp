@@ -1,15 +1,14 @@
 #include "compiler/CudaCodeGen.h"
 
 #include "compiler/CudaPrelude.h"
+#include "compiler/RowPrelude.h"
+#include "dsl/CollectiveShapes.h"
 #include "dsl/Diagnostics.h"
 
 #include <algorithm>
 #include <fmt/format.h>
 
 namespace collc {
-
-// The ABI header's text, embedded at build time from runtime/collc_abi.h.
-std::string_view kernelAbiHeader();
 
 namespace {
 
@@ -69,6 +68,14 @@ private:
     line("namespace collc_kernel {{");
     line("typedef {} T; // the element type of this variant", cudaTypeName(target_.dtype));
     line("constexpr int kRanks = {};", target_.nranks);
+    if (hasRoot(program_.kind))
+      line("constexpr int kRoot = {}; // the root rank of this {}", target_.root,
+           name(program_.kind));
+    if (!program_.rowLengthName.empty()) {
+      line("constexpr unsigned long long kHidden = {}; // row length ('rows {}')",
+           target_.rowLength, program_.rowLengthName);
+      line("constexpr float kEps = {}f; // rmsnorm's epsilon", target_.eps);
+    }
     line("constexpr int kBlocks = {};", target_.launch.blocks);
     line("constexpr int kThreads = {};", target_.launch.threads);
     line("constexpr int kVec = {}; // elements per vector memory operation", vectorElems());
@@ -95,6 +102,11 @@ private:
     }
     if (uses(ir::BufferAccess::Sentinel))
       out_ += kSentinelPrelude;
+    if (uses(ir::BufferAccess::LL128))
+      out_ += kLL128Prelude;
+    if (std::any_of(program_.steps.begin(), program_.steps.end(),
+                    [](const ir::Step& step) { return step.byRows; }))
+      out_ += kRowPrelude;
     line("}}  // namespace collc_kernel");
     line("using namespace collc_kernel;");
     line("");
@@ -113,6 +125,7 @@ private:
     case ir::BufferRole::Input:
       return "buf_" + buffer->name;
     case ir::BufferRole::Output:
+    case ir::BufferRole::Aux:
       return "buf_" + buffer->name;
     case ir::BufferRole::Scratch:
       return fmt::format("scratch_{}({}, {})", buffer->name,
@@ -128,6 +141,9 @@ private:
       return bufferBase(region);
     if (region.buffer->access == ir::BufferAccess::LL)
       return bufferBase(region) + " + ll_packet(" + offset + ")";
+    if (region.buffer->access == ir::BufferAccess::LL128)
+      return fmt::format("{} + {}_chunk_lines * ({}) * 8", bufferBase(region), region.buffer->name,
+                         ir::toC(region.offset->b));
     return bufferBase(region) + " + " + offset;
   }
 
@@ -147,8 +163,20 @@ private:
     case ir::BufferAccess::AtomicLines:
       return fmt::format("atomic_lines_take(params, {}, {}, i, {}, {}, epoch)", pointer(region),
                          sidePointer(region), len, site);
+    case ir::BufferAccess::LL128:
+      return fmt::format("ll128_load(params, {}, i, {}, epoch, {}, epoch)", pointer(region), len,
+                         site);
     }
     return "?";
+  }
+
+  /// The elements of a region a thread may touch at i: the region's length, clipped in line loops
+  /// to this thread's part of the line.
+  std::string lengthText(const ir::Expr& length) const {
+    if (inRowStep_) // every region of a step split by rows is whole rows (RowEpilogue.h)
+      return "row_end";
+    return program_.lineLoops ? fmt::format("min_u64({}, lane_end)", ir::toC(length))
+                              : ir::toC(length);
   }
 
   /// The side buffer of an accumulation-line region: the first element of each of its lines.
@@ -166,6 +194,8 @@ private:
       return fmt::format("ll_store({}, i, {}, {}, flag);", pointer(region), len, value);
     case ir::BufferAccess::Sentinel:
       return fmt::format("sentinel_store({}, i, {}, {});", pointer(region), len, value);
+    case ir::BufferAccess::LL128:
+      return fmt::format("ll128_store({}, i, {}, {}, epoch);", pointer(region), len, value);
     case ir::BufferAccess::AtomicLines:
       internalError("accumulation lines are only added to (atomic_lines_add), never stored");
     }
@@ -199,28 +229,52 @@ private:
       } else if (buffer->role == ir::BufferRole::Output) {
         line("Bits* const buf_{} = static_cast<Bits*>(params.out); // {}", buffer->name,
              where(buffer->loc));
+      } else if (buffer->role == ir::BufferRole::Aux) {
+        line("Bits* const buf_{} = static_cast<Bits*>(params.aux[{}]); // {}", buffer->name,
+             buffer->auxIndex, where(buffer->loc));
       } else {
         const bool packets = buffer->access == ir::BufferAccess::LL;
+        const bool ll128 = buffer->access == ir::BufferAccess::LL128;
         line("// Scratch '{}' ({}): {} slot(s) of {} elements on every rank{}.", buffer->name,
              where(buffer->loc), ir::toC(buffer->slots), ir::toC(buffer->slotElems),
              packets                                        ? ", as LL packets"
+             : ll128 && buffer->linesPerChunk               ? ", as LL128 lines, per chunk"
+             : ll128                                        ? ", as LL128 lines"
              : buffer->access == ir::BufferAccess::Sentinel ? ", -0.0 until data arrives"
                                                             : "");
-        if (packets)
+        if (ll128) {
+          // Lines of 8 uint4; with lines per chunk every chunk of a slot starts a line.
+          if (buffer->linesPerChunk)
+            line("const u64 {}_chunk_lines = ll128_lines(chunk_size({}));", buffer->name,
+                 ir::toC(buffer->slotElems));
+          line("const u64 {}_slot_units = {} * 8;", buffer->name,
+               buffer->linesPerChunk ? fmt::format("kRanks * {}_chunk_lines", buffer->name)
+                                     : fmt::format("ll128_lines({})", ir::toC(buffer->slotElems)));
+        } else if (packets)
           line("const u64 {}_slot_packets = ({} * sizeof(Bits) + 7) / 8;", buffer->name,
                ir::toC(buffer->slotElems));
         else
           line("const u64 {}_slot_elems = {};", buffer->name, ir::toC(buffer->slotElems));
-        line("auto scratch_{} = [&](int owner, u64 slot) {{", buffer->name);
+        // A scratch buffer may go unused for some rank counts (a ring's partial sums at 2 ranks).
+        line("[[maybe_unused]] auto scratch_{} = [&](int owner, u64 slot) {{", buffer->name);
         line("return reinterpret_cast<{}*>(params.heap[owner] + params.scratch_offset[{}] +",
-             packets ? "uint4" : "Bits", buffer->scratchIndex);
+             packets || ll128 ? "uint4" : "Bits", buffer->scratchIndex);
         line("copy * params.parity_stride) + slot * {}_slot_{};", buffer->name,
-             packets ? "packets" : "elems");
+             ll128     ? "units"
+             : packets ? "packets"
+                       : "elems");
         line("}};");
       }
     }
-    line("const u64 first = (u64(blockIdx.x) * kThreads + threadIdx.x) * kVec;");
-    line("const u64 stride = u64(kBlocks) * kThreads * kVec;");
+    if (program_.lineLoops) {
+      line("// Element loops walk 128-byte lines: 8 threads per line, 120 bytes of data each.");
+      line("const unsigned lane8 = threadIdx.x % 8;");
+      line("const u64 first_line = (u64(blockIdx.x) * kThreads + threadIdx.x) / 8;");
+      line("const u64 line_stride = u64(kBlocks) * kThreads / 8;");
+    } else {
+      line("const u64 first = (u64(blockIdx.x) * kThreads + threadIdx.x) * kVec;");
+      line("const u64 stride = u64(kBlocks) * kThreads * kVec;");
+    }
     for (const auto& step : program_.steps)
       printStep(step);
     line("");
@@ -244,9 +298,20 @@ private:
            program_.barrierScope == ir::BarrierScope::Full ? "true" : "false", step.syncPointBefore,
            step.index);
     }
+    if (step.byRows) {
+      printRowStep(step);
+      return;
+    }
     for (const auto& loop : step.loops) {
       // With accumulation lines the loop runs to whole lines, so a line's 8 threads act together.
-      if (uses(ir::BufferAccess::AtomicLines))
+      if (program_.lineLoops) {
+        // Every thread of a line stays in the loop while the line holds data, so that the line
+        // is stored and polled by its 8 threads together; thread 7 carries half a vector.
+        line("for (u64 line = first_line; line * kLL128LineElems < {}; line += line_stride) {{",
+             ir::toC(loop.bound));
+        line("const u64 i = line * kLL128LineElems + lane8 * kVec;");
+        line("const u64 lane_end = i + (lane8 == 7 ? kVec / 2 : kVec);");
+      } else if (uses(ir::BufferAccess::AtomicLines))
         line("for (u64 i = first; i < round_lines({}); i += stride) {{", ir::toC(loop.bound));
       else
         line("for (u64 i = first; i < {}; i += stride) {{", ir::toC(loop.bound));
@@ -259,6 +324,14 @@ private:
   void printStmt(const ir::Stmt& stmt) {
     switch (stmt.kind) {
     case ir::StmtKind::Loop:
+      if (stmt.conditional) {
+        // Conditions print as "(a == b)", already parenthesized.
+        line("if {} {{", ir::toC(stmt.end));
+        for (const auto& inner : stmt.body)
+          printStmt(*inner);
+        line("}}");
+        return;
+      }
       line("#pragma unroll");
       line("for (int v_i_{0} = {1}; v_i_{0} < {2}; ++v_i_{0}) {{", stmt.var, ir::toC(stmt.begin),
            ir::toC(stmt.end));
@@ -274,7 +347,7 @@ private:
         line("// put {} -> {} ({})", stmt.sources[0].text, stmt.target.text, where(stmt.loc));
       else
         line("// {} = {} ({})", stmt.target.text, stmt.sources[0].text, where(stmt.loc));
-      std::string len = ir::toC(put ? stmt.sources[0].length : stmt.target.length);
+      std::string len = lengthText(put ? stmt.sources[0].length : stmt.target.length);
       line("{{");
       line("const Vec v = {};", load(stmt.sources[0], len, step_));
       line("{}", store(stmt.target, len, "v"));
@@ -283,7 +356,7 @@ private:
     }
     case ir::StmtKind::AtomicAdd: {
       line("// atomic_add {} -> {} ({})", stmt.sources[0].text, stmt.target.text, where(stmt.loc));
-      std::string len = ir::toC(stmt.sources[0].length);
+      std::string len = lengthText(stmt.sources[0].length);
       line("atomic_add_plain({}, i, {}, {});", pointer(stmt.target), len,
            load(stmt.sources[0], len, step_));
       return;
@@ -291,10 +364,12 @@ private:
     case ir::StmtKind::Reduce:
       printReduce(stmt);
       return;
+    case ir::StmtKind::RowNorm:
+      internalError("row-wise statements are printed by printRowStep, in a step split by rows");
     case ir::StmtKind::AtomicLineAdd: {
       line("// {} -> {}: added as accumulation lines ({})", stmt.sources[0].text, stmt.target.text,
            where(stmt.loc));
-      std::string len = ir::toC(stmt.sources[0].length);
+      std::string len = lengthText(stmt.sources[0].length);
       line("atomic_lines_add({}, {}, i, {}, {});", pointer(stmt.target), sidePointer(stmt.target),
            len, load(stmt.sources[0], len, step_));
       return;
@@ -308,7 +383,7 @@ private:
       operandsText += (operandsText.empty() ? "" : ", ") + operand.region.text;
     line("// {} = reduce({}) ({})", stmt.target.text, operandsText, where(stmt.loc));
     line("{{");
-    const std::string len = ir::toC(stmt.target.length);
+    const std::string len = lengthText(stmt.target.length);
     const auto& ops = stmt.operands;
     // Every operand is loaded (or polled) before any arithmetic, so the loads are in flight
     // together.
@@ -324,7 +399,7 @@ private:
       line("#pragma unroll");
       line("for (int k = 1; k < kRanks; ++k)");
       line("accumulate(acc, operands[k]);");
-      line("{}", store(stmt.target, len, "from_acc(acc)"));
+      printAddendsAndStore(stmt, len);
       line("}}");
       return;
     }
@@ -353,14 +428,83 @@ private:
     line("#pragma unroll");
     line("for (int k = 1; k < {}; ++k)", countText);
     line("accumulate(acc, operands[k]);");
+    printAddendsAndStore(stmt, len);
+    line("}}");
+  }
+
+  /// `+ a + b` after a reduce: added in float to the accumulator, whatever the operator, before
+  /// the one rounding of the store.
+  void printAddendsAndStore(const ir::Stmt& stmt, const std::string& len) {
+    for (const auto& addend : stmt.addends) {
+      line("{{ // + {}", addend.text);
+      line("const Vec addend = {};", load(addend, len, step_));
+      line("#pragma unroll");
+      line("for (int e = 0; e < kVec; ++e)");
+      line("acc.v[e] += to_float(addend.bits[e]);");
+      line("}}");
+    }
     line("{}", store(stmt.target, len, "from_acc(acc)"));
+  }
+
+  /// A step split by rows: block b takes rows b, b + kBlocks, ...; for each, its threads walk the
+  /// row's elements for the elementwise statements, and a row-wise statement sees the whole row.
+  void printRowStep(const ir::Step& step) {
+    inRowStep_ = true;
+    line("// Split by rows: one block per row at a time, so the block can reduce over the row.");
+    line("for (u64 row = blockIdx.x; row < count / kHidden; row += kBlocks) {{");
+    line("const u64 row_begin = row * kHidden;");
+    line("const u64 row_end = row_begin + kHidden;");
+    for (const auto& loop : step.loops) {
+      if (loop.stmts.size() == 1 && loop.stmts[0]->kind == ir::StmtKind::RowNorm) {
+        printRowNorm(*loop.stmts[0]);
+        continue;
+      }
+      line("for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{");
+      for (const auto& stmt : loop.stmts)
+        printStmt(*stmt);
+      line("}}");
+    }
+    line("}}");
+    inRowStep_ = false;
+  }
+
+  /// out = rmsnorm(y) * weight over one row: the sum of squares in float, reduced over the block,
+  /// then each element scaled in float and rounded once. y is read twice (the second time from
+  /// L1/L2): keeping the row in registers would tie the row length to the block shape.
+  void printRowNorm(const ir::Stmt& stmt) {
+    const ir::Region& rows = stmt.sources[0];
+    const ir::Region& weight = stmt.sources[1];
+    line("// {} = rmsnorm({}, {}) ({})", stmt.target.text, rows.text, weight.text, where(stmt.loc));
+    line("{{");
+    line("// Every thread's writes of this row above are visible to the whole block.");
+    line("__syncthreads();");
+    line("float sum_sq = 0.0f;");
+    line("for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{");
+    line("const Vec y = {};", load(rows, "row_end", step_));
+    line("#pragma unroll");
+    line("for (int e = 0; e < kVec; ++e) {{");
+    line("const float x = to_float(y.bits[e]);");
+    line("sum_sq += x * x;");
+    line("}}");
+    line("}}");
+    line("const float scale = rsqrtf(block_sum(sum_sq) / float(kHidden) + kEps);");
+    line("for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{");
+    line("const Vec y = {};", load(rows, "row_end", step_));
+    line("const Vec w = load_plain({}, i - row_begin, kHidden);", pointer(weight));
+    line("Vec normed;");
+    line("#pragma unroll");
+    line("for (int e = 0; e < kVec; ++e)");
+    line("normed.bits[e] = from_float(to_float(y.bits[e]) * scale * to_float(w.bits[e]));");
+    line("{}", store(stmt.target, "row_end", "normed"));
+    line("}}");
     line("}}");
   }
 
   const ir::Program& program_;
   const CodeGenTarget& target_;
   std::string out_;
-  int step_ = 0; // the step being printed, for the watchdog's record
+  int step_ = 0;           // the step being printed, for the watchdog's record
+  bool inRowStep_ = false; // printing a step split by rows: lengths end at the row's end
 };
 
 } // namespace

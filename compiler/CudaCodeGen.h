@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace collc {
 
@@ -16,6 +17,9 @@ struct CodeGenTarget {
   DType dtype;
   ReduceOp op;
   int nranks;
+  int root = 0;          // broadcast, reduce: the root rank, printed as the constant kRoot
+  int64_t rowLength = 0; // `rows NAME`: the row length, printed as the constant kHidden
+  float eps = 1e-6f;     // rmsnorm's epsilon, printed as the constant kEps
   LaunchShape launch;
   bool watchdog = true;           // bounded polls; false only to measure what the bound costs
   bool programmaticLaunch = true; // wait for the previous kernel at entry, let the next start
@@ -25,6 +29,9 @@ struct CodeGenTarget {
 };
 
 std::string kernelName(const ir::Program& program);
+/// The text of runtime/collc_abi.h (embedded at build time), which every generated kernel starts
+/// with; for hand-written kernels that take collc_params too (probes, tests).
+std::string_view kernelAbiHeader();
 std::string generateCuda(const ir::Program& program, const CodeGenTarget& target);
 
 } // namespace collc

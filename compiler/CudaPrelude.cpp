@@ -385,36 +385,131 @@ __device__ __forceinline__ void ll_store(uint4* packets, u64 i, u64 len, const V
                    : "memory");
 }
 
+/// One look at packet p: true (and its data in d0, d1) if it carries `flag` in both halves.
+__device__ __forceinline__ bool ll_try_load(const uint4* p, unsigned flag, unsigned& d0,
+                                            unsigned& d1, unsigned& seen) {
+  unsigned f0, f1;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(d0), "=r"(f0), "=r"(d1), "=r"(f1)
+               : "l"(p)
+               : "memory");
+  seen = f0 == flag ? f1 : f0;
+  return f0 == flag && f1 == flag;
+}
+
 /// Waits for elements [i, i + kVec) clipped to len to arrive with `flag`, and returns them.
 __device__ __forceinline__ Vec ll_load(const collc_params& params, const uint4* packets, u64 i,
                                        u64 len, unsigned flag, const PollSite& site, u64 epoch) {
   Vec v;
   unsigned* words = reinterpret_cast<unsigned*>(&v);
   const uint4* p = packets + ll_packet(i);
+  // Fast path: every packet of the vector loaded at once (the loads are in flight together), as
+  // when the data is already there; only the packets that were not are then polled one by one.
+  bool ready[kPacketsPerVec];
+  unsigned seen;
 #pragma unroll
   for (int k = 0; k < kPacketsPerVec; ++k) {
     words[2 * k] = words[2 * k + 1] = 0;
-    if (i + k * kElemsPerPacket >= len)
+    ready[k] = i + k * kElemsPerPacket >= len ||
+               ll_try_load(p + k, flag, words[2 * k], words[2 * k + 1], seen);
+  }
+#pragma unroll
+  for (int k = 0; k < kPacketsPerVec; ++k) {
+    if (ready[k])
       continue;
     u64 start = 0;
     unsigned spins = 0;
-    for (;;) {
-      unsigned d0, f0, d1, f1;
-      asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(d0), "=r"(f0), "=r"(d1), "=r"(f1)
-                   : "l"(p + k)
-                   : "memory");
-      if (f0 == flag && f1 == flag) {
-        words[2 * k] = d0;
-        words[2 * k + 1] = d1;
-        break;
-      }
+    while (!ll_try_load(p + k, flag, words[2 * k], words[2 * k + 1], seen))
       if (kWatchdog && (++spins & 1023u) == 0 &&
           poll_expired(params, start, site, (long long)(i + k * kElemsPerPacket), epoch, flag,
-                       f0 == flag ? f1 : f0))
+                       seen))
+        break;
+  }
+  return v;
+}
+)cuda";
+
+const char* const kLL128Prelude = R"cuda(
+// ---- LL128: a 128-byte line carries 120 bytes of data and the call's 8-byte flag. The 8 threads
+// of a line write it with one warp store instruction (threads 0-6: 16 bytes of data each; thread 7:
+// 8 bytes of data, then the flag) and read it with one warp load instruction; a reader takes the
+// line once thread 7 sees the flag. That relies on the line's stores landing together and its
+// loads reading one snapshot, which NVLink does not promise in writing: tests/gpu/LL128ProbeTest
+// checks it on the machine. Element loops walk whole lines (`line`, and `lane8` of its 8 threads),
+// so the threads of a line always act together.
+constexpr int kLL128LineElems = 120 / sizeof(Bits); // data elements per line
+static_assert(kVec * sizeof(Bits) == 16, "ll128 lines are moved 16 bytes per thread");
+static_assert(kThreads % 32 == 0, "ll128 lines are moved by whole warps");
+
+/// Lines that hold `elems` elements.
+__device__ __forceinline__ u64 ll128_lines(u64 elems) {
+  return (elems + kLL128LineElems - 1) / kLL128LineElems;
+}
+
+/// The threads of this thread's line, as a warp mask.
+__device__ __forceinline__ unsigned ll128_line_mask() {
+  return 0xffu << ((threadIdx.x % 32) & ~7u);
+}
+
+/// Sends the elements of this thread's part of the line holding element i, clipped to len (zeros
+/// past it), flagged `flag`. All 8 threads of the line call it together; a line entirely past len
+/// is not sent (its readers do not read it either).
+__device__ __forceinline__ void ll128_store(uint4* lines, u64 i, u64 len, const Vec& v, u64 flag) {
+  const u64 line = i / kLL128LineElems;
+  if (line * kLL128LineElems >= len)
+    return; // the same for the whole line
+  uint4 w = v.word;
+  if (threadIdx.x % 8 == 7) { // thread 7 carries 8 bytes of data and the flag
+    w.z = unsigned(flag);
+    w.w = unsigned(flag >> 32);
+  }
+  __syncwarp(ll128_line_mask()); // the line leaves as one store instruction
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(lines + line * 8 +
+                                                                          threadIdx.x % 8),
+               "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w)
+               : "memory");
+}
+
+/// One load of this thread's 16 bytes of a line; true once the whole line has arrived (thread 7
+/// found the flag). All 8 threads of the line call it together.
+__device__ __forceinline__ bool ll128_try_load(const uint4* p, u64 flag, uint4& w) {
+  const unsigned mask = ll128_line_mask();
+  __syncwarp(mask);
+  load_volatile(w, p);
+  const bool flagged = threadIdx.x % 8 != 7 || (w.z == unsigned(flag) && w.w == unsigned(flag >> 32));
+  return __all_sync(mask, flagged);
+}
+
+/// Waits for the line holding element i to arrive with `flag` and returns this thread's elements
+/// of it, clipped to len (zeros past it). All 8 threads of the line call it together.
+__device__ __forceinline__ Vec ll128_load(const collc_params& params, const uint4* lines, u64 i,
+                                          u64 len, u64 flag, const PollSite& site, u64 epoch) {
+  Vec v;
+  v.word = make_uint4(0, 0, 0, 0);
+  const u64 line = i / kLL128LineElems;
+  if (line * kLL128LineElems >= len)
+    return v; // the same for the whole line
+  const uint4* p = lines + line * 8 + threadIdx.x % 8;
+  uint4 w;
+  if (!ll128_try_load(p, flag, w)) {
+    // Slow path, out of the way of the common case in which the line is already there.
+    u64 start = 0;
+    unsigned spins = 0;
+    while (!ll128_try_load(p, flag, w)) {
+      // Thread 7 alone decides to give up (it knows the flag it saw), and the line follows it, so
+      // that the 8 threads leave the loop together.
+      const bool expired = kWatchdog && (++spins & 1023u) == 0 && threadIdx.x % 8 == 7 &&
+                           poll_expired(params, start, site, (long long)i, epoch, flag,
+                                        (u64(w.w) << 32) | w.z);
+      if (__any_sync(ll128_line_mask(), expired))
         break;
     }
   }
+  v.word = w;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e)
+    if (i + e >= len)
+      v.bits[e] = Bits(0); // past the data (thread 7: its flag)
   return v;
 }
 )cuda";
@@ -435,35 +530,42 @@ __device__ __forceinline__ void sentinel_store(Bits* p, u64 i, u64 len, Vec v) {
   store_plain(p, i, len, v);
 }
 
+/// One look at elements [i, i + kVec) clipped to len (zeros past it); true if all have arrived.
+__device__ __forceinline__ bool sentinel_try_load(const Bits* p, u64 i, u64 len, bool whole,
+                                                  Vec& v) {
+  bool arrived = true;
+  if (whole) {
+    load_volatile(v.word, p + i);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e)
+      arrived = arrived && v.bits[e] != kSentinel;
+    return arrived;
+  }
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) {
+    v.bits[e] = Bits(0);
+    if (i + e < len)
+      load_volatile(v.bits[e], p + i + e);
+    arrived = arrived && v.bits[e] != kSentinel;
+  }
+  return arrived;
+}
+
 /// Waits for elements [i, i + kVec) clipped to len to change from the sentinel, returns them and
 /// clears them.
 __device__ __forceinline__ Vec sentinel_load(const collc_params& params, Bits* p, u64 i, u64 len,
                                              const PollSite& site, u64 epoch) {
   Vec v;
   const bool whole = i + kVec <= len && aligned(p + i);
-  u64 start = 0;
-  unsigned spins = 0;
-  for (;;) {
-    bool arrived = true;
-    if (whole) {
-      load_volatile(v.word, p + i);
-#pragma unroll
-      for (int e = 0; e < kVec; ++e)
-        arrived = arrived && v.bits[e] != kSentinel;
-    } else {
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        v.bits[e] = Bits(0);
-        if (i + e < len)
-          load_volatile(v.bits[e], p + i + e);
-        arrived = arrived && v.bits[e] != kSentinel;
-      }
-    }
-    if (arrived)
-      break;
-    if (kWatchdog && (++spins & 1023u) == 0 &&
-        poll_expired(params, start, site, (long long)i, epoch, kSentinel, kSentinel))
-      break;
+  if (!sentinel_try_load(p, i, len, whole, v)) {
+    // Slow path, apart from the common case in which the data is already there: the watchdog's
+    // counter and clock live only here.
+    u64 start = 0;
+    unsigned spins = 0;
+    while (!sentinel_try_load(p, i, len, whole, v))
+      if (kWatchdog && (++spins & 1023u) == 0 &&
+          poll_expired(params, start, site, (long long)i, epoch, kSentinel, kSentinel))
+        break;
   }
   Vec clear;
 #pragma unroll

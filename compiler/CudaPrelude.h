@@ -21,6 +21,8 @@ extern const char* const kLLPrelude;
 extern const char* const kAtomicLinesPrelude;
 /// The 16-byte vector atomic add for one dtype (red.global.add.v4...), before kAtomicLinesPrelude.
 const char* vectorAtomicAdd(DType dtype);
+/// Line stores and polling line loads of the LL128 strategy (8 threads per 128-byte line).
+extern const char* const kLL128Prelude;
 /// Canonicalizing stores and polling, clearing loads of the sentinel strategy.
 extern const char* const kSentinelPrelude;
 

@@ -28,6 +28,10 @@ const char* opText(ExprKind kind) {
     return "/";
   case ExprKind::Mod:
     return "%";
+  case ExprKind::Eq:
+    return "==";
+  case ExprKind::Ne:
+    return "!=";
   default:
     return "?";
   }
@@ -63,6 +67,12 @@ bool checkedApply(ExprKind kind, int64_t x, int64_t y, int64_t& result, std::str
   case ExprKind::Min:
     result = std::min(x, y);
     return true;
+  case ExprKind::Eq:
+    result = x == y;
+    return true;
+  case ExprKind::Ne:
+    result = x != y;
+    return true;
   default:
     return fail("not a binary operator");
   }
@@ -84,6 +94,12 @@ Expr ExprNode::nranks() {
 }
 Expr ExprNode::count() {
   return makeNode(ExprKind::Count);
+}
+Expr ExprNode::root() {
+  return makeNode(ExprKind::Root);
+}
+Expr ExprNode::rowLength() {
+  return makeNode(ExprKind::RowLength);
 }
 Expr ExprNode::var(const std::string& name) {
   auto node = std::make_shared<ExprNode>();
@@ -171,6 +187,8 @@ bool structurallyEqual(const Expr& x, const Expr& y) {
   case ExprKind::Rank:
   case ExprKind::NRanks:
   case ExprKind::Count:
+  case ExprKind::Root:
+  case ExprKind::RowLength:
     return true;
   default:
     return structurallyEqual(x->a, y->a) && structurallyEqual(x->b, y->b);
@@ -195,6 +213,10 @@ std::optional<int64_t> evaluate(const Expr& e, const Env& env, std::string* why)
     return env.nranks;
   case ExprKind::Count:
     return env.count;
+  case ExprKind::Root:
+    return env.root;
+  case ExprKind::RowLength:
+    return env.rowLength;
   case ExprKind::Var: {
     auto it = env.vars.find(e->name);
     if (it == env.vars.end()) {
@@ -257,6 +279,10 @@ std::string toC(const Expr& e) {
     return "kRanks";
   case ExprKind::Count:
     return "count";
+  case ExprKind::Root:
+    return "kRoot";
+  case ExprKind::RowLength:
+    return "kHidden";
   case ExprKind::Var:
     return "v_" + e->name;
   case ExprKind::ChunkSize:
@@ -279,6 +305,12 @@ void print(const Expr& e, llvm::raw_ostream& out) {
     return;
   case ExprKind::Count:
     out << "n";
+    return;
+  case ExprKind::Root:
+    out << "root";
+    return;
+  case ExprKind::RowLength:
+    out << "row_length";
     return;
   case ExprKind::ChunkSize:
     out << "chunk_size(";
@@ -362,10 +394,25 @@ void printRegion(const Region& r, llvm::raw_ostream& out) {
   out << "]";
 }
 
+void printAddends(const Stmt& s, llvm::raw_ostream& out) {
+  for (const auto& addend : s.addends) {
+    out << " + ";
+    printRegion(addend, out);
+  }
+}
+
 void printStmt(const Stmt& s, unsigned indent, llvm::raw_ostream& out) {
   out.indent(indent);
   switch (s.kind) {
   case StmtKind::Loop:
+    if (s.conditional) {
+      out << "if ";
+      print(s.end, out);
+      out << "\n";
+      for (const auto& inner : s.body)
+        printStmt(*inner, indent + 2, out);
+      return;
+    }
     out << "loop " << s.var << " = ";
     print(s.value, out);
     out << " for index in [";
@@ -387,6 +434,16 @@ void printStmt(const Stmt& s, unsigned indent, llvm::raw_ostream& out) {
     printRegion(s.target, out);
     out << " <- ";
     printRegion(s.sources[0], out);
+    printAddends(s, out);
+    out << "\n";
+    return;
+  case StmtKind::RowNorm:
+    out << "rmsnorm ";
+    printRegion(s.target, out);
+    out << " <- rows of ";
+    printRegion(s.sources[0], out);
+    out << " weight ";
+    printRegion(s.sources[1], out);
     out << "\n";
     return;
   case StmtKind::Reduce:
@@ -401,7 +458,9 @@ void printStmt(const Stmt& s, unsigned indent, llvm::raw_ostream& out) {
             << (*s.operands[i].set == LoopRange::Peers ? "peers" : "ranks") << ": ";
       printRegion(s.operands[i].region, out);
     }
-    out << ")\n";
+    out << ")";
+    printAddends(s, out);
+    out << "\n";
     return;
   }
 }
@@ -416,11 +475,14 @@ void print(const Program& p, llvm::raw_ostream& out) {
     out << "  buffer " << b->name << " "
         << (b->role == BufferRole::Input    ? "input"
             : b->role == BufferRole::Output ? "output"
+            : b->role == BufferRole::Aux    ? "aux"
                                             : "scratch")
         << (b->access == BufferAccess::LL            ? " ll-packets"
             : b->access == BufferAccess::Sentinel    ? " sentinel"
             : b->access == BufferAccess::AtomicLines ? " atomic-lines"
-                                                     : "")
+            : b->access == BufferAccess::LL128
+                ? (b->linesPerChunk ? " ll128-lines-per-chunk" : " ll128-lines")
+                : "")
         << " slots ";
     print(b->slots, out);
     out << " x ";
@@ -433,6 +495,8 @@ void print(const Program& p, llvm::raw_ostream& out) {
       out << " wait " << p.steps[w.step].name;
     if (step.syncPointBefore >= 0)
       out << " [barrier " << step.syncPointBefore << " before]";
+    if (step.byRows)
+      out << " [by rows]";
     out << "\n";
     if (step.loops.empty()) {
       for (const auto& s : step.body)
@@ -442,7 +506,8 @@ void print(const Program& p, llvm::raw_ostream& out) {
     for (const auto& loop : step.loops) {
       out << "    element loop i < ";
       print(loop.bound, out);
-      out << " vector " << loop.vectorElems << " unroll " << loop.unroll << "\n";
+      out << " vector " << loop.vectorElems << " unroll " << loop.unroll
+          << (p.lineLoops ? " in 128-byte lines" : "") << "\n";
       for (const auto& s : loop.stmts)
         printStmt(*s, 6, out);
     }

@@ -37,6 +37,10 @@ enum class ExprKind {
   ChunkSize,   // chunk_size(a): elements per chunk when a elements are split into nranks chunks
   ChunkBegin,  // chunk_begin(a, b): first element of chunk b of a elements
   ChunkLength, // chunk_len(a, b): elements of chunk b (the last ones may be short or empty)
+  Root,      // the root rank of a broadcast or reduce: a compile-time constant, same on every rank
+  RowLength, // the row length of a spec with `rows NAME` (kHidden): a compile-time constant
+  Eq,        // a == b: 1 or 0 (conditions of `if`)
+  Ne,        // a != b: 1 or 0
 };
 
 struct ExprNode;
@@ -52,6 +56,8 @@ struct ExprNode {
   static Expr rank();
   static Expr nranks();
   static Expr count();
+  static Expr root();
+  static Expr rowLength();
   static Expr var(const std::string& name);
   /// Folds constants and drops identities (x + 0, x * 1, min(x, x)) so emitted code stays readable.
   static Expr binary(ExprKind kind, Expr a, Expr b);
@@ -74,6 +80,8 @@ struct Env {
   int64_t nranks = 2;
   int64_t count = 0;
   std::map<std::string, int64_t> vars;
+  int64_t root = 0;
+  int64_t rowLength = 0; // `rows NAME`: the row length the variant (or the verifier) picked
 };
 
 /// Evaluates with overflow and division checks; on failure returns nullopt and says why.
@@ -84,7 +92,9 @@ std::string toC(const Expr& e);
 void print(const Expr& e, llvm::raw_ostream& out);
 
 // ---------------------------------------------------------------- buffers and regions
-enum class BufferRole { Input, Output, Scratch };
+/// Aux: a user buffer after the input and the output (`residual`, `weight`): the caller's memory,
+/// passed in collc_params::aux; it holds the caller's data when the call starts and may be written.
+enum class BufferRole { Input, Output, Scratch, Aux };
 
 /// How the elements of a buffer are stored and read, chosen by the sync lowering pass.
 enum class BufferAccess {
@@ -95,6 +105,9 @@ enum class BufferAccess {
   /// the first element of a line counts the adds (its value travels in the side buffer), and the
   /// owner takes the line once the count reaches nranks, then zeroes it for the next use.
   AtomicLines,
+  /// LL128 lines: 128 bytes carry 120 bytes of data and the call's 8-byte flag, written and read
+  /// by 8 threads together; readers poll until the line's flag is the epoch.
+  LL128,
 };
 
 struct Buffer {
@@ -103,9 +116,13 @@ struct Buffer {
   Expr slots;            // number of slots (scratch; 1 for user buffers)
   Expr slotElems;        // elements per slot
   int scratchIndex = -1; // position among scratch buffers: collc_params::scratch_offset[i]
+  int auxIndex = -1;     // position among aux user buffers: collc_params::aux[i]
   BufferAccess access = BufferAccess::Plain;
   /// AtomicLines: the buffer holding each line's first element (one element per line).
   const Buffer* side = nullptr;
+  /// LL128: every access is a chunk of a slot (`x[s].chunk(k)`), and each chunk starts a line of
+  /// its own; otherwise every access starts at a slot's first element and so does the first line.
+  bool linesPerChunk = false;
   llvm::SMLoc loc;
 };
 
@@ -126,7 +143,8 @@ struct Region {
 // ---------------------------------------------------------------- statements
 /// AtomicLineAdd (made by the ll128_atomic pass): target += sources[0] as whole lines of an
 /// AtomicLines buffer, counting the add in the line's first element.
-enum class StmtKind { Loop, Put, AtomicAdd, Copy, Reduce, AtomicLineAdd };
+/// RowNorm: target = rmsnorm(sources[0]) * sources[1], row by row (RowEpilogue.h).
+enum class StmtKind { Loop, Put, AtomicAdd, Copy, Reduce, AtomicLineAdd, RowNorm };
 enum class LoopRange { Peers, Ranks, Interval };
 
 struct Stmt;
@@ -147,11 +165,15 @@ struct Stmt {
   std::string var;
   LoopRange range = LoopRange::Interval;
   Expr begin, end, value;
+  /// An `if`: a loop over [0, end) whose `end` is a condition (0 or 1); printed as `if (end)`.
+  bool conditional = false;
   std::vector<StmtPtr> body;
   // Put / AtomicAdd / Copy: target <- sources[0]; Reduce: target <- op(operands)
   Region target;
-  std::vector<Region> sources;
+  std::vector<Region> sources; // RowNorm: the rows to normalise, then the weight (one row long)
   std::vector<ReduceOperand> operands;
+  /// Copy / Reduce: regions added elementwise (in float, with '+') after the copy or the reduce.
+  std::vector<Region> addends;
 };
 
 /// Elements of the loop that touches them: every statement inside walks i in [0, bound), guarding
@@ -173,10 +195,18 @@ struct Step {
   int index = 0;
   llvm::SMLoc loc;
   std::vector<Wait> waits;
+  /// `step NAME for VAR in BEGIN..END`: the step runs once per value of VAR, each time as a step of
+  /// its own. expandRepeatedSteps (ExpandSteps.h) unrolls it for one rank count; a wait for the
+  /// step itself means the previous repetition. Empty var: an ordinary step.
+  std::string repeatVar;
+  Expr repeatBegin, repeatEnd;
   std::vector<StmtPtr> body;
   // Filled by the lowering passes:
   int syncPointBefore = -1;       // barrier lowering: index of the sync point that opens this step
   std::vector<ElementLoop> loops; // partition pass
+  /// The step has a row-wise statement: its work is split by rows, one thread block per row at a
+  /// time (partition pass), so the block can reduce over the row it has just written.
+  bool byRows = false;
 };
 
 enum class BarrierScope {
@@ -199,10 +229,17 @@ struct Program {
   SyncKind sync = SyncKind::Barrier; // the strategy being compiled (set before lowering)
   // Launch defaults from the spec.
   int blocks = 4, threads = 512, vectorBytes = 16, unroll = 1;
+  /// `rows NAME`: the name of the row length (ExprKind::RowLength); empty if the spec has no rows.
+  std::string rowLengthName;
+  llvm::SMLoc rowsLoc;
+  int64_t defaultRowLength = 0; // `rows NAME = INT`; 0: the variant must give it
   // Filled by the passes.
   int syncPoints = 0;
   BarrierScope barrierScope = BarrierScope::Full;
   int scratchCopies = 2; // copies of the scratch region that calls rotate through
+  /// LL128: element loops walk whole 128-byte lines, 8 threads per line (lineLoops), so that the
+  /// threads of a line store and poll it together.
+  bool lineLoops = false;
 
   const Buffer* find(const std::string& name) const;
   const Buffer* input() const;

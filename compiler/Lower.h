@@ -15,6 +15,7 @@ struct LowerOptions {
   ReduceOp op = ReduceOp::Sum;
   int vectorBytes = 16;
   int unroll = 1;
+  bool experimentalLL128 = false; // CompileOptions::experimentalLL128
   /// If set, the IR is printed here after every pass.
   llvm::raw_ostream* printAfterEach = nullptr;
 };

@@ -1,5 +1,7 @@
 #include "compiler/Sema.h"
 
+#include "compiler/RowEpilogue.h"
+#include "dsl/CollectiveShapes.h"
 #include "runtime/collc_abi.h"
 
 #include <set>
@@ -25,6 +27,9 @@ public:
     program_ = std::make_unique<ir::Program>();
     program_->name = spec_.name;
     program_->loc = spec_.loc;
+    program_->rowLengthName = spec_.rowLengthName;
+    program_->rowsLoc = spec_.rowsLoc;
+    program_->defaultRowLength = int64_t(std::min<uint64_t>(spec_.defaultRowLength, 1u << 30));
     checkHeader();
     declareBuffers();
     checkLaunch();
@@ -40,10 +45,6 @@ private:
       diags_.error(spec_.kindLoc, "unknown collective kind '" + spec_.kindName +
                                       "'; expected allreduce, allgather, reducescatter, "
                                       "broadcast, reduce or alltoall");
-    } else if (*spec_.kind != CollectiveKind::AllReduce) {
-      diags_.error(spec_.kindLoc, "collective kind '" + spec_.kindName +
-                                      "' is not supported by this version of collc, which can "
-                                      "verify only allreduce");
     } else {
       program_->kind = *spec_.kind;
     }
@@ -96,22 +97,68 @@ private:
         hasSlots_.insert({decl.name, decl.slots != nullptr});
       } else {
         ++userBuffers;
-        // AllReduce: the first user buffer is the input, the second the output, both n elements.
+        // The first user buffer is the input, the second the output; their sizes are the kind's
+        // (CollectiveShapes.h).
         buffer->role = userBuffers == 1 ? ir::BufferRole::Input : ir::BufferRole::Output;
-        if (userBuffers > 2)
-          diags_.error(decl.loc, "an allreduce has two user buffers (input, output); '" +
-                                     decl.name + "' is a third");
-        else if (buffer->slotElems && buffer->slotElems->kind != ExprKind::Count)
-          diags_.error(decl.size->loc, "the " + std::string(userBuffers == 1 ? "input" : "output") +
-                                           " of an allreduce holds n elements; declare it as '" +
-                                           decl.name + ": T[n]'");
+        if (userBuffers > 2) // after the input and the output: aux buffers (RowEpilogue.h)
+          declareAuxBuffer(decl, *buffer, userBuffers - 3);
+        else if (buffer->slotElems)
+          checkUserBufferShape(decl, buffer->slotElems, userBuffers == 1);
         hasSlots_.insert({decl.name, false});
       }
       program_->buffers.push_back(std::move(buffer));
     }
     if (userBuffers < 2)
-      diags_.error(spec_.loc, "an allreduce needs an input and an output buffer: add "
-                              "'buffers in: T[n], out: T[n]'");
+      diags_.error(spec_.loc, article() +
+                                  " needs an input and an output buffer: add 'buffers in: " +
+                                  shapeText(true) + ", out: " + shapeText(false) + "'");
+  }
+
+  std::string kindName() const { return std::string(name(program_->kind)); }
+  std::string article() const {
+    return (program_->kind == CollectiveKind::AllReduce ||
+                    program_->kind == CollectiveKind::AllGather ||
+                    program_->kind == CollectiveKind::AllToAll
+                ? "an "
+                : "a ") +
+           kindName();
+  }
+  bool perRankBlocks(bool input) const {
+    return input ? inputIsPerRankBlocks(program_->kind) : outputIsPerRankBlocks(program_->kind);
+  }
+  std::string shapeText(bool input) const {
+    return perRankBlocks(input) ? "T[n * nranks]" : "T[n]";
+  }
+
+  /// The input and output sizes are fixed by the kind; any expression equal to them for every
+  /// rank count and n is accepted (`n * nranks`, `nranks * n`).
+  void checkUserBufferShape(const ast::BufferDecl& decl, const Expr& size, bool input) {
+    bool matches = true;
+    for (int64_t nranks = 2; nranks <= COLLC_MAX_RANKS && matches; ++nranks)
+      for (int64_t count : {1, 3, 8, 1000}) {
+        ir::Env env;
+        env.nranks = nranks;
+        env.count = count;
+        auto value = ir::evaluate(size, env);
+        matches &= value && *value == (perRankBlocks(input) ? count * nranks : count);
+      }
+    if (matches)
+      return;
+    std::string role = input ? "input" : "output";
+    std::string holds = perRankBlocks(input) ? "n * nranks elements" : "n elements";
+    diags_.error(decl.size->loc, "the " + role + " of " + article() + " holds " + holds +
+                                     "; declare it as '" + decl.name + ": " + shapeText(input) +
+                                     "'");
+  }
+
+  /// A user buffer after the input and the output: the caller's memory, of any size, passed in
+  /// collc_params::aux.
+  void declareAuxBuffer(const ast::BufferDecl& decl, ir::Buffer& buffer, int auxIndex) {
+    buffer.role = ir::BufferRole::Aux;
+    buffer.auxIndex = auxIndex;
+    if (auxIndex >= COLLC_MAX_AUX)
+      diags_.error(decl.loc, "too many user buffers; besides the input and the output at most " +
+                                 std::to_string(COLLC_MAX_AUX) + " are supported");
   }
 
   void checkLaunch() {
@@ -163,11 +210,26 @@ private:
         diags_.error(astStep.loc, "step '" + astStep.name + "' is declared twice");
       }
       std::vector<std::string> scope;
+      if (!astStep.repeatVar.empty()) {
+        step.repeatVar = astStep.repeatVar;
+        step.repeatBegin = lowerExpr(*astStep.repeatLo, ExprContext::Size, {});
+        step.repeatEnd = lowerExpr(*astStep.repeatHi, ExprContext::Size, {});
+        // The steps are unrolled when the kernel is generated, where nranks is known but n is not.
+        if (mentionsCount(step.repeatBegin) || mentionsCount(step.repeatEnd))
+          diags_.error(astStep.repeatLo->loc, "the repetitions of a step may depend on nranks but "
+                                              "not on n, which is known only when the kernel runs");
+        scope.push_back(astStep.repeatVar);
+      }
       for (const auto& stmt : astStep.body) {
         if (stmt->kind == ast::Stmt::Kind::Wait) {
           auto it = stepIndex.find(stmt->waitFor);
-          if (stmt->waitFor == astStep.name)
-            diags_.error(stmt->loc, "step '" + astStep.name + "' waits for itself");
+          if (stmt->waitFor == astStep.name && !astStep.repeatVar.empty())
+            step.waits.push_back({step.index, stmt->loc}); // the previous repetition
+          else if (stmt->waitFor == astStep.name)
+            diags_.error(stmt->loc, "step '" + astStep.name +
+                                        "' waits for itself; only a repeated step ('step " +
+                                        astStep.name +
+                                        " for s in LO..HI') may, for its previous repetition");
           else if (it == stepIndex.end())
             diags_.error(stmt->loc,
                          std::any_of(spec_.steps.begin(), spec_.steps.end(),
@@ -193,8 +255,28 @@ private:
     node->loc = stmt.loc;
     switch (stmt.kind) {
     case ast::Stmt::Kind::Wait:
-      diags_.error(stmt.loc, "'wait' must be a statement of the step itself, not inside a loop");
+      diags_.error(stmt.loc, "'wait' must be a statement of the step itself, not inside a loop "
+                             "or an 'if'");
       return nullptr;
+    case ast::Stmt::Kind::If: {
+      // An `if` is a loop that runs its body once or never: every later stage already handles
+      // loops whose trip count depends on the rank.
+      node->kind = ir::StmtKind::Loop;
+      node->conditional = true;
+      node->var = "if" + std::to_string(setCounter_++);
+      node->range = ir::LoopRange::Interval;
+      node->begin = ExprNode::constant(0);
+      node->value = ExprNode::constant(0);
+      Expr lhs = lowerExpr(*stmt.lo, ExprContext::Index, scope);
+      Expr rhs = lowerExpr(*stmt.hi, ExprContext::Index, scope);
+      for (const auto& inner : stmt.body)
+        if (auto lowered = lowerStmt(*inner, scope))
+          node->body.push_back(std::move(lowered));
+      if (!lhs || !rhs)
+        return nullptr;
+      node->end = ExprNode::binary(stmt.compare == '=' ? ExprKind::Eq : ExprKind::Ne, lhs, rhs);
+      return node;
+    }
     case ast::Stmt::Kind::For: {
       node->kind = ir::StmtKind::Loop;
       if (std::find(scope.begin(), scope.end(), stmt.var) != scope.end()) {
@@ -271,7 +353,31 @@ private:
         else
           node->operands.push_back(lowered);
       }
+      for (const auto& addend : stmt.addends) {
+        auto region = lowerRegion(addend, scope, /*remote=*/false);
+        ok &= region.has_value();
+        if (region)
+          node->addends.push_back(*region);
+      }
+      // `x = a + b` is a reduce of the one operand `a` (which is `a` whatever the operator)
+      // followed by the addends: one code path adds in float and rounds once.
+      if (ok && node->kind == ir::StmtKind::Copy && !node->addends.empty()) {
+        node->kind = ir::StmtKind::Reduce;
+        node->operands.push_back(ir::ReduceOperand{node->sources[0], std::nullopt, ""});
+        node->sources.clear();
+      }
       return ok ? node : nullptr;
+    }
+    case ast::Stmt::Kind::RowNorm: {
+      node->kind = ir::StmtKind::RowNorm;
+      auto target = lowerRegion(stmt.target, scope, /*remote=*/false);
+      auto rows = lowerRegion(stmt.sources[0], scope, /*remote=*/false);
+      auto weight = lowerRegion(stmt.sources[1], scope, /*remote=*/false);
+      if (!target || !rows || !weight)
+        return nullptr;
+      node->target = *target;
+      node->sources = {*rows, *weight};
+      return node;
     }
     }
     return nullptr;
@@ -328,6 +434,22 @@ private:
     region.offset = ExprNode::constant(0);
     region.length = buffer->slotElems;
     region.bound = buffer->slotElems;
+    if (ref.block) {
+      // Exact blocks: block k of L elements is [k * L/nranks, (k+1) * L/nranks), as NCCL lays out
+      // an allgather's output or an alltoall's buffers.
+      Expr k = lowerExpr(*ref.block, ExprContext::Index, scope);
+      if (!k)
+        return std::nullopt;
+      const Expr& size = buffer->slotElems;
+      Expr blockElems = ExprNode::binary(ExprKind::Div, size, ExprNode::nranks());
+      if (size->kind == ExprKind::Mul && size->b->kind == ExprKind::NRanks)
+        blockElems = size->a; // T[x * nranks]: blocks of x
+      else if (size->kind == ExprKind::Mul && size->a->kind == ExprKind::NRanks)
+        blockElems = size->b;
+      region.offset = ExprNode::binary(ExprKind::Mul, k, blockElems);
+      region.length = blockElems;
+      region.bound = blockElems;
+    }
     if (ref.chunk) {
       Expr k = lowerExpr(*ref.chunk, ExprContext::Index, scope);
       if (!k)
@@ -346,8 +468,22 @@ private:
     case ast::Expr::Kind::Name:
       if (e.name == "n")
         return ExprNode::count();
+      if (!spec_.rowLengthName.empty() && e.name == spec_.rowLengthName)
+        return ExprNode::rowLength();
       if (e.name == "nranks")
         return ExprNode::nranks();
+      if (e.name == "root") {
+        if (!hasRoot(program_->kind)) {
+          diags_.error(e.loc, "'root' is the root rank of a broadcast or a reduce; " + article() +
+                                  " has none");
+          return nullptr;
+        }
+        if (context == ExprContext::Size) {
+          diags_.error(e.loc, "sizes cannot depend on the root; 'root' cannot appear here");
+          return nullptr;
+        }
+        return ExprNode::root();
+      }
       if (e.name == "rank") {
         if (context == ExprContext::Size) {
           diags_.error(e.loc, "sizes must be the same on every rank; 'rank' cannot appear here");
@@ -357,10 +493,12 @@ private:
       }
       if (std::find(scope.begin(), scope.end(), e.name) != scope.end())
         return ExprNode::var(e.name);
-      diags_.error(e.loc, "unknown name '" + e.name + "'" +
-                              (context == ExprContext::Size
-                                   ? "; sizes may use n, nranks and chunk(...)"
-                                   : "; expected rank, nranks, n or a loop variable"));
+      diags_.error(e.loc,
+                   "unknown name '" + e.name + "'" +
+                       (context == ExprContext::Size ? "; sizes may use n, nranks and chunk(...)"
+                        : hasRoot(program_->kind)
+                            ? "; expected rank, nranks, n, root or a loop variable"
+                            : "; expected rank, nranks, n or a loop variable"));
       return nullptr;
     case ast::Expr::Kind::Binary: {
       Expr a = lowerExpr(*e.operands[0], context, scope);
@@ -395,6 +533,10 @@ private:
     return nullptr;
   }
 
+  static bool mentionsCount(const Expr& e) {
+    return e && (e->kind == ExprKind::Count || mentionsCount(e->a) || mentionsCount(e->b));
+  }
+
   static std::string refText(const ast::RegionRef& ref) {
     std::string text;
     llvm::raw_string_ostream out(text);
@@ -409,6 +551,11 @@ private:
       out << "]";
     } else if (ref.slotSet) {
       out << "[" << *ref.slotSet << "]";
+    }
+    if (ref.block) {
+      out << ".block(";
+      ast::print(*ref.block, out);
+      out << ")";
     }
     if (ref.chunk) {
       out << ".chunk(";
@@ -448,6 +595,7 @@ std::unique_ptr<ir::Program> analyze(const ast::Spec& spec, Diagnostics& diags) 
     return nullptr;
   for (const auto& step : program->steps)
     checkWrites(*program, step.body, diags);
+  checkRowStatements(*program, diags);
   if (diags.hasErrors())
     return nullptr;
   return program;

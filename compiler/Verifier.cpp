@@ -1,15 +1,30 @@
 #include "compiler/Verifier.h"
 
+#include "compiler/ExpandSteps.h"
+#include "compiler/Postcondition.h"
+#include "compiler/RowEpilogue.h"
+#include "dsl/CollectiveShapes.h"
+
 #include <algorithm>
 #include <set>
 
 namespace collc {
 namespace {
 
-using Contribution = std::pair<int, int64_t>; // (rank, element index of its input)
-
 constexpr int64_t kMaxCellsPerRank = 1 << 22;
 constexpr int64_t kMaxLoopTrips = 1024;
+/// Aux user buffers (a residual, a weight) hold the caller's data, which rides along with the
+/// input's contributions: element i of aux buffer a on rank r is (kAuxTag * (a + 1) + r, i).
+constexpr int kAuxTag = 1 << 16;
+
+/// The contributions of the collective's input, without those of aux buffers.
+std::vector<Contribution> inputPart(const std::vector<Contribution>& value) {
+  std::vector<Contribution> part;
+  for (const Contribution& c : value)
+    if (c.first < kAuxTag)
+      part.push_back(c);
+  return part;
+}
 
 struct Cell {
   std::vector<Contribution> value; // sorted multiset
@@ -40,8 +55,12 @@ struct ProofFailed {};
 
 class Simulation {
 public:
-  Simulation(const ir::Program& program, Diagnostics& diags, int nranks, int64_t count)
-      : program_(program), diags_(diags), nranks_(nranks), count_(count) {}
+  /// `steps`: the program's steps unrolled for `nranks` (ExpandSteps.h); `root`: the root rank
+  /// of a broadcast or reduce.
+  Simulation(const ir::Program& program, const std::vector<ir::Step>& steps, Diagnostics& diags,
+             int nranks, int64_t count, int root)
+      : program_(program), steps_(steps), diags_(diags), nranks_(nranks), count_(count),
+        root_(root) {}
 
   /// Folds this simulation's facts into `result`.
   void report(VerifyResult& result) const {
@@ -56,16 +75,25 @@ public:
     result.locallyWritten.insert(locallyWritten_.begin(), locallyWritten_.end());
   }
 
+  /// The row length of this run (a spec with `rows`); 0 for a spec without rows.
+  void setRowLength(int64_t rowLength) { rowLength_ = rowLength; }
+
   void run() {
     allocate();
-    for (size_t s = 0; s < program_.steps.size(); ++s) {
+    for (size_t s = 0; s < steps_.size(); ++s) {
       step_ = int(s);
-      for (const auto& wait : program_.steps[s].waits)
+      rowStep_ = hasRowStatement(steps_[s]);
+      for (const auto& wait : steps_[s].waits)
         waited_.insert(wait.step);
       for (int r = 0; r < nranks_; ++r) {
         rank_ = r;
-        ir::Env env{r, nranks_, count_, {}};
-        for (const auto& stmt : program_.steps[s].body)
+        ir::Env env;
+        env.rank = r;
+        env.nranks = nranks_;
+        env.count = count_;
+        env.root = root_;
+        env.rowLength = rowLength_;
+        for (const auto& stmt : steps_[s].body)
           execute(*stmt, env);
       }
     }
@@ -82,7 +110,8 @@ public:
 
 private:
   std::string where() const {
-    return " (nranks=" + std::to_string(nranks_) + ", n=" + std::to_string(count_) + ")";
+    return " (nranks=" + std::to_string(nranks_) + ", n=" + std::to_string(count_) +
+           (hasRoot(program_.kind) ? ", root=" + std::to_string(root_) : "") + ")";
   }
 
   [[noreturn]] void fail(llvm::SMLoc loc, const std::string& message) {
@@ -99,7 +128,11 @@ private:
   }
 
   void allocate() {
-    ir::Env env{0, nranks_, count_, {}};
+    ir::Env env;
+    env.nranks = nranks_;
+    env.count = count_;
+    env.root = root_;
+    env.rowLength = rowLength_;
     memory_.assign(nranks_, {});
     for (int r = 0; r < nranks_; ++r) {
       for (const auto& buffer : program_.buffers) {
@@ -116,6 +149,15 @@ private:
           for (int64_t i = 0; i < elems; ++i) {
             Cell& cell = cells[0][i];
             cell.value = {{r, i}};
+            cell.written = true;
+            cell.writerStep = -1;
+            cell.writerRank = r;
+          }
+        }
+        if (buffer->role == ir::BufferRole::Aux) {
+          for (int64_t i = 0; i < elems; ++i) {
+            Cell& cell = cells[0][i];
+            cell.value = {{kAuxTag * (buffer->auxIndex + 1) + r, i}};
             cell.written = true;
             cell.writerStep = -1;
             cell.writerRank = r;
@@ -164,14 +206,19 @@ private:
     return memory_[r.owner][r.bufferIndex][r.slot][r.offset + j];
   }
 
-  const std::string& stepName(int step) const { return program_.steps[step].name; }
+  const std::string& stepName(int step) const { return steps_[step].name; }
+  /// What a `wait` names: a repetition `ring[s=2]` of a repeated step is waited for as `ring`.
+  std::string waitName(int step) const {
+    const std::string& name = steps_[step].name;
+    return name.substr(0, name.find('['));
+  }
 
   bool waitedFor(int step) const { return waited_.count(step) != 0; }
 
   void markWaitUsed(int writerStep) {
     // The latest wait for writerStep up to now is the one that orders this access.
     for (int t = step_; t > writerStep; --t)
-      for (const auto& wait : program_.steps[t].waits)
+      for (const auto& wait : steps_[t].waits)
         if (wait.step == writerStep) {
           usedWaits_.insert({t, writerStep, rank_});
           return;
@@ -200,7 +247,7 @@ private:
                                        stepName(c.writerStep) +
                                        "', without waiting for it; add "
                                        "'wait " +
-                                       stepName(c.writerStep) + "' to this step" + where());
+                                       waitName(c.writerStep) + "' to this step" + where());
           diags_.note(c.writerLoc, "written here");
           throw ProofFailed{};
         }
@@ -219,7 +266,7 @@ private:
                                        stepName(c.writerStep) +
                                        "' over a different element "
                                        "range, without waiting for it; add 'wait " +
-                                       stepName(c.writerStep) + "'" + where());
+                                       waitName(c.writerStep) + "'" + where());
           diags_.note(c.writerLoc, "written here");
           throw ProofFailed{};
         }
@@ -366,17 +413,105 @@ private:
           env.vars.erase(operand.setVar);
         }
       }
+      std::vector<std::pair<const ir::Region*, ResolvedRegion>> addends;
+      for (const auto& addend : stmt.addends) {
+        ResolvedRegion resolved = resolve(addend, env);
+        if (resolved.length < dst.length)
+          fail(addend.loc, "'" + addend.text + "' has " + std::to_string(resolved.length) +
+                               " elements but the target '" + stmt.target.text + "' needs " +
+                               std::to_string(dst.length));
+        addends.push_back({&addend, resolved});
+      }
       for (int64_t j = 0; j < dst.length; ++j) {
         std::vector<Contribution> value;
         for (auto& [region, resolved] : inputs) {
-          const auto& part = read(*region, resolved, j, j, dst.bound);
+          const auto& part = read(*region, resolved, j, thread(j), threadBound(dst.bound));
           value.insert(value.end(), part.begin(), part.end());
         }
-        write(stmt, dst, j, j, dst.bound, std::move(value));
+        for (auto& [region, resolved] : addends) {
+          const auto& part = read(*region, resolved, j, thread(j), threadBound(dst.bound));
+          value.insert(value.end(), part.begin(), part.end());
+        }
+        write(stmt, dst, j, thread(j), threadBound(dst.bound), std::move(value));
       }
       return;
     }
+    case ir::StmtKind::RowNorm:
+      executeRowNorm(stmt, env);
+      return;
     }
+  }
+
+  // In a step split by rows the block that owns row t computes all of it: "thread" t of the
+  // pseudo-bound -rowLength (no element loop has a negative bound) stands for that block.
+  int64_t thread(int64_t j) const { return rowStep_ ? j / rowLength_ : j; }
+  int64_t threadBound(int64_t bound) const { return rowStep_ ? -rowLength_ : bound; }
+
+  /// `out = rmsnorm(y, weight)`: out[t, k] depends on every element of row t of y and on
+  /// weight[k]. The row must be complete when it is read: every element holds what the
+  /// collective's output would (for an allreduce, in[j] of every rank exactly once), and was
+  /// computed on this rank (a row-wise statement reads its rows twice, which data-arrival
+  /// buffers do not allow). The value kept is y[t, k]'s own plus weight[k]'s, so that the
+  /// postcondition can check the output element by element.
+  void executeRowNorm(const ir::Stmt& stmt, ir::Env& env) {
+    ResolvedRegion dst = resolve(stmt.target, env);
+    ResolvedRegion rows = resolve(stmt.sources[0], env);
+    ResolvedRegion weight = resolve(stmt.sources[1], env);
+    const int64_t h = rowLength_;
+    if (rows.length < dst.length || weight.length < h)
+      fail(stmt.loc, "'rmsnorm' needs rows of " + std::to_string(dst.length) +
+                         " elements and a weight of " + std::to_string(h));
+    for (int64_t t = 0; t < dst.length / h; ++t) {
+      std::vector<std::vector<Contribution>> values;
+      for (int64_t k = 0; k < h; ++k) {
+        const int64_t j = t * h + k;
+        const auto& value = read(stmt.sources[0], rows, j, t, -h);
+        const Cell& c = cell(rows, j);
+        const std::string what = "row " + std::to_string(t) + " of '" + stmt.sources[0].text +
+                                 "' on rank " + std::to_string(rank_);
+        if (c.writerRank != rank_)
+          fail(stmt.sources[0].loc,
+               "'rmsnorm' reads " + what + ", whose element " + std::to_string(j) + " rank " +
+                   std::to_string(c.writerRank) +
+                   " wrote; a row-wise statement reads rows this rank computed: reduce into a "
+                   "local buffer first");
+        auto expected = expectedOutput(program_.kind, rank_, root_, nranks_, count_, j);
+        if (expected && inputPart(value) != *expected) {
+          diags_.error(stmt.sources[0].loc,
+                       "'rmsnorm' reads " + what + " before the row is complete: element " +
+                           std::to_string(j) + " holds " + describe(inputPart(value)) +
+                           "; every element of a row must be fully reduced before the row is "
+                           "normalised" +
+                           where());
+          if (c.writerStep >= 0)
+            diags_.note(c.writerLoc, "last written here");
+          throw ProofFailed{};
+        }
+        values.push_back(value);
+      }
+      for (int64_t k = 0; k < h; ++k) {
+        std::vector<Contribution> value = values[k];
+        const auto& w = read(stmt.sources[1], weight, k, t, -h);
+        value.insert(value.end(), w.begin(), w.end());
+        write(stmt, dst, t * h + k, t, -h, std::move(value));
+      }
+    }
+  }
+
+  std::string describe(const std::vector<Contribution>& value) const {
+    if (value.empty())
+      return "no input";
+    std::string text;
+    for (size_t k = 0; k < value.size(); ++k) {
+      const int tag = value[k].first / kAuxTag;
+      std::string buffer = program_.input()->name;
+      for (const auto& b : program_.buffers)
+        if (tag > 0 && b->auxIndex == tag - 1)
+          buffer = b->name;
+      text += (k ? ", " : "") + buffer + "[" + std::to_string(value[k].second) + "] of rank " +
+              std::to_string(value[k].first % kAuxTag);
+    }
+    return text;
   }
 
   /// A wait must order something: data the waited step wrote that some rank reads after the wait
@@ -384,44 +519,74 @@ private:
   /// the rule is per configuration, not per rank; reads of data nobody wrote (which would poll
   /// forever) are caught as reads before writes.
   void checkWaitsMatched() {
-    for (const auto& step : program_.steps)
+    // One `wait` of a repeated step (or for one) stands for several waits of the unrolled steps:
+    // it is matched when any of them orders something.
+    std::vector<std::pair<const ir::Wait*, bool>> written; // by `wait` statement, in order
+    for (const auto& step : steps_)
       for (const auto& wait : step.waits) {
         bool used = false;
         for (int r = 0; r < nranks_ && !used; ++r)
           used = usedWaits_.count({step.index, wait.step, r}) != 0;
-        if (!used)
-          fail(wait.loc,
-               "nothing that step '" + stepName(wait.step) +
-                   "' writes is read after "
-                   "this wait, so no signal matches it; wait for the step whose data this "
-                   "step reads");
+        auto same = std::find_if(written.begin(), written.end(), [&](const auto& entry) {
+          return entry.first->loc.getPointer() == wait.loc.getPointer();
+        });
+        if (same == written.end())
+          written.push_back({&wait, used});
+        else
+          same->second |= used;
       }
+    for (const auto& [wait, used] : written)
+      if (!used)
+        fail(wait->loc, "nothing that step '" + stepName(wait->step) +
+                            "' writes is read after "
+                            "this wait, so no signal matches it; wait for the step whose data this "
+                            "step reads");
   }
 
+  /// The output, and (for an allreduce) every aux buffer of n elements the spec writes: a fused
+  /// epilogue's residual out must hold the allreduce's result as much as the output does.
   void checkPostcondition() {
-    const ir::Buffer* out = program_.output();
+    for (const auto& buffer : program_.buffers) {
+      if (buffer->role == ir::BufferRole::Output)
+        checkOutput(buffer.get());
+      if (buffer->role != ir::BufferRole::Aux || program_.kind != CollectiveKind::AllReduce)
+        continue;
+      const int index = bufferIndex(buffer.get());
+      bool written = false;
+      for (int r = 0; r < nranks_; ++r)
+        for (const Cell& c : memory_[r][index][0])
+          written |= c.writerStep >= 0;
+      if (written && int64_t(memory_[0][index][0].size()) == count_)
+        checkOutput(buffer.get());
+    }
+  }
+
+  /// Aux contributions in an output element come from the rank's own buffers, at most once each.
+  bool auxIsLocal(const std::vector<Contribution>& value, int rank) const {
+    std::set<int> seen;
+    for (const Contribution& c : value)
+      if (c.first >= kAuxTag && (c.first % kAuxTag != rank || !seen.insert(c.first).second))
+        return false;
+    return true;
+  }
+
+  void checkOutput(const ir::Buffer* out) {
     const int outIndex = bufferIndex(out);
     for (int r = 0; r < nranks_; ++r) {
       const auto& cells = memory_[r][outIndex][0];
       for (int64_t i = 0; i < int64_t(cells.size()); ++i) {
         const Cell& c = cells[i];
-        std::vector<Contribution> expected;
-        for (int q = 0; q < nranks_; ++q)
-          expected.push_back({q, i});
-        if (c.written && c.value == expected)
+        auto expected = expectedOutput(program_.kind, r, root_, nranks_, count_, i);
+        if (!expected || (c.written && inputPart(c.value) == *expected && auxIsLocal(c.value, r)))
           continue;
         std::string message = "postcondition fails: " + out->name + "[" + std::to_string(i) +
                               "] on rank " + std::to_string(r);
         if (!c.written) {
           message += " is never written";
         } else {
-          message += " holds ";
-          for (size_t k = 0; k < c.value.size(); ++k)
-            message += (k ? ", " : "") + program_.input()->name + "[" +
-                       std::to_string(c.value[k].second) + "] of rank " +
-                       std::to_string(c.value[k].first);
-          message += "; an allreduce needs " + program_.input()->name + "[" + std::to_string(i) +
-                     "] of every rank exactly once";
+          message += " holds " + describe(c.value);
+          message +=
+              "; " + describeExpectedOutput(program_.kind, program_.input()->name, *expected);
         }
         diags_.error(program_.loc, message + where());
         if (c.written)
@@ -432,9 +597,13 @@ private:
   }
 
   const ir::Program& program_;
+  const std::vector<ir::Step>& steps_;
   Diagnostics& diags_;
   int nranks_;
   int64_t count_;
+  int root_;
+  int64_t rowLength_ = 0;
+  bool rowStep_ = false; // the step being run is split by rows
   int step_ = 0;
   int rank_ = 0;
   std::set<int> waited_;
@@ -455,18 +624,24 @@ private:
 VerifyResult verify(const ir::Program& program, Diagnostics& diags) {
   VerifyResult result;
   for (int nranks = program.minRanks; nranks <= program.maxRanks; ++nranks) {
-    // Counts chosen to exercise a single element, counts that do not split evenly into chunks or
-    // vectors, and a count large enough for every rank to own several aligned chunks.
-    for (int64_t count :
-         {int64_t(1), int64_t(2 * nranks + 3), int64_t(ir::kChunkAlignElems * nranks * 3 + 5)}) {
-      Simulation sim(program, diags, nranks, count);
-      try {
-        sim.run();
-      } catch (const ProofFailed&) {
-        return result;
+    // Counts (and row lengths) chosen by shapesToVerify (RowEpilogue.h).
+    auto steps = expandRepeatedSteps(program, nranks, diags);
+    if (!steps)
+      return result;
+    // The root is a compile-time constant of the variant, so every root is proved: the data flow
+    // of a spec may treat some roots differently (e.g. `root + 1` wraps at nranks).
+    const int roots = hasRoot(program.kind) ? nranks : 1;
+    for (auto [count, rowLength] : shapesToVerify(program, nranks))
+      for (int root = 0; root < roots; ++root) {
+        Simulation sim(program, *steps, diags, nranks, count, root);
+        sim.setRowLength(rowLength);
+        try {
+          sim.run();
+        } catch (const ProofFailed&) {
+          return result;
+        }
+        sim.report(result);
       }
-      sim.report(result);
-    }
   }
   result.ok = true;
   return result;

@@ -41,15 +41,21 @@ struct RegionRef {
   /// `name[peers]` / `name[ranks]`: every slot of that set (only as a reduce operand).
   std::optional<std::string> slotSet;
   ExprPtr chunk; // `.chunk(k)`: the k-th of nranks equal parts
+  ExprPtr block; // `.block(k)`: the k-th of nranks exact blocks (size / nranks elements each)
 };
 
 // ---- Statements ----
 struct Stmt {
-  enum class Kind { Put, AtomicAdd, Copy, Reduce, For, Wait };
+  /// RowNorm: `target = rmsnorm(rows, weight)`, a row-wise normalisation (see Spec::rowLengthName).
+  enum class Kind { Put, AtomicAdd, Copy, Reduce, For, Wait, If, RowNorm };
   Kind kind;
   llvm::SMLoc loc;
-  RegionRef target;               // Put/AtomicAdd/Copy/Reduce: where data goes
-  std::vector<RegionRef> sources; // Put/AtomicAdd/Copy: one; Reduce: the operands
+  RegionRef target;               // Put/AtomicAdd/Copy/Reduce/RowNorm: where data goes
+  std::vector<RegionRef> sources; // Put/AtomicAdd/Copy: one; Reduce: the operands;
+                                  // RowNorm: the rows to normalise, then the weight
+  /// Copy/Reduce: `target = x + a + b` / `target = reduce(...) + a`: regions added elementwise
+  /// (always with '+', whatever the reduction operator) after the copy or the reduce.
+  std::vector<RegionRef> addends;
   // For: `for var in peers|ranks|lo..hi { body }`
   std::string var;
   llvm::SMLoc varLoc;
@@ -58,6 +64,8 @@ struct Stmt {
   std::vector<std::unique_ptr<Stmt>> body;
   // Wait: `wait step`
   std::string waitFor;
+  // If: `if lo == hi { body }` (compare '=') or `if lo != hi { body }` (compare '!')
+  char compare = 0;
 };
 using StmtPtr = std::unique_ptr<Stmt>;
 
@@ -65,6 +73,10 @@ struct Step {
   std::string name;
   llvm::SMLoc loc;
   std::vector<StmtPtr> body;
+  // `step name for var in lo..hi { ... }`: the step repeated once per value of var (else empty).
+  std::string repeatVar;
+  llvm::SMLoc repeatVarLoc;
+  ExprPtr repeatLo, repeatHi;
 };
 
 /// `name: T[size]` in `buffers`, or `scratch name[slots]: T[size]`.
@@ -93,6 +105,11 @@ struct Spec {
   uint64_t minRanks = 2, maxRanks = 8;
   llvm::SMLoc ranksLoc;
   std::vector<BufferDecl> buffers; // user buffers first, in declaration order, then scratch
+  /// `rows NAME`: user buffers of n elements are n / NAME rows of NAME elements; NAME is a size
+  /// the variant fixes (`--hidden`). Empty: the spec has no row shape.
+  std::string rowLengthName;
+  llvm::SMLoc rowsLoc;
+  uint64_t defaultRowLength = 0; // `rows NAME = INT`; 0: none (the variant must give it)
   std::string syncName;
   llvm::SMLoc syncLoc;
   std::vector<LaunchKnob> launch;

@@ -20,10 +20,22 @@ void printRegion(const RegionRef& region, llvm::raw_ostream& out) {
   } else if (region.slotSet) {
     out << "[" << *region.slotSet << "]";
   }
+  if (region.block) {
+    out << ".block(";
+    print(*region.block, out);
+    out << ")";
+  }
   if (region.chunk) {
     out << ".chunk(";
     print(*region.chunk, out);
     out << ")";
+  }
+}
+
+void printAddends(const Stmt& stmt, llvm::raw_ostream& out) {
+  for (const auto& addend : stmt.addends) {
+    out << " + ";
+    printRegion(addend, out);
   }
 }
 
@@ -46,6 +58,15 @@ void printStmt(const Stmt& stmt, unsigned indent, llvm::raw_ostream& out) {
     for (const auto& inner : stmt.body)
       printStmt(*inner, indent + 2, out);
     return;
+  case Stmt::Kind::If:
+    out << "If ";
+    print(*stmt.lo, out);
+    out << (stmt.compare == '=' ? " == " : " != ");
+    print(*stmt.hi, out);
+    out << "\n";
+    for (const auto& inner : stmt.body)
+      printStmt(*inner, indent + 2, out);
+    return;
   case Stmt::Kind::Put:
   case Stmt::Kind::AtomicAdd:
     out << (stmt.kind == Stmt::Kind::Put ? "Put " : "AtomicAdd ");
@@ -59,7 +80,17 @@ void printStmt(const Stmt& stmt, unsigned indent, llvm::raw_ostream& out) {
     printRegion(stmt.target, out);
     out << " = ";
     printRegion(stmt.sources[0], out);
+    printAddends(stmt, out);
     out << "\n";
+    return;
+  case Stmt::Kind::RowNorm:
+    out << "RowNorm ";
+    printRegion(stmt.target, out);
+    out << " = rmsnorm(";
+    printRegion(stmt.sources[0], out);
+    out << ", ";
+    printRegion(stmt.sources[1], out);
+    out << ")\n";
     return;
   case Stmt::Kind::Reduce:
     out << "Reduce ";
@@ -70,7 +101,9 @@ void printStmt(const Stmt& stmt, unsigned indent, llvm::raw_ostream& out) {
         out << ", ";
       printRegion(stmt.sources[i], out);
     }
-    out << ")\n";
+    out << ")";
+    printAddends(stmt, out);
+    out << "\n";
     return;
   }
 }
@@ -118,12 +151,21 @@ void print(const Spec& spec, llvm::raw_ostream& out) {
     print(*buffer.size, out);
     out << "]\n";
   }
+  if (!spec.rowLengthName.empty())
+    out << "  Rows " << spec.rowLengthName << " = " << spec.defaultRowLength << "\n";
   if (!spec.syncName.empty())
     out << "  Sync " << spec.syncName << "\n";
   for (const auto& knob : spec.launch)
     out << "  Launch " << knob.name << " = " << knob.value << "\n";
   for (const auto& step : spec.steps) {
-    out << "  Step " << step.name << "\n";
+    out << "  Step " << step.name;
+    if (!step.repeatVar.empty()) {
+      out << " for " << step.repeatVar << " in ";
+      print(*step.repeatLo, out);
+      out << "..";
+      print(*step.repeatHi, out);
+    }
+    out << "\n";
     for (const auto& stmt : step.body)
       printStmt(*stmt, 4, out);
   }

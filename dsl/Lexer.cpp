@@ -48,6 +48,10 @@ const char* describe(TokenKind kind) {
     return "'/'";
   case TokenKind::Percent:
     return "'%'";
+  case TokenKind::EqualEqual:
+    return "'=='";
+  case TokenKind::NotEqual:
+    return "'!='";
   }
   return "token";
 }
@@ -128,7 +132,17 @@ Token Lexer::next() {
   case ',':
     return make(TokenKind::Comma, begin);
   case '=':
+    if (peekIs('=')) {
+      ++pos_;
+      return make(TokenKind::EqualEqual, begin);
+    }
     return make(TokenKind::Assign, begin);
+  case '!':
+    if (peekIs('=')) {
+      ++pos_;
+      return make(TokenKind::NotEqual, begin);
+    }
+    break;
   case '+':
     return make(TokenKind::Plus, begin);
   case '*':

@@ -11,9 +11,9 @@ constexpr unsigned kMaxNesting = 64;
 /// a name is an assignment to that buffer), `reduce(`, the slot sets and the names expressions
 /// already give a meaning. Steps live in their own namespace and may use any name.
 bool isReserved(llvm::StringRef word) {
-  static const char* const kReserved[] = {"wait",   "for",   "put",   "atomic_add",
-                                          "reduce", "peers", "ranks", "rank",
-                                          "nranks", "n",     "chunk"};
+  static const char* const kReserved[] = {"wait",  "for",   "put",  "atomic_add", "reduce",
+                                          "peers", "ranks", "rank", "nranks",     "n",
+                                          "chunk", "if",    "root", "block",      "rmsnorm"};
   for (const char* r : kReserved)
     if (word == r)
       return true;
@@ -160,6 +160,21 @@ bool Parser::parseHeader(ast::Spec& spec) {
     advance();
     return true;
   }
+  if (tok_.isWord("rows")) {
+    spec.rowsLoc = tok_.loc;
+    advance();
+    llvm::SMLoc unused;
+    if (!expectName(spec.rowLengthName, unused, "the row length"))
+      return false;
+    if (!tok_.is(TokenKind::Assign))
+      return true;
+    advance();
+    if (!tok_.is(TokenKind::Integer))
+      return expect(TokenKind::Integer, "as the default row length ('rows hidden = 4096')");
+    spec.defaultRowLength = tok_.integer;
+    advance();
+    return true;
+  }
   if (tok_.isWord("launch")) {
     advance();
     do {
@@ -178,16 +193,18 @@ bool Parser::parseHeader(ast::Spec& spec) {
       advance();
       spec.launch.push_back(std::move(knob));
     } while (tok_.is(TokenKind::Identifier) && !tok_.isWord("ranks") && !tok_.isWord("buffers") &&
-             !tok_.isWord("scratch") && !tok_.isWord("sync") && !tok_.isWord("launch"));
+             !tok_.isWord("scratch") && !tok_.isWord("sync") && !tok_.isWord("launch") &&
+             !tok_.isWord("rows"));
     return true;
   }
   if (tok_.is(TokenKind::Error))
     return fail(tok_.loc, lexer_.errorMessage());
-  return fail(tok_.loc, tok_.is(TokenKind::Eof)
-                            ? llvm::Twine("expected '{' to open the spec body, found end of file")
-                            : "expected 'ranks', 'buffers', 'scratch', 'sync', 'launch' or '{', "
-                              "found '" +
-                                  tok_.text + "'");
+  return fail(tok_.loc,
+              tok_.is(TokenKind::Eof)
+                  ? llvm::Twine("expected '{' to open the spec body, found end of file")
+                  : "expected 'ranks', 'buffers', 'scratch', 'rows', 'sync', 'launch' or '{', "
+                    "found '" +
+                        tok_.text + "'");
 }
 
 bool Parser::parseBufferDecl(ast::Spec& spec, bool scratch) {
@@ -222,6 +239,19 @@ bool Parser::parseStep(ast::Spec& spec) {
   ast::Step step;
   if (!expectName(step.name, step.loc, "a step"))
     return false;
+  if (tok_.isWord("for")) {
+    // `step name for s in lo..hi { ... }`: one step per value of s.
+    advance();
+    if (!expectName(step.repeatVar, step.repeatVarLoc, "the step's repetition variable") ||
+        !expectWord("in", "after the repetition variable"))
+      return false;
+    step.repeatLo = parseExpr();
+    if (!step.repeatLo || !expect(TokenKind::DotDot, "in the repetition range 'LO..HI'"))
+      return false;
+    step.repeatHi = parseExpr();
+    if (!step.repeatHi)
+      return false;
+  }
   // Accept both `step name { ... }` and the one-statement form `step name: stmt`.
   if (tok_.is(TokenKind::Colon)) {
     advance();
@@ -290,6 +320,21 @@ ast::StmtPtr Parser::parseStmt() {
       return nullptr;
     return stmt;
   }
+  if (tok_.isWord("if")) {
+    stmt->kind = ast::Stmt::Kind::If;
+    advance();
+    stmt->lo = parseExpr();
+    if (!stmt->lo)
+      return nullptr;
+    if (!tok_.is(TokenKind::EqualEqual) && !tok_.is(TokenKind::NotEqual))
+      return fail(tok_.loc, "expected '==' or '!=' in the condition of 'if'"), nullptr;
+    stmt->compare = tok_.is(TokenKind::EqualEqual) ? '=' : '!';
+    advance();
+    stmt->hi = parseExpr();
+    if (!stmt->hi || !parseBlock(stmt->body))
+      return nullptr;
+    return stmt;
+  }
   if (tok_.isWord("put"))
     return parseTransfer(ast::Stmt::Kind::Put);
   if (tok_.isWord("atomic_add"))
@@ -299,6 +344,8 @@ ast::StmtPtr Parser::parseStmt() {
       return nullptr;
     if (!expect(TokenKind::Assign, "in an assignment 'target = source' or 'target = reduce(...)'"))
       return nullptr;
+    if (tok_.isWord("rmsnorm"))
+      return parseRowNorm(std::move(stmt));
     if (tok_.isWord("reduce")) {
       stmt->kind = ast::Stmt::Kind::Reduce;
       advance();
@@ -312,23 +359,58 @@ ast::StmtPtr Parser::parseStmt() {
       } while (tok_.is(TokenKind::Comma) && (advance(), true));
       if (!expect(TokenKind::RParen, "to close 'reduce('"))
         return nullptr;
-      return stmt;
+      return parseAddends(*stmt) ? std::move(stmt) : nullptr;
     }
     stmt->kind = ast::Stmt::Kind::Copy;
     ast::RegionRef source;
     if (!parseRegion(source, /*allowSlotSet=*/false))
       return nullptr;
     stmt->sources.push_back(std::move(source));
-    return stmt;
+    return parseAddends(*stmt) ? std::move(stmt) : nullptr;
   }
   if (tok_.is(TokenKind::Error))
     return fail(tok_.loc, lexer_.errorMessage()), nullptr;
   return fail(tok_.loc, tok_.is(TokenKind::Eof)
                             ? llvm::Twine("expected a statement, found end of file")
-                            : "expected a statement (put, atomic_add, for, wait or an "
+                            : "expected a statement (put, atomic_add, for, if, wait or an "
                               "assignment), found '" +
                                   tok_.text + "'"),
          nullptr;
+}
+
+bool Parser::parseAddends(ast::Stmt& stmt) {
+  while (tok_.is(TokenKind::Plus)) {
+    advance();
+    if (tok_.isWord("reduce"))
+      return fail(tok_.loc, "'reduce(...)' must come first in a sum: write 'x = reduce(...) + a'");
+    ast::RegionRef addend;
+    if (!parseRegion(addend, /*allowSlotSet=*/false))
+      return false;
+    stmt.addends.push_back(std::move(addend));
+  }
+  if (tok_.is(TokenKind::Minus) || tok_.is(TokenKind::Star) || tok_.is(TokenKind::Slash) ||
+      tok_.is(TokenKind::Percent))
+    return fail(tok_.loc, "'" + tok_.text +
+                              "' between buffers is not supported; an assignment may only add "
+                              "regions ('x = a + b')");
+  return true;
+}
+
+ast::StmtPtr Parser::parseRowNorm(ast::StmtPtr stmt) {
+  stmt->kind = ast::Stmt::Kind::RowNorm;
+  advance(); // 'rmsnorm'
+  if (!expect(TokenKind::LParen, "after 'rmsnorm'"))
+    return nullptr;
+  ast::RegionRef rows, weight;
+  if (!parseRegion(rows, /*allowSlotSet=*/false) ||
+      !expect(TokenKind::Comma, "between the rows and the weight in 'rmsnorm(rows, weight)'") ||
+      !parseRegion(weight, /*allowSlotSet=*/false))
+    return nullptr;
+  stmt->sources.push_back(std::move(rows));
+  stmt->sources.push_back(std::move(weight));
+  if (!expect(TokenKind::RParen, "to close 'rmsnorm(rows, weight)'"))
+    return nullptr;
+  return stmt;
 }
 
 ast::StmtPtr Parser::parseTransfer(ast::Stmt::Kind kind) {
@@ -395,12 +477,19 @@ bool Parser::parseRegion(ast::RegionRef& region, bool allowSlotSet) {
   }
   if (tok_.is(TokenKind::Dot)) {
     advance();
+    if (tok_.isWord("block")) {
+      advance();
+      if (!expect(TokenKind::LParen, "after 'block'"))
+        return false;
+      region.block = parseExpr();
+      return region.block && expect(TokenKind::RParen, "to close 'block('");
+    }
     if (!tok_.isWord("chunk")) {
       if (tok_.is(TokenKind::Identifier))
         return fail(region.loc, "'" + region.name + "." + tok_.text +
                                     "' reads a peer's memory; only writes to peers ('put') are "
                                     "supported: have the peer put the data instead");
-      return fail(tok_.loc, "expected 'chunk(k)' after '.'");
+      return fail(tok_.loc, "expected 'chunk(k)' or 'block(k)' after '.'");
     }
     advance();
     if (!expect(TokenKind::LParen, "after 'chunk'"))

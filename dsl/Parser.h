@@ -33,6 +33,8 @@ private:
   bool parseBlock(std::vector<ast::StmtPtr>& body);
   ast::StmtPtr parseStmt();
   ast::StmtPtr parseTransfer(ast::Stmt::Kind kind);
+  bool parseAddends(ast::Stmt& stmt);
+  ast::StmtPtr parseRowNorm(ast::StmtPtr stmt);
   bool parseRegion(ast::RegionRef& region, bool allowSlotSet);
   bool parseRemoteRegion(ast::RegionRef& region);
   ast::ExprPtr parseExpr();

@@ -30,6 +30,8 @@ enum class TokenKind {
   Star,
   Slash,
   Percent,
+  EqualEqual, // '==' (conditions of `if`)
+  NotEqual,   // '!='
 };
 
 const char* describe(TokenKind kind);

@@ -13,11 +13,14 @@ enum class DType { F32, F16, BF16 };
 enum class ReduceOp { Sum, Max, Min };
 enum class SyncKind { Barrier, Sentinel, LL, LL128, LL128Atomic };
 
+/// The spelling in specs, on the command line and in tuning tables: "allreduce", "bf16", "sum",
+/// "ll128_atomic". Pure functions, safe from any thread.
 std::string_view name(CollectiveKind kind);
 std::string_view name(DType type);
 std::string_view name(ReduceOp op);
 std::string_view name(SyncKind sync);
 
+/// The inverse of name(): nullopt for a spelling that names nothing (the caller reports it).
 std::optional<CollectiveKind> parseCollectiveKind(std::string_view text);
 std::optional<DType> parseDType(std::string_view text);
 std::optional<ReduceOp> parseReduceOp(std::string_view text);

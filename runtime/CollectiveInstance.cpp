@@ -343,6 +343,27 @@ CollectiveInstance::~CollectiveInstance() {
 
 llvm::Error CollectiveInstance::launch(int rank, const void* in, void* out, uint64_t count,
                                        cudaStream_t stream) {
+  return launch(rank, in, out, {}, count, stream);
+}
+
+llvm::Error CollectiveInstance::launch(int rank, const void* in, void* out,
+                                       llvm::ArrayRef<void*> aux, uint64_t count,
+                                       cudaStream_t stream) {
+  // A fused epilogue's buffers (residual, weight, ...): exactly the spec's, and whole rows.
+  if (aux.size() != compiled_.aux.size())
+    return instanceError(compiled_, llvm::Twine(aux.size()) + " aux buffers given; the spec has " +
+                                        llvm::Twine(compiled_.aux.size()));
+  for (size_t k = 0; k < aux.size(); ++k)
+    if (count > 0 && !aux[k])
+      return instanceError(compiled_, "null buffer '" + compiled_.aux[k].name + "' on rank " +
+                                          llvm::Twine(rank));
+  if (compiled_.rowLength > 0 && count % uint64_t(compiled_.rowLength) != 0)
+    return instanceError(compiled_, "a call of " + llvm::Twine(count) +
+                                        " elements is not whole rows of " +
+                                        llvm::Twine(compiled_.rowLength));
+  if (!aux.empty() && engine_ == Engine::Nccl)
+    return instanceError(compiled_, "NCCL has no fused epilogue: this collective runs only on "
+                                    "collc kernels (a world on one node)");
   const int nranks = world_.nranks();
   const int slot = world_.localIndex(rank);
   if (rank < 0 || rank >= nranks || slot < 0)
@@ -374,6 +395,8 @@ llvm::Error CollectiveInstance::launch(int rank, const void* in, void* out, uint
   params.epochs = epochs_[slot].as<unsigned long long>();
   params.watchdog = watchdogs_[slot].as<collc_watchdog>();
   params.timeout_ns = timeoutNs_;
+  for (size_t k = 0; k < aux.size(); ++k)
+    params.aux[k] = aux[k];
   return kernel_->launch(slot, dim3(compiled_.launch.blocks), dim3(compiled_.launch.threads),
                          params, stream, compiled_.programmaticLaunch);
 }

@@ -58,6 +58,11 @@ public:
   /// compiled collective's inputCount/outputCount. Every rank must make the same sequence of
   /// calls; the ranks wait for each other on the device. Safe inside stream capture.
   llvm::Error launch(int rank, const void* in, void* out, uint64_t count, cudaStream_t stream);
+  /// The same for a spec with user buffers besides the input and the output (a fused epilogue's
+  /// residual, residual out, weight): `aux` holds one device pointer per CompiledCollective::aux,
+  /// in that order, each sized by its `elements(count)`. With rows, `count` is whole rows.
+  llvm::Error launch(int rank, const void* in, void* out, llvm::ArrayRef<void*> aux, uint64_t count,
+                     cudaStream_t stream);
 
   /// Reads every rank's watchdog back (on a private stream, so it works while kernels still run).
   /// An error describes each tripped rank, e.g. "watchdog: rank 1 block 3 waited more than 5.0 s

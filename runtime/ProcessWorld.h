@@ -73,6 +73,8 @@ public:
   /// (aborts it if the world is broken: a peer died or an exchange failed).
   ~ProcessWorld() override;
 
+  /// This process's rank (its one local rank), and how many nodes the world found at bootstrap
+  /// (1 where every rank shares a node; more makes collectives run on NCCL).
   int rank() const;
   int nodeCount() const;
 

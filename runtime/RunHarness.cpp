@@ -1,9 +1,11 @@
 #include "runtime/RunHarness.h"
 
+#include "runtime/CollectiveReference.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/HostData.h"
 #include "runtime/LocalWorld.h"
 #include "runtime/RankGraphs.h"
+#include "runtime/RmsNormReference.h"
 
 #include <algorithm>
 #include <cstring>
@@ -54,11 +56,35 @@ std::vector<cudaStream_t> localStreams(const SymmetricWorld& world) {
   return streams;
 }
 
+/// A spec with user buffers besides the input and the output is checked only where the harness
+/// knows its float64 reference: the fused add + RMSNorm, with separate residual in and out.
+llvm::Error validateAux(const CompiledCollective& compiled, uint64_t count, bool specialValues) {
+  if (compiled.aux.empty())
+    return llvm::Error::success();
+  const std::optional<AddRmsNormEpilogue>& e = compiled.addRmsNorm;
+  const int auxCount = int(compiled.aux.size());
+  auto valid = [&](int k) { return k >= 0 && k < auxCount; };
+  if (!e || !valid(e->residualIn) || !valid(e->residualOut) || !valid(e->weight) ||
+      e->residualIn == e->residualOut || e->residualIn == e->weight || e->residualOut == e->weight)
+    return harnessError("'" + compiled.specName +
+                        "' has user buffers besides its input and output, but not the fused "
+                        "residual add + RMSNorm (with separate residual in and out buffers) that "
+                        "the run harness can check");
+  if (compiled.rowLength <= 0 || count % uint64_t(compiled.rowLength) != 0)
+    return harnessError(llvm::Twine(count) + " elements is not a whole number of rows of " +
+                        llvm::Twine(compiled.rowLength) + " (--hidden) for '" + compiled.specName +
+                        "'");
+  if (specialValues)
+    return harnessError("special input values (NaN, infinities, values near overflow) are not "
+                        "checked for the fused RMSNorm of '" +
+                        compiled.specName + "': one of them poisons the whole row's norm");
+  return llvm::Error::success();
+}
+
 llvm::Error validate(const SymmetricWorld& world, const CollectiveInstance& instance,
-                     const CompiledCollective& compiled, uint64_t count) {
-  if (compiled.kind != CollectiveKind::AllReduce)
-    return harnessError("no host reference for " + std::string(name(compiled.kind)) +
-                        " yet; only allreduce can be checked");
+                     const CompiledCollective& compiled, uint64_t count, bool specialValues) {
+  if (llvm::Error err = validateAux(compiled, count, specialValues))
+    return err;
   if (&instance.world() != &world)
     return harnessError("the instance was created for another world");
   if (compiled.nranks != world.nranks() || compiled.dtype != instance.compiled().dtype ||
@@ -73,19 +99,35 @@ llvm::Error validate(const SymmetricWorld& world, const CollectiveInstance& inst
 /// User buffers: `slots` inputs and outputs of one call each, laid out at 256-byte strides in one
 /// allocation per local rank; host copies of every rank's inputs (each process builds them all,
 /// for the reference) and of the local ranks' outputs. `local` indexes the device buffers and
-/// hostOut: local[i] is world.localRanks()[i].
+/// hostOut: local[i] is world.localRanks()[i]. A fused epilogue's aux buffers (CompiledCollective
+/// ::aux, index k) are laid out the same way, one allocation per buffer: those the kernel only
+/// reads are random like the inputs, those it writes are poisoned and read back like the output.
 struct RankBuffers {
   uint64_t inStride = 0, outStride = 0;
   int slots = 0;
   std::vector<int> local;
-  std::vector<DeviceBuffer> in, out;      // per local rank
-  std::vector<std::vector<char>> hostIn;  // per rank of the world
-  std::vector<std::vector<char>> hostOut; // per local rank
+  std::vector<DeviceBuffer> in, out;                   // per local rank
+  std::vector<std::vector<char>> hostIn;               // per rank of the world
+  std::vector<std::vector<char>> hostOut;              // per local rank
+  std::vector<uint64_t> auxStride;                     // per aux buffer
+  std::vector<bool> auxWritten;                        // per aux buffer
+  std::vector<std::vector<DeviceBuffer>> aux;          // [local rank][aux buffer]
+  std::vector<std::vector<std::vector<char>>> hostAux; // [rank of the world][aux buffer]
 
   char* deviceIn(size_t i, int slot) const { return in[i].as<char>() + slot * inStride; }
   char* deviceOut(size_t i, int slot) const { return out[i].as<char>() + slot * outStride; }
   const char* inputOf(int rank, int slot) const { return hostIn[rank].data() + slot * inStride; }
   const char* outputOf(size_t i, int slot) const { return hostOut[i].data() + slot * outStride; }
+  /// Local rank i's device pointers of every aux buffer for `slot`, in collc_params::aux order.
+  std::vector<void*> deviceAux(size_t i, int slot) const {
+    std::vector<void*> pointers;
+    for (size_t k = 0; k < auxStride.size(); ++k)
+      pointers.push_back(aux[i][k].as<char>() + slot * auxStride[k]);
+    return pointers;
+  }
+  const char* auxOf(int rank, size_t k, int slot) const {
+    return hostAux[rank][k].data() + slot * auxStride[k];
+  }
 };
 
 llvm::Expected<RankBuffers> allocateBuffers(const SymmetricWorld& world,
@@ -112,6 +154,28 @@ llvm::Expected<RankBuffers> allocateBuffers(const SymmetricWorld& world,
   }
   for (int r = 0; r < world.nranks(); ++r)
     buffers.hostIn.emplace_back(buffers.inStride * slots);
+  if (compiled.aux.empty())
+    return buffers;
+  for (const AuxBuffer& aux : compiled.aux) {
+    buffers.auxStride.push_back(alignUp(aux.elements(count) * elementBytes, 256));
+    buffers.auxWritten.push_back(aux.written);
+  }
+  for (int r : buffers.local) {
+    std::vector<DeviceBuffer> perBuffer;
+    for (uint64_t stride : buffers.auxStride) {
+      llvm::Expected<DeviceBuffer> aux = DeviceBuffer::allocate(world.device(r), stride * slots);
+      if (!aux)
+        return aux.takeError();
+      perBuffer.push_back(std::move(*aux));
+    }
+    buffers.aux.push_back(std::move(perBuffer));
+  }
+  for (int r = 0; r < world.nranks(); ++r) {
+    std::vector<std::vector<char>> perBuffer;
+    for (uint64_t stride : buffers.auxStride)
+      perBuffer.emplace_back(stride * slots);
+    buffers.hostAux.push_back(std::move(perBuffer));
+  }
   return buffers;
 }
 
@@ -125,6 +189,14 @@ void randomizeInputs(RankBuffers& buffers, const CompiledCollective& compiled, u
     for (int slot = 0; slot < buffers.slots; ++slot)
       (specialValues ? fillRandomWithSpecials : fillRandom)(
           compiled.dtype, buffers.hostIn[r].data() + slot * buffers.inStride, elements, rng);
+    // The aux buffers the kernel reads (residual, weight) continue the rank's own sequence.
+    for (size_t k = 0; k < buffers.auxStride.size(); ++k) {
+      if (buffers.auxWritten[k])
+        continue;
+      for (int slot = 0; slot < buffers.slots; ++slot)
+        fillRandom(compiled.dtype, buffers.hostAux[r][k].data() + slot * buffers.auxStride[k],
+                   compiled.aux[k].elements(count), rng);
+    }
   }
 }
 
@@ -141,6 +213,15 @@ llvm::Error uploadInputsPoisonOutputs(const SymmetricWorld& world, const RankBuf
                                    world.stream(r)));
     COLLC_CUDA_TRY(
         cudaMemsetAsync(buffers.out[i].get(), 0xFF, buffers.out[i].bytes(), world.stream(r)));
+    for (size_t k = 0; k < buffers.auxStride.size(); ++k) {
+      if (buffers.auxWritten[k])
+        COLLC_CUDA_TRY(cudaMemsetAsync(buffers.aux[i][k].get(), 0xFF, buffers.aux[i][k].bytes(),
+                                       world.stream(r)));
+      else
+        COLLC_CUDA_TRY(cudaMemcpyAsync(buffers.aux[i][k].get(), buffers.hostAux[r][k].data(),
+                                       buffers.hostAux[r][k].size(), cudaMemcpyHostToDevice,
+                                       world.stream(r)));
+    }
   }
   return llvm::Error::success();
 }
@@ -154,6 +235,11 @@ llvm::Error downloadOutputs(const SymmetricWorld& world, RankBuffers& buffers) {
     COLLC_CUDA_TRY(cudaMemcpyAsync(buffers.hostOut[i].data(), buffers.out[i].get(),
                                    buffers.hostOut[i].size(), cudaMemcpyDeviceToHost,
                                    world.stream(r)));
+    for (size_t k = 0; k < buffers.auxStride.size(); ++k)
+      if (buffers.auxWritten[k])
+        COLLC_CUDA_TRY(cudaMemcpyAsync(buffers.hostAux[r][k].data(), buffers.aux[i][k].get(),
+                                       buffers.hostAux[r][k].size(), cudaMemcpyDeviceToHost,
+                                       world.stream(r)));
   }
   return llvm::Error::success();
 }
@@ -171,21 +257,43 @@ void checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, u
   std::vector<const void*> inputs;
   for (size_t r = 0; r < buffers.hostIn.size(); ++r)
     inputs.push_back(buffers.inputOf(static_cast<int>(r), slot));
-  AllReduceReference reference = referenceAllReduce(compiled.dtype, compiled.op, inputs, count);
+  CollectiveCall call;
+  call.kind = compiled.kind;
+  call.type = compiled.dtype;
+  call.op = compiled.op;
+  call.root = compiled.root;
+  call.count = count;
+  call.inputs = inputs;
   verdicts.wrongCalls.resize(buffers.local.size(), 0);
   for (size_t i = 0; i < buffers.local.size(); ++i) {
-    std::string label = what + " rank " + std::to_string(buffers.local[i]) + " out";
-    Comparison comparison =
-        compareAllReduce(compiled.dtype, reference, inputs, buffers.outputOf(i, slot), count, label,
-                         kMaxReportedMismatches);
+    const int rank = buffers.local[i];
+    std::string label = what + " rank " + std::to_string(rank) + " out";
+    Comparison comparison;
+    if (compiled.addRmsNorm) { // validate() admits no other aux buffers
+      const AddRmsNormEpilogue& e = *compiled.addRmsNorm;
+      label = what + " rank " + std::to_string(rank);
+      AddRmsNormCall fused;
+      fused.type = compiled.dtype;
+      fused.count = count;
+      fused.rowLength = compiled.rowLength;
+      fused.eps = compiled.eps;
+      fused.inputs = inputs;
+      fused.residual = buffers.auxOf(rank, size_t(e.residualIn), slot);
+      fused.weight = buffers.auxOf(rank, size_t(e.weight), slot);
+      comparison = compareAddRmsNorm(fused, buffers.auxOf(rank, size_t(e.residualOut), slot),
+                                     buffers.outputOf(i, slot), label, kMaxReportedMismatches);
+    } else
+      comparison =
+          compareCollective(call, rank, buffers.outputOf(i, slot), label, kMaxReportedMismatches);
     if (comparison.ok())
       continue;
     ++verdicts.wrongCalls[i];
     if (std::count(report.firstMismatches.begin(), report.firstMismatches.end(), '\n') <
         kMaxReportedMismatches)
-      report.firstMismatches += label + ": " + std::to_string(comparison.mismatches) + " of " +
-                                std::to_string(count) + " elements wrong\n" +
-                                comparison.firstMismatches;
+      report.firstMismatches +=
+          label + ": " + std::to_string(comparison.mismatches) + " of " +
+          std::to_string(compiled.outputCount(count) * (compiled.addRmsNorm ? 2 : 1)) +
+          " elements wrong\n" + comparison.firstMismatches;
   }
   ++verdicts.checkedCalls;
   ++report.checkedCalls;
@@ -260,6 +368,16 @@ llvm::Expected<std::vector<double>> replayTimed(SymmetricWorld& world, Collectiv
   return us;
 }
 
+/// Enqueues local rank i's part of one call on slot `slot`'s buffers (and aux buffers, if any).
+llvm::Error launchSlot(CollectiveInstance& instance, const RankBuffers& buffers, size_t i, int slot,
+                       uint64_t count, cudaStream_t stream) {
+  if (buffers.auxStride.empty())
+    return instance.launch(buffers.local[i], buffers.deviceIn(i, slot), buffers.deviceOut(i, slot),
+                           count, stream);
+  return instance.launch(buffers.local[i], buffers.deviceIn(i, slot), buffers.deviceOut(i, slot),
+                         buffers.deviceAux(i, slot), count, stream);
+}
+
 } // namespace
 
 uint64_t rankInputSeed(uint64_t seed, uint64_t round, int rank) {
@@ -277,7 +395,7 @@ llvm::Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance&
                                       const CompiledCollective& compiled,
                                       const RunOptions& options) {
   const uint64_t count = options.count;
-  if (llvm::Error err = validate(world, instance, compiled, count))
+  if (llvm::Error err = validate(world, instance, compiled, count, options.specialValues))
     return err;
   if (options.time && (options.graphOps < 1 || options.replays < 1))
     return harnessError("timing needs at least one operation per graph and one replay");
@@ -314,8 +432,7 @@ llvm::Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance&
     if (llvm::Error err = prepare())
       return err;
     for (size_t i = 0; i < local.size(); ++i)
-      if (llvm::Error err = instance.launch(local[i], buffers.deviceIn(i, 0),
-                                            buffers.deviceOut(i, 0), count, streams[i]))
+      if (llvm::Error err = launchSlot(instance, buffers, i, 0, count, streams[i]))
         return err;
     if (llvm::Error err = instance.synchronize(streams, kSecondsPerOpAllowance))
       return err;
@@ -332,8 +449,7 @@ llvm::Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance&
   for (size_t i = 0; i < local.size(); ++i) {
     llvm::Error captured = graphs.capture(local[i], [&]() -> llvm::Error {
       for (int op = 0; op < options.graphOps; ++op)
-        if (llvm::Error err = instance.launch(local[i], buffers.deviceIn(i, 0),
-                                              buffers.deviceOut(i, 0), count, streams[i]))
+        if (llvm::Error err = launchSlot(instance, buffers, i, 0, count, streams[i]))
           return err;
       return llvm::Error::success();
     });
@@ -383,7 +499,7 @@ llvm::Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance&
 llvm::Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& instance,
                                          const CompiledCollective& compiled, uint64_t count,
                                          int calls, uint64_t seed, bool specialValues) {
-  if (llvm::Error err = validate(world, instance, compiled, count))
+  if (llvm::Error err = validate(world, instance, compiled, count, specialValues))
     return err;
   if (calls < 1)
     return harnessError("a stress graph needs at least one call");
@@ -403,8 +519,7 @@ llvm::Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstan
   for (size_t i = 0; i < local.size(); ++i) {
     llvm::Error captured = graphs.capture(local[i], [&]() -> llvm::Error {
       for (int call = 0; call < calls; ++call)
-        if (llvm::Error err = instance.launch(local[i], buffers.deviceIn(i, call),
-                                              buffers.deviceOut(i, call), count, streams[i]))
+        if (llvm::Error err = launchSlot(instance, buffers, i, call, count, streams[i]))
           return err;
       return llvm::Error::success();
     });

@@ -42,7 +42,11 @@ struct RunReport {
 
 /// Checks `options.checks` eager calls, then (if options.time) times a graph of
 /// options.graphOps calls per rank over options.replays replays with fresh inputs before each,
-/// and checks the graph's last call. Only AllReduce has a host reference so far. A wrong result
+/// and checks the graph's last call. Every kind is checked against its float64 reference
+/// (CollectiveReference.h). A spec with the fused residual add + RMSNorm epilogue gets fresh
+/// random residual and weight buffers with every set of inputs, and both its outputs (out and
+/// residual_out) are checked against RmsNormReference.h; options.count must then be whole rows,
+/// and special values are refused (one NaN poisons a whole row's norm). A wrong result
 /// is reported in the RunReport; an error means the run itself failed (CUDA error, watchdog, hang).
 llvm::Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& instance,
                                       const CompiledCollective& compiled,

@@ -10,6 +10,7 @@
 #define COLLC_MAX_RANKS 8
 #define COLLC_MAX_SCRATCH 8
 #define COLLC_MAX_BLOCKS 132
+#define COLLC_MAX_AUX 4
 
 // Written by the first poll loop of a kernel that gives up waiting; read by the host after the
 // launch. Lives in the rank's own device memory, zeroed once when the collective is created.
@@ -49,6 +50,9 @@ struct collc_params {
   unsigned long long* epochs;
   struct collc_watchdog* watchdog;
   unsigned long long timeout_ns; // a poll gives up after this long; 0 means wait forever
+  // User buffers after the input and the output (a fused epilogue's residual, weight, ...), in the
+  // order the spec declares them; unused entries are null.
+  void* aux[COLLC_MAX_AUX];
 };
 
 #endif // COLLC_ABI_H

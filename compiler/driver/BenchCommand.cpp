@@ -4,6 +4,8 @@
 #include "BenchPlot.h"
 #include "Commands.h"
 #include "CompileTimes.h"
+#include "DispatchBench.h"
+#include "FusedNormBenchCommand.h"
 #include "GpuCommand.h"
 #include "runtime/BenchReport.h"
 #include "runtime/Benchmark.h"
@@ -34,7 +36,8 @@ std::vector<OptionSpec> benchOptions() {
       {"watchdog-cost", "", "also time each variant without the watchdog's bound"},
       {"compile-times", "", "time a cold NVRTC compile and a warm cache hit (no GPU needed)"},
       {"no-nccl", "", "leave NCCL out (its columns read -)"}};
-  for (const auto& more : {timingOptions(), procsOptions(), variantOptions()})
+  for (const auto& more :
+       {timingOptions(), procsOptions(), variantOptions(), dispatchBenchOptions()})
     options.insert(options.end(), more.begin(), more.end());
   // The defaults that differ from the other commands'.
   for (OptionSpec& option : options) {
@@ -57,7 +60,9 @@ const Command kBenchCommand{
     "bench SPEC|all [--sync=S|all] [--dtype=T] [--op=O] [--ranks=R | --procs=N]\n"
     "                   [-b 1K] [-e 64M] [-f 2] [--csv=FILE] [--json=FILE] [--plot=FILE.png]\n"
     "                   [--watchdog-cost] [--compile-times]\n"
-    "       collc bench --compile-times [variant options]",
+    "       collc bench --compile-times [variant options]\n"
+    "       collc bench [SPEC] --dispatch [--table=FILE] [-b 1K] [-e 64M] [-f 2]\n"
+    "       collc bench allreduce_rmsnorm [--hidden=H] [--dtype=T] [--sync=S] [--ranks=R]",
     "Time collc's variants over a sweep of message sizes, in the spirit of nccl-tests, against\n"
     "NCCL's AllReduce measured in the same run (plain buffers and symmetric windows). Every size\n"
     "of every variant is checked against a float64 reference on fresh data before its time\n"
@@ -87,9 +92,21 @@ const Command kBenchCommand{
     "with its own strategy, or allreduce_oneshot with ll; bf16, 2 ranks, unless --sync, --dtype,\n"
     "--op or --ranks say otherwise. It needs no GPU; without SPEC it is all that runs.\n"
     "\n"
+    "--dispatch times the collective dispatched by size from the tuning table (--table, else\n"
+    "the table 'collc tune' writes; SPEC keeps to that spec's rows) next to every fixed variant\n"
+    "of the table, size by size: per size the dispatched time against the best fixed one (it\n"
+    "must be within 3%), and the sum over sizes of each. Exit status 2 when a size is over 3%.\n"
+    "See docs/tuning.md.\n"
+    "\n"
     "--procs N: one process per GPU, started as 'collc run --procs' does. NCCL is then\n"
     "ncclAllReduce on the world's communicator with plain buffers, timed by collc's harness;\n"
     "symmetric windows are measured in one-process mode only.\n"
+    "\n"
+    "allreduce_rmsnorm (the fused AllReduce + residual add + RMSNorm) is compared instead with\n"
+    "what it replaces: allreduce_oneshot (same type and sync) followed by a plain add + RMSNorm\n"
+    "kernel, for 1, 2, 4, ..., 128 tokens of --hidden elements (default the spec's 4096). Both\n"
+    "are checked against a float64 reference and timed in graphs; the table gives fused us,\n"
+    "unfused us and unfused/fused (above 1: the fusion pays). One process, no NCCL, no files.\n"
     "\n"
     "Output: the table on stdout; a progress line on stderr (redrawn in place on a terminal).\n"
     "--csv and --json hold every row, NCCL's figures, the notes and the compile times; --plot\n"
@@ -236,6 +253,12 @@ int compileVariants(const BenchOptions& o, int nranks, VariantPlan& plan) {
         plan.notes.push_back(fmt::format("skipped {}/{}: {}", specName,
                                          sync ? name(*sync) : "(its own sync)",
                                          firstError(diag.str())));
+        continue;
+      }
+      if (!compiled->aux.empty()) { // a fused epilogue: its buffers are not the sweep's
+        plan.notes.push_back(fmt::format("skipped {}: a fused epilogue, which collc bench cannot "
+                                         "feed and check yet",
+                                         specName));
         continue;
       }
       BenchVariant variant;
@@ -558,8 +581,15 @@ int sweep(const BenchOptions& o, const VariantPlan& plan, const std::vector<uint
     results.header.ncclNote = "not measured (--no-nccl)";
   ProgressLine progress(progressSteps(o, plan, counts.size(), mode.ncclRunsPerSize), mode.reporter);
   BenchSettings settings = benchSettings(o, counts, progress);
+  // The baseline is NCCL's AllReduce: comparing another kind with it would mislead.
+  const bool allReduceOnly =
+      std::all_of(plan.variants.begin(), plan.variants.end(),
+                  [](const auto& v) { return v.compiled.kind == CollectiveKind::AllReduce; });
+  if (o.nccl && !allReduceOnly)
+    results.header.ncclNote = "not measured: the NCCL baseline is ncclAllReduce, and the sweep "
+                              "has other kinds";
   // NCCL first, so that each collc row is complete when it is printed.
-  if (o.nccl && !plan.variants.empty()) {
+  if (o.nccl && allReduceOnly && !plan.variants.empty()) {
     auto points = mode.nccl(settings);
     if (points)
       results.nccl = std::move(*points);
@@ -670,6 +700,13 @@ int benchRank(const BenchOptions& o, const LaunchEnvironment& env, BenchResults&
 } // namespace
 
 int runBench(const ParsedArguments& args) {
+  if (!args.positionals().empty() && args.positionals()[0] == kFusedNormBenchSpec &&
+      !args.has("dispatch"))
+    return runFusedNormBench(args);
+  if (args.has("dispatch"))
+    return runDispatchBench(args);
+  if (args.has("table"))
+    return usageError("--table goes with --dispatch");
   BenchOptions o;
   std::string error;
   if (!parseOptions(args, o, error))

@@ -11,7 +11,8 @@ const Command kCheckCommand{
     "of a standard spec (see 'collc list'). Diagnostics go to stderr as file:line:col: error: ...",
     "The verifier runs the spec's data flow symbolically for each rank count and proves the\n"
     "collective's postcondition, the ordering of every read after the write it depends on, the\n"
-    "absence of races, and that scratch is written before it is read.\n",
+    "absence of races, and that scratch is written before it is read. A broadcast or reduce is\n"
+    "proved for every root.\n",
     {},
     1};
 

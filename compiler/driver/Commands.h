@@ -16,11 +16,13 @@ extern const Command kCheckCommand;
 extern const Command kEmitCommand;
 extern const Command kRunCommand;
 extern const Command kBenchCommand;
+extern const Command kTuneCommand;
 
 int runCheck(const ParsedArguments& args);
 int runEmit(const ParsedArguments& args);
 int runRun(const ParsedArguments& args);
 int runBench(const ParsedArguments& args);
+int runTune(const ParsedArguments& args);
 
 /// The options that choose a variant (--dtype, --op, --ranks, --sync, launch knobs).
 std::vector<OptionSpec> variantOptions();

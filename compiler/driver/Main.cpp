@@ -1,5 +1,6 @@
 // The collc command: check, emit, run and list collective specs.
 #include "Commands.h"
+#include "VersionCommand.h"
 #include "dsl/Diagnostics.h"
 #include "runtime/Jit.h"
 
@@ -9,18 +10,25 @@
 namespace collc::driver {
 
 std::vector<OptionSpec> variantOptions() {
-  return {{"ranks", "R", "rank count to compile for (default 2; run: the GPU count)"},
-          {"dtype", "T", "element type: f32, f16 or bf16 (default f32)"},
-          {"op", "O", "reduction: sum, max or min (default sum)"},
-          {"sync", "S",
-           "sync strategy, overriding the spec's: barrier, sentinel, ll, ll128, ll128_atomic"},
-          {"blocks", "B", "thread blocks per rank (default: the spec's launch)"},
-          {"threads", "N", "threads per block"},
-          {"vector", "BYTES", "bytes per memory operation: 2, 4, 8 or 16"},
-          {"unroll", "K", "vectors per thread per loop iteration"},
-          {"no-pdl", "",
-           "launch without programmatic dependent launch (no overlap with the "
-           "previous kernel)"}};
+  return {
+      {"ranks", "R", "rank count to compile for (default 2; run: the GPU count)"},
+      {"dtype", "T", "element type: f32, f16 or bf16 (default f32)"},
+      {"op", "O", "reduction: sum, max or min (default sum)"},
+      {"root", "R", "root rank of a broadcast or reduce (default 0), compiled into the kernel"},
+      {"hidden", "H", "row length of a spec with rows (e.g. the hidden size of allreduce_rmsnorm)"},
+      {"eps", "E", "rmsnorm's epsilon (default 1e-6)"},
+      {"sync", "S",
+       "sync strategy, overriding the spec's: barrier, sentinel, ll, ll128, ll128_atomic"},
+      {"blocks", "B", "thread blocks per rank (default: the spec's launch)"},
+      {"threads", "N", "threads per block"},
+      {"vector", "BYTES", "bytes per memory operation: 2, 4, 8 or 16"},
+      {"unroll", "K", "vectors per thread per loop iteration"},
+      {"no-pdl", "",
+       "launch without programmatic dependent launch (no overlap with the "
+       "previous kernel)"},
+      {"experimental-ll128", "",
+       "compile --sync ll128 although it is disabled (it has returned wrong results; for "
+       "investigation only)"}};
 }
 
 bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::string& error,
@@ -49,11 +57,11 @@ bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::str
     const char* name;
     std::optional<int>* target;
   };
-  std::optional<int> ranks;
+  std::optional<int> ranks, root, hidden;
   for (IntOption o :
-       {IntOption{"ranks", &ranks}, IntOption{"blocks", &options.blocks},
-        IntOption{"threads", &options.threads}, IntOption{"vector", &options.vectorBytes},
-        IntOption{"unroll", &options.unroll}}) {
+       {IntOption{"ranks", &ranks}, IntOption{"root", &root}, IntOption{"hidden", &hidden},
+        IntOption{"blocks", &options.blocks}, IntOption{"threads", &options.threads},
+        IntOption{"vector", &options.vectorBytes}, IntOption{"unroll", &options.unroll}}) {
     auto text = args.get(o.name);
     if (!text)
       continue;
@@ -65,8 +73,21 @@ bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::str
   }
   if (ranks)
     options.nranks = *ranks;
+  if (root)
+    options.root = *root;
+  if (hidden)
+    options.rowLength = *hidden;
+  if (auto text = args.get("eps")) {
+    char* end = nullptr;
+    const double eps = std::strtod(text->c_str(), &end);
+    if (text->empty() || *end != '\0' || !(eps >= 0) || eps > 1)
+      return error = "--eps takes a number in [0, 1], not '" + *text + "'", false;
+    options.eps = float(eps);
+  }
   if (args.has("no-pdl"))
     options.programmaticLaunch = false;
+  if (args.has("experimental-ll128"))
+    options.experimentalLL128 = true;
   return true;
 }
 
@@ -103,7 +124,9 @@ const char* const kToolHelp =
     "  emit SPEC       print the AST, IR, CUDA, PTX or cubin of one variant\n"
     "  run SPEC        run one variant on this machine's GPUs, check it and time it\n"
     "  bench SPEC|all  time variants over a sweep of sizes against NCCL, in one table\n"
+    "  tune SPEC|all   search variants per size on this machine; write the tuning table\n"
     "  help [COMMAND]  this text, or a command's options\n"
+    "  --version       collc's version; NVRTC, CUDA runtime and NCCL: built with, loaded\n"
     "\n"
     "SPEC is a path to a .coll file or the name of a standard spec. 'collc COMMAND --help' lists\n"
     "a command's options. Exit status: 0 success, 1 error in the input or environment, 2 internal\n"
@@ -116,7 +139,8 @@ int list() {
 }
 
 const Command* findCommand(const std::string& name) {
-  for (const Command* command : {&kCheckCommand, &kEmitCommand, &kRunCommand, &kBenchCommand})
+  for (const Command* command :
+       {&kCheckCommand, &kEmitCommand, &kRunCommand, &kBenchCommand, &kTuneCommand})
     if (command->name == name)
       return command;
   return nullptr;
@@ -133,10 +157,8 @@ int dispatch(int argc, char** argv) {
     llvm::outs() << kToolHelp;
     return kSuccess;
   }
-  if (name == "--version") {
-    llvm::outs() << "collc " << COLLC_VERSION << " (NVRTC " << nvrtcVersionString() << ")\n";
-    return kSuccess;
-  }
+  if (name == "--version")
+    return printVersion();
   if (name == "help") {
     const Command* command = findCommand(rest[0]);
     if (!command)
@@ -164,6 +186,8 @@ int dispatch(int argc, char** argv) {
     return runEmit(args);
   if (command == &kBenchCommand)
     return runBench(args);
+  if (command == &kTuneCommand)
+    return runTune(args);
   return runRun(args);
 }
 

@@ -71,11 +71,26 @@ bool parseSettings(const ParsedArguments& args, RunSettings& settings, std::stri
       return error = "--count must be a positive number of elements, e.g. 4096 or 1M", false;
     settings.run.count = *value;
   }
+  // Known before the spec is read when --hidden is given; the spec's own default is checked after
+  // it is compiled (wholeRowsError).
+  if (settings.compile.rowLength > 0 && settings.run.count % uint64_t(settings.compile.rowLength))
+    return error = fmt::format("--count={} is not a whole number of rows of --hidden={}",
+                               settings.run.count, settings.compile.rowLength),
+           false;
   settings.run.time = !args.has("no-time");
   if (!parseTimingOptions(args, settings.run, settings.timeoutSeconds, error))
     return false;
   settings.nccl = args.has("nccl");
   return true;
+}
+
+/// A spec with rows runs whole rows: the message if `count` is not, else empty.
+std::string wholeRowsError(const CompiledCollective& compiled, uint64_t count) {
+  if (compiled.rowLength <= 0 || count % uint64_t(compiled.rowLength) == 0)
+    return "";
+  return fmt::format("--count={} is not a whole number of rows of {} elements ('{}' has rows; "
+                     "set the row length with --hidden)",
+                     count, compiled.rowLength, compiled.specName);
 }
 
 /// NCCL measured at the run's one size, with the run's graph and replays.
@@ -139,6 +154,8 @@ int runLocal(RunSettings& settings, const std::string& specName) {
   auto compiled = compileCollective(*spec, options, llvm::errs());
   if (!compiled)
     return reportError(compiled.takeError());
+  if (std::string rows = wholeRowsError(*compiled, count); !rows.empty())
+    return usageError(rows);
   auto image = compileForDevice(*compiled, devices[0]);
   if (!image)
     return reportError(image.takeError());
@@ -164,8 +181,12 @@ int runLocal(RunSettings& settings, const std::string& specName) {
   if (!settings.run.time)
     return kSuccess;
   // NCCL in the same run, on the same GPUs, after collc's world is gone (it owns their memory).
+  // The baseline is NCCL's AllReduce: another kind is not compared with it.
   std::vector<NcclPoint> nccl;
-  if (settings.nccl) {
+  if (settings.nccl && compiled->kind != CollectiveKind::AllReduce)
+    llvm::errs() << "collc: --nccl: the NCCL baseline is ncclAllReduce; not measured for a "
+                 << name(compiled->kind) << "\n";
+  else if (settings.nccl) {
     instance->reset();
     world->reset();
     auto points = benchNcclBaseline(devices, options.dtype, options.op, ncclSettings(settings));
@@ -194,6 +215,8 @@ int runProcess(RunSettings& settings, const std::string& specName, const LaunchE
   auto compiled = compileCollective(*spec, options, llvm::errs());
   if (!compiled)
     return reportError(compiled.takeError());
+  if (std::string rows = wholeRowsError(*compiled, count); !rows.empty())
+    return usageError(rows);
   ProcessWorldOptions worldOptions;
   worldOptions.heapBytes = heapBytesFor(*compiled, count);
   auto world = ProcessWorld::fromEnvironment(worldOptions);
@@ -259,8 +282,11 @@ int runRun(const ParsedArguments& args) {
           auto spec = loadSpec(specName);
           if (!spec)
             return reportError(spec.takeError());
-          if (auto compiled = compileCollective(*spec, options, llvm::errs()); !compiled)
+          auto compiled = compileCollective(*spec, options, llvm::errs());
+          if (!compiled)
             return reportError(compiled.takeError());
+          if (std::string rows = wholeRowsError(*compiled, settings.run.count); !rows.empty())
+            return usageError(rows);
           return int(kSuccess);
         });
   case WorldRole::Rank:

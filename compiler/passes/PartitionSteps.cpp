@@ -1,3 +1,4 @@
+#include "compiler/RowEpilogue.h"
 #include "compiler/passes/Passes.h"
 
 namespace collc {
@@ -14,6 +15,7 @@ ir::Expr elementBound(const ir::Stmt& stmt) {
     return stmt.sources[0].bound;
   case ir::StmtKind::Copy:
   case ir::StmtKind::Reduce:
+  case ir::StmtKind::RowNorm:
     return stmt.target.bound;
   case ir::StmtKind::Loop:
     return elementBound(*stmt.body.front());
@@ -47,9 +49,16 @@ void partitionSteps(ir::Program& program) {
     for (const auto& stmt : step.body)
       splitNests(stmt, nests);
     step.loops.clear();
+    // Whole rows to a block, so the block can reduce over the row it has just computed.
+    step.byRows = hasRowStatement(step);
     for (const auto& nest : nests) {
       ir::Expr bound = elementBound(*nest);
-      if (!step.loops.empty() && ir::structurallyEqual(step.loops.back().bound, bound)) {
+      // A row-wise statement is a loop of its own: its block must see the whole row written.
+      const bool rowWise = nest->kind == ir::StmtKind::RowNorm;
+      const bool afterRowWise =
+          !step.loops.empty() && step.loops.back().stmts.back()->kind == ir::StmtKind::RowNorm;
+      if (!step.loops.empty() && !rowWise && !afterRowWise &&
+          ir::structurallyEqual(step.loops.back().bound, bound)) {
         step.loops.back().stmts.push_back(nest);
         continue;
       }

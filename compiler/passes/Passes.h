@@ -28,6 +28,12 @@ bool lowerLLSync(ir::Program& program, const VerifyResult& proof, Diagnostics& d
 /// element a peer writes is read exactly once per call.
 bool lowerSentinelSync(ir::Program& program, const VerifyResult& proof, Diagnostics& diags);
 
+/// The LL128 strategy: buffers other ranks put into become 128-byte lines of 120 bytes of data
+/// and the call's flag, each stored and polled by 8 threads together; element loops walk whole
+/// lines. Same applicability as LL, plus: every region of such a buffer starts a line (a whole
+/// slot, or a chunk of a slot when the buffer is only used in chunks).
+bool lowerLL128Sync(ir::Program& program, const VerifyResult& proof, Diagnostics& diags);
+
 /// The ll128_atomic strategy (sum only), on a reduce-scatter written as puts into per-sender slots
 /// plus one reduce: every rank adds its part of a chunk into the owner's accumulation lines with
 /// vector atomics, counting in each line's first element (whose value goes to a side buffer); the

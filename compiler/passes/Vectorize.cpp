@@ -10,9 +10,10 @@ void vectorize(ir::Program& program, DType dtype, int vectorBytes, int unroll) {
   for (const auto& buffer : program.buffers)
     if (buffer->access == ir::BufferAccess::LL)
       vectorBytes = std::max(vectorBytes, 8);
-  // Accumulation lines are 128 bytes added by 8 threads together: 16 bytes each.
+  // Accumulation lines and LL128 lines are 128 bytes moved by 8 threads together: 16 bytes each.
   for (const auto& buffer : program.buffers)
-    if (buffer->access == ir::BufferAccess::AtomicLines)
+    if (buffer->access == ir::BufferAccess::AtomicLines ||
+        buffer->access == ir::BufferAccess::LL128)
       vectorBytes = 16;
   const int elems = std::max(1, vectorBytes / int(sizeOf(dtype)));
   for (auto& step : program.steps)

@@ -114,12 +114,67 @@ TEST(Compile, RankCountOutsideTheSpecsRangeIsRefused) {
             std::string::npos);
 }
 
-TEST(Compile, StrategiesOfLaterVersionsAreRefusedNotFaked) {
+TEST(Compile, LL128IsDisabledUnlessAskedForExperimentally) {
   auto spec = loadSpec("allreduce_oneshot");
   ASSERT_TRUE(bool(spec));
   CompileOptions options;
   options.sync = SyncKind::LL128;
-  EXPECT_NE(compileError(spec->text, options).find("sync strategy 'll128' is not available"),
+  EXPECT_NE(compileError(spec->text, options).find("sync strategy 'll128' is disabled"),
+            std::string::npos);
+  options.experimentalLL128 = true;
+  EXPECT_TRUE(compilesText(spec->text, options));
+}
+
+TEST(Compile, LL128SendsLinesOf120DataBytesWalkedByEightThreads) {
+  CompileOptions options;
+  options.sync = SyncKind::LL128;
+  options.experimentalLL128 = true;
+  options.dtype = DType::BF16;
+  options.vectorBytes = 4; // a line is moved 16 bytes per thread whatever is asked
+  auto oneShot = compileOk("allreduce_oneshot", options);
+  EXPECT_EQ(oneShot.syncPointsPerCall, 0);
+  EXPECT_EQ(oneShot.scratchCopies, 2);
+  ASSERT_EQ(oneShot.scratch.size(), 1u);
+  // slot: 2 slots of 1000 bf16 = 2000 bytes each, in ceil(2000 / 120) = 17 lines of 128 bytes.
+  EXPECT_EQ(oneShot.scratch[0].bytes(1000), 2u * 17u * 128u);
+  EXPECT_EQ(oneShot.cudaSource.find("barrier<"), std::string::npos);
+  EXPECT_NE(oneShot.cudaSource.find("constexpr int kVec = 8;"), std::string::npos);
+  EXPECT_NE(oneShot.cudaSource.find("ll128_store("), std::string::npos);
+  EXPECT_NE(oneShot.cudaSource.find("ll128_load("), std::string::npos);
+  EXPECT_NE(oneShot.cudaSource.find("line * kLL128LineElems <"), std::string::npos);
+
+  // Two-shot's result buffer is used only in chunks: each chunk starts a line of its own.
+  options.nranks = 4;
+  options.dtype = DType::F32;
+  auto twoShot = compileOk("allreduce_twoshot", options);
+  ASSERT_EQ(twoShot.scratch.size(), 2u);
+  // inbox: 4 slots of chunk_size(1000) = 256 f32 = 1024 bytes, 9 lines each.
+  EXPECT_EQ(twoShot.scratch[0].bytes(1000), 4u * 9u * 128u);
+  // result: 4 chunks of 256 f32, 9 lines each.
+  EXPECT_EQ(twoShot.scratch[1].bytes(1000), 4u * 9u * 128u);
+  EXPECT_NE(twoShot.cudaSource.find("result_chunk_lines = ll128_lines(chunk_size(count))"),
+            std::string::npos);
+}
+
+TEST(Compile, LL128IsRefusedWhereLinesCannotLineUp) {
+  CompileOptions options;
+  options.sync = SyncKind::LL128;
+  options.experimentalLL128 = true;
+  // Written in chunks, read as whole slots: the lines cannot start at both.
+  const char* mixed =
+      "collective c kind allreduce buffers in: T[n], out: T[n] scratch s[nranks]: T[n]\n"
+      "{ step push { for p in peers { for c in ranks { put in.chunk(c) -> p.s[rank].chunk(c) } } "
+      "}\n"
+      "  step reduce { wait push  out = reduce(in, s[peers]) } }";
+  EXPECT_NE(compileError(mixed, options).find("is used both as whole slots and in chunks"),
+            std::string::npos);
+  // What LL refuses, LL128 refuses too: here, a step reads what other threads wrote.
+  const char* crossThread = "collective c kind allreduce buffers in: T[n], out: T[n]\n"
+                            "  scratch slot[nranks]: T[n]  scratch mine: T[n]\n"
+                            "{ step push { for p in peers { put in -> p.slot[rank] }\n"
+                            "              for c in ranks { mine.chunk(c) = in.chunk(c) } }\n"
+                            "  step reduce { wait push  out = reduce(mine, slot[peers]) } }";
+  EXPECT_NE(compileError(crossThread, options).find("another thread of the same rank"),
             std::string::npos);
 }
 

@@ -130,5 +130,77 @@ TEST(Parser, ReadingAPeerIsRefusedWithAHint) {
   EXPECT_NE(r.diagnostics.find("reads a peer's memory"), std::string::npos) << r.diagnostics;
 }
 
+const char* const kFused = R"(
+collective fused kind allreduce
+  rows hidden = 4096
+  buffers in: T[n], out: T[n], residual: T[n], residual_out: T[n], weight: T[hidden]
+  scratch slot[nranks]: T[n]
+{
+  step push: for p in peers { put in -> p.slot[rank] }
+  step reduce {
+    wait push
+    residual_out = reduce(in, slot[peers]) + residual
+    out = rmsnorm(residual_out, weight)
+    out = in + residual + residual_out
+  }
+}
+)";
+
+TEST(Parser, RowsAddendsAndRmsNorm) {
+  auto r = parse(kFused);
+  ASSERT_TRUE(r.spec) << r.diagnostics;
+  EXPECT_EQ(r.spec->rowLengthName, "hidden");
+  EXPECT_EQ(r.spec->defaultRowLength, 4096u);
+  const auto& body = r.spec->steps[1].body;
+  ASSERT_EQ(body.size(), 4u);
+  EXPECT_EQ(body[1]->kind, ast::Stmt::Kind::Reduce);
+  ASSERT_EQ(body[1]->addends.size(), 1u);
+  EXPECT_EQ(body[1]->addends[0].name, "residual");
+  EXPECT_EQ(body[2]->kind, ast::Stmt::Kind::RowNorm);
+  ASSERT_EQ(body[2]->sources.size(), 2u);
+  EXPECT_EQ(body[2]->sources[0].name, "residual_out");
+  EXPECT_EQ(body[2]->sources[1].name, "weight");
+  EXPECT_EQ(body[3]->kind, ast::Stmt::Kind::Copy);
+  EXPECT_EQ(body[3]->addends.size(), 2u);
+  EXPECT_NE(r.printed.find("  Rows hidden = 4096\n"), std::string::npos) << r.printed;
+  EXPECT_NE(r.printed.find("Reduce residual_out = reduce(in, slot[peers]) + residual\n"),
+            std::string::npos)
+      << r.printed;
+  EXPECT_NE(r.printed.find("RowNorm out = rmsnorm(residual_out, weight)\n"), std::string::npos)
+      << r.printed;
+  EXPECT_NE(r.printed.find("Copy out = in + residual + residual_out\n"), std::string::npos)
+      << r.printed;
+}
+
+TEST(Parser, RowsWithoutDefaultLength) {
+  auto r = parse("collective c kind allreduce rows h buffers in: T[n], out: T[n] "
+                 "{ step a: out = in }");
+  ASSERT_TRUE(r.spec) << r.diagnostics;
+  EXPECT_EQ(r.spec->rowLengthName, "h");
+  EXPECT_EQ(r.spec->defaultRowLength, 0u);
+}
+
+TEST(Parser, RmsNormNeedsTwoOperands) {
+  auto r = parse("collective c kind allreduce rows h buffers in: T[n], out: T[n]\n"
+                 "{ step a: out = rmsnorm(in) }");
+  EXPECT_FALSE(r.spec);
+  EXPECT_NE(r.diagnostics.find("test.coll:2:27: error: expected ',' between the rows and the "
+                               "weight in 'rmsnorm(rows, weight)'"),
+            std::string::npos)
+      << r.diagnostics;
+}
+
+TEST(Parser, RmsNormIsReserved) {
+  auto r = parse("collective c kind allreduce buffers in: T[n], rmsnorm: T[n] { step a: in = in }");
+  EXPECT_FALSE(r.spec);
+  EXPECT_NE(r.diagnostics.find("'rmsnorm' is a reserved word"), std::string::npos) << r.diagnostics;
+}
+
+TEST(Parser, RowLengthMustBeAnInteger) {
+  auto r = parse("collective c kind allreduce rows h = x buffers in: T[n], out: T[n] { }");
+  EXPECT_FALSE(r.spec);
+  EXPECT_NE(r.diagnostics.find("as the default row length"), std::string::npos) << r.diagnostics;
+}
+
 } // namespace
 } // namespace collc

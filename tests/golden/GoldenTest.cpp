@@ -1,6 +1,6 @@
 // Runs LLVM's FileCheck, in process, over the CUDA that collc emits for each *.check file here.
 // A check file's first line names the variant:
-//   // VARIANT: spec=NAME_OR_FILE dtype=T op=O ranks=R [sync=S]
+//   // VARIANT: spec=NAME_OR_FILE dtype=T op=O ranks=R [sync=S] [root=K]
 // (a spec ending in .coll is a file next to the check file; otherwise a stdlib name).
 #include "compiler/Compile.h"
 
@@ -77,11 +77,16 @@ TEST_P(Golden, EmittedCudaMatches) {
   if (specName.find('/') != std::string::npos) // stable names in the emitted comments
     spec->bufferName = variant["spec"];
   CompileOptions options;
+  options.experimentalLL128 = true; // goldens pin ll128's code too, though it is disabled
   options.dtype = *parseDType(variant["dtype"]);
   options.op = *parseReduceOp(variant["op"]);
   options.nranks = std::stoi(variant["ranks"]);
   if (variant.count("sync"))
     options.sync = *parseSyncKind(variant["sync"]);
+  if (variant.count("root"))
+    options.root = std::stoi(variant["root"]);
+  if (variant.count("hidden"))
+    options.rowLength = std::stoll(variant["hidden"]);
   std::string diagnostics;
   llvm::raw_string_ostream out(diagnostics);
   auto compiled = compileCollective(*spec, options, out);

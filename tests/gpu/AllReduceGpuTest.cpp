@@ -21,54 +21,15 @@ namespace collc {
 namespace {
 
 /// A spec compiled for one (dtype, op) on 2 ranks, with its cubin; or why that failed.
-struct Variant {
-  CompiledCollective compiled;
-  std::string cubin;
-  std::string error;
-};
-
-/// Compiles each variant once per process: the tests of one variant differ only in size.
-const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
-                          SyncKind sync = SyncKind::Barrier) {
-  static std::map<std::tuple<std::string, DType, ReduceOp, SyncKind>, Variant> cache;
-  auto [it, inserted] = cache.try_emplace({specName, dtype, op, sync});
-  Variant& variant = it->second;
-  if (!inserted)
-    return variant;
-  llvm::Expected<SpecSource> spec = loadSpec(specName);
-  if (!spec) {
-    variant.error = llvm::toString(spec.takeError());
-    return variant;
-  }
-  CompileOptions options;
-  options.dtype = dtype;
-  options.op = op;
-  options.nranks = 2;
-  options.sync = sync;
-  llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, llvm::errs());
-  if (!compiled) {
-    variant.error = "compile: " + llvm::toString(compiled.takeError());
-    return variant;
-  }
-  variant.compiled = std::move(*compiled);
-  JitOptions jit;
-  jit.arch = gpuArch(gputest::world()->device(0));
-  llvm::Expected<JitResult> cubin =
-      compileCuda(variant.compiled.cudaSource, variant.compiled.kernelName, JitOutput::Cubin, jit);
-  if (!cubin) {
-    variant.error = "NVRTC: " + llvm::toString(cubin.takeError());
-    return variant;
-  }
-  variant.cubin = std::move(cubin->image);
-  return variant;
-}
+using gputest::Variant;
+using gputest::variantFor;
 
 std::string shortSpecName(const std::string& spec) {
   const std::string prefix = "allreduce_";
   return spec.rfind(prefix, 0) == 0 ? spec.substr(prefix.size()) : spec;
 }
 
-using tests::kImplementedStrategies;
+using tests::kGpuStrategies;
 using tests::strategyApplies;
 
 struct AllReduceCase {
@@ -88,7 +49,7 @@ std::vector<AllReduceCase> allReduceCases() {
   const uint64_t counts[] = {1, 7, 8, 9, 1000, 4097, 65536 + 3, 1 << 20};
   std::vector<AllReduceCase> cases;
   for (const char* spec : {"allreduce_oneshot", "allreduce_twoshot"}) {
-    for (SyncKind sync : kImplementedStrategies) {
+    for (SyncKind sync : kGpuStrategies) {
       for (DType dtype : kAllDTypes)
         for (ReduceOp op : kAllReduceOps)
           for (uint64_t count : counts)
@@ -148,7 +109,7 @@ void PrintTo(const StressCase& c, std::ostream* os) {
 std::vector<StressCase> stressCases() {
   std::vector<StressCase> cases;
   for (const char* spec : {"allreduce_oneshot", "allreduce_twoshot"})
-    for (SyncKind sync : kImplementedStrategies)
+    for (SyncKind sync : kGpuStrategies)
       for (DType dtype : {DType::F32, DType::BF16})
         cases.push_back({spec, sync, dtype});
   return cases;
@@ -200,7 +161,7 @@ void PrintTo(const WatchdogCase& c, std::ostream* os) {
 std::vector<WatchdogCase> watchdogCases() {
   std::vector<WatchdogCase> cases;
   for (const char* spec : {"allreduce_oneshot", "allreduce_twoshot"})
-    for (SyncKind sync : kImplementedStrategies)
+    for (SyncKind sync : kGpuStrategies)
       cases.push_back({spec, sync});
   return cases;
 }

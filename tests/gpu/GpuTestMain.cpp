@@ -1,12 +1,18 @@
 // main() of gpu_tests: builds the shared LocalWorld once, as a global test environment, then runs
-// the tests. Listing the tests (gtest_discover_tests) touches no GPU.
+// the tests; and the compiled variants the test files share. Listing the tests
+// (gtest_discover_tests) touches no GPU.
 #include "tests/gpu/GpuTestMain.h"
 
+#include "compiler/Compile.h"
 #include "runtime/Devices.h"
+#include "runtime/Jit.h"
 
 #include <cstdio>
 #include <llvm/Support/Error.h>
+#include <llvm/Support/raw_ostream.h>
+#include <map>
 #include <memory>
+#include <tuple>
 
 namespace collc::gputest {
 
@@ -64,6 +70,43 @@ const std::string& skipReason() {
 }
 const std::string& setupError() {
   return setupErrorText();
+}
+
+const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op, SyncKind sync,
+                          int root, int64_t rowLength) {
+  static std::map<std::tuple<std::string, DType, ReduceOp, SyncKind, int, int64_t>, Variant> cache;
+  auto [it, inserted] = cache.try_emplace({specName, dtype, op, sync, root, rowLength});
+  Variant& variant = it->second;
+  if (!inserted)
+    return variant;
+  llvm::Expected<SpecSource> spec = loadSpec(specName);
+  if (!spec) {
+    variant.error = llvm::toString(spec.takeError());
+    return variant;
+  }
+  CompileOptions options;
+  options.dtype = dtype;
+  options.op = op;
+  options.nranks = 2;
+  options.root = root;
+  options.rowLength = rowLength;
+  options.sync = sync;
+  llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, llvm::errs());
+  if (!compiled) {
+    variant.error = "compile: " + llvm::toString(compiled.takeError());
+    return variant;
+  }
+  variant.compiled = std::move(*compiled);
+  JitOptions jit;
+  jit.arch = gpuArch(world()->device(0));
+  llvm::Expected<JitResult> cubin =
+      compileCuda(variant.compiled.cudaSource, variant.compiled.kernelName, JitOutput::Cubin, jit);
+  if (!cubin) {
+    variant.error = "NVRTC: " + llvm::toString(cubin.takeError());
+    return variant;
+  }
+  variant.cubin = std::move(cubin->image);
+  return variant;
 }
 
 } // namespace collc::gputest

@@ -4,6 +4,7 @@
 #ifndef COLLC_TESTS_GPU_GPUTESTMAIN_H
 #define COLLC_TESTS_GPU_GPUTESTMAIN_H
 
+#include "compiler/CompiledCollective.h"
 #include "runtime/LocalWorld.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +18,18 @@ LocalWorld* world();
 const std::string& skipReason();
 /// Why building the world failed although the GPUs are there; empty otherwise.
 const std::string& setupError();
+
+/// A stdlib spec compiled for the shared world (2 ranks, its GPUs' arch), or why it could not be.
+struct Variant {
+  CompiledCollective compiled;
+  std::string cubin;
+  std::string error;
+};
+
+/// Compiles each variant once per process: the tests of one variant differ only in size.
+/// `rowLength`: the row length of a spec with rows (CompileOptions::rowLength; 0: none).
+const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
+                          SyncKind sync = SyncKind::Barrier, int root = 0, int64_t rowLength = 0);
 
 } // namespace collc::gputest
 

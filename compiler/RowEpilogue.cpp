@@ -1,0 +1,207 @@
+#include "compiler/RowEpilogue.h"
+
+#include <algorithm>
+
+namespace collc {
+namespace {
+
+bool isWholeRowsBuffer(const ir::Region& region) {
+  return region.buffer->role != ir::BufferRole::Scratch || !region.owner
+             ? ir::structurallyEqual(region.length, ir::ExprNode::count()) &&
+                   ir::structurallyEqual(region.offset, ir::ExprNode::constant(0))
+             : false;
+}
+
+void requireWholeRows(const ir::Region& region, const char* role, Diagnostics& diags) {
+  if (!isWholeRowsBuffer(region))
+    diags.error(region.loc, std::string(role) + " '" + region.text +
+                                "' must be a whole buffer of n elements (n / row length rows): "
+                                "a step with 'rmsnorm' is split by rows, not by chunks");
+}
+
+void checkRowNorm(const ir::Program& program, const ir::Stmt& stmt, Diagnostics& diags) {
+  if (program.rowLengthName.empty()) {
+    diags.error(stmt.loc, "'rmsnorm' works row by row: declare the row length in the header, "
+                          "e.g. 'rows hidden', and give it with --hidden");
+    return;
+  }
+  requireWholeRows(stmt.target, "the target", diags);
+  requireWholeRows(stmt.sources[0], "the rows", diags);
+  const ir::Region& weight = stmt.sources[1];
+  if (!ir::structurallyEqual(weight.length, ir::ExprNode::rowLength()) ||
+      !ir::structurallyEqual(weight.offset, ir::ExprNode::constant(0)))
+    diags.error(weight.loc, "the weight '" + weight.text + "' must hold one row: declare it as '" +
+                                weight.buffer->name + ": T[" + program.rowLengthName + "]'");
+  if (stmt.target.buffer->role == ir::BufferRole::Scratch)
+    diags.error(stmt.target.loc, "'rmsnorm' writes user memory (the output or another user "
+                                 "buffer), not scratch '" +
+                                     stmt.target.text + "'");
+}
+
+/// A statement sharing its step with a row-wise one: the block that owns a row computes it.
+void checkRowStepStatement(const ir::Stmt& stmt, Diagnostics& diags) {
+  if (stmt.kind != ir::StmtKind::Copy && stmt.kind != ir::StmtKind::Reduce) {
+    diags.error(stmt.loc, "a step with 'rmsnorm' is split by rows; its other statements must be "
+                          "local assignments ('y = reduce(...) + r'); move this one to a step "
+                          "of its own");
+    return;
+  }
+  requireWholeRows(stmt.target, "the target", diags);
+  for (const auto& source : stmt.sources)
+    requireWholeRows(source, "the operand", diags);
+  for (const auto& operand : stmt.operands)
+    requireWholeRows(operand.region, "the operand", diags);
+  for (const auto& addend : stmt.addends)
+    requireWholeRows(addend, "the operand", diags);
+}
+
+void refuseNestedRowNorms(const std::vector<ir::StmtPtr>& body, Diagnostics& diags) {
+  for (const auto& stmt : body) {
+    if (stmt->kind == ir::StmtKind::RowNorm)
+      diags.error(stmt->loc, "'rmsnorm' must be a statement of the step itself, not inside a "
+                             "loop or an 'if'");
+    if (stmt->kind == ir::StmtKind::Loop)
+      refuseNestedRowNorms(stmt->body, diags);
+  }
+}
+
+void collectWrittenBuffers(const std::vector<ir::StmtPtr>& body,
+                           std::vector<const ir::Buffer*>& written) {
+  for (const auto& stmt : body) {
+    if (stmt->kind == ir::StmtKind::Loop)
+      collectWrittenBuffers(stmt->body, written);
+    else if (stmt->target.buffer)
+      written.push_back(stmt->target.buffer);
+  }
+}
+
+} // namespace
+
+std::vector<AuxBuffer> describeAuxBuffers(const ir::Program& program, int nranks,
+                                          int64_t rowLength) {
+  std::vector<const ir::Buffer*> written;
+  for (const auto& step : program.steps)
+    collectWrittenBuffers(step.body, written);
+  std::vector<AuxBuffer> aux;
+  for (const auto& buffer : program.buffers) {
+    if (buffer->role != ir::BufferRole::Aux)
+      continue;
+    AuxBuffer described;
+    described.name = buffer->name;
+    described.written = std::find(written.begin(), written.end(), buffer.get()) != written.end();
+    ir::Expr elems = buffer->slotElems;
+    described.elements = [elems, nranks, rowLength](uint64_t count) -> uint64_t {
+      ir::Env env;
+      env.nranks = nranks;
+      env.count = int64_t(count);
+      env.rowLength = rowLength;
+      auto value = ir::evaluate(elems, env);
+      if (!value || *value < 0)
+        internalError("aux buffer size does not evaluate for count " + std::to_string(count));
+      return uint64_t(*value);
+    };
+    aux.push_back(std::move(described));
+  }
+  return aux;
+}
+
+std::optional<AddRmsNormEpilogue> findAddRmsNorm(const ir::Program& program) {
+  for (const auto& step : program.steps) {
+    const ir::Stmt* norm = nullptr;
+    for (const auto& stmt : step.body)
+      if (stmt->kind == ir::StmtKind::RowNorm)
+        norm = stmt.get();
+    if (!norm || norm->target.buffer->role != ir::BufferRole::Output)
+      continue;
+    const ir::Buffer* rows = norm->sources[0].buffer;
+    const ir::Buffer* weight = norm->sources[1].buffer;
+    for (const auto& stmt : step.body) {
+      if (stmt->kind != ir::StmtKind::Reduce || stmt->target.buffer != rows ||
+          stmt->addends.size() != 1)
+        continue;
+      const ir::Buffer* residual = stmt->addends[0].buffer;
+      if (rows->role != ir::BufferRole::Aux || weight->role != ir::BufferRole::Aux ||
+          residual->role != ir::BufferRole::Aux)
+        continue;
+      return AddRmsNormEpilogue{residual->auxIndex, rows->auxIndex, weight->auxIndex};
+    }
+  }
+  return std::nullopt;
+}
+
+bool hasRowStatement(const ir::Step& step) {
+  for (const auto& stmt : step.body)
+    if (stmt->kind == ir::StmtKind::RowNorm)
+      return true;
+  return false;
+}
+
+void checkRowStatements(const ir::Program& program, Diagnostics& diags) {
+  if (!program.rowLengthName.empty())
+    for (const auto& buffer : program.buffers)
+      if (buffer->name == program.rowLengthName)
+        diags.error(buffer->loc, "'" + buffer->name + "' names the row length ('rows " +
+                                     buffer->name + "'); a buffer cannot have that name");
+  for (const auto& step : program.steps) {
+    for (const auto& stmt : step.body)
+      if (stmt->kind == ir::StmtKind::Loop)
+        refuseNestedRowNorms(stmt->body, diags);
+    if (!hasRowStatement(step))
+      continue;
+    for (const auto& stmt : step.body) {
+      if (stmt->kind == ir::StmtKind::RowNorm)
+        checkRowNorm(program, *stmt, diags);
+      else
+        checkRowStepStatement(*stmt, diags);
+    }
+  }
+}
+
+std::vector<std::pair<int64_t, int64_t>> shapesToVerify(const ir::Program& program, int nranks) {
+  const int64_t lengths[] = {1, 2 * nranks + 3, ir::kChunkAlignElems * nranks * 3 + 5};
+  const int64_t rows[] = {1, 3, 2};
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  for (int k = 0; k < 3; ++k)
+    shapes.push_back(program.rowLengthName.empty() ? std::pair{lengths[k], int64_t(0)}
+                                                   : std::pair{rows[k] * lengths[k], lengths[k]});
+  return shapes;
+}
+
+bool checkRowLength(const ir::Program& program, int64_t rowLength, Diagnostics& diags) {
+  const llvm::SMLoc loc = program.rowsLoc.isValid() ? program.rowsLoc : program.loc;
+  if (program.rowLengthName.empty()) {
+    if (rowLength == 0)
+      return true;
+    diags.error(program.loc, "a row length (--hidden " + std::to_string(rowLength) +
+                                 ") was given, but the spec has no rows");
+    return false;
+  }
+  if (rowLength <= 0) {
+    diags.error(loc, "the spec works on rows of '" + program.rowLengthName +
+                         "' elements: give the row length (--hidden, CompileOptions::rowLength)");
+    return false;
+  }
+  for (const auto& step : program.steps) {
+    if (!step.byRows)
+      continue;
+    if (program.sync == SyncKind::LL128 || program.sync == SyncKind::LL128Atomic) {
+      diags.error(program.syncLoc.isValid() ? program.syncLoc : program.loc,
+                  "sync strategy '" + std::string(name(program.sync)) + "' cannot synchronize '" +
+                      program.name + "': step '" + step.name +
+                      "' is split by rows ('rmsnorm'), and this strategy walks whole 128-byte "
+                      "lines; use barrier, ll or sentinel");
+      return false;
+    }
+    for (const auto& loop : step.loops)
+      if (rowLength % loop.vectorElems != 0) {
+        diags.error(loc, "row length " + std::to_string(rowLength) + " is not a multiple of " +
+                             std::to_string(loop.vectorElems) +
+                             " elements, the vector width of this variant: a vector would "
+                             "straddle two rows; choose a smaller --vector");
+        return false;
+      }
+  }
+  return true;
+}
+
+} // namespace collc

@@ -1,0 +1,274 @@
+// `collc bench --dispatch`: the dispatched AllReduce (runtime/Dispatcher.h) next to every fixed
+// variant of the tuning table, at every size, timed as `collc bench` times variants. It answers
+// two questions: does dispatch pick, per size, a variant within 3% of the best single one
+// measured now; and over the whole sweep, how much does dispatch gain over any one variant.
+#include "DispatchBench.h"
+
+#include "Commands.h"
+#include "GpuCommand.h"
+#include "TuneProgressBar.h"
+#include "runtime/BenchResults.h"
+#include "runtime/Devices.h"
+#include "runtime/Dispatcher.h"
+#include "runtime/HeapSize.h"
+#include "runtime/LocalWorld.h"
+#include "runtime/RunHarness.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <llvm/ADT/ScopeExit.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace collc::driver {
+
+std::vector<OptionSpec> dispatchBenchOptions() {
+  return {{"dispatch", "",
+           "time the dispatched collective against every fixed variant of the tuning table"},
+          {"table", "FILE", "with --dispatch: the tuning table (default: see collc tune --help)"}};
+}
+
+namespace {
+
+/// One fixed variant of the comparison, ready to run.
+struct Fixed {
+  TunedVariant variant;
+  CompiledCollective compiled;
+  std::string cubin;
+  std::unique_ptr<CollectiveInstance> instance;
+  std::vector<BenchTiming> timings; // per size
+  bool broken = false;              // an error ended its sweep
+};
+
+llvm::Expected<BenchTiming> timeOnce(SymmetricWorld& world, CollectiveInstance& instance,
+                                     const RunOptions& options) {
+  auto report = runAndCheck(world, instance, instance.compiled(), options);
+  if (!report)
+    return report.takeError();
+  if (!report->correct)
+    return BenchTiming::wrong(report->firstMismatches);
+  return BenchTiming::measured(report->usPerOp);
+}
+
+std::string timingText(const BenchTiming& timing) {
+  if (timing.ok())
+    return fmt::format("{:.2f}", timing.us);
+  return statusName(timing.status);
+}
+
+double sumOrInfinity(const std::vector<BenchTiming>& timings) {
+  double sum = 0;
+  for (const BenchTiming& t : timings)
+    sum += t.ok() ? t.us : INFINITY;
+  return sum;
+}
+
+} // namespace
+
+int runDispatchBench(const ParsedArguments& args) {
+  for (const char* option : {"sync", "blocks", "threads", "vector", "unroll", "procs", "csv",
+                             "json", "plot", "watchdog-cost", "compile-times"})
+    if (args.has(option))
+      return usageError(std::string("--dispatch does not take --") + option +
+                        ": the table chooses the variants, and one process drives every GPU");
+  CompileOptions compile;
+  compile.dtype = DType::BF16;
+  std::string error;
+  if (!parseVariant(args, compile, error))
+    return usageError(error);
+  RunOptions run;
+  double timeoutSeconds = 5;
+  if (!parseTimingOptions(args, run, timeoutSeconds, error))
+    return usageError(error);
+  uint64_t begin = 1024, end = uint64_t(64) << 20, factor = 2;
+  for (auto [option, target] : {std::pair<const char*, uint64_t*>{"b", &begin},
+                                std::pair<const char*, uint64_t*>{"e", &end},
+                                std::pair<const char*, uint64_t*>{"f", &factor}})
+    if (auto text = args.get(option)) {
+      auto value = parseSize(*text);
+      if (!value)
+        return usageError(std::string("-") + option + " takes a number of bytes, not '" + *text +
+                          "'");
+      *target = *value;
+    }
+  const uint64_t elementBytes = sizeOf(compile.dtype);
+  std::vector<uint64_t> counts;
+  for (uint64_t bytes : sweepSizes(begin, end, factor))
+    if (bytes % elementBytes == 0)
+      counts.push_back(bytes / elementBytes);
+  if (counts.empty())
+    return usageError("no size of the sweep is a whole number of elements");
+
+  DispatchRequest request;
+  if (!args.positionals().empty() && args.positionals()[0] != "all")
+    request.spec = args.positionals()[0];
+  request.dtype = compile.dtype;
+  request.op = compile.op;
+  request.maxCount = counts.back();
+  request.table = args.get("table").value_or("");
+  int nranks = compile.nranks;
+  std::vector<int> devices;
+  if (int status = chooseLocalDevices("bench", "(--dispatch measures on GPUs)", args.has("ranks"),
+                                      nranks, devices);
+      status != kSuccess)
+    return status;
+  request.nranks = nranks;
+  auto program = DispatchProgram::compile(request);
+  if (!program)
+    return reportError(program.takeError());
+  llvm::outs() << "dispatch plan: " << program->description() << "\n";
+
+  // The fixed variants: every one the table has for this key, else the plan's own.
+  std::vector<TunedVariant> variants;
+  if (program->table())
+    variants = tableVariants(*program->table(), program->query());
+  if (variants.empty())
+    variants = program->plan().variants;
+  std::vector<Fixed> fixed;
+  uint64_t heap = program->heapBytes() + (uint64_t(1) << 20);
+  for (const TunedVariant& variant : variants) {
+    DispatchRequest one = request;
+    one.table = "none";
+    one.spec = variant.spec;
+    auto source = loadSpec(variant.spec);
+    if (!source)
+      return reportError(source.takeError());
+    CompileOptions options = compile;
+    options.nranks = nranks;
+    options.sync = variant.sync;
+    options.blocks = variant.blocks;
+    options.threads = variant.threads;
+    options.vectorBytes = variant.vectorBytes;
+    options.unroll = variant.unroll;
+    auto compiled = compileCollective(*source, options, llvm::errs());
+    if (!compiled)
+      return reportError(compiled.takeError());
+    auto image = compileForDevice(*compiled, devices[0]);
+    if (!image)
+      return reportError(image.takeError());
+    heap += heapBytesFor(*compiled, request.maxCount);
+    fixed.push_back(Fixed{variant, std::move(*compiled), std::move(image->image), nullptr, {}});
+  }
+  auto world = LocalWorld::create(devices, heap);
+  if (!world)
+    return reportError(world.takeError());
+  const uint64_t timeoutNs = uint64_t(timeoutSeconds * 1e9);
+  auto dispatcher = Dispatcher::create(**world, std::move(*program), timeoutNs);
+  if (!dispatcher)
+    return reportError(dispatcher.takeError());
+  // `fixed` outlives the world it was declared before: its instances must go first (newest
+  // first, giving their heap back), however this function returns.
+  auto releaseFixed = llvm::make_scope_exit([&] {
+    for (auto it = fixed.rbegin(); it != fixed.rend(); ++it)
+      it->instance.reset();
+  });
+  for (Fixed& f : fixed) {
+    auto instance =
+        CollectiveInstance::create(**world, f.compiled, f.cubin, request.maxCount, timeoutNs);
+    if (!instance)
+      return reportError(instance.takeError());
+    f.instance = std::move(*instance);
+  }
+
+  // Size-major, the dispatched collective first and every fixed variant right after it, so
+  // that drift over the run does not favour either side.
+  TuneProgressBar bar;
+  TuneProgress progress;
+  progress.total = int(counts.size() * (fixed.size() + 1));
+  progress.stage = "dispatch vs fixed";
+  std::vector<BenchTiming> dispatched;
+  std::vector<size_t> chosen;
+  for (uint64_t count : counts) {
+    RunOptions options = run;
+    options.count = count;
+    const std::string size = formatTableBytes(count * elementBytes);
+    ++progress.done;
+    progress.what = "dispatched at " + size;
+    bar.update(progress);
+    chosen.push_back((*dispatcher)->variantFor(count));
+    auto timing = timeOnce(**world, (*dispatcher)->instanceFor(count), options);
+    if (!timing) {
+      bar.finish();
+      return reportError(timing.takeError());
+    }
+    dispatched.push_back(std::move(*timing));
+    for (Fixed& f : fixed) {
+      ++progress.done;
+      progress.what = f.variant.text() + " at " + size;
+      bar.update(progress);
+      if (f.broken) {
+        f.timings.push_back(BenchTiming::failed("not measured: failed at a smaller size"));
+        continue;
+      }
+      auto t = timeOnce(**world, *f.instance, options);
+      if (!t) {
+        f.broken = true;
+        f.timings.push_back(BenchTiming::failed(llvm::toString(t.takeError())));
+      } else {
+        f.timings.push_back(std::move(*t));
+      }
+    }
+  }
+  bar.finish();
+
+  const DispatchProgram& used = (*dispatcher)->program();
+  llvm::raw_ostream& out = llvm::outs();
+  out << fmt::format("{:>8}  {:<40} {:>10}  {:<40} {:>10} {:>7}  {}\n", "bytes",
+                     "dispatched variant", "us/op", "best fixed variant", "us/op", "ratio",
+                     "within 3%");
+  int over = 0, failures = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const Fixed* best = nullptr;
+    for (const Fixed& f : fixed)
+      if (f.timings[i].ok() && (!best || f.timings[i].us < best->timings[i].us))
+        best = &f;
+    std::string ratio = "-", verdict = "-";
+    if (!dispatched[i].ok()) {
+      ++failures;
+      verdict =
+          "dispatched " + std::string(statusName(dispatched[i].status)) + ": " + dispatched[i].note;
+    } else if (best) {
+      double r = dispatched[i].us / best->timings[i].us;
+      ratio = fmt::format("{:.3f}", r);
+      verdict = r <= 1.03 ? "yes" : "NO";
+      over += r > 1.03;
+    }
+    out << fmt::format("{:>8}  {:<40} {:>10}  {:<40} {:>10} {:>7}  {}\n",
+                       formatTableBytes(counts[i] * elementBytes),
+                       used.variants()[chosen[i]].variant.text(), timingText(dispatched[i]),
+                       best ? best->variant.text() : "-", best ? timingText(best->timings[i]) : "-",
+                       ratio, verdict);
+  }
+  for (const Fixed& f : fixed)
+    for (const BenchTiming& t : f.timings)
+      failures += t.status == BenchTiming::Status::Wrong;
+
+  const double dispatchedSum = sumOrInfinity(dispatched);
+  out << fmt::format("\nsum of us/op over the {} sizes (ratio: fixed / dispatched; above 1: "
+                     "dispatch is faster)\n",
+                     counts.size());
+  out << fmt::format("  {:<40} {:>12.2f}\n", "dispatched", dispatchedSum);
+  std::vector<std::pair<double, const Fixed*>> sums;
+  for (const Fixed& f : fixed)
+    sums.push_back({sumOrInfinity(f.timings), &f});
+  std::sort(sums.begin(), sums.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [sum, f] : sums)
+    out << fmt::format("  {:<40} {:>12} {:>8}\n", f->variant.text(),
+                       std::isfinite(sum) ? fmt::format("{:.2f}", sum) : "inf",
+                       std::isfinite(sum) ? fmt::format("{:.3f}", sum / dispatchedSum) : "-");
+  for (const Fixed& f : fixed)
+    for (size_t i = 0; i < counts.size(); ++i)
+      if (f.timings[i].status == BenchTiming::Status::Wrong ||
+          (f.timings[i].status == BenchTiming::Status::Failed &&
+           f.timings[i].note.rfind("not measured", 0) != 0))
+        out << fmt::format("problem: {} at {}: {} {}\n", f.variant.text(),
+                           formatTableBytes(counts[i] * elementBytes),
+                           statusName(f.timings[i].status), f.timings[i].note);
+  out << fmt::format("\nverdict: {} of {} sizes within 3% of the best fixed variant{}\n",
+                     counts.size() - size_t(over) - size_t(failures), counts.size(),
+                     failures ? fmt::format("; {} wrong or failed", failures) : "");
+  return over > 0 || failures > 0 ? int(kInternalError) : int(kSuccess);
+}
+
+} // namespace collc::driver

@@ -1,0 +1,21 @@
+// `collc bench --dispatch`: the dispatched collective against every fixed variant of the tuning
+// table (see DispatchBench.cpp and docs/tuning.md).
+#ifndef COLLC_DRIVER_DISPATCHBENCH_H
+#define COLLC_DRIVER_DISPATCHBENCH_H
+
+#include "Arguments.h"
+
+#include <vector>
+
+namespace collc::driver {
+
+/// The options `collc bench` adds for it: --dispatch and --table.
+std::vector<OptionSpec> dispatchBenchOptions();
+
+/// Runs it; the exit status: 0 every size within 3% of the best fixed variant; 1 a user or
+/// environment error; 2 a size over 3%, or a wrong or failed result.
+int runDispatchBench(const ParsedArguments& args);
+
+} // namespace collc::driver
+
+#endif // COLLC_DRIVER_DISPATCHBENCH_H

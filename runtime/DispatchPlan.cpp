@@ -1,0 +1,174 @@
+#include "runtime/DispatchPlan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+
+namespace collc {
+
+namespace {
+
+/// Builds a plan from (range, variant) pairs sorted by fromBytes and disjoint, filling the gaps
+/// and both ends, and dropping what lies above maxBytes.
+DispatchPlan planFromRanges(std::vector<std::pair<DispatchRange, TunedVariant>> picked,
+                            uint64_t maxBytes) {
+  DispatchPlan plan;
+  auto indexOf = [&](const TunedVariant& variant) {
+    auto it = std::find(plan.variants.begin(), plan.variants.end(), variant);
+    if (it != plan.variants.end())
+      return size_t(it - plan.variants.begin());
+    plan.variants.push_back(variant);
+    return plan.variants.size() - 1;
+  };
+  // Ranges wholly above the largest call are never chosen: their variants need not be loaded.
+  // The first range always stays, so that a plan is never empty.
+  while (picked.size() > 1 && picked.back().first.fromBytes > maxBytes)
+    picked.pop_back();
+  for (size_t i = 0; i < picked.size(); ++i) {
+    DispatchRange range = picked[i].first;
+    range.variant = indexOf(picked[i].second);
+    // The first range reaches down to 0; a gap belongs to the range below it; the last range
+    // reaches up to no end.
+    if (i == 0)
+      range.fromBytes = 0;
+    if (i + 1 < picked.size())
+      range.toBytes = picked[i + 1].first.fromBytes;
+    else
+      range.toBytes = kNoUpperBound;
+    if (!plan.ranges.empty() && plan.ranges.back().variant == range.variant)
+      plan.ranges.back().toBytes = range.toBytes; // merge neighbours that run the same variant
+    else
+      plan.ranges.push_back(range);
+  }
+  return plan;
+}
+
+/// Whether `row` is one of the rows `query` reads, given the key chosen for it.
+bool readsRow(const TuningRow& row, const TuningKey& chosen, const DispatchQuery& query) {
+  return row.key.sameAs(chosen) && (query.spec.empty() || row.variant.spec == query.spec);
+}
+
+/// The most specific key that matches `query` (with its spec, if any); the first in the file
+/// among equals. Null if none.
+const TuningKey* chosenKey(const TuningTable& table, const DispatchQuery& query) {
+  const TuningKey* chosen = nullptr;
+  for (const TuningRow& row : table.rows) {
+    if (!matches(row.key, query.key))
+      continue;
+    if (!query.spec.empty() && row.variant.spec != query.spec)
+      continue;
+    if (!chosen || row.key.specificity() > chosen->specificity())
+      chosen = &row.key;
+  }
+  return chosen;
+}
+
+std::string keyText(const TuningQuery& key) {
+  return fmt::format("{} ranks={} {} {} {} {}", key.gpu, key.nranks, key.topology,
+                     name(key.collective), name(key.dtype), name(key.op));
+}
+
+} // namespace
+
+size_t DispatchPlan::variantFor(uint64_t bytes) const {
+  // The last range whose fromBytes <= bytes; ranges are contiguous from 0.
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), bytes,
+                             [](uint64_t b, const DispatchRange& r) { return b < r.fromBytes; });
+  return it == ranges.begin() ? ranges.front().variant : std::prev(it)->variant;
+}
+
+DispatchPlan defaultDispatchPlan(const DispatchQuery& query) {
+  if (!query.spec.empty()) {
+    DispatchPlan plan =
+        planFromRanges({{DispatchRange{}, TunedVariant{query.spec}}}, kNoUpperBound);
+    plan.source = "built-in default rule: " + query.spec + " with its own sync and launch";
+    return plan;
+  }
+  TunedVariant oneshotSentinel{"allreduce_oneshot", SyncKind::Sentinel};
+  TunedVariant twoshotSentinel{"allreduce_twoshot", SyncKind::Sentinel};
+  // Bandwidth needs the whole GPU: on 2 x H200, 132 blocks took 215 us at 64 MiB where 32 took
+  // 314 and 16 took 511. Every block must be resident, so no more than the multiprocessors.
+  const int blocks = query.multiprocessors > 0 ? std::min(132, query.multiprocessors) : 32;
+  TunedVariant twoshotBarrier{"allreduce_twoshot", SyncKind::Barrier, blocks};
+  DispatchPlan plan = planFromRanges({{{0, 128 << 10}, oneshotSentinel},
+                                      {{128 << 10, 512 << 10}, twoshotSentinel},
+                                      {{512 << 10, kNoUpperBound}, twoshotBarrier}},
+                                     query.maxBytes);
+  plan.source = fmt::format("built-in default rule for allreduce (one-shot sentinel below 128K, "
+                            "two-shot sentinel below 512K, two-shot barrier with {} blocks above)",
+                            blocks);
+  return plan;
+}
+
+std::optional<DispatchPlan> tablePlan(const TuningTable& table, const DispatchQuery& query,
+                                      std::string* why) {
+  auto fail = [&](std::string reason) -> std::optional<DispatchPlan> {
+    if (why)
+      *why = std::move(reason);
+    return std::nullopt;
+  };
+  const TuningKey* chosen = chosenKey(table, query);
+  if (!chosen)
+    return fail(fmt::format("no row of {} matches {}{}", table.path, keyText(query.key),
+                            query.spec.empty() ? "" : " with spec " + query.spec));
+  // Per range (rows of one key have coinciding or disjoint ranges): the marked winner, else the
+  // fastest finite time.
+  std::map<std::pair<uint64_t, uint64_t>, const TuningRow*> winners;
+  for (const TuningRow& row : table.rows) {
+    if (!readsRow(row, *chosen, query))
+      continue;
+    const TuningRow*& slot = winners[{row.fromBytes, row.toBytes}];
+    if (!std::isfinite(row.us) && !row.best)
+      continue;
+    if (!slot || (row.best && !slot->best) || (!slot->best && row.us < slot->us))
+      slot = &row;
+  }
+  std::vector<std::pair<DispatchRange, TunedVariant>> picked;
+  int lines = 0;
+  for (const auto& [range, row] : winners) {
+    if (!row)
+      continue;
+    picked.push_back({DispatchRange{range.first, range.second}, row->variant});
+    ++lines;
+  }
+  if (picked.empty())
+    return fail(fmt::format("every matching row of {} failed (its time is inf)", table.path));
+  DispatchPlan plan = planFromRanges(std::move(picked), query.maxBytes);
+  plan.fromTable = true;
+  plan.source =
+      fmt::format("tuning table {} ({} ranges for {})", table.path, lines, keyText(query.key));
+  return plan;
+}
+
+std::vector<TunedVariant> tableVariants(const TuningTable& table, const DispatchQuery& query) {
+  std::vector<TunedVariant> variants;
+  const TuningKey* chosen = chosenKey(table, query);
+  if (!chosen)
+    return variants;
+  for (const TuningRow& row : table.rows)
+    if (readsRow(row, *chosen, query) && std::isfinite(row.us) &&
+        std::find(variants.begin(), variants.end(), row.variant) == variants.end())
+      variants.push_back(row.variant);
+  return variants;
+}
+
+DispatchPlan chooseDispatchPlan(const TuningTable* table, const DispatchQuery& query) {
+  std::string why = "no tuning table";
+  if (table)
+    if (auto plan = tablePlan(*table, query, &why))
+      return std::move(*plan);
+  DispatchPlan plan = defaultDispatchPlan(query);
+  plan.source += " [" + why + "]";
+  return plan;
+}
+
+std::string describePlan(const DispatchPlan& plan) {
+  std::string text;
+  for (const DispatchRange& range : plan.ranges)
+    text += fmt::format("[{}, {})  {}\n", formatTableBytes(range.fromBytes),
+                        formatTableBytes(range.toBytes), plan.variants[range.variant].text());
+  return text;
+}
+
+} // namespace collc

@@ -1,0 +1,80 @@
+// The search of `collc tune`, apart from how a variant is measured: which variants to try at
+// which sizes, in two stages, and the tuning table the measurements make. A full cross product
+// of algorithm x sync x blocks x threads x vector x unroll is far too slow to time, so:
+//   stage 1: every (spec, sync) at the spec's own launch shape, at every size;
+//   stage 2: per size, the best `keepPerSize` (spec, sync) pairs of stage 1, each improved one
+//            knob at a time (blocks, then threads, then vector width, then unroll), each knob
+//            tried at every value with the others at their best so far.
+// A variant that fails to compile or run scores infinity and the search goes on. The measuring
+// is a callback, so the search is tested against a model of a machine without a GPU.
+#ifndef COLLC_RUNTIME_TUNESEARCH_H
+#define COLLC_RUNTIME_TUNESEARCH_H
+
+#include "runtime/TuningTable.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace collc {
+
+struct TuneSpace {
+  std::vector<std::string> specs;                         // stdlib names or paths
+  std::vector<std::optional<SyncKind>> syncs;             // an unset one: the spec's own
+  std::vector<int> blocks, threads, vectorBytes, unrolls; // stage 2's values; empty: not searched
+  int keepPerSize = 2; // (spec, sync) pairs per size carried into stage 2; 0: stage 1 only
+};
+
+/// One variant at one size.
+struct TuneMeasurement {
+  TunedVariant variant; // resolved: the spec's defaults filled in where it compiled
+  uint64_t bytes = 0;
+  double us = std::numeric_limits<double>::infinity(); // infinity: refused, failed or wrong
+  std::string note;                                    // why, when infinite
+  bool refused = false; // the compiler refused the variant: nothing was run
+};
+
+/// Measures `variant` at each of `sizes` (bytes per rank, ascending) and returns one measurement
+/// per size, in order. Calls `before(bytes)` before each size (for progress). A variant the
+/// compiler refuses, or that fails, comes back with infinite times and a note; the variant of
+/// a measurement is the resolved one (every knob set) wherever it compiled.
+using TuneMeasureFn = std::function<std::vector<TuneMeasurement>(
+    const TunedVariant& variant, const std::vector<uint64_t>& sizes,
+    const std::function<void(uint64_t bytes)>& before)>;
+
+struct TuneProgress {
+  int done = 0;      // measurements made
+  int total = 0;     // an estimate until the last stage's count is known
+  std::string stage; // "stage 1: sync x algorithm", "stage 2: blocks", ...
+  std::string what;  // "allreduce_oneshot/ll 8x512 v16 u1 at 4K"
+};
+using TuneProgressFn = std::function<void(const TuneProgress&)>;
+
+/// Runs the search over `sizes` (bytes per rank, ascending) and returns every measurement made,
+/// in order. `progress` may be empty.
+std::vector<TuneMeasurement> runTuneSearch(const TuneSpace& space,
+                                           const std::vector<uint64_t>& sizes,
+                                           const TuneMeasureFn& measure,
+                                           const TuneProgressFn& progress);
+
+/// The fastest finite measurement at `bytes`, or null.
+const TuneMeasurement* bestAt(const std::vector<TuneMeasurement>& measurements, uint64_t bytes);
+
+/// Table rows for `measurements` under `key`: every measurement is a row (but for variants the
+/// compiler refused, which were never run: refusedVariants lists them); the row measured at
+/// sizes[i] speaks for [sizes[i], sizes[i+1]) (the first from 0, the last to inf), and the
+/// fastest finite one of each size is marked best. Rows ascend by size, fastest first.
+std::vector<TuningRow> tuningRows(const std::vector<TuneMeasurement>& measurements,
+                                  const std::vector<uint64_t>& sizes, const TuningKey& key);
+
+/// "allreduce_ring/ll: sync strategy 'll' cannot ...", once per refused variant, in order.
+std::vector<std::string> refusedVariants(const std::vector<TuneMeasurement>& measurements);
+
+/// `table` with its rows of `key` (the same key exactly) replaced by `rows`; other keys' rows stay.
+void replaceKeyRows(TuningTable& table, const TuningKey& key, std::vector<TuningRow> rows);
+
+} // namespace collc
+
+#endif // COLLC_RUNTIME_TUNESEARCH_H

@@ -1,0 +1,62 @@
+// What every stdlib spec is: its kind, and the implemented strategies the compiler refuses for it
+// (with the data-flow rule it names; see dsl/README.md, "Synchronization strategies"). The matrix
+// tests (NVRTC, GPU) compile every spec with every strategy it accepts; CompileTest checks that
+// each refusal listed here is a refusal with a message, so neither list can drift.
+#ifndef COLLC_TESTS_STDLIBAPPLICABILITY_H
+#define COLLC_TESTS_STDLIBAPPLICABILITY_H
+
+#include "dsl/CollectiveShapes.h"
+#include "tests/StdlibStrategies.h"
+
+#include <string>
+
+namespace collc::tests {
+
+constexpr unsigned bit(SyncKind sync) {
+  return 1u << static_cast<unsigned>(sync);
+}
+
+struct StdlibSpecFacts {
+  const char* name;
+  CollectiveKind kind;
+  unsigned refused; // bits of the strategies the compiler refuses for this spec
+};
+
+// ll, sentinel and ll128 refuse a data flow in which some rank sends to a peer that sends nothing
+// back (broadcast, reduce, rings); ll128_atomic needs a reduce-scatter into per-sender slots.
+inline constexpr unsigned kOneWay =
+    bit(SyncKind::LL) | bit(SyncKind::Sentinel) | bit(SyncKind::LL128) | bit(SyncKind::LL128Atomic);
+inline constexpr StdlibSpecFacts kStdlibSpecs[] = {
+    {"allgather_direct", CollectiveKind::AllGather, bit(SyncKind::LL128Atomic)},
+    {"allgather_ring", CollectiveKind::AllGather, kOneWay},
+    {"allreduce_oneshot", CollectiveKind::AllReduce, 0},
+    // Row-wise epilogue (rmsnorm): a step split by rows cannot walk 128-byte lines.
+    {"allreduce_rmsnorm", CollectiveKind::AllReduce,
+     bit(SyncKind::LL128) | bit(SyncKind::LL128Atomic)},
+    {"allreduce_ring", CollectiveKind::AllReduce, kOneWay},
+    {"allreduce_twoshot", CollectiveKind::AllReduce, 0},
+    {"alltoall_direct", CollectiveKind::AllToAll, bit(SyncKind::LL128Atomic)},
+    {"broadcast_direct", CollectiveKind::Broadcast, kOneWay},
+    {"reduce_direct", CollectiveKind::Reduce, kOneWay},
+    {"reducescatter_direct", CollectiveKind::ReduceScatter, 0},
+};
+
+/// Whether the matrix tests compile `spec` with (sync, op): the strategy is implemented for the op
+/// (StdlibStrategies.h) and not refused for the spec; the op is compiled for every operator only
+/// where the kind reduces (elsewhere the kernels differ in nothing but an unused function).
+inline bool specAccepts(const StdlibSpecFacts& spec, SyncKind sync, ReduceOp op) {
+  if (!reduces(spec.kind) && op != ReduceOp::Sum)
+    return false;
+  return strategyApplies(sync, op) && !(spec.refused & bit(sync));
+}
+
+inline const StdlibSpecFacts* findStdlibSpec(const std::string& name) {
+  for (const StdlibSpecFacts& spec : kStdlibSpecs)
+    if (name == spec.name)
+      return &spec;
+  return nullptr;
+}
+
+} // namespace collc::tests
+
+#endif // COLLC_TESTS_STDLIBAPPLICABILITY_H

@@ -1,0 +1,289 @@
+// Dispatch by size on 2 GPUs: one Dispatcher whose calls of different sizes run different
+// variants, each call checked against a float64 reference: eager calls across every range of the
+// built-in rule, a CUDA graph that captures calls of three sizes and is replayed with fresh
+// inputs, two host threads (one per rank) launching the same mixed sequence, and a table that
+// overrides the built-in rule.
+#include "runtime/Dispatcher.h"
+#include "runtime/HostData.h"
+#include "tests/gpu/GpuTestMain.h"
+
+#include <cstdio>
+#include <fstream>
+#include <llvm/Support/FileSystem.h>
+#include <random>
+#include <set>
+#include <thread>
+
+namespace collc {
+namespace {
+
+constexpr uint64_t K = 1024;
+
+/// One call's buffers on every rank, with the inputs on the host for the reference.
+struct CallBuffers {
+  uint64_t count = 0;
+  std::vector<DeviceBuffer> in, out;     // per rank
+  std::vector<std::vector<char>> hostIn; // per rank
+};
+
+class DispatchGpu : public ::testing::Test {
+protected:
+  void SetUp() override { COLLC_REQUIRE_GPU_WORLD(); }
+
+  std::unique_ptr<Dispatcher> makeDispatcher(DispatchRequest request) {
+    LocalWorld& world = *gputest::world();
+    request.nranks = world.nranks();
+    auto program = DispatchProgram::compile(request);
+    EXPECT_TRUE(bool(program)) << llvm::toString(program.takeError());
+    if (!program)
+      return nullptr;
+    std::printf("%s", program->description().c_str());
+    auto dispatcher = Dispatcher::create(world, std::move(*program));
+    EXPECT_TRUE(bool(dispatcher)) << llvm::toString(dispatcher.takeError());
+    return dispatcher ? std::move(*dispatcher) : nullptr;
+  }
+
+  CallBuffers allocate(DType dtype, uint64_t count) {
+    LocalWorld& world = *gputest::world();
+    CallBuffers call;
+    call.count = count;
+    for (int r = 0; r < world.nranks(); ++r) {
+      auto in = DeviceBuffer::allocate(world.device(r), count * sizeOf(dtype));
+      auto out = DeviceBuffer::allocate(world.device(r), count * sizeOf(dtype));
+      EXPECT_TRUE(in && out);
+      if (!in || !out) {
+        if (!in)
+          llvm::consumeError(in.takeError());
+        if (!out)
+          llvm::consumeError(out.takeError());
+        return call;
+      }
+      call.in.push_back(std::move(*in));
+      call.out.push_back(std::move(*out));
+      call.hostIn.emplace_back(count * sizeOf(dtype));
+    }
+    return call;
+  }
+
+  /// New random inputs, uploaded; outputs poisoned with 0xff bytes (NaN in every type).
+  void refill(CallBuffers& call, DType dtype, uint64_t seed) {
+    for (size_t r = 0; r < call.in.size(); ++r) {
+      std::mt19937_64 rng(seed * 131 + r);
+      fillRandom(dtype, call.hostIn[r].data(), call.count, rng);
+      ASSERT_EQ(cudaMemcpy(call.in[r].get(), call.hostIn[r].data(), call.hostIn[r].size(),
+                           cudaMemcpyHostToDevice),
+                cudaSuccess);
+      ASSERT_EQ(cudaMemset(call.out[r].get(), 0xff, call.hostIn[r].size()), cudaSuccess);
+    }
+    // cudaMemset may return before it is done, on the legacy stream, which does not order the
+    // world's non-blocking streams: finish it before any launch, or it may poison an output late.
+    LocalWorld& world = *gputest::world();
+    for (int r = 0; r < world.nranks(); ++r) {
+      ASSERT_EQ(cudaSetDevice(world.device(r)), cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    }
+  }
+
+  /// Every rank's output of `call` against the float64 reference.
+  void check(const CallBuffers& call, DType dtype, ReduceOp op, const std::string& what) {
+    std::vector<const void*> inputs;
+    for (const auto& host : call.hostIn)
+      inputs.push_back(host.data());
+    AllReduceReference reference = referenceAllReduce(dtype, op, inputs, call.count);
+    for (size_t r = 0; r < call.out.size(); ++r) {
+      std::vector<char> got(call.count * sizeOf(dtype));
+      ASSERT_EQ(cudaMemcpy(got.data(), call.out[r].get(), got.size(), cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      Comparison result = compareAllReduce(dtype, reference, inputs, got.data(), call.count,
+                                           "rank " + std::to_string(r));
+      EXPECT_TRUE(result.ok()) << what << ": " << result.mismatches << " mismatches\n"
+                               << result.firstMismatches;
+    }
+  }
+
+  void launchAll(const Dispatcher& dispatcher, const CallBuffers& call) {
+    LocalWorld& world = *gputest::world();
+    for (int r = 0; r < world.nranks(); ++r)
+      ASSERT_FALSE(bool(
+          dispatcher.launch(r, call.in[r].get(), call.out[r].get(), call.count, world.stream(r))));
+  }
+
+  void synchronize(const Dispatcher& dispatcher) {
+    LocalWorld& world = *gputest::world();
+    std::vector<cudaStream_t> streams;
+    for (int r = 0; r < world.nranks(); ++r)
+      streams.push_back(world.stream(r));
+    llvm::Error err = dispatcher.synchronize(streams);
+    ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
+  }
+};
+
+/// Element counts that reach every range of the built-in rule (bf16: 128 KiB is 64 Ki
+/// elements, 512 KiB is 256 Ki), with odd counts at the edges of the vectorized paths.
+const uint64_t kCounts[] = {1,          7,      9,           512,     4097,
+                            64 * K - 1, 64 * K, 100 * K + 3, 256 * K, 1024 * K + 5};
+
+TEST_F(DispatchGpu, EagerCallsAcrossEveryRangeOfTheDefaultRule) {
+  DispatchRequest request;
+  request.dtype = DType::BF16;
+  request.maxCount = 1024 * K + 5;
+  request.table = "none";
+  auto dispatcher = makeDispatcher(request);
+  ASSERT_TRUE(dispatcher);
+  EXPECT_FALSE(dispatcher->program().plan().fromTable);
+  std::set<size_t> used;
+  uint64_t seed = 1;
+  for (uint64_t count : kCounts) {
+    used.insert(dispatcher->variantFor(count));
+    CallBuffers call = allocate(request.dtype, count);
+    ASSERT_EQ(call.in.size(), size_t(gputest::world()->nranks()));
+    // Two calls per size, so that each variant runs twice in a row and after another variant.
+    for (int round = 0; round < 2; ++round) {
+      refill(call, request.dtype, seed++);
+      launchAll(*dispatcher, call);
+      synchronize(*dispatcher);
+      check(call, request.dtype, request.op,
+            "count " + std::to_string(count) + " round " + std::to_string(round));
+    }
+  }
+  EXPECT_EQ(used.size(), 3u) << "the sizes should reach all three variants of the rule";
+}
+
+TEST_F(DispatchGpu, EveryDtypeAndOpDispatches) {
+  for (DType dtype : kAllDTypes)
+    for (ReduceOp op : kAllReduceOps) {
+      DispatchRequest request;
+      request.dtype = dtype;
+      request.op = op;
+      request.maxCount = 512 * K;
+      request.table = "none";
+      auto dispatcher = makeDispatcher(request);
+      ASSERT_TRUE(dispatcher);
+      for (uint64_t count : {uint64_t(7), 16 * K, 512 * K}) {
+        CallBuffers call = allocate(dtype, count);
+        refill(call, dtype, count);
+        launchAll(*dispatcher, call);
+        synchronize(*dispatcher);
+        check(call, dtype, op,
+              std::string(name(dtype)) + " " + std::string(name(op)) + " count " +
+                  std::to_string(count));
+      }
+    }
+}
+
+TEST_F(DispatchGpu, GraphCapturesTheChoiceOfEachCallAndReplays) {
+  LocalWorld& world = *gputest::world();
+  DispatchRequest request;
+  request.dtype = DType::BF16;
+  request.maxCount = 1024 * K;
+  request.table = "none";
+  auto dispatcher = makeDispatcher(request);
+  ASSERT_TRUE(dispatcher);
+  const uint64_t counts[] = {512, 128 * K, 1024 * K, 512}; // three variants, then the first again
+  std::vector<CallBuffers> calls;
+  for (uint64_t count : counts)
+    calls.push_back(allocate(request.dtype, count));
+  std::vector<cudaGraphExec_t> execs(size_t(world.nranks()), nullptr);
+  for (int r = 0; r < world.nranks(); ++r) {
+    cudaStream_t stream = world.stream(r);
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    for (const CallBuffers& call : calls)
+      ASSERT_FALSE(
+          bool(dispatcher->launch(r, call.in[r].get(), call.out[r].get(), call.count, stream)));
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&execs[size_t(r)], graph, 0), cudaSuccess);
+    cudaGraphDestroy(graph);
+  }
+  for (int replay = 0; replay < 3; ++replay) {
+    for (size_t c = 0; c < calls.size(); ++c)
+      refill(calls[c], request.dtype, 1000 + replay * 10 + c);
+    for (int r = 0; r < world.nranks(); ++r)
+      ASSERT_EQ(cudaGraphLaunch(execs[size_t(r)], world.stream(r)), cudaSuccess);
+    synchronize(*dispatcher);
+    for (size_t c = 0; c < calls.size(); ++c)
+      check(calls[c], request.dtype, request.op,
+            "replay " + std::to_string(replay) + " call " + std::to_string(c));
+  }
+  for (cudaGraphExec_t exec : execs)
+    cudaGraphExecDestroy(exec);
+}
+
+TEST_F(DispatchGpu, TwoThreadsOneRankEachLaunchTheSameMixedSequence) {
+  LocalWorld& world = *gputest::world();
+  ASSERT_EQ(world.nranks(), 2);
+  DispatchRequest request;
+  request.dtype = DType::F16;
+  request.maxCount = 1024 * K + 5; // the largest of kCounts
+  request.table = "none";
+  auto dispatcher = makeDispatcher(request);
+  ASSERT_TRUE(dispatcher);
+  std::vector<CallBuffers> calls;
+  for (int i = 0; i < 24; ++i) {
+    calls.push_back(allocate(request.dtype, kCounts[size_t(i) % std::size(kCounts)]));
+    refill(calls.back(), request.dtype, 77 + i);
+  }
+  std::string errors[2];
+  auto rankThread = [&](int rank) {
+    for (const CallBuffers& call : calls)
+      if (llvm::Error err = dispatcher->launch(rank, call.in[rank].get(), call.out[rank].get(),
+                                               call.count, world.stream(rank)))
+        errors[rank] += llvm::toString(std::move(err)) + "\n";
+  };
+  std::thread rank0(rankThread, 0), rank1(rankThread, 1);
+  rank0.join();
+  rank1.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+  synchronize(*dispatcher);
+  for (size_t c = 0; c < calls.size(); ++c)
+    check(calls[c], request.dtype, request.op, "call " + std::to_string(c));
+}
+
+TEST_F(DispatchGpu, ATableOverridesTheDefaultRule) {
+  llvm::SmallString<128> path;
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("collc-dispatch", "tsv", path));
+  {
+    std::ofstream table(path.c_str());
+    table << "# gpu ranks topology collective dtype op from to bytes spec sync blocks threads "
+             "vector unroll us best\n"
+             "* 2 * allreduce bf16 sum 0 4K 1K allreduce_twoshot ll 4 256 16 1 3.0 *\n"
+             "* 2 * allreduce bf16 sum 4K inf 1M allreduce_oneshot barrier 16 256 8 2 9.0 *\n";
+  }
+  DispatchRequest request;
+  request.dtype = DType::BF16;
+  request.maxCount = 256 * K;
+  request.table = std::string(path);
+  auto dispatcher = makeDispatcher(request);
+  llvm::sys::fs::remove(path);
+  ASSERT_TRUE(dispatcher);
+  const DispatchProgram& program = dispatcher->program();
+  EXPECT_TRUE(program.plan().fromTable) << program.plan().source;
+  ASSERT_EQ(program.variants().size(), 2u);
+  EXPECT_EQ(program.variants()[dispatcher->variantFor(100)].compiled.specName, "allreduce_twoshot");
+  EXPECT_EQ(program.variants()[dispatcher->variantFor(100)].compiled.launch.blocks, 4);
+  EXPECT_EQ(program.variants()[dispatcher->variantFor(4 * K)].compiled.launch.threads, 256);
+  for (uint64_t count : {uint64_t(100), uint64_t(2 * K), uint64_t(2 * K + 1), 256 * K}) {
+    CallBuffers call = allocate(request.dtype, count);
+    refill(call, request.dtype, count);
+    launchAll(*dispatcher, call);
+    synchronize(*dispatcher);
+    check(call, request.dtype, request.op, "count " + std::to_string(count));
+  }
+}
+
+TEST_F(DispatchGpu, ACallAboveMaxCountIsAnError) {
+  DispatchRequest request;
+  request.maxCount = 1024;
+  request.table = "none";
+  auto dispatcher = makeDispatcher(request);
+  ASSERT_TRUE(dispatcher);
+  CallBuffers call = allocate(request.dtype, 2048);
+  llvm::Error err =
+      dispatcher->launch(0, call.in[0].get(), call.out[0].get(), 2048, gputest::world()->stream(0));
+  ASSERT_TRUE(bool(err));
+  EXPECT_NE(llvm::toString(std::move(err)).find("at most 1024"), std::string::npos);
+}
+
+} // namespace
+} // namespace collc

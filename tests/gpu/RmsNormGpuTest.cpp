@@ -1,0 +1,148 @@
+// The fused AllReduce + residual add + RMSNorm (stdlib/allreduce_rmsnorm.coll) on 2 GPUs, through
+// the run harness: fresh random input, residual and weight for every call, and both outputs
+// (residual_out and out) checked against the float64 reference of runtime/RmsNormReference.h,
+// eagerly and after a timed graph; hidden 4096 and 8192, 1 to 128 tokens, every type and the sync
+// strategies the spec is written for; a graph of back-to-back calls each with its own buffers;
+// and the harness's refusals (a count that is not whole rows, special values).
+#include "compiler/Compile.h"
+#include "runtime/CollectiveInstance.h"
+#include "runtime/Devices.h"
+#include "runtime/Jit.h"
+#include "runtime/RunHarness.h"
+#include "tests/gpu/GpuTestMain.h"
+
+#include <map>
+#include <ostream>
+#include <tuple>
+
+namespace collc {
+namespace {
+
+constexpr const char* kSpec = "allreduce_rmsnorm";
+
+/// The fused spec compiled for the shared world with row length `hidden`; an error also when the
+/// compiler did not describe its add + RMSNorm epilogue (the harness needs that to check it).
+gputest::Variant rowVariantFor(int64_t hidden, DType dtype, SyncKind sync) {
+  gputest::Variant variant =
+      gputest::variantFor(kSpec, dtype, ReduceOp::Sum, sync, /*root=*/0, hidden);
+  if (variant.error.empty() && !variant.compiled.addRmsNorm)
+    variant.error = "the compiler did not describe the add + RMSNorm epilogue";
+  return variant;
+}
+
+constexpr SyncKind kSyncs[] = {SyncKind::Barrier, SyncKind::LL, SyncKind::Sentinel};
+constexpr DType kTypes[] = {DType::BF16, DType::F16, DType::F32};
+
+struct RmsNormCase {
+  int64_t hidden;
+  uint64_t tokens;
+  DType dtype;
+  SyncKind sync;
+};
+
+void PrintTo(const RmsNormCase& c, std::ostream* os) {
+  *os << "hidden " << c.hidden << " tokens " << c.tokens << " " << name(c.dtype) << " "
+      << name(c.sync);
+}
+
+std::vector<RmsNormCase> rmsNormCases() {
+  std::vector<RmsNormCase> cases;
+  for (int64_t hidden : {4096, 8192})
+    for (uint64_t tokens : {1, 2, 7, 32, 128})
+      for (DType dtype : kTypes)
+        for (SyncKind sync : kSyncs)
+          cases.push_back({hidden, tokens, dtype, sync});
+  return cases;
+}
+
+class RmsNormGpu : public ::testing::TestWithParam<RmsNormCase> {
+protected:
+  void SetUp() override { COLLC_REQUIRE_GPU_WORLD(); }
+};
+
+// Three eager calls (every scratch copy), then a short timed graph whose last call is checked:
+// the aux buffers must be passed, refreshed and read back on both paths.
+TEST_P(RmsNormGpu, BothOutputsMatchFloat64Reference) {
+  const RmsNormCase& c = GetParam();
+  LocalWorld& world = *gputest::world();
+  const gputest::Variant variant = rowVariantFor(c.hidden, c.dtype, c.sync);
+  ASSERT_TRUE(variant.error.empty()) << variant.error;
+  const uint64_t count = c.tokens * uint64_t(c.hidden);
+  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+      CollectiveInstance::create(world, variant.compiled, variant.cubin, count);
+  ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
+  RunOptions options;
+  options.count = count;
+  options.graphOps = 8;
+  options.replays = 2;
+  options.seed = c.tokens * 131 + uint64_t(c.hidden) + uint64_t(c.dtype) * 7 + uint64_t(c.sync);
+  llvm::Expected<RunReport> report = runAndCheck(world, **instance, variant.compiled, options);
+  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  EXPECT_TRUE(report->correct) << report->firstMismatches;
+  EXPECT_EQ(report->checkedCalls, options.checks + 1);
+  EXPECT_GT(report->usPerOp, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stdlib, RmsNormGpu, ::testing::ValuesIn(rmsNormCases()),
+                         [](const ::testing::TestParamInfo<RmsNormCase>& info) {
+                           const RmsNormCase& c = info.param;
+                           return "h" + std::to_string(c.hidden) + "_t" + std::to_string(c.tokens) +
+                                  "_" + std::string(name(c.dtype)) + "_" +
+                                  std::string(name(c.sync));
+                         });
+
+class RmsNormStressGpu : public ::testing::TestWithParam<SyncKind> {
+protected:
+  void SetUp() override { COLLC_REQUIRE_GPU_WORLD(); }
+};
+
+// 2,000 calls back to back in one graph, each with its own input, residual, weight and outputs:
+// a call that overtakes its predecessor shows in some call's residual_out or out.
+TEST_P(RmsNormStressGpu, BackToBackCallsAllCorrect) {
+  LocalWorld& world = *gputest::world();
+  const gputest::Variant variant = rowVariantFor(4096, DType::BF16, GetParam());
+  ASSERT_TRUE(variant.error.empty()) << variant.error;
+  const uint64_t count = 2 * 4096;
+  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+      CollectiveInstance::create(world, variant.compiled, variant.cubin, count);
+  ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
+  llvm::Expected<RunReport> report =
+      runGraphStress(world, **instance, variant.compiled, count, 2000, /*seed=*/42);
+  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  EXPECT_TRUE(report->correct) << report->firstMismatches;
+  EXPECT_EQ(report->checkedCalls, 2000);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stdlib, RmsNormStressGpu, ::testing::ValuesIn(kSyncs),
+                         [](const ::testing::TestParamInfo<SyncKind>& info) {
+                           return std::string(name(info.param));
+                         });
+
+class RmsNormHarnessGpu : public ::testing::Test {
+protected:
+  void SetUp() override { COLLC_REQUIRE_GPU_WORLD(); }
+};
+
+TEST_F(RmsNormHarnessGpu, RefusesCountsThatAreNotWholeRowsAndSpecialValues) {
+  LocalWorld& world = *gputest::world();
+  const gputest::Variant variant = rowVariantFor(4096, DType::BF16, SyncKind::LL);
+  ASSERT_TRUE(variant.error.empty()) << variant.error;
+  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+      CollectiveInstance::create(world, variant.compiled, variant.cubin, 2 * 4096);
+  ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
+  RunOptions options;
+  options.time = false;
+  options.count = 4096 + 8;
+  llvm::Expected<RunReport> partial = runAndCheck(world, **instance, variant.compiled, options);
+  ASSERT_FALSE(bool(partial));
+  EXPECT_NE(llvm::toString(partial.takeError()).find("not a whole number of rows of 4096"),
+            std::string::npos);
+  options.count = 4096;
+  options.specialValues = true;
+  llvm::Expected<RunReport> special = runAndCheck(world, **instance, variant.compiled, options);
+  ASSERT_FALSE(bool(special));
+  EXPECT_NE(llvm::toString(special.takeError()).find("special input values"), std::string::npos);
+}
+
+} // namespace
+} // namespace collc

@@ -1,0 +1,105 @@
+# Installs a collc build and builds examples/external against it (see CMakeLists.txt here):
+#   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DEXAMPLE_DIR=... -DWORK_DIR=... -DGENERATOR=...
+#         -DCXX_COMPILER=... -DLLVM_INCLUDE_DIR=... -DCUDA_INCLUDE_DIRS="a|b" -P this
+# Every step's failure names the step and shows its output.
+function(run_step what)
+  if(NOT DEFINED step_directory)
+    set(step_directory ${WORK_DIR})
+  endif()
+  execute_process(COMMAND ${ARGN} WORKING_DIRECTORY ${step_directory} RESULT_VARIABLE status
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${status}):\n${out}${err}")
+  endif()
+  set(step_output "${out}${err}" PARENT_SCOPE)
+endfunction()
+
+string(REPLACE "|" ";" CUDA_INCLUDE_DIRS "${CUDA_INCLUDE_DIRS}")
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+run_step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+
+foreach(file bin/collc lib/libcollc.so include/collc/compiler/Compile.h
+        include/collc/runtime/CollectiveInstance.h include/collc/runtime/collc_abi.h
+        include/collc/dsl/Types.h share/collc/stdlib/allreduce_oneshot.coll
+        lib/cmake/collc/collcConfig.cmake lib/cmake/collc/collcConfigVersion.cmake
+        lib/cmake/collc/collcTargets.cmake)
+  if(NOT EXISTS ${prefix}/${file})
+    message(FATAL_ERROR "the install has no ${file}")
+  endif()
+endforeach()
+# Every header an installed header includes by a collc path must be installed too.
+file(GLOB_RECURSE headers RELATIVE ${prefix}/include/collc ${prefix}/include/collc/*.h)
+foreach(header ${headers})
+  file(STRINGS ${prefix}/include/collc/${header} includes REGEX "^#include \"")
+  foreach(line ${includes})
+    string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" included "${line}")
+    if(NOT EXISTS ${prefix}/include/collc/${included})
+      message(FATAL_ERROR "installed ${header} includes \"${included}\", which is not installed")
+    endif()
+  endforeach()
+endforeach()
+
+# Together they compile with nothing but LLVM's and the CUDA toolkit's headers beside them (the
+# examples below include most of them; this covers the rest, such as ProcessWorld.h).
+set(all_headers ${WORK_DIR}/all_headers.cpp)
+file(WRITE ${all_headers} "// Every installed collc header, for a syntax check.\n")
+foreach(header ${headers})
+  file(APPEND ${all_headers} "#include \"${header}\"\n")
+endforeach()
+set(system_includes)
+foreach(dir ${LLVM_INCLUDE_DIR} ${CUDA_INCLUDE_DIRS})
+  list(APPEND system_includes -isystem ${dir})
+endforeach()
+run_step("compiling every installed header" ${CXX_COMPILER} -std=c++17 -fsyntax-only -Wall
+         -Wextra -Werror -I${prefix}/include/collc ${system_includes} ${all_headers})
+
+# The installed tool finds libcollc.so through its RPATH, from any directory, and the embedded
+# standard library; the installed .coll files are the same specs.
+set(ENV{COLLC_CACHE_DIR} ${WORK_DIR}/cache)
+run_step("installed collc list" ${prefix}/bin/collc list)
+if(NOT step_output MATCHES "allreduce_oneshot")
+  message(FATAL_ERROR "installed collc list does not name allreduce_oneshot:\n${step_output}")
+endif()
+run_step("installed collc check" ${prefix}/bin/collc check
+         ${prefix}/share/collc/stdlib/allreduce_oneshot.coll)
+
+# The example, built as a user would: only the prefix is given.
+set(build ${WORK_DIR}/external-build)
+run_step("configuring examples/external" ${CMAKE_COMMAND} -S ${EXAMPLE_DIR} -B ${build}
+         -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release
+         -DCMAKE_PREFIX_PATH=${prefix})
+run_step("building examples/external" ${CMAKE_COMMAND} --build ${build})
+run_step("running allreduce_app" ${build}/allreduce_app)
+message("${step_output}")
+set(report "allreduce_oneshot for 2 ranks, kernel [A-Za-z0-9_]+, cubin [1-9][0-9]* bytes")
+if(NOT step_output MATCHES "${report}")
+  message(FATAL_ERROR "allreduce_app did not report its kernel and cubin")
+endif()
+if(NOT step_output MATCHES "nothing to run|correct")
+  message(FATAL_ERROR "allreduce_app neither ran nor said why not")
+endif()
+
+# Dispatch by size, with the built-in rule ("none": no table), so the plan is the same anywhere.
+run_step("running tuned_app" ${build}/tuned_app none)
+message("${step_output}")
+if(NOT step_output MATCHES "built-in default rule.*[1-9][0-9]* variants compiled")
+  message(FATAL_ERROR "tuned_app did not report its plan and compiled variants")
+endif()
+if(NOT step_output MATCHES "nothing to run|correct")
+  message(FATAL_ERROR "tuned_app neither ran nor said why not")
+endif()
+
+# The tutorial's table (docs/tutorial.md, section 6): its spec paths are relative to the
+# repository root, as the tutorial runs it.
+set(step_directory ${SOURCE_DIR})
+run_step("running tuned_app on the tutorial's table" ${build}/tuned_app
+         docs/tutorial/tuning-example.tsv)
+unset(step_directory)
+message("${step_output}")
+set(plan "tuning table docs/tutorial/tuning-example.tsv.*")
+string(APPEND plan "\\[0, 64K\\)  docs/tutorial/my_allreduce.coll/ll")
+if(NOT step_output MATCHES "${plan}.*2 variants compiled")
+  message(FATAL_ERROR "tuned_app did not follow the tutorial's table")
+endif()

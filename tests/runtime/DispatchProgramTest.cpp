@@ -1,0 +1,139 @@
+// The dispatcher's first step without a GPU: the plan's variants compile through the front end
+// and NVRTC, the heap they need is known, and a table that names what cannot be compiled, or a
+// table named on purpose that is missing or malformed, is an error that says which.
+#include "runtime/Dispatcher.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <llvm/Support/FileSystem.h>
+
+namespace collc {
+namespace {
+
+DispatchRequest h200Request() {
+  DispatchRequest request;
+  request.dtype = DType::BF16;
+  request.nranks = 2;
+  request.maxCount = 4 << 20;
+  request.gpu = "NVIDIA_H200";
+  request.topology = "nvlink-p2p";
+  request.arch = "sm_90";
+  return request;
+}
+
+/// A temporary table file with `rows`, removed with this object.
+struct TempTable {
+  explicit TempTable(const std::string& rows) {
+    llvm::SmallString<128> p;
+    EXPECT_FALSE(llvm::sys::fs::createTemporaryFile("collc-table", "tsv", p));
+    path = std::string(p);
+    std::ofstream(path) << rows;
+  }
+  ~TempTable() { llvm::sys::fs::remove(path); }
+  std::string path;
+};
+
+std::string errorOf(const DispatchRequest& request) {
+  auto program = DispatchProgram::compile(request);
+  return program ? "" : llvm::toString(program.takeError());
+}
+
+TEST(DispatchProgram, TheDefaultRuleCompilesEveryVariant) {
+  DispatchRequest request = h200Request();
+  request.table = "none";
+  auto program = DispatchProgram::compile(request);
+  ASSERT_TRUE(bool(program)) << llvm::toString(program.takeError());
+  ASSERT_EQ(program->variants().size(), 3u);
+  for (const DispatchVariant& variant : program->variants()) {
+    EXPECT_FALSE(variant.cubin.empty()) << variant.variant.text();
+    EXPECT_EQ(variant.compiled.dtype, DType::BF16);
+    EXPECT_EQ(variant.compiled.nranks, 2);
+  }
+  EXPECT_EQ(program->variants()[0].compiled.sync, SyncKind::Sentinel);
+  EXPECT_EQ(program->variants()[2].compiled.launch.blocks, 32);
+  // Every variant's scratch at the largest call: at least one copy of 4 Mi bf16 elements.
+  EXPECT_GT(program->heapBytes(), uint64_t(8) << 20);
+  EXPECT_NE(program->description().find("built-in default rule"), std::string::npos);
+}
+
+TEST(DispatchProgram, ATableRowChoosesTheVariantsCompiled) {
+  TempTable table("NVIDIA_H200 2 nvlink-p2p allreduce bf16 sum 0 inf 1K allreduce_twoshot ll "
+                  "4 256 8 2 3.0 *\n");
+  DispatchRequest request = h200Request();
+  request.table = table.path;
+  auto program = DispatchProgram::compile(request);
+  ASSERT_TRUE(bool(program)) << llvm::toString(program.takeError());
+  ASSERT_EQ(program->variants().size(), 1u);
+  const CompiledCollective& compiled = program->variants()[0].compiled;
+  EXPECT_EQ(compiled.specName, "allreduce_twoshot");
+  EXPECT_EQ(compiled.sync, SyncKind::LL);
+  EXPECT_EQ(compiled.launch.blocks, 4);
+  EXPECT_EQ(compiled.launch.threads, 256);
+  EXPECT_EQ(compiled.launch.vectorBytes, 8);
+  EXPECT_EQ(compiled.launch.unroll, 2);
+  EXPECT_TRUE(program->plan().fromTable);
+}
+
+TEST(DispatchProgram, AnotherMachinesTableFallsBackToTheDefaultRule) {
+  TempTable table("NVIDIA_B200 2 nvlink-p2p allreduce bf16 sum 0 inf 1K allreduce_twoshot ll "
+                  "4 256 8 2 3.0 *\n");
+  DispatchRequest request = h200Request();
+  request.table = table.path;
+  auto program = DispatchProgram::compile(request);
+  ASSERT_TRUE(bool(program)) << llvm::toString(program.takeError());
+  EXPECT_FALSE(program->plan().fromTable);
+  EXPECT_NE(program->plan().source.find("no row of"), std::string::npos);
+}
+
+TEST(DispatchProgram, ErrorsSayWhatIsWrong) {
+  DispatchRequest request = h200Request();
+  request.table = "/nonexistent/tuning.tsv";
+  EXPECT_NE(errorOf(request).find("cannot read the tuning table /nonexistent/tuning.tsv"),
+            std::string::npos);
+
+  TempTable malformed("NVIDIA_H200 2 nvlink-p2p allreduce bf16 sum 0 inf\n");
+  request.table = malformed.path;
+  EXPECT_NE(errorOf(request).find(malformed.path + ":1: error: expected 17 columns"),
+            std::string::npos)
+      << errorOf(request);
+
+  TempTable unknownSpec("* * * allreduce * * 0 inf 1K no_such_spec - - - - - 3.0 *\n");
+  request.table = unknownSpec.path;
+  std::string error = errorOf(request);
+  EXPECT_NE(error.find("dispatch: variant no_such_spec/- -x- v- u-"), std::string::npos) << error;
+  EXPECT_NE(error.find("the plan came from tuning table " + unknownSpec.path), std::string::npos)
+      << error;
+
+  TempTable refused("* * * allreduce * * 0 inf 1K allreduce_oneshot ll128_atomic - - - - 3.0 *\n");
+  request.table = refused.path;
+  request.op = ReduceOp::Max;
+  error = errorOf(request);
+  EXPECT_NE(error.find("the compiler refused it"), std::string::npos) << error;
+
+  request = h200Request();
+  request.maxCount = 0;
+  EXPECT_NE(errorOf(request).find("maxCount must be at least 1"), std::string::npos);
+}
+
+TEST(DispatchProgram, TheEnvironmentNamesTheTable) {
+  TempTable table("* 2 * allreduce bf16 sum 0 inf 1K allreduce_oneshot barrier - - - - 3.0 *\n");
+  const char* saved = std::getenv("COLLC_TUNING_TABLE");
+  std::string savedValue = saved ? saved : "";
+  setenv("COLLC_TUNING_TABLE", table.path.c_str(), 1);
+  auto program = DispatchProgram::compile(h200Request());
+  setenv("COLLC_TUNING_TABLE", "/nonexistent/env-table.tsv", 1);
+  std::string missing = errorOf(h200Request());
+  if (saved)
+    setenv("COLLC_TUNING_TABLE", savedValue.c_str(), 1);
+  else
+    unsetenv("COLLC_TUNING_TABLE");
+  ASSERT_TRUE(bool(program)) << llvm::toString(program.takeError());
+  EXPECT_TRUE(program->plan().fromTable);
+  EXPECT_EQ(program->variants()[0].compiled.sync, SyncKind::Barrier);
+  // Named by the environment, a missing table is an error, not a silent fall-back.
+  EXPECT_NE(missing.find("/nonexistent/env-table.tsv"), std::string::npos) << missing;
+}
+
+} // namespace
+} // namespace collc
