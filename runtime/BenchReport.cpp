@@ -40,8 +40,9 @@ std::optional<double> algbwOf(const BenchRow& row) {
 }
 
 std::optional<double> busbwOf(const BenchRow& row, int nranks) {
-  return row.collc.ok() ? std::optional<double>(busbwGBps(row.bytes, row.collc.us, nranks))
-                        : std::nullopt;
+  return row.collc.ok()
+             ? std::optional<double>(busbwGBps(row.bytes, row.collc.us, nranks, row.kind))
+             : std::nullopt;
 }
 
 /// NCCL's timings at a size, NotRun where it was not measured.
@@ -169,8 +170,10 @@ void writeHeader(llvm::raw_ostream& out, const BenchHeader& header) {
                      "replays of the slowest rank / {}; every size checked against a float64 "
                      "reference on fresh data first\n",
                      header.graphOps, header.replays, header.graphOps);
-  out << "# algbw = bytes / time, busbw = algbw * 2(n-1)/n (GB/s, as nccl-tests); vs_best = the "
-         "better NCCL time / collc's (above 1: collc is faster)\n";
+  out << "# algbw = bytes / time, busbw = algbw * the bus factor of nccl-tests (GB/s; allreduce "
+         "2(n-1)/n; allgather, reducescatter, alltoall n-1, as bytes is one rank's count; "
+         "broadcast, reduce 1); vs_best = the better NCCL time / collc's (above 1: collc is "
+         "faster)\n";
   if (!header.ncclNote.empty())
     out << "# NCCL: " << header.ncclNote << "\n";
 }

@@ -64,8 +64,21 @@ double algbwGBps(uint64_t bytes, double us) {
   return us > 0 ? double(bytes) / (us * 1e3) : 0;
 }
 
-double busbwGBps(uint64_t bytes, double us, int nranks) {
-  return nranks > 0 ? algbwGBps(bytes, us) * 2.0 * (nranks - 1) / nranks : 0;
+double busbwGBps(uint64_t bytes, double us, int nranks, CollectiveKind kind) {
+  if (nranks <= 0)
+    return 0;
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    return algbwGBps(bytes, us) * 2.0 * (nranks - 1) / nranks;
+  case CollectiveKind::AllGather:
+  case CollectiveKind::ReduceScatter:
+  case CollectiveKind::AllToAll:
+    return algbwGBps(bytes, us) * (nranks - 1);
+  case CollectiveKind::Broadcast:
+  case CollectiveKind::Reduce:
+    return algbwGBps(bytes, us);
+  }
+  return 0;
 }
 
 std::optional<double> bestNcclUs(const NcclPoint& point) {

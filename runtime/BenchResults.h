@@ -6,6 +6,8 @@
 #ifndef COLLC_RUNTIME_BENCHRESULTS_H
 #define COLLC_RUNTIME_BENCHRESULTS_H
 
+#include "dsl/Types.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,8 +39,9 @@ const char* statusName(BenchTiming::Status status);
 
 /// One collc variant at one size.
 struct BenchRow {
-  std::string spec; // "allreduce_oneshot"
-  std::string sync; // "ll"
+  std::string spec;                                // "allreduce_oneshot"
+  std::string sync;                                // "ll"
+  CollectiveKind kind = CollectiveKind::AllReduce; // for its bus bandwidth
   uint64_t bytes = 0;
   uint64_t count = 0; // elements per rank
   BenchTiming collc;
@@ -110,8 +113,13 @@ std::string formatBytes(uint64_t bytes);
 
 /// nccl-tests' algorithm bandwidth in GB/s (1e9 bytes/s): bytes per rank / time.
 double algbwGBps(uint64_t bytes, double us);
-/// nccl-tests' bus bandwidth of an AllReduce: algbw * 2(n-1)/n, comparable to link speed.
-double busbwGBps(uint64_t bytes, double us, int nranks);
+/// nccl-tests' bus bandwidth, comparable to link speed: algbw times the collective's bus factor.
+/// `bytes` is one rank's count of elements in bytes (collc's sizes), so for the kinds whose
+/// nccl-tests size is the whole gathered or scattered buffer (nranks times that) the factor is
+/// nccl-tests' (n-1)/n times n: allreduce 2(n-1)/n; allgather, reducescatter, alltoall n-1;
+/// broadcast, reduce 1.
+double busbwGBps(uint64_t bytes, double us, int nranks,
+                 CollectiveKind kind = CollectiveKind::AllReduce);
 /// The better (smaller) of NCCL's correct times at one size, or nullopt if neither is.
 std::optional<double> bestNcclUs(const NcclPoint& point);
 /// best NCCL time / collc time: above 1, collc is faster. nullopt without both.

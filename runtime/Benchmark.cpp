@@ -102,6 +102,7 @@ llvm::Expected<std::vector<BenchRow>> benchVariants(SymmetricWorld& world,
     for (uint64_t count : settings.counts) {
       BenchRow row;
       row.spec = variant.spec;
+      row.kind = variant.compiled.kind;
       row.sync = variant.sync;
       row.count = count;
       row.bytes = bytesOf(variant.compiled, count);

@@ -78,8 +78,10 @@ const Command kBenchCommand{
     "Timing (DESIGN.md, Measuring): per size, a CUDA graph of --graph-ops (at least 50)\n"
     "back-to-back calls per rank, replayed --replays (at least 5) times after a warm-up; us/op is\n"
     "the median replay of the slowest rank divided by the calls. algbw = bytes / time and\n"
-    "busbw = algbw * 2(n-1)/n in GB/s, as nccl-tests define them. nccl_us and nccl_sym_us are\n"
-    "NCCL's AllReduce of the same type, operator and sizes on the same GPUs, with cudaMalloc\n"
+    "busbw = algbw * the collective's bus factor in GB/s, as nccl-tests define them (allreduce\n"
+    "2(n-1)/n; allgather, reducescatter, alltoall n-1 for one rank's count; broadcast, reduce\n"
+    "1). nccl_us and nccl_sym_us are NCCL's AllReduce of the same type, operator and sizes on the "
+    "same GPUs, with cudaMalloc\n"
     "buffers and with ncclMemAlloc buffers registered by ncclCommWindowRegister(...,\n"
     "NCCL_WIN_COLL_SYMMETRIC); vs_best = the better NCCL time / collc's (above 1: collc is\n"
     "faster). A table of the best collc variant per size follows the rows.\n"
@@ -148,21 +150,8 @@ bool parseOptions(const ParsedArguments& args, BenchOptions& o, std::string& err
     return error = "--graph-ops must be at least 50 and --replays at least 5 (DESIGN.md, "
                    "Measuring); 'collc run' times with fewer",
            false;
-  for (auto [option, target] : {std::pair<const char*, uint64_t*>{"b", &o.begin},
-                                std::pair<const char*, uint64_t*>{"e", &o.end},
-                                std::pair<const char*, uint64_t*>{"f", &o.factor}}) {
-    if (auto text = args.get(option)) {
-      auto value = parseSize(*text);
-      if (!value)
-        return error = std::string("-") + option +
-                       " takes a number of bytes (K/M/G allowed), not '" + *text + "'",
-               false;
-      *target = *value;
-    }
-  }
-  if (sweepSizes(o.begin, o.end, o.factor).empty())
-    return error = "no sizes to measure: -b must be at least 1 and at most -e, and -f at least 2",
-           false;
+  if (!parseSweep(args, o.begin, o.end, o.factor, "measure", error))
+    return false;
   o.csv = args.get("csv").value_or("");
   o.json = args.get("json").value_or("");
   o.plot = args.get("plot").value_or("");

@@ -81,16 +81,8 @@ int runDispatchBench(const ParsedArguments& args) {
   if (!parseTimingOptions(args, run, timeoutSeconds, error))
     return usageError(error);
   uint64_t begin = 1024, end = uint64_t(64) << 20, factor = 2;
-  for (auto [option, target] : {std::pair<const char*, uint64_t*>{"b", &begin},
-                                std::pair<const char*, uint64_t*>{"e", &end},
-                                std::pair<const char*, uint64_t*>{"f", &factor}})
-    if (auto text = args.get(option)) {
-      auto value = parseSize(*text);
-      if (!value)
-        return usageError(std::string("-") + option + " takes a number of bytes, not '" + *text +
-                          "'");
-      *target = *value;
-    }
+  if (!parseSweep(args, begin, end, factor, "measure", error))
+    return usageError(error);
   const uint64_t elementBytes = sizeOf(compile.dtype);
   std::vector<uint64_t> counts;
   for (uint64_t bytes : sweepSizes(begin, end, factor))

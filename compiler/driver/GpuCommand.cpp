@@ -1,6 +1,7 @@
 #include "GpuCommand.h"
 
 #include "Commands.h"
+#include "runtime/BenchResults.h"
 #include "runtime/Devices.h"
 #include "runtime/Launcher.h"
 #include "runtime/collc_abi.h"
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 #include <llvm/Support/raw_ostream.h>
 #include <unistd.h>
+#include <utility>
 
 namespace collc::driver {
 
@@ -30,6 +32,27 @@ std::vector<OptionSpec> timingOptions() {
           {"replays", "K", "timed graph replays, median reported (default 7)"},
           {"timeout", "SECONDS", "watchdog bound of every wait in the kernel (default 5)"},
           {"seed", "N", "random seed for the inputs (default 1)"}};
+}
+
+bool parseSweep(const ParsedArguments& args, uint64_t& begin, uint64_t& end, uint64_t& factor,
+                const char* what, std::string& error) {
+  for (auto [option, target] : {std::pair<const char*, uint64_t*>{"b", &begin},
+                                std::pair<const char*, uint64_t*>{"e", &end},
+                                std::pair<const char*, uint64_t*>{"f", &factor}}) {
+    if (auto text = args.get(option)) {
+      auto value = parseSize(*text);
+      if (!value)
+        return error = std::string("-") + option +
+                       " takes a number of bytes (K/M/G allowed), not '" + *text + "'",
+               false;
+      *target = *value;
+    }
+  }
+  if (sweepSizes(begin, end, factor).empty())
+    return error = std::string("no sizes to ") + what +
+                   ": -b must be at least 1 and at most -e, and -f at least 2",
+           false;
+  return true;
 }
 
 bool parseTimingOptions(const ParsedArguments& args, RunOptions& run, double& timeoutSeconds,

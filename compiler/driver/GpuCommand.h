@@ -26,6 +26,12 @@ std::vector<OptionSpec> timingOptions();
 bool parseTimingOptions(const ParsedArguments& args, RunOptions& run, double& timeoutSeconds,
                         std::string& error);
 
+/// The message sizes of a sweep, -b BEGIN -e END -f FACTOR (bytes, K/M/G allowed), as nccl-tests
+/// takes them; what is not given keeps the value passed in. False with `error` set on a value that
+/// is not a size, or when the sweep would be empty (`what` names the sizes in that message).
+bool parseSweep(const ParsedArguments& args, uint64_t& begin, uint64_t& end, uint64_t& factor,
+                const char* what, std::string& error);
+
 /// --procs, --procs-timeout.
 std::vector<OptionSpec> procsOptions();
 

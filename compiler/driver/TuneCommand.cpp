@@ -115,21 +115,8 @@ bool parseOptions(const ParsedArguments& args, TuneOptions& o, std::string& erro
     return error = "--graph-ops must be at least 50 and --replays at least 5 (DESIGN.md, "
                    "Measuring)",
            false;
-  for (auto [option, target] : {std::pair<const char*, uint64_t*>{"b", &o.begin},
-                                std::pair<const char*, uint64_t*>{"e", &o.end},
-                                std::pair<const char*, uint64_t*>{"f", &o.factor}}) {
-    if (auto text = args.get(option)) {
-      auto value = parseSize(*text);
-      if (!value)
-        return error = std::string("-") + option +
-                       " takes a number of bytes (K/M/G allowed), not '" + *text + "'",
-               false;
-      *target = *value;
-    }
-  }
-  if (sweepSizes(o.begin, o.end, o.factor).empty())
-    return error = "no sizes to tune: -b must be at least 1 and at most -e, and -f at least 2",
-           false;
+  if (!parseSweep(args, o.begin, o.end, o.factor, "tune", error))
+    return false;
   o.keep = o.quick ? 1 : 2;
   if (auto text = args.get("keep")) {
     auto value = parseSize(*text);

@@ -76,6 +76,13 @@ TEST(BenchMath, BandwidthsAsNcclTestsDefineThem) {
   EXPECT_DOUBLE_EQ(busbwGBps(1 << 20, 10, 2), 104.8576);
   EXPECT_DOUBLE_EQ(busbwGBps(1 << 20, 10, 4), 104.8576 * 1.5);
   EXPECT_DOUBLE_EQ(busbwGBps(1 << 20, 10, 8), 104.8576 * 1.75);
+  // Per kind, with bytes one rank's count: nccl-tests' factor times nranks where its size is the
+  // whole gathered or scattered buffer.
+  EXPECT_DOUBLE_EQ(busbwGBps(1 << 20, 10, 4, CollectiveKind::AllGather), 104.8576 * 3);
+  EXPECT_DOUBLE_EQ(busbwGBps(1 << 20, 10, 4, CollectiveKind::ReduceScatter), 104.8576 * 3);
+  EXPECT_DOUBLE_EQ(busbwGBps(1 << 20, 10, 4, CollectiveKind::AllToAll), 104.8576 * 3);
+  EXPECT_DOUBLE_EQ(busbwGBps(1 << 20, 10, 4, CollectiveKind::Broadcast), 104.8576);
+  EXPECT_DOUBLE_EQ(busbwGBps(1 << 20, 10, 4, CollectiveKind::Reduce), 104.8576);
   EXPECT_EQ(algbwGBps(1024, 0), 0);
 }
 
