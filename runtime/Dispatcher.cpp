@@ -47,11 +47,7 @@ llvm::Expected<DispatchVariant> compileVariant(const TunedVariant& variant,
   options.dtype = request.dtype;
   options.op = request.op;
   options.nranks = request.nranks;
-  options.sync = variant.sync;
-  options.blocks = variant.blocks;
-  options.threads = variant.threads;
-  options.vectorBytes = variant.vectorBytes;
-  options.unroll = variant.unroll;
+  variant.applyTo(options);
   std::string diagnostics;
   llvm::raw_string_ostream diag(diagnostics);
   auto compiled = compileCollective(*spec, options, diag);

@@ -1,5 +1,7 @@
 #include "runtime/TuningTable.h"
 
+#include "compiler/Compile.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -213,6 +215,14 @@ bool matches(const TuningKey& key, const TuningQuery& query) {
          (key.topology == "*" || key.topology == query.topology) &&
          key.collective == query.collective && (!key.dtype || *key.dtype == query.dtype) &&
          (!key.op || *key.op == query.op);
+}
+
+void TunedVariant::applyTo(CompileOptions& options) const {
+  options.sync = sync;
+  options.blocks = blocks;
+  options.threads = threads;
+  options.vectorBytes = vectorBytes;
+  options.unroll = unroll;
 }
 
 std::string TunedVariant::text() const {

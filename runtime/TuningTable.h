@@ -20,6 +20,8 @@
 
 namespace collc {
 
+struct CompileOptions;
+
 /// "to" of a range that has no upper end (written `inf`).
 inline constexpr uint64_t kNoUpperBound = std::numeric_limits<uint64_t>::max();
 
@@ -67,6 +69,9 @@ struct TunedVariant {
 
   /// "allreduce_oneshot/sentinel 8x512 v16 u1"; unset fields read "-".
   std::string text() const;
+  /// Sets the choices this variant makes (sync and launch shape) in `options`; the fields it
+  /// leaves unset stay unset there too, so the spec's own defaults apply.
+  void applyTo(CompileOptions& options) const;
   bool operator==(const TunedVariant& other) const;
   bool operator!=(const TunedVariant& other) const { return !(*this == other); }
   bool operator<(const TunedVariant& other) const;

@@ -26,16 +26,15 @@ namespace collc::driver {
 namespace {
 
 std::vector<OptionSpec> benchOptions() {
-  std::vector<OptionSpec> options = {
-      {"b", "SIZE", "smallest message, bytes per rank (K/M/G suffixes; default 1K)"},
-      {"e", "SIZE", "largest message, bytes per rank (default 64M)"},
-      {"f", "FACTOR", "size factor from one step to the next (default 2)"},
-      {"csv", "FILE", "also write every row as CSV"},
-      {"json", "FILE", "also write every row as JSON"},
-      {"plot", "FILE.png", "draw latency against size (python3 with matplotlib)"},
-      {"watchdog-cost", "", "also time each variant without the watchdog's bound"},
-      {"compile-times", "", "time a cold NVRTC compile and a warm cache hit (no GPU needed)"},
-      {"no-nccl", "", "leave NCCL out (its columns read -)"}};
+  std::vector<OptionSpec> options = sweepOptions();
+  options.insert(
+      options.end(),
+      {{"csv", "FILE", "also write every row as CSV"},
+       {"json", "FILE", "also write every row as JSON"},
+       {"plot", "FILE.png", "draw latency against size (python3 with matplotlib)"},
+       {"watchdog-cost", "", "also time each variant without the watchdog's bound"},
+       {"compile-times", "", "time a cold NVRTC compile and a warm cache hit (no GPU needed)"},
+       {"no-nccl", "", "leave NCCL out (its columns read -)"}});
   for (const auto& more :
        {timingOptions(), procsOptions(), variantOptions(), dispatchBenchOptions()})
     options.insert(options.end(), more.begin(), more.end());

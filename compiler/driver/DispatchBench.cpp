@@ -127,11 +127,7 @@ int runDispatchBench(const ParsedArguments& args) {
       return reportError(source.takeError());
     CompileOptions options = compile;
     options.nranks = nranks;
-    options.sync = variant.sync;
-    options.blocks = variant.blocks;
-    options.threads = variant.threads;
-    options.vectorBytes = variant.vectorBytes;
-    options.unroll = variant.unroll;
+    variant.applyTo(options);
     auto compiled = compileCollective(*source, options, llvm::errs());
     if (!compiled)
       return reportError(compiled.takeError());

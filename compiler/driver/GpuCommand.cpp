@@ -34,6 +34,12 @@ std::vector<OptionSpec> timingOptions() {
           {"seed", "N", "random seed for the inputs (default 1)"}};
 }
 
+std::vector<OptionSpec> sweepOptions() {
+  return {{"b", "SIZE", "smallest message, bytes per rank (K/M/G suffixes; default 1K)"},
+          {"e", "SIZE", "largest message, bytes per rank (default 64M)"},
+          {"f", "FACTOR", "size factor from one step to the next (default 2)"}};
+}
+
 bool parseSweep(const ParsedArguments& args, uint64_t& begin, uint64_t& end, uint64_t& factor,
                 const char* what, std::string& error) {
   for (auto [option, target] : {std::pair<const char*, uint64_t*>{"b", &begin},

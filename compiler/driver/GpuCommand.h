@@ -26,6 +26,8 @@ std::vector<OptionSpec> timingOptions();
 bool parseTimingOptions(const ParsedArguments& args, RunOptions& run, double& timeoutSeconds,
                         std::string& error);
 
+/// -b, -e, -f: the message sizes of a sweep.
+std::vector<OptionSpec> sweepOptions();
 /// The message sizes of a sweep, -b BEGIN -e END -f FACTOR (bytes, K/M/G allowed), as nccl-tests
 /// takes them; what is not given keeps the value passed in. False with `error` set on a value that
 /// is not a size, or when the sweep would be empty (`what` names the sizes in that message).

@@ -72,7 +72,7 @@ bool parseSettings(const ParsedArguments& args, RunSettings& settings, std::stri
     settings.run.count = *value;
   }
   // Known before the spec is read when --hidden is given; the spec's own default is checked after
-  // it is compiled (wholeRowsError).
+  // it is compiled (compileForRun).
   if (settings.compile.rowLength > 0 && settings.run.count % uint64_t(settings.compile.rowLength))
     return error = fmt::format("--count={} is not a whole number of rows of --hidden={}",
                                settings.run.count, settings.compile.rowLength),
@@ -84,13 +84,23 @@ bool parseSettings(const ParsedArguments& args, RunSettings& settings, std::stri
   return true;
 }
 
-/// A spec with rows runs whole rows: the message if `count` is not, else empty.
-std::string wholeRowsError(const CompiledCollective& compiled, uint64_t count) {
-  if (compiled.rowLength <= 0 || count % uint64_t(compiled.rowLength) == 0)
-    return "";
-  return fmt::format("--count={} is not a whole number of rows of {} elements ('{}' has rows; "
-                     "set the row length with --hidden)",
-                     count, compiled.rowLength, compiled.specName);
+/// Loads and compiles the spec for a run of `count` elements into `compiled`; kSuccess, or the exit
+/// status of the error it reported. A spec with rows runs whole rows: checked here for its own
+/// default row length, which is known only once it is compiled.
+int compileForRun(const std::string& specName, const CompileOptions& options, uint64_t count,
+                  CompiledCollective& compiled) {
+  auto spec = loadSpec(specName);
+  if (!spec)
+    return reportError(spec.takeError());
+  auto result = compileCollective(*spec, options, llvm::errs());
+  if (!result)
+    return reportError(result.takeError());
+  compiled = std::move(*result);
+  if (compiled.rowLength > 0 && count % uint64_t(compiled.rowLength) != 0)
+    return usageError(fmt::format("--count={} is not a whole number of rows of {} elements ('{}' "
+                                  "has rows; set the row length with --hidden)",
+                                  count, compiled.rowLength, compiled.specName));
+  return kSuccess;
 }
 
 /// NCCL measured at the run's one size, with the run's graph and replays.
@@ -148,32 +158,27 @@ int runLocal(RunSettings& settings, const std::string& specName) {
       status != kSuccess)
     return status;
   const uint64_t count = settings.run.count;
-  auto spec = loadSpec(specName);
-  if (!spec)
-    return reportError(spec.takeError());
-  auto compiled = compileCollective(*spec, options, llvm::errs());
-  if (!compiled)
-    return reportError(compiled.takeError());
-  if (std::string rows = wholeRowsError(*compiled, count); !rows.empty())
-    return usageError(rows);
-  auto image = compileForDevice(*compiled, devices[0]);
+  CompiledCollective compiled;
+  if (int status = compileForRun(specName, options, count, compiled); status != kSuccess)
+    return status;
+  auto image = compileForDevice(compiled, devices[0]);
   if (!image)
     return reportError(image.takeError());
 
   const uint64_t elementBytes = sizeOf(options.dtype);
-  auto world = LocalWorld::create(devices, heapBytesFor(*compiled, count));
+  auto world = LocalWorld::create(devices, heapBytesFor(compiled, count));
   if (!world)
     return reportError(world.takeError());
-  auto instance = CollectiveInstance::create(**world, *compiled, image->image, count,
+  auto instance = CollectiveInstance::create(**world, compiled, image->image, count,
                                              uint64_t(settings.timeoutSeconds * 1e9));
   if (!instance)
     return reportError(instance.takeError());
   llvm::errs() << fmt::format("running {} ({} {}, {} ranks, {} blocks x {} threads) on {} x {}, "
                               "{} elements ({} bytes) per rank...\n",
-                              compiled->specName, name(options.dtype), name(options.op),
-                              options.nranks, compiled->launch.blocks, compiled->launch.threads,
+                              compiled.specName, name(options.dtype), name(options.op),
+                              options.nranks, compiled.launch.blocks, compiled.launch.threads,
                               options.nranks, gpuName(0), count, count * elementBytes);
-  auto report = runAndCheck(**world, **instance, *compiled, settings.run);
+  auto report = runAndCheck(**world, **instance, compiled, settings.run);
   if (!report)
     return reportError(report.takeError());
   if (int status = reportCorrectness(*report, std::nullopt); status != kSuccess)
@@ -183,9 +188,9 @@ int runLocal(RunSettings& settings, const std::string& specName) {
   // NCCL in the same run, on the same GPUs, after collc's world is gone (it owns their memory).
   // The baseline is NCCL's AllReduce: another kind is not compared with it.
   std::vector<NcclPoint> nccl;
-  if (settings.nccl && compiled->kind != CollectiveKind::AllReduce)
+  if (settings.nccl && compiled.kind != CollectiveKind::AllReduce)
     llvm::errs() << "collc: --nccl: the NCCL baseline is ncclAllReduce; not measured for a "
-                 << name(compiled->kind) << "\n";
+                 << name(compiled.kind) << "\n";
   else if (settings.nccl) {
     instance->reset();
     world->reset();
@@ -194,7 +199,7 @@ int runLocal(RunSettings& settings, const std::string& specName) {
       return reportError(points.takeError());
     nccl = std::move(*points);
   }
-  printTable(settings, *compiled, report->usPerOp, std::move(nccl));
+  printTable(settings, compiled, report->usPerOp, std::move(nccl));
   return kSuccess;
 }
 
@@ -209,23 +214,18 @@ int runProcess(RunSettings& settings, const std::string& specName, const LaunchE
   const int rank = env.rank;
   const uint64_t count = settings.run.count;
   // The spec is compiled before the world exists: its scratch sizes the heap.
-  auto spec = loadSpec(specName);
-  if (!spec)
-    return reportError(spec.takeError());
-  auto compiled = compileCollective(*spec, options, llvm::errs());
-  if (!compiled)
-    return reportError(compiled.takeError());
-  if (std::string rows = wholeRowsError(*compiled, count); !rows.empty())
-    return usageError(rows);
+  CompiledCollective compiled;
+  if (int status = compileForRun(specName, options, count, compiled); status != kSuccess)
+    return status;
   ProcessWorldOptions worldOptions;
-  worldOptions.heapBytes = heapBytesFor(*compiled, count);
+  worldOptions.heapBytes = heapBytesFor(compiled, count);
   auto world = ProcessWorld::fromEnvironment(worldOptions);
   if (!world)
     return reportError(world.takeError());
-  auto image = compileForDevice(*compiled, (*world)->device(rank));
+  auto image = compileForDevice(compiled, (*world)->device(rank));
   if (!image)
     return reportError(onRank(rank, image.takeError()));
-  auto instance = CollectiveInstance::create(**world, *compiled, image->image, count,
+  auto instance = CollectiveInstance::create(**world, compiled, image->image, count,
                                              uint64_t(settings.timeoutSeconds * 1e9));
   if (!instance)
     return reportError(onRank(rank, instance.takeError()));
@@ -234,11 +234,11 @@ int runProcess(RunSettings& settings, const std::string& specName, const LaunchE
     llvm::errs() << fmt::format("running {} ({} {}, {} ranks, {} blocks x {} threads) on {} "
                                 "processes, one GPU each ({}), {} elements ({} bytes) per rank: "
                                 "{}...\n",
-                                compiled->specName, name(options.dtype), name(options.op),
-                                options.nranks, compiled->launch.blocks, compiled->launch.threads,
+                                compiled.specName, name(options.dtype), name(options.op),
+                                options.nranks, compiled.launch.blocks, compiled.launch.threads,
                                 options.nranks, gpuName((*world)->device(rank)), count,
                                 count * elementBytes, (*instance)->engineDescription());
-  auto report = runAndCheck(**world, **instance, *compiled, settings.run);
+  auto report = runAndCheck(**world, **instance, compiled, settings.run);
   if (!report)
     return reportError(onRank(rank, report.takeError()));
   if (int status = reportCorrectness(*report, rank); status != kSuccess)
@@ -249,13 +249,13 @@ int runProcess(RunSettings& settings, const std::string& specName, const LaunchE
   // rank, the same inputs and checks. (Symmetric windows are measured in one-process mode.)
   std::vector<NcclPoint> nccl;
   if (settings.nccl) {
-    auto points = benchNcclInWorld(**world, *compiled, ncclSettings(settings));
+    auto points = benchNcclInWorld(**world, compiled, ncclSettings(settings));
     if (!points)
       return reportError(onRank(rank, points.takeError()));
     nccl = std::move(*points);
   }
   if (rank == 0)
-    printTable(settings, *compiled, report->usPerOp, std::move(nccl));
+    printTable(settings, compiled, report->usPerOp, std::move(nccl));
   return kSuccess;
 }
 
@@ -272,23 +272,16 @@ int runRun(const ParsedArguments& args) {
     return reportError(role.takeError());
   switch (role->kind) {
   case WorldRole::Launcher:
-    return launchProcs(
-        args, "run",
-        settings.ranksGiven ? std::optional<int>(settings.compile.nranks) : std::nullopt,
-        [&](int processes) {
-          // What would fail in every child fails once, here: a wrong spec.
-          CompileOptions options = settings.compile;
-          options.nranks = processes;
-          auto spec = loadSpec(specName);
-          if (!spec)
-            return reportError(spec.takeError());
-          auto compiled = compileCollective(*spec, options, llvm::errs());
-          if (!compiled)
-            return reportError(compiled.takeError());
-          if (std::string rows = wholeRowsError(*compiled, settings.run.count); !rows.empty())
-            return usageError(rows);
-          return int(kSuccess);
-        });
+    return launchProcs(args, "run",
+                       settings.ranksGiven ? std::optional<int>(settings.compile.nranks)
+                                           : std::nullopt,
+                       [&](int processes) {
+                         // What would fail in every child fails once, here: a wrong spec.
+                         CompileOptions options = settings.compile;
+                         options.nranks = processes;
+                         CompiledCollective compiled;
+                         return compileForRun(specName, options, settings.run.count, compiled);
+                       });
   case WorldRole::Rank:
     return runProcess(settings, specName, role->env);
   case WorldRole::OneProcess:

@@ -29,14 +29,15 @@ std::vector<OptionSpec> tuneOptions() {
       {"ranks", "R", "ranks, one per GPU (default: every GPU, at least 2)"},
       {"dtype", "T", "element type: f32, f16 or bf16 (default bf16)"},
       {"op", "O", "reduction: sum, max or min (default sum)"},
-      {"sync", "S", "sync strategy to search, or 'all' (default all)"},
-      {"b", "SIZE", "smallest message, bytes per rank (K/M/G suffixes; default 1K)"},
-      {"e", "SIZE", "largest message, bytes per rank (default 64M)"},
-      {"f", "FACTOR", "size factor from one step to the next (default 2)"},
-      {"o", "TABLE", "the tuning table to write (default: see below)"},
-      {"keep", "K", "(algorithm, sync) pairs per size that stage 2 refines (default 2)"},
-      {"quick", "", "a shorter search: 1 pair per size, blocks and threads only, 5 replays"},
-      {"dry-run", "", "print what would be searched and which variants compile; no GPU needed"}};
+      {"sync", "S", "sync strategy to search, or 'all' (default all)"}};
+  for (const OptionSpec& option : sweepOptions())
+    options.push_back(option);
+  options.insert(
+      options.end(),
+      {{"o", "TABLE", "the tuning table to write (default: see below)"},
+       {"keep", "K", "(algorithm, sync) pairs per size that stage 2 refines (default 2)"},
+       {"quick", "", "a shorter search: 1 pair per size, blocks and threads only, 5 replays"},
+       {"dry-run", "", "print what would be searched and which variants compile; no GPU needed"}});
   for (const OptionSpec& option : timingOptions())
     options.push_back(option);
   options.push_back({"help", "", "show this help"});
@@ -193,11 +194,7 @@ public:
       return prepared;
     }
     CompileOptions options = o_.compile;
-    options.sync = variant.sync;
-    options.blocks = variant.blocks;
-    options.threads = variant.threads;
-    options.vectorBytes = variant.vectorBytes;
-    options.unroll = variant.unroll;
+    variant.applyTo(options);
     std::string diagnostics;
     llvm::raw_string_ostream diag(diagnostics);
     auto compiled = compileCollective(*source, options, diag);
