@@ -443,6 +443,11 @@ private:
       line("acc.v[e] += to_float(addend.bits[e]);");
       line("}}");
     }
+    if (cachedRows_ && stmt.target.buffer == cachedRows_) {
+      line("row_cache[j] = from_acc(acc);");
+      line("{}", store(stmt.target, len, "row_cache[j]"));
+      return;
+    }
     line("{}", store(stmt.target, len, "from_acc(acc)"));
   }
 
@@ -450,32 +455,126 @@ private:
   /// row's elements for the elementwise statements, and a row-wise statement sees the whole row.
   void printRowStep(const ir::Step& step) {
     inRowStep_ = true;
+    cachedRows_ = cachedRowBuffer(step);
+    if (cachedRows_) {
+      line("// Each thread keeps its {} vector(s) of the row in registers, from the statement",
+           rowIters());
+      line("// that computes them to the normalisation: no second and third pass over memory.");
+      line("constexpr int kRowIters = {};", rowIters());
+    }
     line("// Split by rows: one block per row at a time, so the block can reduce over the row.");
     line("for (u64 row = blockIdx.x; row < count / kHidden; row += kBlocks) {{");
     line("const u64 row_begin = row * kHidden;");
     line("const u64 row_end = row_begin + kHidden;");
+    if (cachedRows_)
+      line("Vec row_cache[kRowIters];");
     for (const auto& loop : step.loops) {
       if (loop.stmts.size() == 1 && loop.stmts[0]->kind == ir::StmtKind::RowNorm) {
         printRowNorm(*loop.stmts[0]);
         continue;
       }
-      line("for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{");
+      if (cachedRows_) {
+        // Unrolled, so that every vector's loads (and polls) are in flight together.
+        line("#pragma unroll");
+        line("for (int j = 0; j < kRowIters; ++j) {{");
+        line("const u64 i = row_begin + (u64(j) * kThreads + threadIdx.x) * kVec;");
+        line("if (i < row_end) {{");
+      } else {
+        line("for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{");
+      }
       for (const auto& stmt : loop.stmts)
         printStmt(*stmt);
+      if (cachedRows_)
+        line("}}");
       line("}}");
     }
     line("}}");
     inRowStep_ = false;
+    cachedRows_ = nullptr;
+  }
+
+  /// Vectors of a row per thread: a thread handles elements i, i + kThreads * kVec, ...
+  int rowIters() const {
+    const int64_t perPass = int64_t(target_.launch.threads) * vectorElems();
+    return int((target_.rowLength + perPass - 1) / perPass);
+  }
+
+  /// The buffer whose rows the step normalises, when a thread can keep its part of a row in
+  /// registers: one reduce of the step computes it (so its value is at hand when it is stored) and
+  /// a thread's part is at most kMaxCachedRowIters vectors (register pressure). Null otherwise.
+  const ir::Buffer* cachedRowBuffer(const ir::Step& step) const {
+    constexpr int kMaxCachedRowIters = 8;
+    if (rowIters() > kMaxCachedRowIters)
+      return nullptr;
+    const ir::Buffer* rows = nullptr;
+    for (const auto& loop : step.loops)
+      for (const auto& stmt : loop.stmts)
+        if (stmt->kind == ir::StmtKind::RowNorm)
+          rows = rows ? nullptr : stmt->sources[0].buffer;
+    if (!rows)
+      return nullptr;
+    // Exactly one writer, a reduce at the top of its loop (not inside an 'if' or a rank loop).
+    int topLevelReduces = 0, writers = 0;
+    for (const auto& loop : step.loops)
+      for (const auto& stmt : loop.stmts) {
+        writers += countWriters(*stmt, rows);
+        topLevelReduces +=
+            stmt->kind == ir::StmtKind::Reduce && stmt->target.buffer == rows ? 1 : 0;
+      }
+    return writers == 1 && topLevelReduces == 1 ? rows : nullptr;
+  }
+
+  static int countWriters(const ir::Stmt& stmt, const ir::Buffer* buffer) {
+    if (stmt.kind == ir::StmtKind::Loop) {
+      int writers = 0;
+      for (const auto& inner : stmt.body)
+        writers += countWriters(*inner, buffer);
+      return writers;
+    }
+    return stmt.kind != ir::StmtKind::RowNorm && stmt.target.buffer == buffer ? 1 : 0;
   }
 
   /// out = rmsnorm(y) * weight over one row: the sum of squares in float, reduced over the block,
-  /// then each element scaled in float and rounded once. y is read twice (the second time from
-  /// L1/L2): keeping the row in registers would tie the row length to the block shape.
+  /// then each element scaled in float and rounded once. y comes from the registers its reduce
+  /// left it in (cachedRows_), else it is read twice more from memory (L2).
   void printRowNorm(const ir::Stmt& stmt) {
     const ir::Region& rows = stmt.sources[0];
     const ir::Region& weight = stmt.sources[1];
     line("// {} = rmsnorm({}, {}) ({})", stmt.target.text, rows.text, weight.text, where(stmt.loc));
     line("{{");
+    if (cachedRows_) {
+      // The same rounded values the reduce stored, so the result is the same bits as reading
+      // them back; the weight's loads start before the block reduction waits.
+      line("float sum_sq = 0.0f;");
+      line("Vec w[kRowIters];");
+      line("#pragma unroll");
+      line("for (int j = 0; j < kRowIters; ++j) {{");
+      line("const u64 i = row_begin + (u64(j) * kThreads + threadIdx.x) * kVec;");
+      line("if (i < row_end) {{");
+      line("w[j] = load_plain({}, i - row_begin, kHidden);", pointer(weight));
+      line("#pragma unroll");
+      line("for (int e = 0; e < kVec; ++e) {{");
+      line("const float x = to_float(row_cache[j].bits[e]);");
+      line("sum_sq += x * x;");
+      line("}}");
+      line("}}");
+      line("}}");
+      line("const float scale = rsqrtf(block_sum(sum_sq) / float(kHidden) + kEps);");
+      line("#pragma unroll");
+      line("for (int j = 0; j < kRowIters; ++j) {{");
+      line("const u64 i = row_begin + (u64(j) * kThreads + threadIdx.x) * kVec;");
+      line("if (i < row_end) {{");
+      line("Vec normed;");
+      line("#pragma unroll");
+      line("for (int e = 0; e < kVec; ++e)");
+      line("normed.bits[e] = from_float(to_float(row_cache[j].bits[e]) * scale * "
+           "to_float(w[j].bits[e]));");
+      line("{}", store(stmt.target, "row_end", "normed"));
+      line("}}");
+      line("}}");
+      line("}}");
+      return;
+    }
     line("// Every thread's writes of this row above are visible to the whole block.");
     line("__syncthreads();");
     line("float sum_sq = 0.0f;");
@@ -505,6 +604,7 @@ private:
   std::string out_;
   int step_ = 0;           // the step being printed, for the watchdog's record
   bool inRowStep_ = false; // printing a step split by rows: lengths end at the row's end
+  const ir::Buffer* cachedRows_ = nullptr; // in a row step: the rows kept in row_cache
 };
 
 } // namespace

@@ -31,12 +31,23 @@ std::string numberCell(std::optional<double> value, const char* format = "{:.2f}
   return value ? fmt::format(fmt::runtime(format), *value) : "-";
 }
 
+/// The NCCL call a row was compared with: its point's kind's, or "" without a point.
+std::string ncclCollectiveOf(const NcclPoint* point) {
+  return point ? std::string(ncclCallName(point->kind)) : std::string();
+}
+
 std::optional<double> timeOf(const BenchTiming& timing) {
   return timing.ok() ? std::optional<double>(timing.us) : std::nullopt;
 }
 
 std::optional<double> algbwOf(const BenchRow& row) {
   return row.collc.ok() ? std::optional<double>(algbwGBps(row.bytes, row.collc.us)) : std::nullopt;
+}
+
+/// NCCL's bus bandwidth at a point, with the factor of its kind (the same as collc's rows').
+std::optional<double> busbwOf(const NcclPoint& point, const BenchTiming& timing, int nranks) {
+  return timing.ok() ? std::optional<double>(busbwGBps(point.bytes, timing.us, nranks, point.kind))
+                     : std::nullopt;
 }
 
 std::optional<double> busbwOf(const BenchRow& row, int nranks) {
@@ -172,8 +183,8 @@ void writeHeader(llvm::raw_ostream& out, const BenchHeader& header) {
                      header.graphOps, header.replays, header.graphOps);
   out << "# algbw = bytes / time, busbw = algbw * the bus factor of nccl-tests (GB/s; allreduce "
          "2(n-1)/n; allgather, reducescatter, alltoall n-1, as bytes is one rank's count; "
-         "broadcast, reduce 1); vs_best = the better NCCL time / collc's (above 1: collc is "
-         "faster)\n";
+         "broadcast, reduce 1); vs_best = the better time of NCCL's same collective / collc's "
+         "(above 1: collc is faster)\n";
   if (!header.ncclNote.empty())
     out << "# NCCL: " << header.ncclNote << "\n";
 }
@@ -203,7 +214,7 @@ void TableWriter::row(const BenchRow& row) {
   if (variantColumn_ && !previous_.empty() && row.variant() != previous_)
     out_ << "\n";
   previous_ = row.variant();
-  const NcclPoint* nccl = results_.ncclAt(row.bytes);
+  const NcclPoint* nccl = results_.ncclFor(row);
   std::optional<double> cost = watchdogCost(row);
   line(row.variant(),
        {std::to_string(row.bytes), std::to_string(row.count), timeCell(row.collc),
@@ -225,26 +236,37 @@ void writeTable(llvm::raw_ostream& out, const BenchResults& results, bool varian
 
 void writeBestPerSize(llvm::raw_ostream& out, const BenchResults& results) {
   const size_t width = variantWidth(results);
-  out << "best collc variant per size (vs_best above 1: collc is faster than NCCL's better "
-         "time)\n";
-  out << fmt::format("{:>12}  {:<{}} {:>10} {:>10} {:>11} {:>8}\n", "bytes", "variant", width,
-                     "us/op", "nccl_us", "nccl_sym_us", "vs_best");
-  int compared = 0, faster = 0;
-  for (const auto& [bytes, row] : bestPerSize(results)) {
-    const NcclPoint* nccl = results.ncclAt(bytes);
-    std::optional<double> ratio = row ? vsBest(row->collc, nccl) : std::nullopt;
-    if (ratio) {
-      ++compared;
-      faster += *ratio > 1;
+  std::vector<CollectiveKind> kinds = results.kinds();
+  if (kinds.empty())
+    kinds.push_back(CollectiveKind::AllReduce);
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    const CollectiveKind kind = kinds[k];
+    const std::string call(ncclCallName(kind));
+    if (k > 0)
+      out << "\n";
+    // One kind: the title names no kind; several: each its own table.
+    out << fmt::format("best collc {}variant per size (vs_best above 1: collc is faster than the "
+                       "better time of NCCL's {})\n",
+                       kinds.size() > 1 ? std::string(name(kind)) + " " : "", call);
+    out << fmt::format("{:>12}  {:<{}} {:>10} {:>10} {:>11} {:>8}\n", "bytes", "variant", width,
+                       "us/op", "nccl_us", "nccl_sym_us", "vs_best");
+    int compared = 0, faster = 0;
+    for (const auto& [bytes, row] : bestPerSize(results, kind)) {
+      const NcclPoint* nccl = results.ncclAt(kind, bytes);
+      std::optional<double> ratio = row ? vsBest(row->collc, nccl) : std::nullopt;
+      if (ratio) {
+        ++compared;
+        faster += *ratio > 1;
+      }
+      out << fmt::format("{:>12}  {:<{}} {:>10} {:>10} {:>11} {:>8}\n", bytes,
+                         row ? row->variant() : "(none correct)", width,
+                         row ? timeCell(row->collc) : "-", timeCell(ncclPlain(nccl)),
+                         timeCell(ncclSymmetric(nccl)), numberCell(ratio));
     }
-    out << fmt::format("{:>12}  {:<{}} {:>10} {:>10} {:>11} {:>8}\n", bytes,
-                       row ? row->variant() : "(none correct)", width,
-                       row ? timeCell(row->collc) : "-", timeCell(ncclPlain(nccl)),
-                       timeCell(ncclSymmetric(nccl)), numberCell(ratio));
+    if (compared > 0)
+      out << fmt::format("collc's best is faster than the better time of {} at {} of {} sizes\n",
+                         call, faster, compared);
   }
-  if (compared > 0)
-    out << fmt::format("collc's best is faster than NCCL's better time at {} of {} sizes\n", faster,
-                       compared);
 }
 
 void writeWatchdogCost(llvm::raw_ostream& out, const BenchResults& results, double goal) {
@@ -293,8 +315,9 @@ void writeProblems(llvm::raw_ostream& out, const BenchResults& results) {
     add(row.variant() + " (no watchdog)", row.bytes, row.unbounded);
   }
   for (const NcclPoint& point : results.nccl) {
-    add("NCCL plain", point.bytes, point.plain);
-    add("NCCL symmetric", point.bytes, point.symmetric);
+    const std::string call(ncclCallName(point.kind));
+    add("NCCL " + call + " plain", point.bytes, point.plain);
+    add("NCCL " + call + " symmetric", point.bytes, point.symmetric);
   }
   if (problems.empty())
     return;
@@ -337,17 +360,18 @@ void writeCsv(llvm::raw_ostream& out, const BenchResults& results) {
   }
   for (const std::string& note : results.notes)
     out << "# note: " << note << "\n";
-  out << "variant,spec,sync,bytes,count,status,us_per_op,algbw_gbps,busbw_gbps,nccl_us,"
-         "nccl_sym_us,vs_best,no_watchdog_us,watchdog_cost,note\n";
+  out << "variant,spec,sync,kind,bytes,count,status,us_per_op,algbw_gbps,busbw_gbps,"
+         "nccl_collective,nccl_us,nccl_sym_us,vs_best,no_watchdog_us,watchdog_cost,note\n";
   for (const BenchRow& row : results.rows) {
-    const NcclPoint* nccl = results.ncclAt(row.bytes);
+    const NcclPoint* nccl = results.ncclFor(row);
     std::string note = row.collc.note;
     if (!row.unbounded.note.empty())
       note += (note.empty() ? "" : " | ") + std::string("no watchdog: ") + row.unbounded.note;
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csvField(row.variant()),
-                       csvField(row.spec), csvField(row.sync), row.bytes, row.count,
-                       statusName(row.collc.status), csvNumber(timeOf(row.collc)),
-                       csvNumber(algbwOf(row)), csvNumber(busbwOf(row, h.nranks)),
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                       csvField(row.variant()), csvField(row.spec), csvField(row.sync),
+                       name(row.kind), row.bytes, row.count, statusName(row.collc.status),
+                       csvNumber(timeOf(row.collc)), csvNumber(algbwOf(row)),
+                       csvNumber(busbwOf(row, h.nranks)), csvField(ncclCollectiveOf(nccl)),
                        csvNumber(timeOf(ncclPlain(nccl))), csvNumber(timeOf(ncclSymmetric(nccl))),
                        csvNumber(vsBest(row.collc, nccl)), csvNumber(timeOf(row.unbounded)),
                        csvNumber(watchdogCost(row)), csvField(note));
@@ -358,16 +382,18 @@ void writeJson(llvm::raw_ostream& out, const BenchResults& results) {
   const int nranks = results.header.nranks;
   llvm::json::Array rows;
   for (const BenchRow& row : results.rows) {
-    const NcclPoint* nccl = results.ncclAt(row.bytes);
+    const NcclPoint* nccl = results.ncclFor(row);
     rows.push_back(llvm::json::Object{{"variant", row.variant()},
                                       {"spec", row.spec},
                                       {"sync", row.sync},
+                                      {"kind", std::string(name(row.kind))},
                                       {"bytes", int64_t(row.bytes)},
                                       {"count", int64_t(row.count)},
                                       {"status", statusName(row.collc.status)},
                                       {"us_per_op", jsonNumber(timeOf(row.collc))},
                                       {"algbw_gbps", jsonNumber(algbwOf(row))},
                                       {"busbw_gbps", jsonNumber(busbwOf(row, nranks))},
+                                      {"nccl_collective", ncclCollectiveOf(nccl)},
                                       {"nccl_us", jsonNumber(timeOf(ncclPlain(nccl)))},
                                       {"nccl_sym_us", jsonNumber(timeOf(ncclSymmetric(nccl)))},
                                       {"vs_best", jsonNumber(vsBest(row.collc, nccl))},
@@ -379,22 +405,29 @@ void writeJson(llvm::raw_ostream& out, const BenchResults& results) {
   }
   llvm::json::Array nccl;
   for (const NcclPoint& point : results.nccl)
-    nccl.push_back(llvm::json::Object{{"bytes", int64_t(point.bytes)},
-                                      {"plain_status", statusName(point.plain.status)},
-                                      {"plain_us", jsonNumber(timeOf(point.plain))},
-                                      {"plain_note", point.plain.note},
-                                      {"symmetric_status", statusName(point.symmetric.status)},
-                                      {"symmetric_us", jsonNumber(timeOf(point.symmetric))},
-                                      {"symmetric_note", point.symmetric.note}});
+    nccl.push_back(llvm::json::Object{
+        {"kind", std::string(name(point.kind))},
+        {"collective", std::string(ncclCallName(point.kind))},
+        {"bytes", int64_t(point.bytes)},
+        {"plain_status", statusName(point.plain.status)},
+        {"plain_us", jsonNumber(timeOf(point.plain))},
+        {"plain_busbw_gbps", jsonNumber(busbwOf(point, point.plain, nranks))},
+        {"plain_note", point.plain.note},
+        {"symmetric_status", statusName(point.symmetric.status)},
+        {"symmetric_us", jsonNumber(timeOf(point.symmetric))},
+        {"symmetric_busbw_gbps", jsonNumber(busbwOf(point, point.symmetric, nranks))},
+        {"symmetric_note", point.symmetric.note}});
   llvm::json::Array best;
-  for (const auto& [bytes, row] : bestPerSize(results)) {
-    const NcclPoint* point = results.ncclAt(bytes);
-    best.push_back(llvm::json::Object{
-        {"bytes", int64_t(bytes)},
-        {"variant", row ? llvm::json::Value(row->variant()) : llvm::json::Value(nullptr)},
-        {"us_per_op", jsonNumber(row ? timeOf(row->collc) : std::nullopt)},
-        {"vs_best", jsonNumber(row ? vsBest(row->collc, point) : std::nullopt)}});
-  }
+  for (CollectiveKind kind : results.kinds())
+    for (const auto& [bytes, row] : bestPerSize(results, kind)) {
+      const NcclPoint* point = results.ncclAt(kind, bytes);
+      best.push_back(llvm::json::Object{
+          {"kind", std::string(name(kind))},
+          {"bytes", int64_t(bytes)},
+          {"variant", row ? llvm::json::Value(row->variant()) : llvm::json::Value(nullptr)},
+          {"us_per_op", jsonNumber(row ? timeOf(row->collc) : std::nullopt)},
+          {"vs_best", jsonNumber(row ? vsBest(row->collc, point) : std::nullopt)}});
+    }
   llvm::json::Array notes;
   for (const std::string& note : results.notes)
     notes.push_back(note);
@@ -409,6 +442,17 @@ void writeJson(llvm::raw_ostream& out, const BenchResults& results) {
                             : llvm::json::Value(nullptr)},
       {"notes", std::move(notes)}};
   out << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+}
+
+std::string ncclNote(const std::vector<NcclCollective>& collectives, bool oneProcess) {
+  const std::string calls = describeNcclCalls(collectives);
+  if (oneProcess)
+    return calls + " with cudaMalloc buffers (nccl_us) and with symmetric windows, ncclMemAlloc + "
+                   "ncclCommWindowRegister(..., NCCL_WIN_COLL_SYMMETRIC) (nccl_sym_us); one "
+                   "communicator per GPU, measured before collc's kernels";
+  return calls + " with cudaMalloc buffers on the world's communicator, timed by collc's harness "
+                 "(nccl_us); symmetric windows are measured in one-process mode only (collc bench "
+                 "without --procs)";
 }
 
 } // namespace collc

@@ -19,11 +19,19 @@ const char* statusName(BenchTiming::Status status) {
   return "?";
 }
 
-const NcclPoint* BenchResults::ncclAt(uint64_t bytes) const {
+const NcclPoint* BenchResults::ncclAt(CollectiveKind kind, uint64_t bytes) const {
   for (const NcclPoint& point : nccl)
-    if (point.bytes == bytes)
+    if (point.kind == kind && point.bytes == bytes)
       return &point;
   return nullptr;
+}
+
+std::vector<CollectiveKind> BenchResults::kinds() const {
+  std::vector<CollectiveKind> seen;
+  for (const BenchRow& row : rows)
+    if (std::find(seen.begin(), seen.end(), row.kind) == seen.end())
+      seen.push_back(row.kind);
+  return seen;
 }
 
 int BenchResults::failureCount() const {
@@ -104,14 +112,24 @@ std::optional<double> watchdogCost(const BenchRow& row) {
   return (row.collc.us - row.unbounded.us) / row.unbounded.us;
 }
 
-std::vector<std::pair<uint64_t, const BenchRow*>> bestPerSize(const BenchResults& results) {
+std::vector<std::pair<uint64_t, const BenchRow*>> bestPerSize(const BenchResults& results,
+                                                              CollectiveKind kind) {
   std::map<uint64_t, const BenchRow*> best;
   for (const BenchRow& row : results.rows) {
+    if (row.kind != kind)
+      continue;
     const BenchRow*& slot = best[row.bytes];
     if (row.collc.ok() && (!slot || row.collc.us < slot->collc.us))
       slot = &row;
   }
   return {best.begin(), best.end()};
+}
+
+std::string kindList(const std::vector<CollectiveKind>& kinds) {
+  std::string text;
+  for (CollectiveKind kind : kinds)
+    text += (text.empty() ? "" : ", ") + std::string(name(kind));
+  return text;
 }
 
 } // namespace collc

@@ -51,11 +51,14 @@ struct BenchRow {
   std::string variant() const { return spec + "/" + sync; }
 };
 
-/// NCCL's AllReduce at one size: plain cudaMalloc buffers, and symmetric windows (ncclMemAlloc +
-/// ncclCommWindowRegister(..., NCCL_WIN_COLL_SYMMETRIC)), NotRun where not measured.
+/// NCCL's own version of one kind (runtime/NcclCollective.h: ncclAllReduce, ncclAllGather, ...)
+/// at one size: plain cudaMalloc buffers, and symmetric windows (ncclMemAlloc +
+/// ncclCommWindowRegister(..., NCCL_WIN_COLL_SYMMETRIC)), NotRun where not measured. A row is
+/// compared with the point of its own kind and size.
 struct NcclPoint {
   uint64_t bytes = 0;
   BenchTiming plain, symmetric;
+  CollectiveKind kind = CollectiveKind::AllReduce;
 };
 
 /// Wall times of one variant's NVRTC compile (`collc bench --compile-times`).
@@ -76,16 +79,16 @@ struct CompileTimes {
 /// Where and how the figures were taken: printed above the table, kept in the CSV and JSON.
 struct BenchHeader {
   std::string collcVersion, gitCommit, nvrtcVersion, ncclVersion;
-  std::string date; // "2026-12-01 10:00:00 UTC"
-  std::string gpu;  // "NVIDIA H200"
-  std::string kind = "allreduce";
+  std::string date;               // "2026-12-01 10:00:00 UTC"
+  std::string gpu;                // "NVIDIA H200"
+  std::string kind = "allreduce"; // the kinds of the rows, "allreduce, allgather" for several
   std::string dtype = "bf16", op = "sum";
   int nranks = 2;
   int elementBytes = 2;
   /// "one process drives 2 GPUs" or "one process per GPU (2 processes)".
   std::string processes;
-  /// What the NCCL columns are, or why they are empty ("symmetric windows are measured with one
-  /// process only", "NCCL not found: ...").
+  /// What the NCCL columns are (which NCCL collective each kind was compared with, and how), or
+  /// why they are empty ("NCCL not found: ...").
   std::string ncclNote;
   int graphOps = 50, replays = 7;
 };
@@ -93,13 +96,17 @@ struct BenchHeader {
 struct BenchResults {
   BenchHeader header;
   std::vector<BenchRow> rows;     // variant-major, sizes ascending within a variant
-  std::vector<NcclPoint> nccl;    // per size, ascending
+  std::vector<NcclPoint> nccl;    // per kind, sizes ascending
   std::vector<std::string> notes; // "skipped allreduce_oneshot/ll128: ...", sizes left out
   std::optional<CompileTimes> compileTimes;
   bool watchdogCost = false; // rows carry `unbounded` timings
 
-  /// NCCL's figures at `bytes`, or null.
-  const NcclPoint* ncclAt(uint64_t bytes) const;
+  /// NCCL's figures for `kind` at `bytes`, or null.
+  const NcclPoint* ncclAt(CollectiveKind kind, uint64_t bytes) const;
+  /// NCCL's figures for the row's kind and size, or null.
+  const NcclPoint* ncclFor(const BenchRow& row) const { return ncclAt(row.kind, row.bytes); }
+  /// The kinds of the rows, in the order they first appear.
+  std::vector<CollectiveKind> kinds() const;
   /// Rows whose collc or unbounded timing is Wrong or Failed, and NCCL points likewise.
   int failureCount() const;
 };
@@ -127,9 +134,12 @@ std::optional<double> vsBest(const BenchTiming& collc, const NcclPoint* point);
 /// (bounded - unbounded) / unbounded: the watchdog's relative cost. nullopt without both.
 std::optional<double> watchdogCost(const BenchRow& row);
 
-/// Per size (ascending), the row of the fastest correct collc variant, or null where none was
-/// correct.
-std::vector<std::pair<uint64_t, const BenchRow*>> bestPerSize(const BenchResults& results);
+/// Per size (ascending), the row of the fastest correct collc variant of `kind`, or null where
+/// none was correct: variants of different kinds do not compete.
+std::vector<std::pair<uint64_t, const BenchRow*>> bestPerSize(const BenchResults& results,
+                                                              CollectiveKind kind);
+/// "allreduce", or "allreduce, allgather" for several kinds: what the header calls the kinds.
+std::string kindList(const std::vector<CollectiveKind>& kinds);
 
 } // namespace collc
 

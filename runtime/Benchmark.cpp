@@ -160,13 +160,16 @@ llvm::Expected<std::vector<BenchRow>> benchVariants(SymmetricWorld& world,
   return rows;
 }
 
-llvm::Expected<std::vector<NcclPoint>> benchNcclBaseline(const std::vector<int>& devices,
-                                                         DType dtype, ReduceOp op,
-                                                         const BenchSettings& settings) {
-  uint64_t maxCount = 0;
-  for (uint64_t count : settings.counts)
-    maxCount = std::max(maxCount, count);
-  auto nccl = NcclBaseline::create(devices, maxCount * sizeOf(dtype));
+llvm::Expected<std::vector<NcclPoint>>
+benchNcclBaseline(const std::vector<int>& devices, const std::vector<NcclCollective>& collectives,
+                  const BenchSettings& settings) {
+  const int nranks = int(devices.size());
+  // One set of buffers serves every collective: as large as the largest call needs.
+  uint64_t maxBytes = 0;
+  for (const NcclCollective& collective : collectives)
+    for (uint64_t count : settings.counts)
+      maxBytes = std::max(maxBytes, ncclBaselineBytes(collective, count, nranks));
+  auto nccl = NcclBaseline::create(devices, maxBytes);
   if (!nccl)
     return nccl.takeError();
   NcclBaselineOptions options;
@@ -174,22 +177,26 @@ llvm::Expected<std::vector<NcclPoint>> benchNcclBaseline(const std::vector<int>&
   options.replays = settings.replays;
   options.seed = settings.seed;
   std::vector<NcclPoint> points;
-  for (uint64_t count : settings.counts) {
-    NcclPoint point;
-    point.bytes = count * sizeOf(dtype);
-    for (bool symmetric : {false, true}) {
-      announce(settings, std::string("NCCL ") + (symmetric ? "symmetric" : "plain") + " " +
-                             formatBytes(point.bytes));
-      auto timing = (*nccl)->measureAllReduce(count, dtype, op, symmetric, options);
-      BenchTiming& slot = symmetric ? point.symmetric : point.plain;
-      if (!timing)
-        slot = BenchTiming::failed(llvm::toString(timing.takeError()));
-      else if (!timing->correct)
-        slot = BenchTiming::wrong(timing->firstMismatches);
-      else
-        slot = BenchTiming::measured(timing->usPerOp);
+  for (const NcclCollective& collective : collectives) {
+    const std::string call(ncclCallName(collective.kind));
+    for (uint64_t count : settings.counts) {
+      NcclPoint point;
+      point.kind = collective.kind;
+      point.bytes = count * sizeOf(collective.dtype);
+      for (bool symmetric : {false, true}) {
+        announce(settings, "NCCL " + call + " " + (symmetric ? "symmetric" : "plain") + " " +
+                               formatBytes(point.bytes));
+        auto timing = (*nccl)->measureCollective(collective, count, symmetric, options);
+        BenchTiming& slot = symmetric ? point.symmetric : point.plain;
+        if (!timing)
+          slot = BenchTiming::failed(llvm::toString(timing.takeError()));
+        else if (!timing->correct)
+          slot = BenchTiming::wrong(timing->firstMismatches);
+        else
+          slot = BenchTiming::measured(timing->usPerOp);
+      }
+      points.push_back(std::move(point));
     }
-    points.push_back(std::move(point));
   }
   return points;
 }
@@ -206,8 +213,10 @@ llvm::Expected<std::vector<NcclPoint>> benchNcclInWorld(SymmetricWorld& world,
   std::vector<NcclPoint> points;
   for (uint64_t count : settings.counts) {
     NcclPoint point;
+    point.kind = like.kind;
     point.bytes = bytesOf(like, count);
-    announce(settings, "NCCL plain " + formatBytes(point.bytes));
+    announce(settings,
+             "NCCL " + std::string(ncclCallName(like.kind)) + " plain " + formatBytes(point.bytes));
     llvm::Expected<BenchTiming> timing =
         measure(world, **instance, like, runOptions(settings, count));
     if (!timing) {

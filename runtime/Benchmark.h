@@ -1,6 +1,6 @@
 // The measuring half of `collc bench`: sweeps over message sizes for a list of compiled variants,
-// and NCCL at the same sizes, all the way DESIGN.md § Measuring asks (the harness of
-// runtime/RunHarness.h for collc, runtime/NcclBaseline.h or the same harness for NCCL): every
+// and NCCL's same collective at the same sizes, all the way DESIGN.md § Measuring asks (the harness
+// of runtime/RunHarness.h for collc, runtime/NcclBaseline.h or the same harness for NCCL): every
 // size's result is checked against a float64 reference on fresh data before its time counts.
 // What comes out is plain data (runtime/BenchResults.h) for the writers of runtime/BenchReport.h.
 #ifndef COLLC_RUNTIME_BENCHMARK_H
@@ -8,6 +8,7 @@
 
 #include "compiler/CompiledCollective.h"
 #include "runtime/BenchResults.h"
+#include "runtime/NcclCollective.h"
 #include "runtime/SymmetricWorld.h"
 
 #include <cstdint>
@@ -62,19 +63,23 @@ llvm::Expected<std::vector<BenchRow>> benchVariants(SymmetricWorld& world,
                                                     const std::vector<BenchVariant>& variants,
                                                     const BenchSettings& settings);
 
-/// NCCL's AllReduce of dtype/op with one process driving `devices` (NcclBaseline), plain buffers
-/// and symmetric windows, at every count. Nothing else may hold the GPUs' memory that NCCL
-/// needs. An error only when NCCL cannot be set up at all (not found, no GPU); a measurement
-/// that fails is recorded in its point, and after a hang the rest are recorded as failed too.
-llvm::Expected<std::vector<NcclPoint>> benchNcclBaseline(const std::vector<int>& devices,
-                                                         DType dtype, ReduceOp op,
-                                                         const BenchSettings& settings);
+/// NCCL's version of each of `collectives` (runtime/NcclCollective.h: its kind's NCCL call, type,
+/// operator and root) with one process driving `devices` (NcclBaseline, one set of
+/// communicators for all of them), plain buffers and symmetric windows, at every count: points
+/// collective-major, sizes ascending, each with its kind. Nothing else may hold the GPUs' memory
+/// that NCCL needs. An error only when NCCL cannot be set up at all (not found, no GPU); a
+/// measurement that fails is recorded in its point, and after a hang the rest are recorded as
+/// failed too.
+llvm::Expected<std::vector<NcclPoint>>
+benchNcclBaseline(const std::vector<int>& devices, const std::vector<NcclCollective>& collectives,
+                  const BenchSettings& settings);
 
-/// NCCL's AllReduce on the communicator of a process-per-GPU world (CollectiveInstance::createNccl)
-/// at every count, with `like`'s type, operator and rank count, timed by the same harness as
-/// collc's kernels: plain buffers only. Collective. An error when NCCL cannot be set up; a
-/// measurement that fails is recorded in its point and ends the sweep (the processes may be out
-/// of step), so later sizes have no point.
+/// NCCL's version of `like`'s collective (its kind's NCCL call, type, operator, root and rank
+/// count) on the communicator of a process-per-GPU world (CollectiveInstance::createNccl) at every
+/// count, timed and checked by the same harness as collc's kernels: plain buffers only; points
+/// carry like's kind. Collective. An error when NCCL cannot be set up; a measurement that fails is
+/// recorded in its point and ends the sweep (the processes may be out of step), so later sizes
+/// have no point.
 llvm::Expected<std::vector<NcclPoint>> benchNcclInWorld(SymmetricWorld& world,
                                                         const CompiledCollective& like,
                                                         const BenchSettings& settings);

@@ -3,7 +3,6 @@
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
 #include "runtime/NcclLibrary.h"
-#include "runtime/NcclTypes.h"
 #include "runtime/collc_abi.h"
 
 #include <algorithm>
@@ -289,15 +288,14 @@ CollectiveInstance::createNccl(SymmetricWorld& world, const CompiledCollective& 
   if (!world.ncclComm())
     return instanceError(compiled, "the NCCL path needs a world with a communicator (a "
                                    "ProcessWorld); in a LocalWorld measure NCCL with NcclBaseline");
-  if (compiled.kind != CollectiveKind::AllReduce)
-    return instanceError(compiled, "no NCCL path for " + llvm::Twine(name(compiled.kind)) +
-                                       " yet; only allreduce is handed to NCCL");
   if (compiled.nranks != world.nranks())
     return instanceError(compiled, "compiled for " + llvm::Twine(compiled.nranks) +
                                        " ranks, but the world has " + llvm::Twine(world.nranks()));
   llvm::Expected<const NcclLibrary*> nccl = ncclLibrary();
   if (!nccl)
     return llvm::joinErrors(instanceError(compiled, "the NCCL path"), nccl.takeError());
+  if (llvm::Error err = (*nccl)->requireCollective(compiled.kind))
+    return llvm::joinErrors(instanceError(compiled, "the NCCL path"), std::move(err));
   std::unique_ptr<CollectiveInstance> instance(new CollectiveInstance(world, compiled));
   instance->engine_ = Engine::Nccl;
   instance->nccl_ = *nccl;
@@ -313,16 +311,15 @@ llvm::Error CollectiveInstance::launchNccl(const void* in, void* out, uint64_t c
                                            cudaStream_t stream) {
   if (count == 0)
     return llvm::Error::success();
-  ncclComm_t comm = world_.ncclComm();
-  return COLLC_NCCL_CHECK_COMM(*nccl_, comm,
-                               nccl_->allReduce(in, out, count, ncclTypeOf(compiled_.dtype),
-                                                ncclOpOf(compiled_.op), comm, stream));
+  // NCCL's own version of the kind, with the compiled type, op and root.
+  return nccl_->enqueue(ncclCollectiveOf(compiled_), count, world_.nranks(), in, out,
+                        world_.ncclComm(), stream);
 }
 
 std::string CollectiveInstance::engineDescription() const {
   if (engine_ == Engine::Nccl)
-    return "NCCL (ncclAllReduce " + std::string(name(compiled_.dtype)) + " " +
-           std::string(name(compiled_.op)) + ")";
+    return "NCCL (" + std::string(ncclCallName(compiled_.kind)) + " " +
+           std::string(name(compiled_.dtype)) + " " + std::string(name(compiled_.op)) + ")";
   return "collc kernel " + compiled_.kernelName + " (" + std::string(name(compiled_.sync)) +
          " sync)";
 }

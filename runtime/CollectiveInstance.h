@@ -6,8 +6,8 @@
 // The same class serves both backends: in a LocalWorld this process drives every rank; in a
 // ProcessWorld it drives one, and create() is collective (every process creates the same
 // instances in the same order; they check that they agree on the heap layout). Where the world
-// hands collectives to NCCL (it spans nodes), the instance launches ncclAllReduce instead of the
-// kernel: engine() says which.
+// hands collectives to NCCL (it spans nodes), the instance launches NCCL's own version of the
+// collective (ncclAllReduce, ncclAllGather, ...) instead of the kernel: engine() says which.
 #ifndef COLLC_RUNTIME_COLLECTIVEINSTANCE_H
 #define COLLC_RUNTIME_COLLECTIVEINSTANCE_H
 
@@ -30,7 +30,7 @@ struct NcclLibrary;
 
 class CollectiveInstance {
 public:
-  /// What a launch runs: collc's generated kernel, or NCCL's AllReduce on the world's
+  /// What a launch runs: collc's generated kernel, or NCCL's same collective on the world's
   /// communicator (a world that spans nodes, or one made for a baseline with createNccl).
   enum class Engine { CollcKernel, Nccl };
 
@@ -41,7 +41,8 @@ public:
   static llvm::Expected<std::unique_ptr<CollectiveInstance>>
   create(SymmetricWorld& world, const CompiledCollective& compiled, const std::string& cubin,
          uint64_t maxCount, uint64_t timeoutNs = 5'000'000'000);
-  /// The same collective run by NCCL (ncclAllReduce of compiled.dtype and compiled.op) on the
+  /// The same collective run by NCCL (its kind's NCCL call, runtime/NcclCollective.h, with
+  /// compiled.dtype, op and root; alltoall as grouped ncclSend/ncclRecv) on the
   /// world's communicator: the NCCL path of a world that spans nodes, and NCCL measured in the
   /// same harness as collc's kernel. Needs a world with a communicator (a ProcessWorld).
   static llvm::Expected<std::unique_ptr<CollectiveInstance>>
@@ -83,7 +84,7 @@ public:
   const CompiledCollective& compiled() const { return compiled_; }
   SymmetricWorld& world() const { return world_; }
   Engine engine() const { return engine_; }
-  /// "collc kernel <name> (barrier sync)" or "NCCL (ncclAllReduce bf16 sum)", for logs.
+  /// "collc kernel <name> (barrier sync)" or "NCCL (ncclAllGather bf16 sum)", for logs.
   std::string engineDescription() const;
   const LoadedKernel& kernel() const { return *kernel_; }
   /// The heap layout, for diagnostics: parity-0 offsets of the scratch buffers, the distance to

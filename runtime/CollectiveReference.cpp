@@ -1,6 +1,7 @@
 #include "runtime/CollectiveReference.h"
 
 #include "dsl/CollectiveShapes.h"
+#include "runtime/ParallelChunks.h"
 
 #include <cmath>
 #include <limits>
@@ -55,56 +56,85 @@ Comparison compareCollective(const CollectiveCall& call, int rank, const void* g
   const bool reduction = reduces(call.kind);
   const double relative = sumTolerance(type, nranks);
   const uint64_t elements = outputElems(call.kind, call.count, nranks);
-  std::vector<int> ranks(nranks);
-  std::vector<uint64_t> indices(nranks);
-  for (uint64_t i = 0; i < elements; ++i) {
-    const int sources = sourcesOf(call, nranks, rank, i, ranks.data(), indices.data());
-    if (sources == 0)
-      continue;
-    double expected = 0, absSum = 0;
+  // Element i's expected value from its sources (written to ranks/indices), and whether the
+  // output passes; false for an element no source writes (nothing to check).
+  struct Check {
+    int sources = 0;
+    double expected = 0, value = 0, tolerance = 0;
+    bool tolerant = false, pass = true;
+  };
+  auto check = [&](uint64_t i, int* ranks, uint64_t* indices) {
+    Check c;
+    c.sources = sourcesOf(call, nranks, rank, i, ranks, indices);
+    if (c.sources == 0)
+      return c;
+    double absSum = 0;
     bool nan = false;
-    for (int k = 0; k < sources; ++k) {
+    for (int k = 0; k < c.sources; ++k) {
       const double x = loadElement(type, call.inputs[ranks[k]], indices[k]);
       nan |= std::isnan(x);
       absSum += std::fabs(x);
       if (k == 0)
-        expected = x;
+        c.expected = x;
       else if (call.op == ReduceOp::Sum)
-        expected += x;
+        c.expected += x;
       else if (call.op == ReduceOp::Max)
-        expected = std::max(expected, x);
+        c.expected = std::max(c.expected, x);
       else
-        expected = std::min(expected, x);
+        c.expected = std::min(c.expected, x);
     }
     if (nan)
-      expected = std::numeric_limits<double>::quiet_NaN();
-    const double value = loadElement(type, got, i);
-    const bool tolerant = reduction && call.op == ReduceOp::Sum && !std::isinf(expected);
-    double tolerance = 0;
-    bool pass;
-    if (std::isnan(expected))
-      pass = std::isnan(value);
-    else if (!tolerant)
-      pass = value == expected; // false for NaN
+      c.expected = std::numeric_limits<double>::quiet_NaN();
+    c.value = loadElement(type, got, i);
+    c.tolerant = reduction && call.op == ReduceOp::Sum && !std::isinf(c.expected);
+    if (std::isnan(c.expected))
+      c.pass = std::isnan(c.value);
+    else if (!c.tolerant)
+      c.pass = c.value == c.expected; // false for NaN
     else {
-      tolerance = relative * absSum + tinyTolerance(type);
-      pass = std::fabs(value - expected) <= tolerance;
+      c.tolerance = relative * absSum + tinyTolerance(type);
+      c.pass = std::fabs(c.value - c.expected) <= c.tolerance;
     }
-    if (pass || comparison.mismatches++ >= maxReported)
+    return c;
+  };
+  // Counted in parallel (runtime/ParallelChunks.h); the chunks with mismatches are then walked in
+  // order to report the first ones.
+  std::vector<uint64_t> chunkMismatches(parallelChunkCount(elements), 0);
+  forEachChunk(elements, [&](uint64_t chunk, uint64_t begin, uint64_t end) {
+    std::vector<int> ranks(nranks);
+    std::vector<uint64_t> indices(nranks);
+    for (uint64_t i = begin; i < end; ++i)
+      chunkMismatches[chunk] += check(i, ranks.data(), indices.data()).pass ? 0 : 1;
+  });
+  std::vector<int> ranks(nranks);
+  std::vector<uint64_t> indices(nranks);
+  for (uint64_t chunk = 0; chunk < chunkMismatches.size(); ++chunk) {
+    if (!chunkMismatches[chunk])
       continue;
-    os << label << "[" << i << "]: got " << formatElement(type, got, i) << ", expected "
-       << llvm::format("%.9g", expected);
-    if (tolerant)
-      os << llvm::format(" (|diff| %.3g > tol %.3g)", std::fabs(value - expected), tolerance);
-    else if (reduction)
-      os << " (" << name(call.op) << " must match exactly)";
-    else
-      os << " (a copy must match exactly)";
-    os << "; from";
-    for (int k = 0; k < sources; ++k)
-      os << (k ? ", " : " ") << "rank " << ranks[k] << " in[" << indices[k]
-         << "] = " << formatElement(type, call.inputs[ranks[k]], indices[k]);
-    os << "\n";
+    if (comparison.mismatches >= maxReported) {
+      comparison.mismatches += chunkMismatches[chunk];
+      continue;
+    }
+    const uint64_t end = std::min(elements, (chunk + 1) * kParallelChunk);
+    for (uint64_t i = chunk * kParallelChunk; i < end; ++i) {
+      const Check c = check(i, ranks.data(), indices.data());
+      if (c.pass || comparison.mismatches++ >= maxReported)
+        continue;
+      os << label << "[" << i << "]: got " << formatElement(type, got, i) << ", expected "
+         << llvm::format("%.9g", c.expected);
+      if (c.tolerant)
+        os << llvm::format(" (|diff| %.3g > tol %.3g)", std::fabs(c.value - c.expected),
+                           c.tolerance);
+      else if (reduction)
+        os << " (" << name(call.op) << " must match exactly)";
+      else
+        os << " (a copy must match exactly)";
+      os << "; from";
+      for (int k = 0; k < c.sources; ++k)
+        os << (k ? ", " : " ") << "rank " << ranks[k] << " in[" << indices[k]
+           << "] = " << formatElement(type, call.inputs[ranks[k]], indices[k]);
+      os << "\n";
+    }
   }
   os.flush();
   return comparison;

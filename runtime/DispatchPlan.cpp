@@ -141,16 +141,38 @@ std::optional<DispatchPlan> tablePlan(const TuningTable& table, const DispatchQu
   return plan;
 }
 
-std::vector<TunedVariant> tableVariants(const TuningTable& table, const DispatchQuery& query) {
+std::vector<TunedVariant> tableVariants(const TuningTable& table, const DispatchQuery& query,
+                                        bool everySize) {
   std::vector<TunedVariant> variants;
   const TuningKey* chosen = chosenKey(table, query);
   if (!chosen)
     return variants;
-  for (const TuningRow& row : table.rows)
-    if (readsRow(row, *chosen, query) && std::isfinite(row.us) &&
-        std::find(variants.begin(), variants.end(), row.variant) == variants.end())
+  std::vector<uint64_t> sizes;                 // every size the rows were measured at
+  std::vector<std::vector<uint64_t>> measured; // per variant: the sizes with a finite time
+  for (const TuningRow& row : table.rows) {
+    if (!readsRow(row, *chosen, query))
+      continue;
+    if (std::find(sizes.begin(), sizes.end(), row.bytes) == sizes.end())
+      sizes.push_back(row.bytes);
+    if (!std::isfinite(row.us))
+      continue;
+    auto it = std::find(variants.begin(), variants.end(), row.variant);
+    if (it == variants.end()) {
       variants.push_back(row.variant);
-  return variants;
+      measured.emplace_back();
+      it = variants.end() - 1;
+    }
+    std::vector<uint64_t>& at = measured[size_t(it - variants.begin())];
+    if (std::find(at.begin(), at.end(), row.bytes) == at.end())
+      at.push_back(row.bytes);
+  }
+  if (!everySize)
+    return variants;
+  std::vector<TunedVariant> complete;
+  for (size_t i = 0; i < variants.size(); ++i)
+    if (measured[i].size() == sizes.size())
+      complete.push_back(variants[i]);
+  return complete;
 }
 
 DispatchPlan chooseDispatchPlan(const TuningTable* table, const DispatchQuery& query) {

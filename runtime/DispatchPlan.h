@@ -62,7 +62,11 @@ std::optional<DispatchPlan> tablePlan(const TuningTable& table, const DispatchQu
 
 /// Every distinct variant with a finite time among the rows tablePlan would read for `query`, in
 /// the order of the file: the fixed variants `collc bench --dispatch` compares dispatch with.
-std::vector<TunedVariant> tableVariants(const TuningTable& table, const DispatchQuery& query);
+/// everySize: only those with a finite time at every size those rows were measured at (the
+/// finalists `collc tune` cross-checks); a variant missing a size lost at each size it was
+/// timed at to the finalists there.
+std::vector<TunedVariant> tableVariants(const TuningTable& table, const DispatchQuery& query,
+                                        bool everySize = false);
 
 /// tablePlan where it gives a plan, else defaultDispatchPlan (its source then says why).
 DispatchPlan chooseDispatchPlan(const TuningTable* table, const DispatchQuery& query);

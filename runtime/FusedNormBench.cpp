@@ -24,12 +24,6 @@ llvm::Error benchError(const llvm::Twine& message) {
                                  "bench allreduce_rmsnorm: " + message.str());
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
-}
-
 /// The unfused pipeline's buffers of one local rank: the AllReduce writes `sum`, which the plain
 /// kernel reads with the residual and the weight (in the fused spec's aux order).
 struct UnfusedRank {
@@ -205,33 +199,9 @@ llvm::Expected<double> timeUnfused(LocalWorld& world, const JittedCollective& fu
     if (captured)
       return captured;
   }
-  auto timers = RankTimers::create(world);
-  if (!timers)
-    return timers.takeError();
-  std::vector<double> slowest;
-  for (int replay = 0; replay <= settings.replays; ++replay) { // replay 0 warms up, untimed
-    for (int r : local) {
-      if (llvm::Error err = (*timers)->start(r))
-        return err;
-      if (llvm::Error err = graphs.launch(r))
-        return err;
-      if (llvm::Error err = (*timers)->stop(r))
-        return err;
-    }
-    if (llvm::Error err =
-            (*instance)->synchronize(streams, settings.graphOps * kSecondsPerOpAllowance))
-      return err;
-    double worst = 0;
-    for (int r : local) {
-      auto us = (*timers)->elapsedUs(r);
-      if (!us)
-        return us.takeError();
-      worst = std::max(worst, *us / settings.graphOps);
-    }
-    if (replay > 0)
-      slowest.push_back(worst);
-  }
-  return median(slowest);
+  return medianSlowestReplayUs(world, graphs, settings.graphOps, settings.replays, [&] {
+    return (*instance)->synchronize(streams, settings.graphOps * kSecondsPerOpAllowance);
+  });
 }
 
 } // namespace

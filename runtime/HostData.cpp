@@ -1,10 +1,14 @@
 #include "runtime/HostData.h"
 
+#include "runtime/ParallelChunks.h"
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/raw_ostream.h>
+#include <vector>
 
 namespace collc {
 
@@ -133,14 +137,61 @@ std::string formatElement(DType type, const void* data, uint64_t index) {
   return os.str();
 }
 
-void fillRandom(DType type, void* data, uint64_t count, std::mt19937_64& rng) {
-  for (uint64_t i = 0; i < count; ++i) {
-    uint64_t r = rng();
+namespace {
+
+/// SplitMix64: a small, fast generator for the elements of one chunk.
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t operator()() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+};
+
+/// Elements [begin, end) from the generator of their chunk: `store(i, value)` writes element i.
+/// The scale 2^exponent is a table lookup (the same exact value std::ldexp gives).
+template <typename Store> void fillChunk(uint64_t begin, uint64_t end, uint64_t seed, Store store) {
+  static constexpr double kScale[10] = {0x1p-6, 0x1p-5, 0x1p-4, 0x1p-3, 0x1p-2,
+                                        0x1p-1, 0x1p0,  0x1p1,  0x1p2,  0x1p3};
+  SplitMix64 gen{seed};
+  for (uint64_t i = begin; i < end; ++i) {
+    uint64_t r = gen();
     // Bits 12..63 make the mantissa in [1, 2), bits 1..8 the exponent in [-6, 3], bit 0 the sign.
     double mantissa = 1.0 + static_cast<double>(r >> 12) * 0x1p-52;
-    int exponent = static_cast<int>((r >> 1) & 0xff) % 10 - 6;
-    double magnitude = std::ldexp(mantissa, exponent);
-    storeElement(type, data, i, static_cast<float>((r & 1) ? -magnitude : magnitude));
+    double magnitude = mantissa * kScale[((r >> 1) & 0xff) % 10];
+    store(i, static_cast<float>((r & 1) ? -magnitude : magnitude));
+  }
+}
+
+/// Chunk c of the elements draws from its own generator, seeded from one draw of `rng` and c, so
+/// the values depend on the seed alone, not on how many threads fill them.
+template <typename Store> void fillRandomAs(uint64_t count, std::mt19937_64& rng, Store store) {
+  const uint64_t base = rng();
+  forEachChunk(count, [&](uint64_t chunk, uint64_t begin, uint64_t end) {
+    fillChunk(begin, end, base ^ (chunk * 0xd1b54a32d192ed03ull), store);
+  });
+}
+
+} // namespace
+
+void fillRandom(DType type, void* data, uint64_t count, std::mt19937_64& rng) {
+  switch (type) {
+  case DType::F32:
+    fillRandomAs(count, rng,
+                 [out = static_cast<float*>(data)](uint64_t i, float value) { out[i] = value; });
+    return;
+  case DType::F16:
+    fillRandomAs(count, rng, [out = static_cast<uint16_t*>(data)](uint64_t i, float value) {
+      out[i] = floatToF16(value);
+    });
+    return;
+  case DType::BF16:
+    fillRandomAs(count, rng, [out = static_cast<uint16_t*>(data)](uint64_t i, float value) {
+      out[i] = floatToBf16(value);
+    });
+    return;
   }
 }
 
@@ -185,25 +236,27 @@ AllReduceReference referenceAllReduce(DType type, ReduceOp op, llvm::ArrayRef<co
   reference.op = op;
   reference.value.assign(count, 0.0);
   reference.absSum.assign(count, 0.0);
-  for (uint64_t i = 0; i < count; ++i) {
-    double result = 0, absSum = 0;
-    bool nan = false;
-    for (size_t r = 0; r < inputs.size(); ++r) {
-      double x = loadElement(type, inputs[r], i);
-      nan |= std::isnan(x);
-      absSum += std::fabs(x);
-      if (r == 0)
-        result = x;
-      else if (op == ReduceOp::Sum)
-        result += x;
-      else if (op == ReduceOp::Max)
-        result = std::max(result, x);
-      else
-        result = std::min(result, x);
+  forEachChunk(count, [&](uint64_t, uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i) {
+      double result = 0, absSum = 0;
+      bool nan = false;
+      for (size_t r = 0; r < inputs.size(); ++r) {
+        double x = loadElement(type, inputs[r], i);
+        nan |= std::isnan(x);
+        absSum += std::fabs(x);
+        if (r == 0)
+          result = x;
+        else if (op == ReduceOp::Sum)
+          result += x;
+        else if (op == ReduceOp::Max)
+          result = std::max(result, x);
+        else
+          result = std::min(result, x);
+      }
+      reference.value[i] = nan ? std::numeric_limits<double>::quiet_NaN() : result;
+      reference.absSum[i] = absSum;
     }
-    reference.value[i] = nan ? std::numeric_limits<double>::quiet_NaN() : result;
-    reference.absSum[i] = absSum;
-  }
+  });
   return reference;
 }
 
@@ -229,33 +282,52 @@ Comparison compareAllReduce(DType type, const AllReduceReference& reference,
   Comparison comparison;
   llvm::raw_string_ostream os(comparison.firstMismatches);
   const double relative = sumTolerance(type, static_cast<int>(inputs.size()));
-  for (uint64_t i = 0; i < count; ++i) {
-    const double value = loadElement(type, got, i);
+  // Whether element i passes, and the tolerance it was held to.
+  auto check = [&](uint64_t i, double& value, double& tolerance) {
+    value = loadElement(type, got, i);
     const double expected = reference.value[i];
-    double tolerance = 0;
-    bool pass;
+    tolerance = 0;
     if (std::isnan(expected))
-      pass = std::isnan(value);
-    else if (std::isinf(expected) || reference.op != ReduceOp::Sum)
-      pass = value == expected; // false for NaN
-    else {
-      tolerance = relative * reference.absSum[i] + tinyTolerance(type);
-      pass = std::fabs(value - expected) <= tolerance; // false for NaN and infinity
+      return std::isnan(value);
+    if (std::isinf(expected) || reference.op != ReduceOp::Sum)
+      return value == expected; // false for NaN
+    tolerance = relative * reference.absSum[i] + tinyTolerance(type);
+    return std::fabs(value - expected) <= tolerance; // false for NaN and infinity
+  };
+  // Counted in parallel; the few chunks with mismatches are then walked in order to report the
+  // first ones.
+  std::vector<uint64_t> chunkMismatches(parallelChunkCount(count), 0);
+  forEachChunk(count, [&](uint64_t chunk, uint64_t begin, uint64_t end) {
+    double value, tolerance;
+    for (uint64_t i = begin; i < end; ++i)
+      chunkMismatches[chunk] += check(i, value, tolerance) ? 0 : 1;
+  });
+  for (size_t chunk = 0; chunk < chunkMismatches.size(); ++chunk) {
+    if (!chunkMismatches[chunk])
+      continue;
+    if (comparison.mismatches >= maxReported) {
+      comparison.mismatches += chunkMismatches[chunk];
+      continue;
     }
-    if (pass)
-      continue;
-    if (comparison.mismatches++ >= maxReported)
-      continue;
-    os << label << "[" << i << "]: got " << formatElement(type, got, i) << ", expected "
-       << llvm::format("%.9g", expected);
-    if (reference.op == ReduceOp::Sum)
-      os << llvm::format(" (|diff| %.3g > tol %.3g)", std::fabs(value - expected), tolerance);
-    else
-      os << " (" << name(reference.op) << " must match exactly)";
-    os << "; inputs";
-    for (size_t r = 0; r < inputs.size(); ++r)
-      os << (r ? ", " : " ") << formatElement(type, inputs[r], i);
-    os << "\n";
+    for (uint64_t i = chunk * kParallelChunk; i < std::min(count, (chunk + 1) * kParallelChunk);
+         ++i) {
+      double value, tolerance;
+      if (check(i, value, tolerance))
+        continue;
+      if (comparison.mismatches++ >= maxReported)
+        continue;
+      const double expected = reference.value[i];
+      os << label << "[" << i << "]: got " << formatElement(type, got, i) << ", expected "
+         << llvm::format("%.9g", expected);
+      if (reference.op == ReduceOp::Sum)
+        os << llvm::format(" (|diff| %.3g > tol %.3g)", std::fabs(value - expected), tolerance);
+      else
+        os << " (" << name(reference.op) << " must match exactly)";
+      os << "; inputs";
+      for (size_t r = 0; r < inputs.size(); ++r)
+        os << (r ? ", " : " ") << formatElement(type, inputs[r], i);
+      os << "\n";
+    }
   }
   os.flush();
   return comparison;

@@ -1,10 +1,11 @@
 #include "runtime/NcclBaseline.h"
 
+#include "dsl/CollectiveShapes.h"
+#include "runtime/CollectiveReference.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
 #include "runtime/HostData.h"
 #include "runtime/NcclLibrary.h"
-#include "runtime/NcclTypes.h"
 
 #include <algorithm>
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <cuda_runtime_api.h>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -28,9 +30,10 @@
 // communicators are cudaGraphLaunch()'d from the same thread". So every rank gets its own host
 // thread, both to capture and to launch its graph:
 //  - each thread captures its own stream (cudaStreamCaptureModeThreadLocal, so that no other
-//    thread's CUDA calls can invalidate it) and enqueues its graphOps ncclAllReduce calls on its
-//    own communicator, ungrouped (one communicator per thread needs no group); all threads run
-//    at the same time, so whatever NCCL must settle between ranks during capture can proceed;
+//    thread's CUDA calls can invalidate it) and enqueues its graphOps operations on its own
+//    communicator, ungrouped (one communicator per thread needs no group; an alltoall groups its
+//    own sends and receives); all threads run at the same time, so whatever NCCL must settle
+//    between ranks during capture can proceed;
 //  - each replay releases the threads together from a spinning start line, and each records its
 //    start event, launches its graph and records its stop event on its own stream; a launch that
 //    blocks until the peer's graph is launched cannot deadlock.
@@ -285,17 +288,18 @@ struct NcclBaseline::State {
     }
   }
 
-  /// One eager AllReduce on every communicator from one thread, hence grouped.
-  llvm::Error eagerAllReduce(std::vector<void*> in, std::vector<void*> out, uint64_t count,
-                             ncclDataType_t type, ncclRedOp_t op) {
+  /// One eager operation on every communicator from one thread, hence grouped (an alltoall's
+  /// own group nests inside).
+  llvm::Error eagerCall(const NcclCollective& collective, std::vector<void*> in,
+                        std::vector<void*> out, uint64_t count) {
     return runBounded(
-        "eager ncclAllReduce", kWaitSeconds, [this, in, out, count, type, op]() -> llvm::Error {
+        "eager " + std::string(ncclCallName(collective.kind)), kWaitSeconds,
+        [this, collective, in, out, count]() -> llvm::Error {
           COLLC_NCCL_TRY(*nccl, nccl->groupStart());
           llvm::Error enqueued = llvm::Error::success();
           for (int r = 0; r < nranks() && !enqueued; ++r)
-            enqueued = COLLC_NCCL_CHECK_COMM(
-                *nccl, comms[r],
-                nccl->allReduce(in[r], out[r], count, type, op, comms[r], streams[r]));
+            enqueued =
+                nccl->enqueue(collective, count, nranks(), in[r], out[r], comms[r], streams[r]);
           // Ended even after a failure: NCCL then drops what the group holds.
           return llvm::joinErrors(std::move(enqueued), COLLC_NCCL_CHECK(*nccl, nccl->groupEnd()));
         });
@@ -512,19 +516,36 @@ llvm::Expected<std::unique_ptr<NcclBaseline>> NcclBaseline::create(std::vector<i
   return baseline;
 }
 
+uint64_t ncclBaselineBytes(const NcclCollective& collective, uint64_t count, int nranks) {
+  return ncclCallShape(collective.kind, count, nranks).bufferElems() * sizeOf(collective.dtype);
+}
+
 llvm::Expected<NcclTiming> NcclBaseline::measureAllReduce(uint64_t count, DType dtype, ReduceOp op,
                                                           bool symmetric,
                                                           const NcclBaselineOptions& options) {
-  const std::string what = "allreduce of " + std::to_string(count) + " " +
-                           std::string(name(dtype)) + " " + std::string(name(op)) + " (" +
-                           (symmetric ? "symmetric windows" : "plain buffers") + ")";
-  llvm::Expected<NcclTiming> timing = measure(count, dtype, op, symmetric, options);
+  NcclCollective allReduce;
+  allReduce.dtype = dtype;
+  allReduce.op = op;
+  return measureCollective(allReduce, count, symmetric, options);
+}
+
+llvm::Expected<NcclTiming> NcclBaseline::measureCollective(const NcclCollective& collective,
+                                                           uint64_t count, bool symmetric,
+                                                           const NcclBaselineOptions& options) {
+  std::string what = std::string(name(collective.kind)) + " of " + std::to_string(count) + " " +
+                     std::string(name(collective.dtype));
+  if (reduces(collective.kind))
+    what += " " + std::string(name(collective.op));
+  if (hasRoot(collective.kind))
+    what += " root " + std::to_string(collective.root);
+  what += std::string(" (") + (symmetric ? "symmetric windows" : "plain buffers") + ")";
+  llvm::Expected<NcclTiming> timing = measure(collective, count, symmetric, options);
   if (!timing)
     return withContext("nccl baseline: " + what, timing.takeError());
   return timing;
 }
 
-llvm::Expected<NcclTiming> NcclBaseline::measure(uint64_t count, DType dtype, ReduceOp op,
+llvm::Expected<NcclTiming> NcclBaseline::measure(const NcclCollective& collective, uint64_t count,
                                                  bool symmetric,
                                                  const NcclBaselineOptions& options) {
   State& s = *state_;
@@ -532,26 +553,38 @@ llvm::Expected<NcclTiming> NcclBaseline::measure(uint64_t count, DType dtype, Re
     return baselineError("unusable after an earlier hang");
   if (!s.unusable.empty())
     return baselineError("unusable: " + s.unusable);
+  const int n = s.nranks();
+  const DType dtype = collective.dtype;
   const uint64_t elementBytes = sizeOf(dtype);
-  if (count == 0 || count > s.maxBytes / elementBytes)
-    return baselineError("between 1 and " + std::to_string(s.maxBytes / elementBytes) +
+  // Elements of the call's larger buffer per element of the count: nranks for the kinds with a
+  // block per rank, else 1.
+  const uint64_t perCount = ncclCallShape(collective.kind, 1, n).bufferElems();
+  const uint64_t mostCount = s.maxBytes / elementBytes / perCount;
+  if (count == 0 || count > mostCount)
+    return baselineError("between 1 and " + std::to_string(mostCount) +
                          " elements fit the buffers made for " + std::to_string(s.maxBytes) +
-                         " bytes");
+                         " bytes (" + std::string(name(collective.kind)) + " on " +
+                         std::to_string(n) + " ranks)");
+  if (hasRoot(collective.kind) && (collective.root < 0 || collective.root >= n))
+    return baselineError("root " + std::to_string(collective.root) + " is not a rank of " +
+                         std::to_string(n));
   if (options.graphOps < 1 || options.replays < 1)
     return baselineError("timing needs at least one operation per graph and one replay");
+  if (llvm::Error err = s.nccl->requireCollective(collective.kind))
+    return err;
   if (symmetric)
     if (llvm::Error err = s.ensureSymmetric())
       return err;
 
-  const int n = s.nranks();
-  const uint64_t bytes = count * elementBytes;
-  const ncclDataType_t ncclType = ncclTypeOf(dtype);
-  const ncclRedOp_t ncclOp = ncclOpOf(op);
+  const NcclCallShape shape = ncclCallShape(collective.kind, count, n);
+  const uint64_t inBytes = shape.inputElems * elementBytes;
+  const uint64_t outBytes = shape.outputElems * elementBytes;
+  const std::string callName(ncclCallName(collective.kind));
   const int graphOps = options.graphOps;
   const std::vector<void*> in = symmetric ? s.symIn : s.plainIn;
   const std::vector<void*> out = symmetric ? s.symOut : s.plainOut;
-  std::vector<std::vector<char>> hostIn(n, std::vector<char>(bytes));
-  std::vector<std::vector<char>> hostOut(n, std::vector<char>(bytes));
+  std::vector<std::vector<char>> hostIn(n, std::vector<char>(inBytes));
+  std::vector<std::vector<char>> hostOut(n, std::vector<char>(outBytes));
   std::mt19937_64 rng(options.seed);
   NcclTiming timing;
   timing.correct = true;
@@ -562,22 +595,23 @@ llvm::Expected<NcclTiming> NcclBaseline::measure(uint64_t count, DType dtype, Re
     {
       ScopedDevice restore;
       for (int r = 0; r < n; ++r) {
-        fillRandom(dtype, hostIn[r].data(), count, rng);
+        fillRandom(dtype, hostIn[r].data(), shape.inputElems, rng);
         COLLC_CUDA_TRY(cudaSetDevice(s.devices[r]));
-        COLLC_CUDA_TRY(
-            cudaMemcpyAsync(in[r], hostIn[r].data(), bytes, cudaMemcpyHostToDevice, s.streams[r]));
-        COLLC_CUDA_TRY(cudaMemsetAsync(out[r], 0xFF, bytes, s.streams[r]));
+        COLLC_CUDA_TRY(cudaMemcpyAsync(in[r], hostIn[r].data(), inBytes, cudaMemcpyHostToDevice,
+                                       s.streams[r]));
+        COLLC_CUDA_TRY(cudaMemsetAsync(out[r], 0xFF, outBytes, s.streams[r]));
       }
     }
     return s.waitIdle(kWaitSeconds, "uploading inputs");
   };
-  // Copies every rank's output back (streams idle) and compares it with the float64 reference.
+  // Copies every rank's output back (streams idle) and compares it with the float64 reference of
+  // the kind; elements NCCL leaves undefined (a reduce's output off the root) are not compared.
   auto fetchAndCheck = [&](const std::string& label) -> llvm::Error {
     {
       ScopedDevice restore;
       for (int r = 0; r < n; ++r) {
         COLLC_CUDA_TRY(cudaSetDevice(s.devices[r]));
-        COLLC_CUDA_TRY(cudaMemcpyAsync(hostOut[r].data(), out[r], bytes, cudaMemcpyDeviceToHost,
+        COLLC_CUDA_TRY(cudaMemcpyAsync(hostOut[r].data(), out[r], outBytes, cudaMemcpyDeviceToHost,
                                        s.streams[r]));
       }
     }
@@ -586,18 +620,32 @@ llvm::Expected<NcclTiming> NcclBaseline::measure(uint64_t count, DType dtype, Re
     std::vector<const void*> inputs;
     for (const std::vector<char>& host : hostIn)
       inputs.push_back(host.data());
-    AllReduceReference reference = referenceAllReduce(dtype, op, inputs, count);
+    // AllReduce keeps its reference computed once for every rank (compareCollective would
+    // recompute it per rank); the other kinds' outputs differ per rank anyway.
+    std::optional<AllReduceReference> allReduce;
+    if (collective.kind == CollectiveKind::AllReduce)
+      allReduce = referenceAllReduce(dtype, collective.op, inputs, count);
+    CollectiveCall call;
+    call.kind = collective.kind;
+    call.type = dtype;
+    call.op = collective.op;
+    call.root = collective.root;
+    call.count = count;
+    call.inputs = inputs;
     for (int r = 0; r < n; ++r) {
       const std::string rankLabel = label + " rank " + std::to_string(r) + " out";
-      Comparison comparison = compareAllReduce(dtype, reference, inputs, hostOut[r].data(), count,
-                                               rankLabel, kMaxReportedMismatches);
+      Comparison comparison =
+          allReduce
+              ? compareAllReduce(dtype, *allReduce, inputs, hostOut[r].data(), count, rankLabel,
+                                 kMaxReportedMismatches)
+              : compareCollective(call, r, hostOut[r].data(), rankLabel, kMaxReportedMismatches);
       if (comparison.ok())
         continue;
       timing.correct = false;
       if (std::count(timing.firstMismatches.begin(), timing.firstMismatches.end(), '\n') <
           kMaxReportedMismatches)
         timing.firstMismatches += rankLabel + ": " + std::to_string(comparison.mismatches) +
-                                  " of " + std::to_string(count) + " elements wrong\n" +
+                                  " of " + std::to_string(shape.outputElems) + " elements wrong\n" +
                                   comparison.firstMismatches;
     }
     return llvm::Error::success();
@@ -607,10 +655,10 @@ llvm::Expected<NcclTiming> NcclBaseline::measure(uint64_t count, DType dtype, Re
   auto eagerCheck = [&](const std::string& label) -> llvm::Error {
     if (llvm::Error err = prepare())
       return err;
-    if (llvm::Error err = s.eagerAllReduce(in, out, count, ncclType, ncclOp)) {
+    if (llvm::Error err = s.eagerCall(collective, in, out, count)) {
       if (s.hung)
         return err;
-      s.unusable = "an eager ncclAllReduce failed";
+      s.unusable = "an eager " + callName + " failed";
       return llvm::joinErrors(std::move(err), s.waitIdle(5, "after a failed eager call"));
     }
     if (llvm::Error err = s.waitIdle(kWaitSeconds, label))
@@ -626,16 +674,14 @@ llvm::Expected<NcclTiming> NcclBaseline::measure(uint64_t count, DType dtype, Re
   State* state = &s;
   llvm::Error captured = s.runOnRanks(
       "capturing the graphs", kWaitSeconds,
-      [state, in, out, count, ncclType, ncclOp, graphOps](int r, RankJob&) -> llvm::Error {
+      [state, in, out, count, collective, n, graphOps](int r, RankJob&) -> llvm::Error {
         const NcclLibrary& nccl = *state->nccl;
         cudaStream_t stream = state->streams[r];
         COLLC_CUDA_TRY(cudaSetDevice(state->devices[r]));
         COLLC_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
         llvm::Error enqueued = llvm::Error::success();
         for (int i = 0; i < graphOps && !enqueued; ++i)
-          enqueued = COLLC_NCCL_CHECK_COMM(
-              nccl, state->comms[r],
-              nccl.allReduce(in[r], out[r], count, ncclType, ncclOp, state->comms[r], stream));
+          enqueued = nccl.enqueue(collective, count, n, in[r], out[r], state->comms[r], stream);
         cudaGraph_t graph = nullptr;
         cudaError_t ended = cudaStreamEndCapture(stream, &graph);
         if (enqueued || ended != cudaSuccess) {
@@ -660,7 +706,7 @@ llvm::Expected<NcclTiming> NcclBaseline::measure(uint64_t count, DType dtype, Re
   } graphsGuard{s};
   if (captured) {
     if (!s.hung)
-      s.unusable = "capturing ncclAllReduce into a graph failed";
+      s.unusable = "capturing " + callName + " into a graph failed";
     return captured;
   }
 

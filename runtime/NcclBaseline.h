@@ -1,9 +1,11 @@
-// NCCL's AllReduce, measured in the same run and the same way as collc's kernels
-// (DESIGN.md § Measuring): one CUDA graph per rank of `graphOps` back-to-back ncclAllReduce calls,
-// replayed `replays` times with fresh random inputs before each replay (outside the timed region);
-// per-operation latency = the median over replays of the slowest rank's replay time / graphOps.
-// Every result is checked against a float64 host reference: one eager call before timing, the
-// last replay's output, and one eager call after timing.
+// NCCL's own version of each collective (runtime/NcclCollective.h: ncclAllReduce, ncclAllGather,
+// ncclReduceScatter, ncclBroadcast, ncclReduce, and alltoall as grouped ncclSend/ncclRecv),
+// measured in the same run and the same way as collc's kernels (DESIGN.md § Measuring): one CUDA
+// graph per rank of `graphOps` back-to-back operations, replayed `replays` times with fresh random
+// inputs before each replay (outside the timed region); per-operation latency = the median over
+// replays of the slowest rank's replay time / graphOps. Every result is checked against the
+// float64 host reference of its kind (runtime/CollectiveReference.h): one eager call before
+// timing, the last replay's output, and one eager call after timing.
 //
 // One process drives every GPU: ncclCommInitAll makes one communicator per device. NCCL is loaded
 // lazily (runtime/NcclLibrary.h), so this compiles and links everywhere and reports plainly,
@@ -12,6 +14,7 @@
 #define COLLC_RUNTIME_NCCLBASELINE_H
 
 #include "dsl/Types.h"
+#include "runtime/NcclCollective.h"
 
 #include <cstdint>
 #include <llvm/Support/Error.h>
@@ -29,7 +32,7 @@ struct NcclTiming {
 };
 
 struct NcclBaselineOptions {
-  int graphOps = 50; // ncclAllReduce calls captured back to back in each rank's graph
+  int graphOps = 50; // operations captured back to back in each rank's graph
   int replays = 7;   // timed replays (after one untimed warm-up replay); the median counts
   uint64_t seed = 7; // for the random inputs
 };
@@ -48,18 +51,26 @@ class NcclBaseline {
 public:
   /// Loads NCCL, checks the environment (NCCL_NVLS_ENABLE) and the devices (distinct, present),
   /// creates the communicators, one non-blocking stream and one pair of timing events per rank,
-  /// and cudaMalloc'd input and output buffers of `maxBytes` per rank. Errors start with
-  /// "nccl baseline: " and say why: "NCCL not found: ...", "no GPU: ...", a bad device, or the
-  /// NCCL or CUDA call that failed.
+  /// and cudaMalloc'd input and output buffers of `maxBytes` each per rank (for the kinds whose
+  /// input or output holds nranks blocks, ncclBaselineBytes() says what a size needs). Errors
+  /// start with "nccl baseline: " and say why: "NCCL not found: ...", "no GPU: ...", a bad
+  /// device, or the NCCL or CUDA call that failed.
   static llvm::Expected<std::unique_ptr<NcclBaseline>> create(std::vector<int> devices,
                                                               uint64_t maxBytes);
 
-  /// AllReduce of `count` elements of dtype/op on every rank, out of place. symmetric=false:
-  /// cudaMalloc buffers; true: ncclMemAlloc buffers registered with ncclCommWindowRegister(comm,
-  /// buf, bytes, &win, NCCL_WIN_COLL_SYMMETRIC) on every communicator (registered once, on the
-  /// first symmetric call; deregistered in the destructor). A wrong result is reported in the
-  /// NcclTiming (correct=false), with usPerOp still filled in; an error means the measurement
-  /// itself failed (CUDA or NCCL error, hang, bad arguments, no symmetric windows in this NCCL).
+  /// `collective` of `count` elements (collc's n: NCCL's count, sendcount or recvcount, or the
+  /// elements per peer of an alltoall) on every rank, out of place, buffers shaped as
+  /// ncclCallShape() says. symmetric=false: cudaMalloc buffers; true: ncclMemAlloc buffers
+  /// registered with ncclCommWindowRegister(comm, buf, bytes, &win, NCCL_WIN_COLL_SYMMETRIC) on
+  /// every communicator (registered once, on the first symmetric call; deregistered in the
+  /// destructor). Only what NCCL defines is checked: a reduce's output on the root alone. A wrong
+  /// result is reported in the NcclTiming (correct=false), with usPerOp still filled in; an error
+  /// means the measurement itself failed (CUDA or NCCL error, hang, bad arguments, a root out of
+  /// range, a function this NCCL lacks, no symmetric windows in this NCCL).
+  llvm::Expected<NcclTiming> measureCollective(const NcclCollective& collective, uint64_t count,
+                                               bool symmetric,
+                                               const NcclBaselineOptions& options = {});
+  /// measureCollective of an AllReduce.
   llvm::Expected<NcclTiming> measureAllReduce(uint64_t count, DType dtype, ReduceOp op,
                                               bool symmetric,
                                               const NcclBaselineOptions& options = {});
@@ -76,11 +87,15 @@ public:
 
 private:
   explicit NcclBaseline(std::unique_ptr<State> state);
-  /// measureAllReduce without the context its errors get.
-  llvm::Expected<NcclTiming> measure(uint64_t count, DType dtype, ReduceOp op, bool symmetric,
-                                     const NcclBaselineOptions& options);
+  /// measureCollective without the context its errors get.
+  llvm::Expected<NcclTiming> measure(const NcclCollective& collective, uint64_t count,
+                                     bool symmetric, const NcclBaselineOptions& options);
   std::unique_ptr<State> state_;
 };
+
+/// Bytes each buffer of NcclBaseline::create must hold for `collective` at `count` elements on
+/// `nranks` ranks: the larger of its input and output.
+uint64_t ncclBaselineBytes(const NcclCollective& collective, uint64_t count, int nranks);
 
 } // namespace collc
 

@@ -1,6 +1,7 @@
 #include "runtime/NcclLibrary.h"
 
 #include "runtime/CudaCheck.h"
+#include "runtime/NcclTypes.h"
 
 #include <cstdlib>
 #include <dlfcn.h>
@@ -83,6 +84,12 @@ std::unique_ptr<Loaded> load() {
   resolve(handle, "ncclMemFree", lib.memFree);
   resolve(handle, "ncclCommWindowRegister", lib.commWindowRegister);
   resolve(handle, "ncclCommWindowDeregister", lib.commWindowDeregister);
+  // Optional as well: a library without them still runs AllReduce, and requireCollective() says
+  // what is missing when another kind asks for them.
+  resolve(handle, "ncclReduceScatter", lib.reduceScatter);
+  resolve(handle, "ncclReduce", lib.reduce);
+  resolve(handle, "ncclSend", lib.send);
+  resolve(handle, "ncclRecv", lib.recv);
   if (!missing.empty()) {
     // The handle stays open: closing a library NCCL may have started threads in is not worth it.
     loaded->error = "NCCL at " + lib.path + " lacks " + missing + " (too old, or not NCCL)";
@@ -132,6 +139,85 @@ llvm::Error NcclLibrary::requireSymmetric() const {
   return ncclError("NCCL " + versionString() + " at " + path +
                    " has no symmetric-memory windows (missing " + missing +
                    "; they came with NCCL 2.27): only plain buffers can be measured");
+}
+
+llvm::Error NcclLibrary::requireCollective(CollectiveKind kind) const {
+  std::string missing;
+  int count = 0;
+  const char* release = "2.4";
+  auto need = [&](const void* function, const char* symbol, const char* since) {
+    if (function)
+      return;
+    missing += std::string(missing.empty() ? "" : ", ") + symbol;
+    ++count;
+    release = since;
+  };
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+    need(reinterpret_cast<const void*>(allReduce), "ncclAllReduce", "2.4");
+    break;
+  case CollectiveKind::AllGather:
+    need(reinterpret_cast<const void*>(allGather), "ncclAllGather", "2.4");
+    break;
+  case CollectiveKind::ReduceScatter:
+    need(reinterpret_cast<const void*>(reduceScatter), "ncclReduceScatter", "2.4");
+    break;
+  case CollectiveKind::Broadcast:
+    need(reinterpret_cast<const void*>(broadcast), "ncclBroadcast", "2.4");
+    break;
+  case CollectiveKind::Reduce:
+    need(reinterpret_cast<const void*>(reduce), "ncclReduce", "2.4");
+    break;
+  case CollectiveKind::AllToAll:
+    need(reinterpret_cast<const void*>(send), "ncclSend", "2.7");
+    need(reinterpret_cast<const void*>(recv), "ncclRecv", "2.7");
+    break;
+  }
+  if (missing.empty())
+    return llvm::Error::success();
+  return ncclError("NCCL " + versionString() + " at " + path + " lacks " + missing + " (NCCL " +
+                   release + " and later have " + (count > 1 ? "them" : "it") + "): cannot run " +
+                   std::string(name(kind)) + " through NCCL");
+}
+
+llvm::Error NcclLibrary::enqueue(const NcclCollective& collective, uint64_t count, int nranks,
+                                 const void* in, void* out, ncclComm_t comm,
+                                 cudaStream_t stream) const {
+  if (llvm::Error err = requireCollective(collective.kind))
+    return err;
+  const NcclCallShape shape = ncclCallShape(collective.kind, count, nranks);
+  const size_t n = shape.ncclCount;
+  const ncclDataType_t type = ncclTypeOf(collective.dtype);
+  const ncclRedOp_t op = ncclOpOf(collective.op);
+  const int root = collective.root;
+  switch (collective.kind) {
+  case CollectiveKind::AllReduce:
+    return COLLC_NCCL_CHECK_COMM(*this, comm, allReduce(in, out, n, type, op, comm, stream));
+  case CollectiveKind::AllGather:
+    return COLLC_NCCL_CHECK_COMM(*this, comm, allGather(in, out, n, type, comm, stream));
+  case CollectiveKind::ReduceScatter:
+    return COLLC_NCCL_CHECK_COMM(*this, comm, reduceScatter(in, out, n, type, op, comm, stream));
+  case CollectiveKind::Broadcast:
+    return COLLC_NCCL_CHECK_COMM(*this, comm, broadcast(in, out, n, type, root, comm, stream));
+  case CollectiveKind::Reduce:
+    return COLLC_NCCL_CHECK_COMM(*this, comm, reduce(in, out, n, type, op, root, comm, stream));
+  case CollectiveKind::AllToAll:
+    break;
+  }
+  // Block p of the input goes to rank p, block p of the output comes from it (the rank itself
+  // included: NCCL copies that one locally). One group, so that no send waits for its recv.
+  const size_t blockBytes = n * sizeOf(collective.dtype);
+  COLLC_NCCL_TRY(*this, groupStart());
+  llvm::Error err = llvm::Error::success();
+  for (int peer = 0; peer < nranks && !err; ++peer) {
+    const void* sendBlock = static_cast<const char*>(in) + peer * blockBytes;
+    void* recvBlock = static_cast<char*>(out) + peer * blockBytes;
+    err = COLLC_NCCL_CHECK_COMM(*this, comm, send(sendBlock, n, type, peer, comm, stream));
+    if (!err)
+      err = COLLC_NCCL_CHECK_COMM(*this, comm, recv(recvBlock, n, type, peer, comm, stream));
+  }
+  // Ended even after a failure: NCCL then drops what the group holds.
+  return llvm::joinErrors(std::move(err), COLLC_NCCL_CHECK(*this, groupEnd()));
 }
 
 llvm::Error NcclLibrary::check(ncclResult_t result, const char* call, const char* file, int line,

@@ -5,6 +5,9 @@
 #ifndef COLLC_RUNTIME_NCCLLIBRARY_H
 #define COLLC_RUNTIME_NCCLLIBRARY_H
 
+#include "dsl/Types.h"
+#include "runtime/NcclCollective.h"
+
 #include <cstddef>
 #include <llvm/Support/Error.h>
 #include <nccl.h>
@@ -44,13 +47,24 @@ struct NcclLibrary {
   ncclResult_t (*commUserRank)(const ncclComm_t comm, int* rank) = nullptr;
 
   // Optional: ncclGetLastError (2.13), ncclMemAlloc / ncclMemFree (2.19), the window functions
-  // (2.27).
+  // (2.27). The other collectives' calls, which the baseline needs only for their kinds (ask
+  // requireCollective()): ncclReduceScatter and ncclReduce (2.0), ncclSend / ncclRecv (2.7).
   const char* (*getLastError)(ncclComm_t comm) = nullptr;
   ncclResult_t (*memAlloc)(void** ptr, size_t size) = nullptr;
   ncclResult_t (*memFree)(void* ptr) = nullptr;
   ncclResult_t (*commWindowRegister)(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
                                      int winFlags) = nullptr;
   ncclResult_t (*commWindowDeregister)(ncclComm_t comm, ncclWindow_t win) = nullptr;
+  ncclResult_t (*reduceScatter)(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                cudaStream_t stream) = nullptr;
+  ncclResult_t (*reduce)(const void* sendbuff, void* recvbuff, size_t count,
+                         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+                         cudaStream_t stream) = nullptr;
+  ncclResult_t (*send)(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                       ncclComm_t comm, cudaStream_t stream) = nullptr;
+  ncclResult_t (*recv)(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                       ncclComm_t comm, cudaStream_t stream) = nullptr;
 
   int versionCode = 0; // as ncclGetVersion reports it: 22803 for 2.28.3
   std::string path;    // the file the loader opened, for reports
@@ -61,6 +75,17 @@ struct NcclLibrary {
   /// are all there; otherwise an error naming the missing ones, this library's version and path,
   /// and the NCCL release that has them (2.27).
   llvm::Error requireSymmetric() const;
+  /// Success if every function that NCCL's version of `kind` calls is there (runtime/
+  /// NcclCollective.h); otherwise an error naming the missing ones, the kind, this library's
+  /// version and path, and the NCCL release that brought them.
+  llvm::Error requireCollective(CollectiveKind kind) const;
+  /// Enqueues one rank's part of `collective` of `count` elements on `comm` (a communicator of
+  /// `nranks` ranks) and `stream`, from `in` to `out`, sized as ncclCallShape() says: one NCCL
+  /// call, or for alltoall ncclGroupStart, ncclSend and ncclRecv for every rank, ncclGroupEnd.
+  /// Safe inside stream capture and inside an enclosing group. An error when a function is
+  /// missing (requireCollective()) or a call fails.
+  llvm::Error enqueue(const NcclCollective& collective, uint64_t count, int nranks, const void* in,
+                      void* out, ncclComm_t comm, cudaStream_t stream) const;
   /// Success for ncclSuccess; otherwise "<call> failed at <file>:<line>: <NCCL's error string>",
   /// with ncclGetLastError's detail when the library has it (`comm` may be null).
   llvm::Error check(ncclResult_t result, const char* call, const char* file, int line,

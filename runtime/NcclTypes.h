@@ -1,5 +1,6 @@
 // collc's element types and reduction operators as NCCL names them: what the NCCL baseline and
-// the NCCL path of a process-per-GPU world (CollectiveInstance::createNccl) hand to ncclAllReduce.
+// the NCCL path of a process-per-GPU world (CollectiveInstance::createNccl) hand to NCCL's calls
+// (NcclLibrary::enqueue).
 #ifndef COLLC_RUNTIME_NCCLTYPES_H
 #define COLLC_RUNTIME_NCCLTYPES_H
 

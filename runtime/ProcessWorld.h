@@ -14,7 +14,8 @@
 //    exchange (ExchangeFrame.h), each bounded by a deadline.
 // At bootstrap every rank reports its host, GPU and process; the world decides once where
 // collectives run (Topology.h): collc kernels when all ranks share a node and reach each other,
-// otherwise wholly NCCL (CollectiveInstance then calls ncclAllReduce). Rank 0 logs the decision.
+// otherwise wholly NCCL (CollectiveInstance then calls NCCL's own collective: ncclAllReduce,
+// ncclAllGather, ...). Rank 0 logs the decision.
 //
 // Every call that involves the other processes is collective: each process makes the same calls
 // in the same order. A peer that stops answering becomes an error naming it, with what is known

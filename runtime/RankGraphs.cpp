@@ -2,6 +2,8 @@
 
 #include "runtime/CudaCheck.h"
 
+#include <algorithm>
+
 namespace collc {
 
 namespace {
@@ -97,6 +99,43 @@ llvm::Error RankTimers::record(int rank, bool start) {
   COLLC_CUDA_TRY(cudaSetDevice(world_.device(rank)));
   COLLC_CUDA_TRY(cudaEventRecord(start ? starts_[slot] : stops_[slot], world_.stream(rank)));
   return llvm::Error::success();
+}
+
+llvm::Expected<double> medianSlowestReplayUs(const SymmetricWorld& world, RankGraphs& graphs,
+                                             int opsPerGraph, int replays,
+                                             llvm::function_ref<llvm::Error()> wait,
+                                             llvm::function_ref<llvm::Error()> beforeReplay) {
+  auto timers = RankTimers::create(world);
+  if (!timers)
+    return timers.takeError();
+  std::vector<double> slowest;
+  for (int replay = 0; replay <= replays; ++replay) { // replay 0 warms up, untimed
+    if (beforeReplay)
+      if (llvm::Error err = beforeReplay())
+        return err;
+    for (int r : world.localRanks()) {
+      if (llvm::Error err = (*timers)->start(r))
+        return err;
+      if (llvm::Error err = graphs.launch(r))
+        return err;
+      if (llvm::Error err = (*timers)->stop(r))
+        return err;
+    }
+    if (llvm::Error err = wait())
+      return err;
+    double worst = 0;
+    for (int r : world.localRanks()) {
+      auto us = (*timers)->elapsedUs(r);
+      if (!us)
+        return us.takeError();
+      worst = std::max(worst, *us / opsPerGraph);
+    }
+    if (replay > 0)
+      slowest.push_back(worst);
+  }
+  std::sort(slowest.begin(), slowest.end());
+  const size_t mid = slowest.size() / 2;
+  return slowest.size() % 2 ? slowest[mid] : (slowest[mid - 1] + slowest[mid]) / 2;
 }
 
 } // namespace collc

@@ -55,6 +55,16 @@ private:
   std::vector<cudaEvent_t> starts_, stops_; // per local rank
 };
 
+/// How a benchmark times captured graphs (DESIGN.md § Measuring): every local rank's graph is
+/// launched between its two events `replays + 1` times, the first untimed (it uploads the graph
+/// and warms caches and clocks), `wait()` bounding each round; returns the median over the timed
+/// replays of the slowest rank's replay time / `opsPerGraph`, in µs. `beforeReplay` (may be
+/// empty) runs before each round, e.g. to refresh inputs.
+llvm::Expected<double>
+medianSlowestReplayUs(const SymmetricWorld& world, RankGraphs& graphs, int opsPerGraph,
+                      int replays, llvm::function_ref<llvm::Error()> wait,
+                      llvm::function_ref<llvm::Error()> beforeReplay = nullptr);
+
 } // namespace collc
 
 #endif // COLLC_RUNTIME_RANKGRAPHS_H

@@ -76,7 +76,8 @@ public:
   virtual std::string diagnosePeers() const { return ""; }
 
   /// True where collectives are handed wholly to NCCL (a world that spans nodes, or GPUs
-  /// without peer access); CollectiveInstance::create then runs ncclAllReduce on ncclComm().
+  /// without peer access); CollectiveInstance::create then runs NCCL's call for the collective's
+  /// kind (ncclAllReduce, ncclAllGather, ...) on ncclComm().
   virtual bool collectivesViaNccl() const { return false; }
   /// The communicator of a process-per-GPU world; null in a LocalWorld.
   virtual ncclComm_t ncclComm() const { return nullptr; }

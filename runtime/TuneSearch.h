@@ -1,12 +1,20 @@
 // The search of `collc tune`, apart from how a variant is measured: which variants to try at
-// which sizes, in two stages, and the tuning table the measurements make. A full cross product
+// which sizes, in three stages, and the tuning table the measurements make. A full cross product
 // of algorithm x sync x blocks x threads x vector x unroll is far too slow to time, so:
 //   stage 1: every (spec, sync) at the spec's own launch shape, at every size;
 //   stage 2: per size, the best `keepPerSize` (spec, sync) pairs of stage 1, each improved one
 //            knob at a time (blocks, then threads, then vector width, then unroll), each knob
-//            tried at every value with the others at their best so far.
-// A variant that fails to compile or run scores infinity and the search goes on. The measuring
-// is a callback, so the search is tested against a model of a machine without a GPU.
+//            tried at every value with the others at their best so far;
+//   stage 3: cross-check. Stage 2 refines each size on its own, so a shape it found at 4M was
+//            never timed at 512K, where it may well be the fastest; and dispatch is judged
+//            against every variant of the table at every size. So the `finalistsPerSize`
+//            fastest variants of each size (the finalists, over all sizes) are timed at every
+//            size they were not timed at yet. Then, where a size's two fastest are within
+//            `retimeWithin` of each other, both are timed once more and keep the faster time.
+// Stages 1 to 3 never time a (variant, size) twice; only the re-timing does, on purpose.
+// A variant that fails to compile or run scores infinity and the search goes on; it is never a
+// finalist where it failed. The measuring is a callback, so the search is tested against a model
+// of a machine without a GPU.
 #ifndef COLLC_RUNTIME_TUNESEARCH_H
 #define COLLC_RUNTIME_TUNESEARCH_H
 
@@ -25,6 +33,11 @@ struct TuneSpace {
   std::vector<std::optional<SyncKind>> syncs;             // an unset one: the spec's own
   std::vector<int> blocks, threads, vectorBytes, unrolls; // stage 2's values; empty: not searched
   int keepPerSize = 2; // (spec, sync) pairs per size carried into stage 2; 0: stage 1 only
+  // Stage 3: the fastest variants per size that are timed at every other size; 0: no stage 3.
+  int finalistsPerSize = 2;
+  // Stage 3: re-time a size's two fastest when the second is within this fraction of the first
+  // (0.03: 3%); 0: never. Only then can one timing's noise flip the table's choice.
+  double retimeWithin = 0.03;
 };
 
 /// One variant at one size.
@@ -47,7 +60,7 @@ using TuneMeasureFn = std::function<std::vector<TuneMeasurement>(
 struct TuneProgress {
   int done = 0;      // measurements made
   int total = 0;     // an estimate until the last stage's count is known
-  std::string stage; // "stage 1: sync x algorithm", "stage 2: blocks", ...
+  std::string stage; // "stage 1: algorithm x sync", "stage 2: blocks", "stage 3: cross-check", ...
   std::string what;  // "allreduce_oneshot/ll 8x512 v16 u1 at 4K"
 };
 using TuneProgressFn = std::function<void(const TuneProgress&)>;
@@ -58,6 +71,11 @@ std::vector<TuneMeasurement> runTuneSearch(const TuneSpace& space,
                                            const std::vector<uint64_t>& sizes,
                                            const TuneMeasureFn& measure,
                                            const TuneProgressFn& progress);
+
+/// Stage 3's finalists of `measurements`: per size, the `perSize` fastest distinct variants with a
+/// finite time there, all sizes together, each once, in the order they are first found.
+std::vector<TunedVariant> tuneFinalists(const std::vector<TuneMeasurement>& measurements,
+                                        const std::vector<uint64_t>& sizes, int perSize);
 
 /// The fastest finite measurement at `bytes`, or null.
 const TuneMeasurement* bestAt(const std::vector<TuneMeasurement>& measurements, uint64_t bytes);

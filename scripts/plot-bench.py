@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Plots what `collc bench --json FILE` wrote: per-op latency against message size on log axes, one
-line per collc variant and NCCL's two (plain buffers, symmetric windows).
+line per collc variant and NCCL's two (plain buffers, symmetric windows) per NCCL collective.
 
     scripts/plot-bench.py BENCH.json OUT.png
 
@@ -58,12 +58,20 @@ def main(argv):
         sizes.update(xs)
         if xs:
             ax.plot(xs, ys, marker="o", markersize=4, linewidth=1.5, label=f"collc {variant}")
-    for key, style, label in (("plain_us", "s--", "NCCL, plain buffers"),
-                              ("symmetric_us", "^:", "NCCL, symmetric windows")):
-        xs, ys = series((p["bytes"], p.get(key)) for p in nccl)
-        sizes.update(xs)
-        if xs:
-            ax.plot(xs, ys, style, color="black", markersize=5, linewidth=1.5, label=label)
+    # NCCL's same collective per kind (older files have no "collective": AllReduce).
+    collectives = {}  # NCCL call -> its points, in the order the benchmark ran them
+    for point in nccl:
+        collectives.setdefault(point.get("collective", "ncclAllReduce"), []).append(point)
+    for index, (call, points) in enumerate(collectives.items()):
+        name = "NCCL" if len(collectives) == 1 else f"NCCL {call}"
+        # Dark colours, apart from the collc variants' default cycle.
+        color = ("black", "dimgray", "saddlebrown", "darkred", "navy", "darkgreen")[index % 6]
+        for key, style, label in (("plain_us", "s--", f"{name}, plain buffers"),
+                                  ("symmetric_us", "^:", f"{name}, symmetric windows")):
+            xs, ys = series((p["bytes"], p.get(key)) for p in points)
+            sizes.update(xs)
+            if xs:
+                ax.plot(xs, ys, style, color=color, markersize=5, linewidth=1.5, label=label)
     if not sizes:
         print(f"plot-bench: {source} holds no timed result to plot", file=sys.stderr)
         return 2

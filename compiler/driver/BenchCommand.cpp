@@ -7,6 +7,7 @@
 #include "DispatchBench.h"
 #include "FusedNormBenchCommand.h"
 #include "GpuCommand.h"
+#include "SpeedOfLightBench.h"
 #include "runtime/BenchReport.h"
 #include "runtime/Benchmark.h"
 #include "runtime/Devices.h"
@@ -14,6 +15,7 @@
 #include "runtime/NcclLibrary.h"
 #include "runtime/ProcessWorld.h"
 
+#include <algorithm>
 #include <ctime>
 #include <fmt/format.h>
 #include <llvm/ADT/SmallString.h>
@@ -35,8 +37,8 @@ std::vector<OptionSpec> benchOptions() {
        {"watchdog-cost", "", "also time each variant without the watchdog's bound"},
        {"compile-times", "", "time a cold NVRTC compile and a warm cache hit (no GPU needed)"},
        {"no-nccl", "", "leave NCCL out (its columns read -)"}});
-  for (const auto& more :
-       {timingOptions(), procsOptions(), variantOptions(), dispatchBenchOptions()})
+  for (const auto& more : {timingOptions(), procsOptions(), variantOptions(),
+                           dispatchBenchOptions(), speedOfLightBenchOptions()})
     options.insert(options.end(), more.begin(), more.end());
   // The defaults that differ from the other commands'.
   for (OptionSpec& option : options) {
@@ -63,9 +65,9 @@ const Command kBenchCommand{
     "       collc bench [SPEC] --dispatch [--table=FILE] [-b 1K] [-e 64M] [-f 2]\n"
     "       collc bench allreduce_rmsnorm [--hidden=H] [--dtype=T] [--sync=S] [--ranks=R]",
     "Time collc's variants over a sweep of message sizes, in the spirit of nccl-tests, against\n"
-    "NCCL's AllReduce measured in the same run (plain buffers and symmetric windows). Every size\n"
-    "of every variant is checked against a float64 reference on fresh data before its time\n"
-    "counts.",
+    "NCCL's same collective measured in the same run (plain buffers and symmetric windows). Every\n"
+    "size of every variant, and of NCCL, is checked against a float64 reference on fresh data\n"
+    "before its time counts.",
     "Variants: SPEC (a stdlib name or a path), or every stdlib spec for 'all', with --sync S\n"
     "(default: each spec's own strategy). --sync all tries every strategy; one that a spec\n"
     "refuses is named in one line and skipped.\n"
@@ -79,11 +81,15 @@ const Command kBenchCommand{
     "the median replay of the slowest rank divided by the calls. algbw = bytes / time and\n"
     "busbw = algbw * the collective's bus factor in GB/s, as nccl-tests define them (allreduce\n"
     "2(n-1)/n; allgather, reducescatter, alltoall n-1 for one rank's count; broadcast, reduce\n"
-    "1). nccl_us and nccl_sym_us are NCCL's AllReduce of the same type, operator and sizes on the "
-    "same GPUs, with cudaMalloc\n"
-    "buffers and with ncclMemAlloc buffers registered by ncclCommWindowRegister(...,\n"
-    "NCCL_WIN_COLL_SYMMETRIC); vs_best = the better NCCL time / collc's (above 1: collc is\n"
-    "faster). A table of the best collc variant per size follows the rows.\n"
+    "1). nccl_us and nccl_sym_us are NCCL's own version of the row's kind: ncclAllReduce,\n"
+    "ncclAllGather, ncclReduceScatter, ncclBroadcast and ncclReduce (root --root), and for\n"
+    "alltoall ncclSend/ncclRecv to every rank in one group (NCCL has no alltoall call), of the\n"
+    "same type, operator and sizes (buffers shaped as NCCL's, n or n*nranks elements) on the same\n"
+    "GPUs, with cudaMalloc buffers and with ncclMemAlloc buffers registered by\n"
+    "ncclCommWindowRegister(..., NCCL_WIN_COLL_SYMMETRIC); a reduce is checked on the root only.\n"
+    "vs_best = the better NCCL time / collc's (above 1: collc is faster). The header's NCCL line\n"
+    "names the calls; CSV and JSON rows carry kind and nccl_collective. A table of the best collc\n"
+    "variant per size follows the rows, one per kind for 'all'.\n"
     "\n"
     "--watchdog-cost also times each variant compiled without the bound on its waits, in turn\n"
     "with the bounded one at every size: no_wd_us, and wd_cost = (us/op - no_wd_us) / no_wd_us.\n"
@@ -99,9 +105,9 @@ const Command kBenchCommand{
     "must be within 3%), and the sum over sizes of each. Exit status 2 when a size is over 3%.\n"
     "See docs/tuning.md.\n"
     "\n"
-    "--procs N: one process per GPU, started as 'collc run --procs' does. NCCL is then\n"
-    "ncclAllReduce on the world's communicator with plain buffers, timed by collc's harness;\n"
-    "symmetric windows are measured in one-process mode only.\n"
+    "--procs N: one process per GPU, started as 'collc run --procs' does. NCCL is then the same\n"
+    "collective of each kind on the world's communicator with plain buffers, timed and checked by\n"
+    "collc's harness; symmetric windows are measured in one-process mode only.\n"
     "\n"
     "allreduce_rmsnorm (the fused AllReduce + residual add + RMSNorm) is compared instead with\n"
     "what it replaces: allreduce_oneshot (same type and sync) followed by a plain add + RMSNorm\n"
@@ -111,7 +117,7 @@ const Command kBenchCommand{
     "\n"
     "Output: the table on stdout; a progress line on stderr (redrawn in place on a terminal).\n"
     "--csv and --json hold every row, NCCL's figures, the notes and the compile times; --plot\n"
-    "draws latency against size on log axes, one line per collc variant and NCCL's two\n"
+    "draws latency against size on log axes, one line per collc variant and NCCL's two per kind\n"
     "(scripts/plot-bench.py; without matplotlib that part fails with a message, the rest stands).\n"
     "Exit status: 0 everything measured and correct; 1 a user or environment error (a bad option,\n"
     "no GPU, no matplotlib for --plot, a file that cannot be written); 2 a wrong result or a\n"
@@ -206,6 +212,7 @@ std::string firstError(const std::string& diagnostics) {
 /// A variant whose generated CUDA NVRTC refused: a fault of collc, shown as failed rows.
 struct JitFailure {
   std::string spec, sync, error;
+  CollectiveKind kind = CollectiveKind::AllReduce; // for its row's NCCL figures
 };
 
 struct VariantPlan {
@@ -276,7 +283,8 @@ void jitVariants(VariantPlan& plan, int device) {
   std::vector<BenchVariant> ready;
   for (BenchVariant& variant : plan.variants) {
     auto fail = [&](llvm::Error err) {
-      plan.jitFailures.push_back({variant.spec, variant.sync, llvm::toString(std::move(err))});
+      plan.jitFailures.push_back(
+          {variant.spec, variant.sync, llvm::toString(std::move(err)), variant.compiled.kind});
     };
     auto image = compileForDevice(variant.compiled, device);
     if (!image) {
@@ -353,9 +361,34 @@ BenchSettings benchSettings(const BenchOptions& o, std::vector<uint64_t> counts,
   return settings;
 }
 
+/// NCCL's collective for each kind of the (compiled) variants, in order: what their rows are
+/// compared with. Variants of one kind share type, operator and root (the options').
+std::vector<NcclCollective> ncclCollectives(const VariantPlan& plan) {
+  std::vector<NcclCollective> collectives;
+  for (const BenchVariant& variant : plan.variants)
+    if (std::none_of(collectives.begin(), collectives.end(),
+                     [&](const NcclCollective& c) { return c.kind == variant.compiled.kind; }))
+      collectives.push_back(ncclCollectiveOf(variant.compiled));
+  return collectives;
+}
+
+/// The kinds of every row the table will hold (NVRTC's failures too), for the header.
+std::string planKinds(const VariantPlan& plan) {
+  std::vector<CollectiveKind> kinds;
+  auto add = [&](CollectiveKind kind) {
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
+      kinds.push_back(kind);
+  };
+  for (const BenchVariant& variant : plan.variants)
+    add(variant.compiled.kind);
+  for (const JitFailure& failure : plan.jitFailures)
+    add(failure.kind);
+  return kindList(kinds);
+}
+
 int progressSteps(const BenchOptions& o, const VariantPlan& plan, size_t sizes, int ncclRuns) {
   return int(plan.variants.size() * sizes * (o.watchdogCost ? 2 : 1) +
-             (o.nccl ? sizes * ncclRuns : 0));
+             (o.nccl ? ncclCollectives(plan).size() * sizes * ncclRuns : 0));
 }
 
 void printNotes(const std::vector<std::string>& notes) {
@@ -508,6 +541,7 @@ void addJitFailures(const VariantPlan& plan, const std::vector<uint64_t>& counts
       BenchRow row;
       row.spec = failure.spec;
       row.sync = failure.sync;
+      row.kind = failure.kind;
       row.count = count;
       row.bytes = count * elementBytes;
       row.collc = BenchTiming::failed("NVRTC: " + failure.error);
@@ -569,15 +603,9 @@ int sweep(const BenchOptions& o, const VariantPlan& plan, const std::vector<uint
     results.header.ncclNote = "not measured (--no-nccl)";
   ProgressLine progress(progressSteps(o, plan, counts.size(), mode.ncclRunsPerSize), mode.reporter);
   BenchSettings settings = benchSettings(o, counts, progress);
-  // The baseline is NCCL's AllReduce: comparing another kind with it would mislead.
-  const bool allReduceOnly =
-      std::all_of(plan.variants.begin(), plan.variants.end(),
-                  [](const auto& v) { return v.compiled.kind == CollectiveKind::AllReduce; });
-  if (o.nccl && !allReduceOnly)
-    results.header.ncclNote = "not measured: the NCCL baseline is ncclAllReduce, and the sweep "
-                              "has other kinds";
-  // NCCL first, so that each collc row is complete when it is printed.
-  if (o.nccl && allReduceOnly && !plan.variants.empty()) {
+  // NCCL first (its same collective for each kind), so that each collc row is complete when it
+  // is printed.
+  if (o.nccl && !plan.variants.empty()) {
     auto points = mode.nccl(settings);
     if (points)
       results.nccl = std::move(*points);
@@ -622,14 +650,13 @@ int benchLocal(const BenchOptions& o, BenchResults& results) {
 
   results.header =
       makeHeader(o, nranks, gpuName(devices[0]), fmt::format("one process drives {} GPUs", nranks));
-  results.header.ncclNote =
-      "ncclAllReduce with cudaMalloc buffers (nccl_us) and with symmetric windows, ncclMemAlloc "
-      "+ ncclCommWindowRegister(..., NCCL_WIN_COLL_SYMMETRIC) (nccl_sym_us); one communicator "
-      "per GPU, measured before collc's kernels";
+  results.header.kind = planKinds(plan);
+  const std::vector<NcclCollective> collectives = ncclCollectives(plan);
+  results.header.ncclNote = ncclNote(collectives, /*oneProcess=*/true);
   SweepMode mode;
   // NcclBaseline's communicators and memory are gone before collc's world is made.
   mode.nccl = [&](const BenchSettings& settings) {
-    return benchNcclBaseline(devices, o.compile.dtype, o.compile.op, settings);
+    return benchNcclBaseline(devices, collectives, settings);
   };
   mode.collc = [&](const BenchSettings& settings) -> llvm::Expected<std::vector<BenchRow>> {
     auto world = LocalWorld::create(devices, benchHeapBytes(plan.variants, counts.back()));
@@ -666,15 +693,38 @@ int benchRank(const BenchOptions& o, const LaunchEnvironment& env, BenchResults&
   results.header = makeHeader(o, env.worldSize, gpuName(device),
                               fmt::format("one process per GPU ({} processes; {})", env.worldSize,
                                           (*world)->pathDescription()));
-  results.header.ncclNote =
-      "ncclAllReduce with cudaMalloc buffers on the world's communicator, timed by collc's "
-      "harness (nccl_us); symmetric windows are measured in one-process mode only (collc bench "
-      "without --procs)";
+  results.header.kind = planKinds(plan);
+  results.header.ncclNote = ncclNote(ncclCollectives(plan), /*oneProcess=*/false);
   SweepMode mode;
   mode.ncclRunsPerSize = 1;
   mode.reporter = rank == 0;
-  mode.nccl = [&](const BenchSettings& settings) {
-    return benchNcclInWorld(**world, plan.variants.front().compiled, settings);
+  // Each kind's NCCL collective in turn, like the first variant of that kind. After a failure the
+  // processes may be out of step: the kinds after it are not measured, and the note says so.
+  mode.nccl = [&](const BenchSettings& settings) -> llvm::Expected<std::vector<NcclPoint>> {
+    std::vector<NcclPoint> points;
+    for (const NcclCollective& collective : ncclCollectives(plan)) {
+      const BenchVariant& like =
+          *std::find_if(plan.variants.begin(), plan.variants.end(),
+                        [&](const BenchVariant& v) { return v.compiled.kind == collective.kind; });
+      auto measured = benchNcclInWorld(**world, like.compiled, settings);
+      if (!measured) {
+        if (points.empty())
+          return measured.takeError();
+        results.header.ncclNote +=
+            fmt::format("; {} and the kinds after it not measured: {}", name(collective.kind),
+                        llvm::toString(measured.takeError()));
+        break;
+      }
+      const bool failed =
+          !measured->empty() && measured->back().plain.status == BenchTiming::Status::Failed;
+      points.insert(points.end(), measured->begin(), measured->end());
+      if (failed) {
+        results.header.ncclNote += fmt::format(
+            "; NCCL's {} failed, so the kinds after it are not measured", name(collective.kind));
+        break;
+      }
+    }
+    return points;
   };
   mode.collc = [&](const BenchSettings& settings) -> llvm::Expected<std::vector<BenchRow>> {
     auto rows = benchVariants(**world, plan.variants, settings);
@@ -693,8 +743,11 @@ int runBench(const ParsedArguments& args) {
     return runFusedNormBench(args);
   if (args.has("dispatch"))
     return runDispatchBench(args);
-  if (args.has("table"))
-    return usageError("--table goes with --dispatch");
+  if (args.has("speed-of-light"))
+    return runSpeedOfLightBench(args);
+  if (args.has("table") || args.has("every-variant"))
+    return usageError(std::string("--") + (args.has("table") ? "table" : "every-variant") +
+                      " goes with --dispatch");
   BenchOptions o;
   std::string error;
   if (!parseOptions(args, o, error))

@@ -25,7 +25,10 @@ namespace collc::driver {
 std::vector<OptionSpec> dispatchBenchOptions() {
   return {{"dispatch", "",
            "time the dispatched collective against every fixed variant of the tuning table"},
-          {"table", "FILE", "with --dispatch: the tuning table (default: see collc tune --help)"}};
+          {"table", "FILE", "with --dispatch: the tuning table (default: see collc tune --help)"},
+          {"every-variant", "",
+           "with --dispatch: compare with every variant of the table, not only those it timed "
+           "at every size"}};
 }
 
 namespace {
@@ -110,10 +113,23 @@ int runDispatchBench(const ParsedArguments& args) {
     return reportError(program.takeError());
   llvm::outs() << "dispatch plan: " << program->description() << "\n";
 
-  // The fixed variants: every one the table has for this key, else the plan's own.
+  // The fixed variants: those the table timed at every size (collc tune's cross-checked
+  // finalists), or with --every-variant every one it has for this key; else the plan's own.
   std::vector<TunedVariant> variants;
-  if (program->table())
-    variants = tableVariants(*program->table(), program->query());
+  if (program->table()) {
+    const auto all = tableVariants(*program->table(), program->query());
+    variants = args.has("every-variant")
+                   ? all
+                   : tableVariants(*program->table(), program->query(), /*everySize=*/true);
+    if (variants.empty())
+      variants = all;
+    llvm::outs() << fmt::format(
+        "fixed variants: {} of the table's {}{}\n", variants.size(), all.size(),
+        variants.size() == all.size()
+            ? ""
+            : " (those timed at every size of the table, which collc tune's cross-check makes "
+              "of each size's two fastest; --every-variant takes them all)");
+  }
   if (variants.empty())
     variants = program->plan().variants;
   std::vector<Fixed> fixed;
@@ -158,14 +174,52 @@ int runDispatchBench(const ParsedArguments& args) {
     f.instance = std::move(*instance);
   }
 
+  // Each size's row is printed as soon as that size is measured, so that a run cut short (a
+  // time limit) still shows the sizes it finished.
+  std::vector<BenchTiming> dispatched; // per size
+  std::vector<size_t> chosen;          // per size: the dispatched variant's index
+  const DispatchProgram& used = (*dispatcher)->program();
+  llvm::raw_ostream& out = llvm::outs();
+  out << fmt::format("{:>8}  {:<40} {:>10}  {:<40} {:>10} {:>7}  {}\n", "bytes",
+                     "dispatched variant", "us/op", "best fixed variant", "us/op", "ratio",
+                     "within 3%");
+  // Sizes are counted, each once, as within 3%, over, dispatched failing, or with no fixed
+  // variant to compare with; wrong fixed timings are counted apart, per timing, so that a fixed
+  // variant wrong at every size does not make the sizes count go below zero.
+  int within = 0, over = 0, failures = 0, uncompared = 0, wrongFixed = 0;
+  auto printSize = [&](size_t i) {
+    const Fixed* best = nullptr;
+    for (const Fixed& f : fixed)
+      if (f.timings[i].ok() && (!best || f.timings[i].us < best->timings[i].us))
+        best = &f;
+    std::string ratio = "-", verdict = "-";
+    if (!dispatched[i].ok()) {
+      ++failures;
+      verdict =
+          "dispatched " + std::string(statusName(dispatched[i].status)) + ": " + dispatched[i].note;
+    } else if (best) {
+      double r = dispatched[i].us / best->timings[i].us;
+      ratio = fmt::format("{:.3f}", r);
+      verdict = r <= 1.03 ? "yes" : "NO";
+      ++(r <= 1.03 ? within : over);
+    } else {
+      ++uncompared;
+      verdict = "no fixed variant ran";
+    }
+    out << fmt::format("{:>8}  {:<40} {:>10}  {:<40} {:>10} {:>7}  {}\n",
+                       formatTableBytes(counts[i] * elementBytes),
+                       used.variants()[chosen[i]].variant.text(), timingText(dispatched[i]),
+                       best ? best->variant.text() : "-", best ? timingText(best->timings[i]) : "-",
+                       ratio, verdict);
+    out.flush();
+  };
+
   // Size-major, the dispatched collective first and every fixed variant right after it, so
   // that drift over the run does not favour either side.
   TuneProgressBar bar;
   TuneProgress progress;
   progress.total = int(counts.size() * (fixed.size() + 1));
   progress.stage = "dispatch vs fixed";
-  std::vector<BenchTiming> dispatched;
-  std::vector<size_t> chosen;
   for (uint64_t count : counts) {
     RunOptions options = run;
     options.count = count;
@@ -196,41 +250,18 @@ int runDispatchBench(const ParsedArguments& args) {
         f.timings.push_back(std::move(*t));
       }
     }
+    bar.finish();
+    printSize(dispatched.size() - 1);
   }
   bar.finish();
 
-  const DispatchProgram& used = (*dispatcher)->program();
-  llvm::raw_ostream& out = llvm::outs();
-  out << fmt::format("{:>8}  {:<40} {:>10}  {:<40} {:>10} {:>7}  {}\n", "bytes",
-                     "dispatched variant", "us/op", "best fixed variant", "us/op", "ratio",
-                     "within 3%");
-  int over = 0, failures = 0;
-  for (size_t i = 0; i < counts.size(); ++i) {
-    const Fixed* best = nullptr;
-    for (const Fixed& f : fixed)
-      if (f.timings[i].ok() && (!best || f.timings[i].us < best->timings[i].us))
-        best = &f;
-    std::string ratio = "-", verdict = "-";
-    if (!dispatched[i].ok()) {
-      ++failures;
-      verdict =
-          "dispatched " + std::string(statusName(dispatched[i].status)) + ": " + dispatched[i].note;
-    } else if (best) {
-      double r = dispatched[i].us / best->timings[i].us;
-      ratio = fmt::format("{:.3f}", r);
-      verdict = r <= 1.03 ? "yes" : "NO";
-      over += r > 1.03;
-    }
-    out << fmt::format("{:>8}  {:<40} {:>10}  {:<40} {:>10} {:>7}  {}\n",
-                       formatTableBytes(counts[i] * elementBytes),
-                       used.variants()[chosen[i]].variant.text(), timingText(dispatched[i]),
-                       best ? best->variant.text() : "-", best ? timingText(best->timings[i]) : "-",
-                       ratio, verdict);
-  }
   for (const Fixed& f : fixed)
     for (const BenchTiming& t : f.timings)
-      failures += t.status == BenchTiming::Status::Wrong;
+      wrongFixed += t.status == BenchTiming::Status::Wrong;
 
+  // Every fixed variant was timed at every size (a failed timing is inf), so each sum covers
+  // the same sizes as the per-size best above, and one that failed anywhere sums to inf and
+  // cannot beat dispatch.
   const double dispatchedSum = sumOrInfinity(dispatched);
   out << fmt::format("\nsum of us/op over the {} sizes (ratio: fixed / dispatched; above 1: "
                      "dispatch is faster)\n",
@@ -244,7 +275,9 @@ int runDispatchBench(const ParsedArguments& args) {
   for (const auto& [sum, f] : sums)
     out << fmt::format("  {:<40} {:>12} {:>8}\n", f->variant.text(),
                        std::isfinite(sum) ? fmt::format("{:.2f}", sum) : "inf",
-                       std::isfinite(sum) ? fmt::format("{:.3f}", sum / dispatchedSum) : "-");
+                       std::isfinite(sum) && std::isfinite(dispatchedSum)
+                           ? fmt::format("{:.3f}", sum / dispatchedSum)
+                           : "-");
   for (const Fixed& f : fixed)
     for (size_t i = 0; i < counts.size(); ++i)
       if (f.timings[i].status == BenchTiming::Status::Wrong ||
@@ -253,10 +286,27 @@ int runDispatchBench(const ParsedArguments& args) {
         out << fmt::format("problem: {} at {}: {} {}\n", f.variant.text(),
                            formatTableBytes(counts[i] * elementBytes),
                            statusName(f.timings[i].status), f.timings[i].note);
-  out << fmt::format("\nverdict: {} of {} sizes within 3% of the best fixed variant{}\n",
-                     counts.size() - size_t(over) - size_t(failures), counts.size(),
-                     failures ? fmt::format("; {} wrong or failed", failures) : "");
-  return over > 0 || failures > 0 ? int(kInternalError) : int(kSuccess);
+  std::string also;
+  if (failures)
+    also += fmt::format("; dispatched wrong or failed at {}", failures);
+  if (uncompared)
+    also += fmt::format("; no fixed variant ran at {}", uncompared);
+  if (wrongFixed)
+    also += fmt::format("; {} fixed timings wrong", wrongFixed);
+  out << fmt::format("\nverdict: {} of {} sizes within 3% of the best fixed variant{}\n", within,
+                     counts.size(), also);
+  // The second half of the bar: over the whole sweep dispatch is faster than any one variant.
+  const bool beatsEverySum =
+      std::isfinite(dispatchedSum) && (sums.empty() || dispatchedSum < sums.front().first);
+  if (!sums.empty())
+    out << fmt::format("verdict: summed over the sizes, dispatch {} every fixed variant ({:.2f} us "
+                       "against {} for the best one, {})\n",
+                       beatsEverySum ? "beats" : "does NOT beat", dispatchedSum,
+                       std::isfinite(sums.front().first) ? fmt::format("{:.2f}", sums.front().first)
+                                                         : "inf",
+                       sums.front().second->variant.text());
+  return over > 0 || failures > 0 || wrongFixed > 0 || !beatsEverySum ? int(kInternalError)
+                                                                      : int(kSuccess);
 }
 
 } // namespace collc::driver

@@ -23,9 +23,11 @@ const Command kRunCommand{
     "measured in a CUDA graph.",
     "Timing: a graph of --graph-ops back-to-back calls per rank, replayed --replays times; the\n"
     "median replay over the slowest rank, divided by the calls, is the per-op latency.\n"
-    "With --nccl, NCCL's AllReduce on the same GPUs, sizes and type is checked and timed the same\n"
-    "way, with cudaMalloc buffers and (one process) ncclMemAlloc buffers registered as symmetric\n"
-    "windows; 'vs best' is the better NCCL time divided by collc's (above 1: collc is faster).\n"
+    "With --nccl, NCCL's same collective (ncclAllReduce, ncclAllGather, ncclReduceScatter,\n"
+    "ncclBroadcast or ncclReduce with --root, alltoall as grouped ncclSend/ncclRecv) on the same\n"
+    "GPUs, size, type and operator is checked and timed the same way, with cudaMalloc buffers and\n"
+    "(one process) ncclMemAlloc buffers registered as symmetric windows; 'vs best' is the better\n"
+    "NCCL time divided by collc's (above 1: collc is faster).\n"
     "\n"
     "One process per GPU: --procs N starts N copies of this command, rank r on GPU r, which find\n"
     "each other through NCCL (a file rendezvous in a private temporary directory); rank 0 prints\n"
@@ -40,7 +42,7 @@ const Command kRunCommand{
       std::vector<OptionSpec> options = {
           {"count", "N", "elements per rank (K/M/G suffixes allowed; default 262144)"},
           {"no-time", "", "check correctness only"},
-          {"nccl", "", "also time NCCL's AllReduce in this run"}};
+          {"nccl", "", "also time NCCL's same collective in this run"}};
       for (const auto& more : {timingOptions(), procsOptions(), variantOptions()})
         options.insert(options.end(), more.begin(), more.end());
       options.push_back({"help", "", "show this help"});
@@ -122,6 +124,7 @@ void printTable(const RunSettings& settings, const CompiledCollective& compiled,
   BenchRow row;
   row.spec = compiled.specName;
   row.sync = std::string(name(compiled.sync));
+  row.kind = compiled.kind;
   row.count = settings.run.count;
   row.bytes = settings.run.count * sizeOf(compiled.dtype);
   row.collc = BenchTiming::measured(usPerOp);
@@ -185,16 +188,13 @@ int runLocal(RunSettings& settings, const std::string& specName) {
     return status;
   if (!settings.run.time)
     return kSuccess;
-  // NCCL in the same run, on the same GPUs, after collc's world is gone (it owns their memory).
-  // The baseline is NCCL's AllReduce: another kind is not compared with it.
+  // NCCL's same collective in the same run, on the same GPUs, after collc's world is gone (it
+  // owns their memory).
   std::vector<NcclPoint> nccl;
-  if (settings.nccl && compiled.kind != CollectiveKind::AllReduce)
-    llvm::errs() << "collc: --nccl: the NCCL baseline is ncclAllReduce; not measured for a "
-                 << name(compiled.kind) << "\n";
-  else if (settings.nccl) {
+  if (settings.nccl) {
     instance->reset();
     world->reset();
-    auto points = benchNcclBaseline(devices, options.dtype, options.op, ncclSettings(settings));
+    auto points = benchNcclBaseline(devices, {ncclCollectiveOf(compiled)}, ncclSettings(settings));
     if (!points)
       return reportError(points.takeError());
     nccl = std::move(*points);

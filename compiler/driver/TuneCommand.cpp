@@ -56,11 +56,15 @@ const Command kTuneCommand{
     "(every one the spec accepts for --sync all; one it refuses is recorded as inf), and the\n"
     "launch shape: blocks (1, 2, 4, ..., 64 and the GPU's multiprocessor count: every block of a\n"
     "rank must be resident), threads (128, 256, 512, 1024), vector width (4, 8, 16 bytes) and\n"
-    "unroll (1, 2). The search has two stages, not the full cross product:\n"
+    "unroll (1, 2). The search has three stages, not the full cross product:\n"
     "  stage 1: every algorithm x sync at the spec's own launch shape, at every size;\n"
     "  stage 2: per size, the best --keep pairs of stage 1, improved one knob at a time (blocks,\n"
     "           threads, vector, unroll), each knob tried at every value with the others at\n"
-    "           their best so far.\n"
+    "           their best so far;\n"
+    "  stage 3: cross-check: the two fastest variants of every size, timed at every size they\n"
+    "           were not timed at (stage 2 refines each size on its own); then where a size's\n"
+    "           two fastest are within 3%, both timed once more, keeping the faster time.\n"
+    "--quick searches fewer knobs but keeps stage 3.\n"
     "Each variant is timed as 'collc bench' times it: checked against a float64 reference on\n"
     "fresh data, then a CUDA graph of --graph-ops calls replayed --replays times, the slowest\n"
     "rank's median counting. One that fails to compile, fails to run or gives a wrong result\n"
@@ -179,8 +183,14 @@ public:
 
   const Prepared& get(const TunedVariant& variant) {
     auto [it, inserted] = cache_.try_emplace(variant);
-    if (inserted)
+    if (inserted) {
       it->second = prepare(variant);
+      // Stage 3's re-timing may ask for a stage-1 variant in its resolved form (every knob set,
+      // as its measurements name it): the spec's defaults spelled out, the same kernel, so it
+      // is not compiled a second time.
+      if (it->second.refusal.empty() && it->second.resolved != variant)
+        cache_.try_emplace(it->second.resolved, it->second);
+    }
     return it->second;
   }
 
@@ -431,12 +441,26 @@ int dryRun(const TuneOptions& o, const TuneSpace& space, const std::vector<uint6
                               "  threads: {}\n  vector: {}\n  unroll: {}\n",
                               space.keepPerSize, list(space.blocks), list(space.threads),
                               list(space.vectorBytes), list(space.unrolls));
-  const size_t stage2 = sizes.size() * size_t(space.keepPerSize) *
+  const size_t n = sizes.size();
+  const size_t stage2 = n * size_t(space.keepPerSize) *
                         (space.blocks.size() + space.threads.size() + space.vectorBytes.size() +
                          space.unrolls.size());
-  llvm::outs() << fmt::format("at most {} measurements ({} in stage 1); table: {}\n",
-                              space.specs.size() * space.syncs.size() * sizes.size() + stage2,
-                              space.specs.size() * space.syncs.size() * sizes.size(), o.output);
+  // Stage 3 runs only after stage 2 (keep 0: neither), and adds no compiles: its variants were
+  // compiled for stages 1 and 2.
+  const size_t finalists = space.keepPerSize > 0 ? size_t(space.finalistsPerSize) : 0;
+  const size_t retime = finalists > 0 && space.retimeWithin > 0 ? 2 * n : 0;
+  const size_t stage3 = finalists * n * (n - 1) + retime;
+  if (finalists > 0)
+    llvm::outs() << fmt::format(
+        "stage 3 (cross-check: the fastest {} of each size, timed at every other size{})\n",
+        finalists,
+        retime ? fmt::format("; a size's first two re-timed when within {:g}%",
+                             space.retimeWithin * 100)
+               : "");
+  llvm::outs() << fmt::format("at most {} measurements ({} in stage 1, {} in stage 3); table: "
+                              "{}\n",
+                              space.specs.size() * space.syncs.size() * n + stage2 + stage3,
+                              space.specs.size() * space.syncs.size() * n, stage3, o.output);
   return compiles > 0 ? int(kSuccess) : usageError("no variant compiles");
 }
 
@@ -480,7 +504,8 @@ int runTune(const ParsedArguments& args) {
   TuneSpace space = makeSpace(o, *specs, multiprocessorCount(devices[0]));
 
   // The heap: the largest of stage 1's variants at the largest size; stage 2 varies the launch
-  // shape only, which moves the flags (a few KiB), not the scratch.
+  // shape only, which moves the flags (a few KiB), not the scratch, and stage 3 times stage 2's
+  // shapes at sizes up to the largest as well.
   VariantCompiler compiler(o, devices[0]);
   uint64_t heap = 0;
   for (const std::string& spec : space.specs)
@@ -514,7 +539,9 @@ int runTune(const ParsedArguments& args) {
   std::string command = "collc tune " + o.spec;
   for (const char* option : {"ranks", "dtype", "op", "sync", "b", "e", "f", "keep"})
     if (auto value = args.get(option))
-      command += fmt::format(" --{}={}", option, *value);
+      command += std::string(option).size() == 1 // the sweep's -b -e -f, as nccl-tests spells them
+                     ? fmt::format(" -{} {}", option, *value)
+                     : fmt::format(" --{}={}", option, *value);
   if (o.quick)
     command += " --quick";
   if (int status =

@@ -1,6 +1,6 @@
 // Runs LLVM's FileCheck, in process, over the CUDA that collc emits for each *.check file here.
 // A check file's first line names the variant:
-//   // VARIANT: spec=NAME_OR_FILE dtype=T op=O ranks=R [sync=S] [root=K]
+//   // VARIANT: spec=NAME_OR_FILE dtype=T op=O ranks=R [sync=S] [root=K] [hidden=H] [threads=N]
 // (a spec ending in .coll is a file next to the check file; otherwise a stdlib name).
 #include "compiler/Compile.h"
 
@@ -87,6 +87,8 @@ TEST_P(Golden, EmittedCudaMatches) {
     options.root = std::stoi(variant["root"]);
   if (variant.count("hidden"))
     options.rowLength = std::stoll(variant["hidden"]);
+  if (variant.count("threads"))
+    options.threads = std::stoi(variant["threads"]);
   std::string diagnostics;
   llvm::raw_string_ostream out(diagnostics);
   auto compiled = compileCollective(*spec, options, out);

@@ -73,9 +73,10 @@ const std::string& setupError() {
 }
 
 const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op, SyncKind sync,
-                          int root, int64_t rowLength) {
-  static std::map<std::tuple<std::string, DType, ReduceOp, SyncKind, int, int64_t>, Variant> cache;
-  auto [it, inserted] = cache.try_emplace({specName, dtype, op, sync, root, rowLength});
+                          int root, int64_t rowLength, int threads) {
+  static std::map<std::tuple<std::string, DType, ReduceOp, SyncKind, int, int64_t, int>, Variant>
+      cache;
+  auto [it, inserted] = cache.try_emplace({specName, dtype, op, sync, root, rowLength, threads});
   Variant& variant = it->second;
   if (!inserted)
     return variant;
@@ -91,6 +92,8 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
   options.root = root;
   options.rowLength = rowLength;
   options.sync = sync;
+  if (threads > 0)
+    options.threads = threads;
   llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, llvm::errs());
   if (!compiled) {
     variant.error = "compile: " + llvm::toString(compiled.takeError());

@@ -27,9 +27,11 @@ struct Variant {
 };
 
 /// Compiles each variant once per process: the tests of one variant differ only in size.
-/// `rowLength`: the row length of a spec with rows (CompileOptions::rowLength; 0: none).
+/// `rowLength`: the row length of a spec with rows (CompileOptions::rowLength; 0: none);
+/// `threads`: threads per block (0: the spec's own).
 const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
-                          SyncKind sync = SyncKind::Barrier, int root = 0, int64_t rowLength = 0);
+                          SyncKind sync = SyncKind::Barrier, int root = 0, int64_t rowLength = 0,
+                          int threads = 0);
 
 } // namespace collc::gputest
 

@@ -186,6 +186,28 @@ int graph(const std::vector<std::string>& args) {
   return failures ? 1 : 0;
 }
 
+/// Eager calls and a short graph of `variant` at `count` elements, checked: a PASS or FAIL line.
+/// False when the run itself failed (the world cannot go on).
+bool checkThroughNccl(ProcessWorld& world, CollectiveInstance& instance, const Variant& variant,
+                      const std::string& variantName, uint64_t count) {
+  RunOptions options;
+  options.count = count;
+  options.graphOps = 10;
+  options.replays = 3;
+  auto report = runAndCheck(world, instance, variant.compiled, options);
+  const std::string caseName = variantName + " n=" + std::to_string(count);
+  if (!report) {
+    fail(caseName, oneLine(llvm::toString(report.takeError())));
+    return false;
+  }
+  if (!report->correct)
+    fail(caseName, oneLine(report->firstMismatches));
+  else
+    pass(caseName, instance.engineDescription() + ", " + std::to_string(report->usPerOp) +
+                       " us/op in a graph");
+  return true;
+}
+
 /// nccl-path: the world spans "nodes" (the parent sets COLLC_TREAT_EACH_GPU_AS_NODE=1), so the
 /// instance must be NCCL's, in eager calls and in captured graphs.
 int ncclPath(const std::vector<std::string>&) {
@@ -207,21 +229,27 @@ int ncclPath(const std::vector<std::string>&) {
       return fail(variantName, oneLine(llvm::toString(instance.takeError())));
     if ((*instance)->engine() != CollectiveInstance::Engine::Nccl)
       return fail(variantName, "the instance runs " + (*instance)->engineDescription());
-    for (uint64_t count : {uint64_t(1), uint64_t(4097), uint64_t(1) << 20}) {
-      RunOptions options;
-      options.count = count;
-      options.graphOps = 10;
-      options.replays = 3;
-      auto report = runAndCheck(**world, **instance, variant.compiled, options);
-      const std::string caseName = variantName + " n=" + std::to_string(count);
-      if (!report)
-        return fail(caseName, oneLine(llvm::toString(report.takeError())));
-      if (!report->correct)
-        fail(caseName, oneLine(report->firstMismatches));
-      else
-        pass(caseName, (*instance)->engineDescription() + ", " + std::to_string(report->usPerOp) +
-                           " us/op in a graph");
-    }
+    for (uint64_t count : {uint64_t(1), uint64_t(4097), uint64_t(1) << 20})
+      if (!checkThroughNccl(**world, **instance, variant, variantName, count))
+        return 1;
+  }
+  // Every other kind goes to NCCL's same collective (ncclAllGather, ..., grouped ncclSend/ncclRecv
+  // for alltoall), checked against that kind's reference.
+  for (auto [spec, sync] : {std::pair{"allgather_direct", SyncKind::LL},
+                            std::pair{"reducescatter_direct", SyncKind::LL},
+                            std::pair{"broadcast_direct", SyncKind::Barrier},
+                            std::pair{"reduce_direct", SyncKind::Barrier},
+                            std::pair{"alltoall_direct", SyncKind::LL}}) {
+    const std::string variantName = std::string("nccl-path ") + spec;
+    Variant variant = compileVariant(**world, spec, sync, DType::BF16, ReduceOp::Sum);
+    if (!variant.error.empty())
+      return fail(variantName, variant.error);
+    auto instance = CollectiveInstance::create(**world, variant.compiled, variant.cubin, 1 << 16);
+    if (!instance)
+      return fail(variantName, oneLine(llvm::toString(instance.takeError())));
+    for (uint64_t count : {uint64_t(4097), uint64_t(1) << 16})
+      if (!checkThroughNccl(**world, **instance, variant, variantName, count))
+        return 1;
   }
   return failures ? 1 : 0;
 }

@@ -190,7 +190,10 @@ TEST_F(ProcsGpu, WorldSpanningNodesHandsTheCollectiveToNccl) {
   WorldRun run = runScenario({"nccl-path"}, kTwoNodes);
   EXPECT_EQ(run.outcome.exitCode, 0) << run.outcome.failure << "\n" << run.all;
   EXPECT_TRUE(run.withPrefix("FAIL").empty()) << run.all;
-  EXPECT_EQ(run.withPrefix("PASS").size(), 7u) << run.all; // the world, then 2 variants x 3 sizes
+  // The world, 2 allreduce variants x 3 sizes, then 5 other kinds x 2 sizes.
+  EXPECT_EQ(run.withPrefix("PASS").size(), 17u) << run.all;
+  EXPECT_TRUE(run.contains("NCCL (ncclAllGather bf16 sum)")) << run.all;
+  EXPECT_TRUE(run.contains("NCCL (ncclSend/ncclRecv bf16 sum)")) << run.all;
   // The log says which path, and why.
   EXPECT_TRUE(run.contains("2 ranks on 2 nodes (COLLC_TREAT_EACH_GPU_AS_NODE=1)")) << run.all;
   EXPECT_TRUE(run.contains("handed wholly to NCCL")) << run.all;

@@ -22,9 +22,9 @@ constexpr const char* kSpec = "allreduce_rmsnorm";
 
 /// The fused spec compiled for the shared world with row length `hidden`; an error also when the
 /// compiler did not describe its add + RMSNorm epilogue (the harness needs that to check it).
-gputest::Variant rowVariantFor(int64_t hidden, DType dtype, SyncKind sync) {
+gputest::Variant rowVariantFor(int64_t hidden, DType dtype, SyncKind sync, int threads = 0) {
   gputest::Variant variant =
-      gputest::variantFor(kSpec, dtype, ReduceOp::Sum, sync, /*root=*/0, hidden);
+      gputest::variantFor(kSpec, dtype, ReduceOp::Sum, sync, /*root=*/0, hidden, threads);
   if (variant.error.empty() && !variant.compiled.addRmsNorm)
     variant.error = "the compiler did not describe the add + RMSNorm epilogue";
   return variant;
@@ -89,6 +89,58 @@ INSTANTIATE_TEST_SUITE_P(Stdlib, RmsNormGpu, ::testing::ValuesIn(rmsNormCases())
                            return "h" + std::to_string(c.hidden) + "_t" + std::to_string(c.tokens) +
                                   "_" + std::string(name(c.dtype)) + "_" +
                                   std::string(name(c.sync));
+                         });
+
+// The code generator keeps a thread's part of a row in registers when it is at most 8 vectors, and
+// reads the row back from memory otherwise: both paths, a row that ends part-way through a pass of
+// the block, and a row of one pass.
+struct RowShapeCase {
+  int64_t hidden;
+  int threads;
+  DType dtype;
+  const char* what;
+};
+
+constexpr RowShapeCase kRowShapes[] = {
+    {8192, 64, DType::BF16, "memory_16_vectors_per_thread"},
+    {4104, 512, DType::BF16, "registers_last_pass_partial"},
+    {4096, 1024, DType::F32, "registers_one_pass"},
+    {2048, 1024, DType::BF16, "registers_most_threads_idle"},
+};
+
+class RmsNormRowShapeGpu : public ::testing::TestWithParam<RowShapeCase> {
+protected:
+  void SetUp() override { COLLC_REQUIRE_GPU_WORLD(); }
+};
+
+TEST_P(RmsNormRowShapeGpu, BothOutputsMatchFloat64Reference) {
+  const RowShapeCase& c = GetParam();
+  LocalWorld& world = *gputest::world();
+  for (SyncKind sync : kSyncs) {
+    SCOPED_TRACE(name(sync));
+    const gputest::Variant variant = rowVariantFor(c.hidden, c.dtype, sync, c.threads);
+    ASSERT_TRUE(variant.error.empty()) << variant.error;
+    ASSERT_EQ(variant.compiled.launch.threads, c.threads);
+    for (uint64_t tokens : {1, 3, 40}) {
+      const uint64_t count = tokens * uint64_t(c.hidden);
+      llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+          CollectiveInstance::create(world, variant.compiled, variant.cubin, count);
+      ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
+      RunOptions options;
+      options.count = count;
+      options.graphOps = 4;
+      options.replays = 2;
+      options.seed = tokens + uint64_t(c.hidden) + uint64_t(c.threads);
+      llvm::Expected<RunReport> report = runAndCheck(world, **instance, variant.compiled, options);
+      ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+      EXPECT_TRUE(report->correct) << "tokens " << tokens << ": " << report->firstMismatches;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Stdlib, RmsNormRowShapeGpu, ::testing::ValuesIn(kRowShapes),
+                         [](const ::testing::TestParamInfo<RowShapeCase>& info) {
+                           return std::string(info.param.what);
                          });
 
 class RmsNormStressGpu : public ::testing::TestWithParam<SyncKind> {

@@ -169,13 +169,14 @@ std::vector<std::string> words(const std::string& line) {
 
 TEST(BenchReport, BestPerSizeTakesTheFastestCorrectVariant) {
   BenchResults results = sample();
-  auto best = bestPerSize(results);
+  auto best = bestPerSize(results, CollectiveKind::AllReduce);
   ASSERT_EQ(best.size(), 2u);
   EXPECT_EQ(best[0].first, 1024u);
   EXPECT_EQ(best[0].second->variant(), "allreduce_oneshot/ll");
   EXPECT_EQ(best[1].second->variant(), "allreduce_oneshot/ll"); // twoshot's is wrong
   results.rows[1].collc = BenchTiming::failed("gone");
-  EXPECT_EQ(bestPerSize(results)[1].second, nullptr);
+  EXPECT_EQ(bestPerSize(results, CollectiveKind::AllReduce)[1].second, nullptr);
+  EXPECT_TRUE(bestPerSize(results, CollectiveKind::AllGather).empty()); // no row of that kind
   EXPECT_EQ(sample().failureCount(), 2); // the wrong twoshot row, the failed NCCL window
 }
 
@@ -247,7 +248,12 @@ TEST(BenchReport, BestPerSizeTableCountsWhereCollcIsFaster) {
   // 1 KiB: 3.70 / 2.0 = 1.85; 2 KiB: 6.0 / 2.5 = 2.40 (the symmetric window failed).
   EXPECT_NE(text.find("1.85"), std::string::npos);
   EXPECT_NE(text.find("2.40"), std::string::npos);
-  EXPECT_NE(text.find("faster than NCCL's better time at 2 of 2 sizes"), std::string::npos);
+  EXPECT_NE(text.find("than the better time of NCCL's ncclAllReduce)"), std::string::npos) << text;
+  EXPECT_NE(text.find("faster than the better time of ncclAllReduce at 2 of 2 sizes"),
+            std::string::npos)
+      << text;
+  // One kind: one table, whose title names no kind.
+  EXPECT_EQ(text.find("best collc allreduce variant"), std::string::npos) << text;
 }
 
 TEST(BenchReport, ProblemsNameEachBadMeasurementOnce) {
@@ -259,7 +265,7 @@ TEST(BenchReport, ProblemsNameEachBadMeasurementOnce) {
   EXPECT_NE(text.find("allreduce_twoshot/barrier at 1 KiB .. 2 KiB: FAILED\n    no kernel"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("NCCL symmetric at 2 KiB: FAILED"), std::string::npos) << text;
+  EXPECT_NE(text.find("NCCL ncclAllReduce symmetric at 2 KiB: FAILED"), std::string::npos) << text;
   EXPECT_EQ(render(writeProblems, BenchResults{}), "");
 }
 
@@ -294,13 +300,16 @@ TEST(BenchReport, CsvHasMetadataThenOneRecordPerRow) {
     ++header;
   ASSERT_EQ(csv.size(), header + 1 + results.rows.size());
   EXPECT_EQ(csv[header - 1], "# note: skipped allreduce_oneshot/ll128: not available");
-  EXPECT_EQ(csv[header], "variant,spec,sync,bytes,count,status,us_per_op,algbw_gbps,busbw_gbps,"
-                         "nccl_us,nccl_sym_us,vs_best,no_watchdog_us,watchdog_cost,note");
-  EXPECT_EQ(csv[header + 1], "allreduce_oneshot/ll,allreduce_oneshot,ll,1024,512,ok,2,0.512,0.512,"
-                             "5.86,3.7,1.85,,,\"a, \"\"quoted\"\" | note\"");
-  EXPECT_EQ(csv[header + 4].substr(0, 61),
-            "allreduce_twoshot/barrier,allreduce_twoshot,barrier,2048,1024");
-  EXPECT_NE(csv[header + 4].find(",WRONG,,,,6,,,,,"), std::string::npos) << csv[header + 4];
+  EXPECT_EQ(csv[header],
+            "variant,spec,sync,kind,bytes,count,status,us_per_op,algbw_gbps,busbw_gbps,"
+            "nccl_collective,nccl_us,nccl_sym_us,vs_best,no_watchdog_us,watchdog_cost,note");
+  EXPECT_EQ(csv[header + 1],
+            "allreduce_oneshot/ll,allreduce_oneshot,ll,allreduce,1024,512,ok,2,0.512,0.512,"
+            "ncclAllReduce,5.86,3.7,1.85,,,\"a, \"\"quoted\"\" | note\"");
+  EXPECT_EQ(csv[header + 4].substr(0, 71),
+            "allreduce_twoshot/barrier,allreduce_twoshot,barrier,allreduce,2048,1024");
+  EXPECT_NE(csv[header + 4].find(",WRONG,,,,ncclAllReduce,6,,,,,"), std::string::npos)
+      << csv[header + 4];
 }
 
 TEST(BenchReport, JsonHoldsEveryRowWithNullsForUnreportedTimes) {
@@ -323,6 +332,8 @@ TEST(BenchReport, JsonHoldsEveryRowWithNullsForUnreportedTimes) {
   EXPECT_EQ(first.getInteger("bytes").getValueOr(-1), 1024);
   EXPECT_EQ(first.getNumber("us_per_op").getValueOr(-1), 2.0);
   EXPECT_EQ(first.getNumber("nccl_sym_us").getValueOr(-1), 3.7);
+  EXPECT_EQ(first.getString("kind").getValueOr(""), llvm::StringRef("allreduce"));
+  EXPECT_EQ(first.getString("nccl_collective").getValueOr(""), llvm::StringRef("ncclAllReduce"));
   EXPECT_NEAR(first.getNumber("vs_best").getValueOr(-1), 1.85, 1e-12);
   const llvm::json::Object& wrong = *rows[3].getAsObject();
   EXPECT_EQ(wrong.getString("status").getValueOr(""), llvm::StringRef("WRONG"));
@@ -333,9 +344,156 @@ TEST(BenchReport, JsonHoldsEveryRowWithNullsForUnreportedTimes) {
   EXPECT_TRUE(nccl[1].getAsObject()->get("symmetric_us")->getAsNull());
   EXPECT_EQ(nccl[1].getAsObject()->getString("symmetric_status").getValueOr(""),
             llvm::StringRef("FAILED"));
+  EXPECT_EQ(nccl[0].getAsObject()->getString("kind").getValueOr(""), llvm::StringRef("allreduce"));
+  EXPECT_EQ(nccl[0].getAsObject()->getString("collective").getValueOr(""),
+            llvm::StringRef("ncclAllReduce"));
+  // NCCL's bus bandwidth with the factor of its kind: 1024 B in 3.70 us on 2 ranks, 2(n-1)/n = 1.
+  EXPECT_NEAR(nccl[0].getAsObject()->getNumber("symmetric_busbw_gbps").getValueOr(-1),
+              1024 / 3.70e3, 1e-12);
+  EXPECT_TRUE(nccl[1].getAsObject()->get("symmetric_busbw_gbps")->getAsNull());
   EXPECT_EQ(root.getArray("best")->size(), 2u);
   EXPECT_EQ(root.getObject("compile_times")->getNumber("cold_ms").getValueOr(-1), 200.0);
   EXPECT_EQ(root.getObject("compile_times")->getBoolean("warm_meets_goal").getValueOr(false), true);
+}
+
+/// `collc bench all`: an allreduce and an allgather variant at the same sizes, NCCL's
+/// ncclAllReduce and ncclAllGather at each (4 ranks, bf16); no NCCL figure for the broadcast.
+BenchResults mixedKinds() {
+  BenchResults results = sample();
+  results.header.nranks = 4;
+  results.rows.resize(2); // allreduce_oneshot/ll at 1 and 2 KiB
+  auto row = [](const char* spec, CollectiveKind kind, uint64_t bytes, double us) {
+    BenchRow r;
+    r.spec = spec;
+    r.sync = "ll";
+    r.kind = kind;
+    r.bytes = bytes;
+    r.count = bytes / 2;
+    r.collc = BenchTiming::measured(us);
+    return r;
+  };
+  results.rows.push_back(row("allgather_direct", CollectiveKind::AllGather, 1024, 3.0));
+  results.rows.push_back(row("allgather_direct", CollectiveKind::AllGather, 2048, 12.0));
+  results.rows.push_back(row("broadcast_direct", CollectiveKind::Broadcast, 1024, 1.0));
+  results.nccl[1].symmetric = BenchTiming::measured(5.0);
+  NcclPoint gather1{1024, BenchTiming::measured(9.0), BenchTiming::measured(7.5),
+                    CollectiveKind::AllGather};
+  NcclPoint gather2{2048, BenchTiming::measured(10.0), BenchTiming::wrong("bad"),
+                    CollectiveKind::AllGather};
+  results.nccl.push_back(gather1);
+  results.nccl.push_back(gather2);
+  return results;
+}
+
+TEST(BenchReport, EachRowIsComparedWithNcclsSameCollective) {
+  BenchResults results = mixedKinds();
+  EXPECT_EQ(results.ncclAt(CollectiveKind::AllGather, 1024)->plain.us, 9.0);
+  EXPECT_EQ(results.ncclAt(CollectiveKind::AllReduce, 1024)->plain.us, 5.86);
+  EXPECT_EQ(results.ncclAt(CollectiveKind::Broadcast, 1024), nullptr);
+  EXPECT_EQ(results.ncclFor(results.rows[2]), results.ncclAt(CollectiveKind::AllGather, 1024));
+  EXPECT_EQ(results.kinds(),
+            (std::vector<CollectiveKind>{CollectiveKind::AllReduce, CollectiveKind::AllGather,
+                                         CollectiveKind::Broadcast}));
+  EXPECT_EQ(kindList(results.kinds()), "allreduce, allgather, broadcast");
+  std::vector<std::string> table = lines(
+      render([](llvm::raw_ostream& out, const BenchResults& r) { writeTable(out, r); }, results));
+  // allgather at 1 KiB: 3 us against ncclAllGather's 9.0 and 7.5 (not ncclAllReduce's 5.86 and
+  // 3.70): 7.5 / 3 = 2.50; busbw = 1024 / 3e3 * (n-1) = 1.02.
+  EXPECT_EQ(words(table[4]), (std::vector<std::string>{"allgather_direct/ll", "1024", "512", "3.00",
+                                                       "0.34", "1.02", "9.00", "7.50", "2.50"}));
+  // 2 KiB: the wrong symmetric result is no baseline; 10.0 / 12 = 0.83.
+  EXPECT_EQ(words(table[5]),
+            (std::vector<std::string>{"allgather_direct/ll", "2048", "1024", "12.00", "0.17",
+                                      "0.51", "10.00", "WRONG", "0.83"}));
+  // No NCCL figure for a broadcast: no NCCL column, no ratio.
+  EXPECT_EQ(words(table[7]), (std::vector<std::string>{"broadcast_direct/ll", "1024", "512", "1.00",
+                                                       "1.02", "1.02", "-", "-", "-"}));
+}
+
+TEST(BenchReport, BestPerSizeKeepsKindsApart) {
+  BenchResults results = mixedKinds();
+  // The broadcast at 1 KiB (1 us) is faster than every allreduce, but is no allreduce.
+  auto allReduce = bestPerSize(results, CollectiveKind::AllReduce);
+  ASSERT_EQ(allReduce.size(), 2u);
+  EXPECT_EQ(allReduce[0].second->variant(), "allreduce_oneshot/ll");
+  auto allGather = bestPerSize(results, CollectiveKind::AllGather);
+  ASSERT_EQ(allGather.size(), 2u);
+  EXPECT_EQ(allGather[0].second->variant(), "allgather_direct/ll");
+
+  const std::string text = render(writeBestPerSize, results);
+  // One table per kind, each against its own NCCL call.
+  EXPECT_NE(text.find("best collc allreduce variant per size (vs_best above 1: collc is faster "
+                      "than the better time of NCCL's ncclAllReduce)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("best collc allgather variant per size (vs_best above 1: collc is faster "
+                      "than the better time of NCCL's ncclAllGather)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("best collc broadcast variant per size"), std::string::npos) << text;
+  EXPECT_NE(text.find("faster than the better time of ncclAllReduce at 2 of 2 sizes"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("faster than the better time of ncclAllGather at 1 of 2 sizes"),
+            std::string::npos)
+      << text;
+
+  std::vector<std::string> csv = lines(render(writeCsv, results));
+  size_t header = 0;
+  while (header < csv.size() && csv[header][0] == '#')
+    ++header;
+  EXPECT_NE(csv[header + 3].find(",allgather,1024,512,ok,3,"), std::string::npos)
+      << csv[header + 3];
+  EXPECT_NE(csv[header + 3].find(",ncclAllGather,9,7.5,2.5,"), std::string::npos)
+      << csv[header + 3];
+  EXPECT_NE(csv[header + 5].find(",broadcast,1024,512,ok,1,1.024,1.024,,,,,"), std::string::npos)
+      << csv[header + 5];
+
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(render(writeJson, results));
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  const llvm::json::Object& root = *parsed->getAsObject();
+  const llvm::json::Object& gather = *(*root.getArray("rows"))[2].getAsObject();
+  EXPECT_EQ(gather.getString("nccl_collective").getValueOr(""), llvm::StringRef("ncclAllGather"));
+  EXPECT_NEAR(gather.getNumber("vs_best").getValueOr(-1), 2.5, 1e-12);
+  const llvm::json::Object& broadcast = *(*root.getArray("rows"))[4].getAsObject();
+  EXPECT_EQ(broadcast.getString("nccl_collective").getValueOr("?"), llvm::StringRef(""));
+  const llvm::json::Object& gatherPoint = *(*root.getArray("nccl"))[2].getAsObject();
+  EXPECT_EQ(gatherPoint.getString("collective").getValueOr(""), llvm::StringRef("ncclAllGather"));
+  // NCCL's busbw with the allgather factor, n-1 = 3: 1024 B in 9 us.
+  EXPECT_NEAR(gatherPoint.getNumber("plain_busbw_gbps").getValueOr(-1), 1024 / 9e3 * 3, 1e-12);
+  // "best": one entry per kind and size, each with its kind.
+  const llvm::json::Array& best = *root.getArray("best");
+  ASSERT_EQ(best.size(), 5u);
+  EXPECT_EQ(best[2].getAsObject()->getString("kind").getValueOr(""), llvm::StringRef("allgather"));
+  EXPECT_EQ(best[4].getAsObject()->getString("kind").getValueOr(""), llvm::StringRef("broadcast"));
+}
+
+TEST(BenchReport, NcclNoteSaysWhichCollectiveWasMeasured) {
+  NcclCollective allReduce;
+  allReduce.dtype = DType::BF16;
+  // AllReduce alone: the note as it always read.
+  EXPECT_EQ(ncclNote({allReduce}, /*oneProcess=*/true),
+            "ncclAllReduce with cudaMalloc buffers (nccl_us) and with symmetric windows, "
+            "ncclMemAlloc + ncclCommWindowRegister(..., NCCL_WIN_COLL_SYMMETRIC) (nccl_sym_us); "
+            "one communicator per GPU, measured before collc's kernels");
+  EXPECT_EQ(ncclNote({allReduce}, /*oneProcess=*/false),
+            "ncclAllReduce with cudaMalloc buffers on the world's communicator, timed by collc's "
+            "harness (nccl_us); symmetric windows are measured in one-process mode only (collc "
+            "bench without --procs)");
+  NcclCollective broadcast = allReduce;
+  broadcast.kind = CollectiveKind::Broadcast;
+  broadcast.root = 1;
+  const std::string one = ncclNote({broadcast}, true);
+  EXPECT_EQ(one.rfind("ncclBroadcast (root 1) with cudaMalloc buffers (nccl_us)", 0), 0u) << one;
+  NcclCollective allToAll = allReduce;
+  allToAll.kind = CollectiveKind::AllToAll;
+  const std::string several = ncclNote({allReduce, broadcast, allToAll}, false);
+  EXPECT_EQ(several.rfind("NCCL's same collective per kind (allreduce: ncclAllReduce; broadcast: "
+                          "ncclBroadcast root 1; alltoall: ncclSend/ncclRecv to every rank in one "
+                          "group) with cudaMalloc buffers on the world's communicator",
+                          0),
+            0u)
+      << several;
 }
 
 } // namespace

@@ -245,6 +245,27 @@ TEST(DispatchPlan, TableVariantsAreTheFiniteOnesOfTheChosenKey) {
   EXPECT_TRUE(tableVariants(table, other).empty());
 }
 
+// collc tune times its finalists at every size; a variant it timed at some sizes only is left
+// out of the comparison when asked, and one that failed somewhere is not complete either.
+TEST(DispatchPlan, TableVariantsTimedAtEverySize) {
+  TuningTable table = parse(R"(
+NVIDIA_H200 2 nvlink-p2p allreduce bf16 sum 0    2K   1K   allreduce_oneshot sentinel 8  512 16 1 2.28 *
+NVIDIA_H200 2 nvlink-p2p allreduce bf16 sum 0    2K   1K   allreduce_oneshot ll       8  512 16 1 2.40 -
+NVIDIA_H200 2 nvlink-p2p allreduce bf16 sum 0    2K   1K   allreduce_twoshot barrier  64 512 16 1 inf -
+NVIDIA_H200 2 nvlink-p2p allreduce bf16 sum 0    2K   1K   allreduce_oneshot sentinel 4  128 16 1 2.20 -
+NVIDIA_H200 2 nvlink-p2p allreduce bf16 sum 2K   inf  4M   allreduce_oneshot sentinel 8  512 16 1 21.0 -
+NVIDIA_H200 2 nvlink-p2p allreduce bf16 sum 2K   inf  4M   allreduce_oneshot ll       8  512 16 1 40.0 -
+NVIDIA_H200 2 nvlink-p2p allreduce bf16 sum 2K   inf  4M   allreduce_twoshot barrier  64 512 16 1 20.0 *
+)");
+  std::vector<TunedVariant> all = tableVariants(table, h200Query());
+  EXPECT_EQ(all.size(), 4u);
+  std::vector<TunedVariant> complete = tableVariants(table, h200Query(), /*everySize=*/true);
+  ASSERT_EQ(complete.size(), 2u); // the 4x128 one lacks 4M; two-shot failed at 1K
+  EXPECT_EQ(complete[0].sync, SyncKind::Sentinel);
+  EXPECT_EQ(complete[0].blocks, 8);
+  EXPECT_EQ(complete[1].sync, SyncKind::LL);
+}
+
 TEST(DispatchPlan, DescribesItsRanges) {
   std::string text = describePlan(defaultDispatchPlan(h200Query()));
   EXPECT_NE(text.find("[0, 128K)  allreduce_oneshot/sentinel -x- v- u-"), std::string::npos)

@@ -6,12 +6,19 @@
 
 #include "runtime/DispatchPlan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
 #include <map>
 #include <set>
 
 namespace collc {
+
+// gtest prints a variant that differs as its text, not its bytes.
+void PrintTo(const TunedVariant& variant, std::ostream* out) {
+  *out << variant.text();
+}
+
 namespace {
 
 constexpr uint64_t K = 1024, M = 1024 * 1024;
@@ -21,8 +28,13 @@ constexpr uint64_t K = 1024, M = 1024 * 1024;
 /// threads 512 and vector 16 are best; ll128_atomic never compiles; 1024 threads fail to run.
 struct ModelMachine {
   int calls = 0;
-  std::set<std::pair<TunedVariant, uint64_t>> measured;
+  std::map<std::pair<TunedVariant, uint64_t>, int> measured; // how many times
   bool duplicate = false;
+  // Noise: the first timing of these (variant, size) pairs is `slowBy` slow, later ones exact.
+  std::set<std::pair<TunedVariant, uint64_t>> slowFirst;
+  double slowBy = 1.005;
+  // The machine's times; a test may swap in a model of its own.
+  double (*model)(const TunedVariant&, uint64_t) = &ModelMachine::time;
 
   static TunedVariant resolve(TunedVariant v) {
     if (!v.sync)
@@ -69,9 +81,12 @@ struct ModelMachine {
         if (*m.variant.threads == 1024)
           m.note = "FAILED: too many resources requested for launch";
         else
-          m.us = time(m.variant, bytes);
+          m.us = model(m.variant, bytes) *
+                 (measured.count({m.variant, bytes}) == 0 && slowFirst.count({m.variant, bytes})
+                      ? slowBy
+                      : 1.0);
       }
-      duplicate |= !measured.insert({m.variant, bytes}).second;
+      duplicate |= ++measured[{m.variant, bytes}] > 1;
       out.push_back(m);
     }
     return out;
@@ -109,14 +124,25 @@ double bruteForceBest(uint64_t bytes) {
   return best;
 }
 
+/// runTuneSearch against `machine`, every progress report in `seen` when given.
+std::vector<TuneMeasurement> search(const TuneSpace& space, ModelMachine& machine,
+                                    std::vector<TuneProgress>* seen = nullptr,
+                                    const std::vector<uint64_t>& at = sizes()) {
+  TuneProgressFn progress;
+  if (seen)
+    progress = [seen](const TuneProgress& p) { seen->push_back(p); };
+  return runTuneSearch(
+      space, at, [&](auto& v, auto& s, auto& before) { return machine(v, s, before); }, progress);
+}
+
 TEST(TuneSearch, FindsTheBestVariantPerSizeWithFewMeasurements) {
   ModelMachine machine;
-  std::vector<TuneMeasurement> all = runTuneSearch(
-      fullSpace(), sizes(), [&](auto& v, auto& s, auto& before) { return machine(v, s, before); },
-      nullptr);
+  TuneSpace space = fullSpace();
+  space.retimeWithin = 0; // the re-timing times a pair twice on purpose: a test of its own
+  std::vector<TuneMeasurement> all = search(space, machine);
   EXPECT_FALSE(machine.duplicate) << "a (variant, size) was measured twice";
   // The cross product would be 2 x 3 x 8 x 4 x 3 x 2 = 1152 per size.
-  EXPECT_LT(all.size(), 200u * sizes().size() / 5);
+  EXPECT_LT(all.size(), 50u * sizes().size());
   for (uint64_t bytes : sizes()) {
     const TuneMeasurement* best = bestAt(all, bytes);
     ASSERT_NE(best, nullptr) << bytes;
@@ -156,19 +182,246 @@ TEST(TuneSearch, RefusedAndFailedVariantsScoreInfinityAndTheSearchGoesOn) {
 TEST(TuneSearch, ProgressCountsEveryMeasurementAndEndsAtItsTotal) {
   ModelMachine machine;
   std::vector<TuneProgress> seen;
-  std::vector<TuneMeasurement> all = runTuneSearch(
-      fullSpace(), sizes(), [&](auto& v, auto& s, auto& before) { return machine(v, s, before); },
-      [&](const TuneProgress& p) { seen.push_back(p); });
+  std::vector<TuneMeasurement> all = search(fullSpace(), machine, &seen);
   ASSERT_EQ(seen.size(), all.size());
+  const int done = int(all.size());
+  std::vector<std::string> stages;
+  std::map<std::string, int> perStage;
   for (size_t i = 0; i < seen.size(); ++i) {
     EXPECT_EQ(seen[i].done, int(i + 1));
     EXPECT_LE(seen[i].done, seen[i].total);
+    // Every estimate, stage 3's included, bounds the work from above: the time left only comes
+    // down to the truth, never jumps up when stage 3 starts.
+    EXPECT_GE(seen[i].total, done) << seen[i].stage;
+    if (stages.empty() || stages.back() != seen[i].stage)
+      stages.push_back(seen[i].stage);
+    ++perStage[seen[i].stage];
   }
-  EXPECT_EQ(seen.back().total, seen.back().done); // the last stage's count is exact
-  EXPECT_EQ(seen.front().stage, "stage 1: algorithm x sync");
-  EXPECT_EQ(seen.back().stage, "stage 2: unroll");
-  // The first estimate is an upper bound of what was done.
-  EXPECT_GE(seen.front().total, seen.back().done);
+  EXPECT_EQ(stages,
+            (std::vector<std::string>{"stage 1: algorithm x sync", "stage 2: blocks",
+                                      "stage 2: threads", "stage 2: vector", "stage 2: unroll",
+                                      "stage 3: cross-check", "stage 3: re-time"}));
+  EXPECT_EQ(seen.back().total, done); // the last stage's count is exact
+  EXPECT_GT(perStage["stage 3: cross-check"], 0);
+  EXPECT_GT(perStage["stage 3: re-time"], 0);
+  // When the cross-check starts its own count is exact; what is left over is the re-timing's
+  // bound (two per size), which covers what it did.
+  const TuneProgress& cross =
+      seen[size_t(seen.size() - perStage["stage 3: cross-check"] - perStage["stage 3: re-time"])];
+  ASSERT_EQ(cross.stage, "stage 3: cross-check");
+  const int retimeBound = cross.total - (cross.done - 1) - perStage["stage 3: cross-check"];
+  EXPECT_EQ(retimeBound, 2 * int(sizes().size()));
+  EXPECT_GE(retimeBound, perStage["stage 3: re-time"]);
+}
+
+/// The stage that made each measurement, from the progress reports (one per measurement).
+std::vector<std::string> stagesOf(const std::vector<TuneProgress>& seen) {
+  std::vector<std::string> stages;
+  for (const TuneProgress& p : seen)
+    stages.push_back(p.stage);
+  return stages;
+}
+
+/// The case: stage 2 refines each size on its own, so a shape it finds at a large size is
+/// never timed at a smaller one where it is the fastest too. Here one-shot wants every block it
+/// can get, but at its own 8 blocks it loses to two-shot at 512K, so with one pair kept per size
+/// only 4M refines one-shot and finds 132 blocks; at 512K, 132 blocks would beat two-shot.
+double oneShotWantsBlocks(const TunedVariant& v, uint64_t bytes) {
+  const double kb = double(bytes) / 1024;
+  if (v.spec == "allreduce_oneshot")
+    return 4 + kb * 0.004 * (1 + 8.0 / *v.blocks);
+  return 2 + kb * 0.01 * (1 + 0.01 * std::fabs(std::log2(*v.blocks / 16.0)));
+}
+
+TEST(TuneSearch, CrossCheckFindsAtASmallSizeTheShapeStageTwoFoundAtALargeOne) {
+  TuneSpace space;
+  space.specs = {"allreduce_oneshot", "allreduce_twoshot"};
+  space.syncs = {SyncKind::Sentinel};
+  space.blocks = {8, 16, 32, 64, 132};
+  space.keepPerSize = 1;
+  const std::vector<uint64_t> at = {64 * K, 512 * K, 4 * M};
+  const TunedVariant found("allreduce_oneshot", SyncKind::Sentinel, 132, 512, 16, 1);
+  TuningKey key{"GPU", 2, "nvlink-p2p", CollectiveKind::AllReduce, DType::BF16, ReduceOp::Sum};
+  auto bestRow = [&](const std::vector<TuningRow>& rows, uint64_t bytes) {
+    const TuningRow* best = nullptr;
+    for (const TuningRow& row : rows)
+      if (row.bytes == bytes && row.best)
+        best = &row;
+    return best;
+  };
+
+  // Without stage 3 (as before it): 4M finds 132 blocks, 512K never times it.
+  ModelMachine before;
+  before.model = &oneShotWantsBlocks;
+  space.finalistsPerSize = 0;
+  std::vector<TuneMeasurement> old = search(space, before, nullptr, at);
+  EXPECT_EQ(bestAt(old, 4 * M)->variant, found);
+  EXPECT_EQ(before.measured.count({found, 512 * K}), 0u);
+  EXPECT_EQ(bestAt(old, 512 * K)->variant.spec, "allreduce_twoshot");
+  const double oldUs = bestAt(old, 512 * K)->us;
+
+  // With it, 132 blocks is timed at 512K and wins there, in the table too.
+  ModelMachine machine;
+  machine.model = &oneShotWantsBlocks;
+  space.finalistsPerSize = 2;
+  space.retimeWithin = 0; // the model has no noise to settle
+  std::vector<TuneProgress> seen;
+  std::vector<TuneMeasurement> all = search(space, machine, &seen, at);
+  ASSERT_EQ(seen.size(), all.size());
+  EXPECT_EQ(bestAt(all, 512 * K)->variant, found);
+  EXPECT_LT(bestAt(all, 512 * K)->us, oldUs * 0.9);
+  EXPECT_DOUBLE_EQ(bestAt(all, 512 * K)->us, oneShotWantsBlocks(found, 512 * K));
+  const std::vector<TuningRow> rows = tuningRows(all, at, key);
+  const TuningRow* row = bestRow(rows, 512 * K);
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ(row->variant, found);
+  // ... and it was stage 3 that timed it there, once.
+  EXPECT_EQ((machine.measured[{found, 512 * K}]), 1);
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].variant == found && all[i].bytes == 512 * K) {
+      EXPECT_EQ(seen[i].stage, "stage 3: cross-check");
+    }
+  }
+  // At 64K two-shot is still the fastest: the cross-check timed one-shot there and kept it out.
+  EXPECT_EQ((machine.measured[{found, 64 * K}]), 1);
+  EXPECT_EQ(bestAt(all, 64 * K)->variant.spec, "allreduce_twoshot");
+}
+
+TEST(TuneSearch, CrossCheckTimesEveryFinalistAtEverySizeAndNoPairTwice) {
+  ModelMachine machine;
+  TuneSpace space = fullSpace();
+  space.retimeWithin = 0;
+  std::vector<TuneProgress> seen;
+  std::vector<TuneMeasurement> all = search(space, machine, &seen);
+  ASSERT_EQ(seen.size(), all.size());
+  EXPECT_FALSE(machine.duplicate) << "a (variant, size) was measured twice";
+  const std::vector<std::string> stages = stagesOf(seen);
+  const size_t first =
+      size_t(std::find(stages.begin(), stages.end(), "stage 3: cross-check") - stages.begin());
+  ASSERT_LT(first, all.size()) << "no stage 3";
+  EXPECT_EQ(std::count(stages.begin() + long(first), stages.end(), "stage 3: cross-check"),
+            long(all.size() - first))
+      << "nothing after the cross-check without a re-timing";
+
+  // The finalists of stages 1 and 2, and the timings they lacked then: what stage 3 made.
+  const std::vector<TuneMeasurement> before(all.begin(), all.begin() + long(first));
+  const std::vector<TunedVariant> finalists = tuneFinalists(before, sizes(), 2);
+  EXPECT_GT(finalists.size(), 2u);
+  EXPECT_LE(finalists.size(), 2 * sizes().size());
+  std::set<std::pair<TunedVariant, uint64_t>> lacking;
+  for (const TunedVariant& f : finalists)
+    for (uint64_t bytes : sizes())
+      if (std::none_of(before.begin(), before.end(), [&](const TuneMeasurement& m) {
+            return m.variant == f && m.bytes == bytes;
+          }))
+        lacking.insert({f, bytes});
+  std::set<std::pair<TunedVariant, uint64_t>> made;
+  for (size_t i = first; i < all.size(); ++i) {
+    made.insert({all[i].variant, all[i].bytes});
+    // Refused and failed variants never get this far.
+    EXPECT_NE(all[i].variant.sync, SyncKind::LL128Atomic);
+    EXPECT_NE(all[i].variant.threads, 1024);
+  }
+  EXPECT_EQ(made, lacking);
+  EXPECT_GT(made.size(), 0u);
+  // So each size's best is the fastest of every finalist there.
+  for (uint64_t bytes : sizes())
+    for (const TunedVariant& f : finalists)
+      for (const TuneMeasurement& m : all) {
+        if (m.variant == f && m.bytes == bytes) {
+          EXPECT_LE(bestAt(all, bytes)->us, m.us);
+        }
+      }
+}
+
+TEST(TuneSearch, FinalistsAreTheFastestFiniteDistinctVariantsOfEachSize) {
+  auto timed = [](const char* spec, uint64_t bytes, double us, bool refused = false) {
+    TuneMeasurement m;
+    m.variant = TunedVariant(spec);
+    m.bytes = bytes;
+    m.us = us;
+    m.refused = refused;
+    return m;
+  };
+  const std::vector<TuneMeasurement> all = {
+      timed("a", 1 * K, 1.0),      timed("b", 1 * K, 1.1),
+      timed("c", 1 * K, INFINITY), timed("d", 1 * K, INFINITY, true),
+      timed("a", 1 * K, 1.05), // a twice: one finalist
+      timed("e", 2 * K, INFINITY), timed("b", 2 * K, 2.0),
+      timed("c", 2 * K, 1.5)};
+  const std::vector<uint64_t> at = {1 * K, 2 * K};
+  auto specs = [&](int perSize) {
+    std::vector<std::string> out;
+    for (const TunedVariant& v : tuneFinalists(all, at, perSize))
+      out.push_back(v.spec);
+    return out;
+  };
+  // c failed at 1K but is the fastest at 2K; d (refused) and e (failed) never make it.
+  EXPECT_EQ(specs(2), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(specs(1), (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(specs(9), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(specs(0).empty());
+}
+
+TEST(TuneSearch, ReTimingSettlesACloseCallThatNoiseDecided) {
+  // At 1K one-shot sentinel with 1 block is the fastest and 2 blocks 0.3% behind; at 64M the
+  // first two are far apart. The first timing of 1 block at 1K comes out 0.5% slow.
+  TuneSpace space;
+  space.specs = {"allreduce_oneshot", "allreduce_twoshot"};
+  space.syncs = {SyncKind::Barrier, SyncKind::Sentinel};
+  space.blocks = {1, 2, 4};
+  const std::vector<uint64_t> at = {1 * K, 64 * M};
+  const TunedVariant fastest("allreduce_oneshot", SyncKind::Sentinel, 1, 512, 16, 1);
+  const TunedVariant second("allreduce_oneshot", SyncKind::Sentinel, 2, 512, 16, 1);
+  ASSERT_LT(ModelMachine::time(fastest, 1 * K), ModelMachine::time(second, 1 * K));
+  ASSERT_LT(ModelMachine::time(second, 1 * K), ModelMachine::time(fastest, 1 * K) * 1.005);
+
+  // Without the re-timing the noise picks the second.
+  ModelMachine noisy;
+  noisy.slowFirst = {{fastest, 1 * K}};
+  space.retimeWithin = 0;
+  EXPECT_EQ(bestAt(search(space, noisy, nullptr, at), 1 * K)->variant, second);
+
+  ModelMachine machine;
+  machine.slowFirst = {{fastest, 1 * K}};
+  space.retimeWithin = 0.03;
+  std::vector<TuneProgress> seen;
+  std::vector<TuneMeasurement> all = search(space, machine, &seen, at);
+  ASSERT_EQ(seen.size(), all.size());
+  EXPECT_EQ(bestAt(all, 1 * K)->variant, fastest);
+  EXPECT_DOUBLE_EQ(bestAt(all, 1 * K)->us, ModelMachine::time(fastest, 1 * K));
+  // The re-timing timed exactly the first two at 1K once more; 64M, where they are more than 3%
+  // apart, it left alone.
+  const std::vector<std::string> stages = stagesOf(seen);
+  std::set<std::pair<TunedVariant, uint64_t>> retimed;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (stages[i] == "stage 3: re-time")
+      retimed.insert({all[i].variant, all[i].bytes});
+  EXPECT_EQ(retimed,
+            (std::set<std::pair<TunedVariant, uint64_t>>{{fastest, 1 * K}, {second, 1 * K}}));
+  EXPECT_EQ(std::count(stages.begin(), stages.end(), "stage 3: re-time"), 2);
+  for (const auto& [pair, times] : machine.measured)
+    EXPECT_EQ(times, retimed.count(pair) ? 2 : 1) << pair.first.text() << " at " << pair.second;
+  std::vector<TuneMeasurement> first;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (stages[i] != "stage 3: re-time")
+      first.push_back(all[i]);
+  const TuneMeasurement* big = bestAt(first, 64 * M);
+  for (const TuneMeasurement& m : first) {
+    if (m.bytes == 64 * M && m.variant != big->variant && std::isfinite(m.us)) {
+      EXPECT_GT(m.us, big->us * 1.03) << m.variant.text();
+    }
+  }
+  // The table has one row per (variant, size) and marks the re-timed fastest best.
+  TuningKey key{"GPU", 2, "nvlink-p2p", CollectiveKind::AllReduce, DType::BF16, ReduceOp::Sum};
+  int rowsOfFastest = 0;
+  for (const TuningRow& row : tuningRows(all, at, key))
+    if (row.variant == fastest && row.bytes == 1 * K) {
+      ++rowsOfFastest;
+      EXPECT_TRUE(row.best);
+      EXPECT_DOUBLE_EQ(row.us, ModelMachine::time(fastest, 1 * K));
+    }
+  EXPECT_EQ(rowsOfFastest, 1);
 }
 
 TEST(TuneSearch, StageOneOnlyWhenNothingIsKept) {
@@ -189,8 +442,18 @@ TEST(TuneSearch, RowsKeepEveryTimingAndMarkOneWinnerPerSize) {
       nullptr);
   TuningKey key{"GPU", 2, "nvlink-p2p", CollectiveKind::AllReduce, DType::BF16, ReduceOp::Sum};
   std::vector<TuningRow> rows = tuningRows(all, sizes(), key);
-  // Every timing is a row, but for the refused variant (never run): it is named once instead.
-  EXPECT_EQ(rows.size(), all.size() - 2 * sizes().size());
+  // Every (variant, size) timed is a row, but for the refused variant (never run): it is named
+  // once instead. One timed twice (re-timed) is one row, with its faster time.
+  std::map<std::pair<TunedVariant, uint64_t>, double> fastest;
+  for (const TuneMeasurement& m : all)
+    if (!m.refused) {
+      auto [it, inserted] = fastest.try_emplace({m.variant, m.bytes}, m.us);
+      it->second = std::min(it->second, m.us);
+    }
+  EXPECT_LT(fastest.size(), all.size() - 2 * sizes().size()); // some were re-timed
+  EXPECT_EQ(rows.size(), fastest.size());
+  for (const TuningRow& row : rows)
+    EXPECT_EQ(row.us, (fastest[{row.variant, row.bytes}])) << row.variant.text();
   for (const TuningRow& row : rows)
     EXPECT_NE(row.variant.sync, SyncKind::LL128Atomic);
   std::vector<std::string> refused = refusedVariants(all);

@@ -1,0 +1,110 @@
+#include "SpeedOfLightBench.h"
+
+#include "Commands.h"
+#include "GpuCommand.h"
+#include "runtime/Devices.h"
+#include "runtime/SpeedOfLight.h"
+#include "runtime/collc_abi.h"
+
+#include <fmt/format.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace collc::driver {
+
+std::vector<OptionSpec> speedOfLightBenchOptions() {
+  return {{"speed-of-light", "",
+           "measure this machine's floors (empty kernel, flag exchange, copy to the peers per "
+           "size) instead of a spec"}};
+}
+
+namespace {
+
+// What the probes have no use for: they run no spec and no NCCL, in one process.
+constexpr const char* kSpecOnlyOptions[] = {
+    "sync",    "dtype",  "op",       "root",  "blocks", "threads",       "vector",
+    "unroll",  "hidden", "csv",      "json",  "plot",   "watchdog-cost", "compile-times",
+    "no-nccl", "procs",  "dispatch", "table", "seed"};
+
+std::string sizeText(uint64_t bytes) {
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
+    return fmt::format("{}M", bytes >> 20);
+  if (bytes >= (1u << 10) && bytes % (1u << 10) == 0)
+    return fmt::format("{}K", bytes >> 10);
+  return fmt::format("{}", bytes);
+}
+
+} // namespace
+
+int runSpeedOfLightBench(const ParsedArguments& args) {
+  if (!args.positionals().empty())
+    return usageError("--speed-of-light measures the machine, not a spec: leave out '" +
+                      args.positionals()[0] + "'");
+  for (const char* option : kSpecOnlyOptions)
+    if (args.has(option))
+      return usageError(fmt::format("--{} does not apply to --speed-of-light", option));
+  uint64_t begin = 1024, end = 64ull << 20, factor = 4;
+  std::string error;
+  if (!parseSweep(args, begin, end, factor, "copy sizes", error))
+    return usageError(error);
+  RunOptions run;
+  double timeoutSeconds = 5;
+  if (!parseTimingOptions(args, run, timeoutSeconds, error))
+    return usageError(error);
+
+  SpeedOfLightSettings settings;
+  for (uint64_t bytes = begin; bytes <= end; bytes *= factor) {
+    if (bytes % 16 != 0)
+      return usageError(fmt::format("--speed-of-light copies 16-byte vectors: {} bytes is not a "
+                                    "multiple of 16",
+                                    bytes));
+    settings.sizes.push_back(bytes);
+    if (factor == 1)
+      break;
+  }
+  settings.graphOps = run.graphOps;
+  settings.replays = run.replays;
+  settings.timeoutNs = uint64_t(timeoutSeconds * 1e9);
+  settings.progress = [](const std::string& what) {
+    llvm::errs() << "\r\x1b[Kmeasuring " << what;
+    llvm::errs().flush();
+  };
+
+  std::vector<int> devices;
+  int nranks = 0;
+  if (auto ranks = args.get("ranks")) {
+    auto value = parseSize(*ranks);
+    if (!value || *value < 2 || *value > COLLC_MAX_RANKS)
+      return usageError(
+          fmt::format("--ranks takes a number of GPUs from 2 to {}", COLLC_MAX_RANKS));
+    nranks = int(*value);
+  }
+  if (int status = chooseLocalDevices("bench --speed-of-light", "(the probes need 2 or more GPUs)",
+                                      /*ranksGiven=*/args.has("ranks"), nranks, devices);
+      status != kSuccess)
+    return status;
+  auto report = measureSpeedOfLight(devices, settings);
+  llvm::errs() << "\r\x1b[K";
+  if (!report)
+    return reportError(report.takeError());
+
+  auto& out = llvm::outs();
+  out << fmt::format("speed of light on {} x {}, one process drives every GPU; per operation in a "
+                     "CUDA graph of {} launches, median of {} replays, slowest rank; every "
+                     "kernel a programmatic dependent launch\n",
+                     devices.size(), gpuName(devices[0]), settings.graphOps, settings.replays);
+  out << fmt::format("empty kernel:                        {:8.2f} us\n", report->emptyUs);
+  out << fmt::format("flag exchange (every pair of ranks): {:8.2f} us\n\n", report->exchangeUs);
+  out << fmt::format("{:>8} {:>15} {:>9} {:>18}\n", "bytes", "copy+signal_us", "grid",
+                     "GB/s_per_direction");
+  for (const CopyFloor& floor : report->copies)
+    out << fmt::format("{:>8} {:>15.2f} {:>9} {:>18.1f}\n", sizeText(floor.bytes), floor.us,
+                       fmt::format("{}x{}", floor.grid.blocks, floor.grid.threads),
+                       double(floor.bytes) / floor.us / 1e3);
+  out << "\ncopy+signal: every rank stores BYTES into every peer's memory (16-byte vectors), each "
+         "block fences and\nsignals its peer block and waits for the peer's signal: a one-shot "
+         "AllReduce without its reduction,\nand on 2 ranks the bytes a two-shot moves per "
+         "direction. The best of the grids 1x128, 4x256, 32x512, 132x512.\n";
+  return kSuccess;
+}
+
+} // namespace collc::driver

@@ -1,0 +1,306 @@
+#include "runtime/SpeedOfLight.h"
+
+#include "compiler/CudaCodeGen.h"
+#include "runtime/CudaCheck.h"
+#include "runtime/Devices.h"
+#include "runtime/Jit.h"
+#include "runtime/LoadedKernel.h"
+#include "runtime/LocalWorld.h"
+#include "runtime/RankGraphs.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fmt/format.h>
+#include <limits>
+#include <thread>
+
+namespace collc {
+namespace {
+
+const char* const kProbeKernels = R"cuda(
+typedef unsigned long long u64;
+
+__device__ __forceinline__ u64 sol_now() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// Flags are read and written past the caches: a peer's store must be seen when it lands.
+__device__ __forceinline__ u64 sol_load(const u64 *p) {
+  u64 v;
+  asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void sol_store(u64 *p, u64 v) {
+  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+/// Block b's flag from rank `from`, in rank `owner`'s heap: u64[blocks][nranks] at flags_offset.
+__device__ __forceinline__ u64 *sol_flag(const collc_params &p, int owner, int block, int from) {
+  return reinterpret_cast<u64 *>(p.heap[owner] + p.flags_offset) + block * p.nranks + from;
+}
+/// Waits until the flag reaches this call's epoch (a peer is at most one call ahead), bounded by
+/// the watchdog's timeout: the first waiter to give up records where, and the host reports it.
+__device__ bool sol_wait(const collc_params &p, const u64 *flag, u64 epoch, int peer) {
+  if (sol_load(flag) >= epoch)
+    return true;
+  const u64 start = sol_now();
+  while (sol_load(flag) < epoch)
+    if (sol_now() - start > p.timeout_ns) {
+      if (atomicCAS(&p.watchdog->tripped, 0u, 1u) == 0u) {
+        p.watchdog->rank = p.rank;
+        p.watchdog->block = blockIdx.x;
+        p.watchdog->waiting_on_rank = peer;
+        p.watchdog->expected = epoch;
+        p.watchdog->observed = sol_load(flag);
+      }
+      return false;
+    }
+  return true;
+}
+/// Every block's thread 0: tell each peer's block b that this call reached here, then wait for
+/// theirs. The epoch counts this block's calls, as in collc's kernels.
+__device__ void sol_signal_and_wait(const collc_params &p) {
+  const u64 epoch = p.epochs[blockIdx.x] + 1;
+  for (int q = 0; q < p.nranks; ++q)
+    if (q != p.rank)
+      sol_store(sol_flag(p, q, blockIdx.x, p.rank), epoch);
+  for (int q = 0; q < p.nranks; ++q)
+    if (q != p.rank && !sol_wait(p, sol_flag(p, p.rank, blockIdx.x, q), epoch, q))
+      break;
+  p.epochs[blockIdx.x] = epoch;
+}
+
+// Launched as programmatic dependent launches, like collc's kernels: wait for the previous
+// kernel, then let the next one be scheduled.
+#define SOL_ENTRY                                                                                  \
+  asm volatile("griddepcontrol.wait;" ::: "memory");                                               \
+  asm volatile("griddepcontrol.launch_dependents;");
+
+extern "C" __global__ void sol_empty(const __grid_constant__ collc_params p) { SOL_ENTRY }
+
+extern "C" __global__ void sol_exchange(const __grid_constant__ collc_params p) {
+  SOL_ENTRY
+  if (threadIdx.x == 0)
+    sol_signal_and_wait(p);
+}
+
+/// params.count: bytes this rank sends each peer; params.in: those bytes; the peer's slot for
+/// this rank is at scratch_offset[0] + rank * parity_stride in the peer's heap.
+extern "C" __global__ void sol_copy_signal(const __grid_constant__ collc_params p) {
+  SOL_ENTRY
+  const u64 vectors = p.count / 16;
+  const uint4 *in = static_cast<const uint4 *>(p.in);
+  for (u64 i = u64(blockIdx.x) * blockDim.x + threadIdx.x; i < vectors;
+       i += u64(gridDim.x) * blockDim.x) {
+    const uint4 v = __ldcg(in + i);
+    for (int q = 0; q < p.nranks; ++q)
+      if (q != p.rank)
+        reinterpret_cast<uint4 *>(p.heap[q] + p.scratch_offset[0] + p.rank * p.parity_stride)[i] =
+            v;
+  }
+  // The block's stores are ordered before its signal, as a collective's data before its flag.
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    sol_signal_and_wait(p);
+  }
+}
+)cuda";
+
+constexpr uint64_t kVectorBytes = 16;
+
+llvm::Error probeError(const llvm::Twine& message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "speed of light: " + message);
+}
+
+/// The heap regions of the probes, at the same offsets on every rank.
+struct Layout {
+  uint64_t in = 0, scratch = 0, slotBytes = 0;
+  uint64_t exchangeFlags = 0, exchangeEpochs = 0;
+  uint64_t copyFlags = 0, copyEpochs = 0;
+  uint64_t watchdog = 0;
+  uint64_t end = 0;
+};
+
+Layout layoutFor(int nranks, uint64_t maxBytes) {
+  auto align = [](uint64_t x) { return (x + 255) / 256 * 256; };
+  const uint64_t flagBytes = uint64_t(COLLC_MAX_BLOCKS) * uint64_t(nranks) * 8;
+  const uint64_t epochBytes = uint64_t(COLLC_MAX_BLOCKS) * 8;
+  Layout l;
+  l.slotBytes = align(maxBytes);
+  l.in = 0;
+  l.scratch = l.in + l.slotBytes;
+  l.exchangeFlags = l.scratch + l.slotBytes * uint64_t(nranks);
+  l.exchangeEpochs = align(l.exchangeFlags + flagBytes);
+  l.copyFlags = align(l.exchangeEpochs + epochBytes);
+  l.copyEpochs = align(l.copyFlags + flagBytes);
+  l.watchdog = align(l.copyEpochs + epochBytes);
+  l.end = align(l.watchdog + sizeof(collc_watchdog));
+  return l;
+}
+
+/// Times the probes on one world, as collc bench times collectives.
+class Prober {
+public:
+  Prober(LocalWorld& world, const Layout& layout, const SpeedOfLightSettings& settings)
+      : world_(world), layout_(layout), settings_(settings) {}
+
+  /// Per-operation µs of `kernel` launched `graphOps` times per rank in a graph, as collc bench
+  /// times collectives; `bytes` is the copy probe's size (0 for the others).
+  llvm::Expected<double> time(const LoadedKernel& kernel, SpeedOfLightGrid grid, uint64_t bytes,
+                              bool copyProbe) {
+    const int nranks = world_.nranks();
+    std::vector<collc_params> params(static_cast<size_t>(nranks));
+    for (int r = 0; r < nranks; ++r) {
+      collc_params& p = params[size_t(r)];
+      p = collc_params{};
+      char* base = world_.heapBase(r);
+      p.in = base + layout_.in;
+      p.count = bytes;
+      p.rank = r;
+      p.nranks = nranks;
+      for (int q = 0; q < nranks; ++q)
+        p.heap[q] = world_.peerHeap(q, r);
+      p.scratch_offset[0] = layout_.scratch;
+      p.parity_stride = layout_.slotBytes; // here: the bytes of one sender's slot
+      p.flags_offset = copyProbe ? layout_.copyFlags : layout_.exchangeFlags;
+      p.epochs = reinterpret_cast<unsigned long long*>(
+          base + (copyProbe ? layout_.copyEpochs : layout_.exchangeEpochs));
+      p.watchdog = reinterpret_cast<collc_watchdog*>(base + layout_.watchdog);
+      p.timeout_ns = settings_.timeoutNs;
+    }
+    RankGraphs graphs(world_);
+    for (int r = 0; r < nranks; ++r)
+      if (llvm::Error err = graphs.capture(r, [&]() -> llvm::Error {
+            for (int op = 0; op < settings_.graphOps; ++op)
+              if (llvm::Error err =
+                      kernel.launch(r, dim3(unsigned(grid.blocks)), dim3(unsigned(grid.threads)),
+                                    params[size_t(r)], world_.stream(r), /*programmatic=*/true))
+                return err;
+            return llvm::Error::success();
+          }))
+        return err;
+    return medianSlowestReplayUs(world_, graphs, settings_.graphOps, settings_.replays,
+                                 [&] { return synchronize(); });
+  }
+
+  /// Waits for every rank's stream, bounded (a probe's waits give up after the timeout, so the
+  /// streams end unless a launch hangs outside them), then reports a probe that gave up.
+  llvm::Error synchronize() {
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::nanoseconds(settings_.timeoutNs) * 2 +
+                          std::chrono::seconds(10);
+    for (int r = 0; r < world_.nranks(); ++r) {
+      COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
+      for (;;) {
+        cudaError_t status = cudaStreamQuery(world_.stream(r));
+        if (status == cudaSuccess)
+          break;
+        if (status != cudaErrorNotReady)
+          return probeError(llvm::Twine("rank ") + llvm::Twine(r) + ": " +
+                            cudaGetErrorString(status));
+        if (std::chrono::steady_clock::now() > deadline)
+          return probeError(llvm::Twine("rank ") + llvm::Twine(r) +
+                            "'s stream did not finish: a probe hangs");
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+      collc_watchdog watchdog{};
+      COLLC_CUDA_TRY(cudaMemcpy(&watchdog, world_.heapBase(r) + layout_.watchdog, sizeof watchdog,
+                                cudaMemcpyDeviceToHost));
+      if (watchdog.tripped)
+        return probeError(fmt::format("rank {} block {} waited more than {} ms for rank {} "
+                                      "(flag {} of {})",
+                                      watchdog.rank, watchdog.block, settings_.timeoutNs / 1000000,
+                                      watchdog.waiting_on_rank, watchdog.observed,
+                                      watchdog.expected));
+    }
+    return llvm::Error::success();
+  }
+
+private:
+  LocalWorld& world_;
+  Layout layout_;
+  const SpeedOfLightSettings& settings_;
+};
+
+} // namespace
+
+const std::vector<SpeedOfLightGrid>& speedOfLightGrids() {
+  static const std::vector<SpeedOfLightGrid> grids = {
+      {1, 128}, {4, 256}, {32, 512}, {COLLC_MAX_BLOCKS, 512}};
+  return grids;
+}
+
+std::string speedOfLightSource() {
+  return std::string(kernelAbiHeader()) + "\n" + kProbeKernels;
+}
+
+llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& devices,
+                                                       const SpeedOfLightSettings& settings) {
+  if (devices.size() < 2)
+    return probeError("needs 2 or more GPUs");
+  if (settings.graphOps < 1 || settings.replays < 1)
+    return probeError("timing needs at least one launch per graph and one replay");
+  for (uint64_t bytes : settings.sizes)
+    if (bytes == 0 || bytes % kVectorBytes != 0)
+      return probeError(llvm::Twine(bytes) + " bytes is not a whole number of 16-byte vectors");
+  const uint64_t maxBytes = settings.sizes.empty()
+                                ? kVectorBytes
+                                : *std::max_element(settings.sizes.begin(), settings.sizes.end());
+  const Layout layout = layoutFor(int(devices.size()), maxBytes);
+
+  JitOptions jit;
+  jit.arch = gpuArch(devices[0]);
+  auto image = compileCuda(speedOfLightSource(), "collc_speed_of_light", JitOutput::Cubin, jit);
+  if (!image)
+    return probeError("NVRTC: " + llvm::toString(image.takeError()));
+  auto empty = LoadedKernel::load(devices, image->image, "sol_empty");
+  if (!empty)
+    return empty.takeError();
+  auto exchange = LoadedKernel::load(devices, image->image, "sol_exchange");
+  if (!exchange)
+    return exchange.takeError();
+  auto copy = LoadedKernel::load(devices, image->image, "sol_copy_signal");
+  if (!copy)
+    return copy.takeError();
+  // The heap comes zeroed: flags and epochs start at 0; the input's bytes do not matter.
+  auto world = LocalWorld::create(devices, layout.end);
+  if (!world)
+    return world.takeError();
+  Prober prober(**world, layout, settings);
+  auto say = [&](const std::string& what) {
+    if (settings.progress)
+      settings.progress(what);
+  };
+
+  SpeedOfLightReport report;
+  say("empty kernel");
+  auto emptyUs = prober.time(**empty, {1, 32}, 0, false);
+  if (!emptyUs)
+    return emptyUs.takeError();
+  report.emptyUs = *emptyUs;
+  say("flag exchange");
+  auto exchangeUs = prober.time(**exchange, {1, 32}, 0, false);
+  if (!exchangeUs)
+    return exchangeUs.takeError();
+  report.exchangeUs = *exchangeUs;
+  for (uint64_t bytes : settings.sizes) {
+    CopyFloor floor;
+    floor.bytes = bytes;
+    floor.us = std::numeric_limits<double>::infinity();
+    for (const SpeedOfLightGrid& grid : speedOfLightGrids()) {
+      say(fmt::format("copy + signal {} B, {}x{}", bytes, grid.blocks, grid.threads));
+      auto us = prober.time(**copy, grid, bytes, true);
+      if (!us)
+        return us.takeError();
+      if (*us < floor.us) {
+        floor.us = *us;
+        floor.grid = grid;
+      }
+    }
+    report.copies.push_back(floor);
+  }
+  return report;
+}
+
+} // namespace collc

@@ -1,0 +1,66 @@
+// What this machine allows any collective, measured the way `collc bench` measures collectives
+// (DESIGN.md § Measuring: per rank a CUDA graph of back-to-back launches, replayed; the slowest
+// rank's median replay / launches), so that a collective's time can be read against the floor
+// under it instead of against a figure from elsewhere:
+//   - empty: a kernel that only waits for its predecessor and releases its successor (programmatic
+//     dependent launch, as collc's kernels are launched): the cost of one kernel in a graph;
+//   - exchange: each rank's block 0 stores a flag into every peer's memory and waits for the
+//     peers' flags: the least any collective costs in which every rank hears from every other;
+//   - copy + signal at each size: every rank stores `bytes` into every peer's memory with 16-byte
+//     vector stores, then each block fences and signals its peer block and waits for the peer's
+//     signal: the data movement of a one-shot AllReduce without its reduction (a two-shot moves
+//     the same bytes per direction on 2 ranks, in two halves). The best of a few grids counts.
+// The probes are hand-written CUDA on the collc_params ABI, compiled with NVRTC; every wait is
+// bounded by the watchdog's timeout, and a probe that times out is an error, not a figure.
+#ifndef COLLC_RUNTIME_SPEEDOFLIGHT_H
+#define COLLC_RUNTIME_SPEEDOFLIGHT_H
+
+#include <cstdint>
+#include <functional>
+#include <llvm/Support/Error.h>
+#include <string>
+#include <vector>
+
+namespace collc {
+
+struct SpeedOfLightGrid {
+  int blocks = 1;
+  int threads = 128;
+};
+
+/// The grids the copy probe tries at every size: one small block for latency up to one block per
+/// multiprocessor of an H200 for bandwidth.
+const std::vector<SpeedOfLightGrid>& speedOfLightGrids();
+
+struct SpeedOfLightSettings {
+  std::vector<uint64_t> sizes; // bytes per rank sent to each peer, ascending, multiples of 16
+  int graphOps = 50;           // launches captured back to back in each rank's graph
+  int replays = 7;             // timed replays after one untimed warm-up; the median counts
+  uint64_t timeoutNs = 5'000'000'000ull; // a probe's wait gives up after this long: an error
+  /// Called before each measurement with what it is ("copy 64K 32x512"); may be empty.
+  std::function<void(const std::string& what)> progress;
+};
+
+struct CopyFloor {
+  uint64_t bytes = 0;
+  double us = 0;         // per operation, the best grid's
+  SpeedOfLightGrid grid; // that grid
+};
+
+struct SpeedOfLightReport {
+  double emptyUs = 0;    // per launch of an empty kernel in a graph
+  double exchangeUs = 0; // per flag exchange between every pair of ranks
+  std::vector<CopyFloor> copies;
+};
+
+/// The CUDA source of the probes (kernels sol_empty, sol_exchange, sol_copy_signal).
+std::string speedOfLightSource();
+
+/// Measures the probes on `devices` (one process drives them all, peer access between every
+/// pair). Errors say which probe failed and why (no GPU, NVRTC, a launch, a wait that timed out).
+llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& devices,
+                                                       const SpeedOfLightSettings& settings);
+
+} // namespace collc
+
+#endif // COLLC_RUNTIME_SPEEDOFLIGHT_H
