@@ -115,6 +115,23 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics) {
   Checked checked = parseAndVerify(diags, spec, nullptr);
   if (!checked.program)
     return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+  // The spec's own sync strategy and launch shape must also lower for every rank count, or emit,
+  // run and bench would refuse a spec that check called ok. A spec with rows and no default row
+  // length is lowered with rows of 4096 (a multiple of every vector width) for this.
+  const ir::Program& program = *checked.program;
+  for (int nranks = program.minRanks; nranks <= program.maxRanks; ++nranks) {
+    CompileOptions options;
+    options.nranks = nranks;
+    if (!program.rowLengthName.empty() && program.defaultRowLength == 0)
+      options.rowLength = 4096;
+    std::string messages;
+    llvm::raw_string_ostream out(messages);
+    auto compiled = compileCollective(spec, options, out);
+    if (!compiled) {
+      diagnostics << out.str();
+      return compiled.takeError();
+    }
+  }
   return llvm::Error::success();
 }
 

@@ -67,7 +67,9 @@ llvm::Expected<SpecSource> loadSpec(const std::string& nameOrPath);
 /// Stdlib spec names, sorted.
 std::vector<std::string> stdlibNames();
 
-/// Parses, checks and verifies the spec for every rank count it declares; generates nothing.
+/// Parses, checks and verifies the spec for every rank count it declares, then lowers it with its
+/// own sync strategy and launch shape for each of them (so that a strategy the spec names but
+/// cannot use is refused here, at its `sync` clause); returns no code.
 llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics);
 
 /// Parses, checks, verifies for every declared rank count and lowers the spec for one variant.

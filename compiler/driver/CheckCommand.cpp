@@ -12,7 +12,8 @@ const Command kCheckCommand{
     "The verifier runs the spec's data flow symbolically for each rank count and proves the\n"
     "collective's postcondition, the ordering of every read after the write it depends on, the\n"
     "absence of races, and that scratch is written before it is read. A broadcast or reduce is\n"
-    "proved for every root.\n",
+    "proved for every root. The spec's own sync strategy and launch shape are then lowered for\n"
+    "every rank count, so a strategy it cannot use is refused at its 'sync' clause.\n",
     {},
     1};
 

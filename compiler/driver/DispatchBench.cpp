@@ -1,10 +1,12 @@
 // `collc bench --dispatch`: the dispatched AllReduce (runtime/Dispatcher.h) next to every fixed
 // variant of the tuning table, at every size, timed as `collc bench` times variants. It answers
 // two questions: does dispatch pick, per size, a variant within 3% of the best single one
-// measured now; and over the whole sweep, how much does dispatch gain over any one variant.
+// measured now; and over the whole sweep, is dispatch faster than any one variant
+// (DispatchVerdict.h judges both).
 #include "DispatchBench.h"
 
 #include "Commands.h"
+#include "DispatchVerdict.h"
 #include "GpuCommand.h"
 #include "TuneProgressBar.h"
 #include "runtime/BenchResults.h"
@@ -57,13 +59,6 @@ std::string timingText(const BenchTiming& timing) {
   if (timing.ok())
     return fmt::format("{:.2f}", timing.us);
   return statusName(timing.status);
-}
-
-double sumOrInfinity(const std::vector<BenchTiming>& timings) {
-  double sum = 0;
-  for (const BenchTiming& t : timings)
-    sum += t.ok() ? t.us : INFINITY;
-  return sum;
 }
 
 } // namespace
@@ -183,34 +178,32 @@ int runDispatchBench(const ParsedArguments& args) {
   out << fmt::format("{:>8}  {:<40} {:>10}  {:<40} {:>10} {:>7}  {}\n", "bytes",
                      "dispatched variant", "us/op", "best fixed variant", "us/op", "ratio",
                      "within 3%");
-  // Sizes are counted, each once, as within 3%, over, dispatched failing, or with no fixed
-  // variant to compare with; wrong fixed timings are counted apart, per timing, so that a fixed
-  // variant wrong at every size does not make the sizes count go below zero.
-  int within = 0, over = 0, failures = 0, uncompared = 0, wrongFixed = 0;
   auto printSize = [&](size_t i) {
-    const Fixed* best = nullptr;
+    std::vector<BenchTiming> atSize;
     for (const Fixed& f : fixed)
-      if (f.timings[i].ok() && (!best || f.timings[i].us < best->timings[i].us))
-        best = &f;
-    std::string ratio = "-", verdict = "-";
-    if (!dispatched[i].ok()) {
-      ++failures;
-      verdict =
+      atSize.push_back(f.timings[i]);
+    const SizeVerdict verdict = judgeSize(dispatched[i], atSize);
+    const Fixed* best = verdict.best >= 0 ? &fixed[size_t(verdict.best)] : nullptr;
+    std::string ratio = "-", text = "-";
+    switch (verdict.outcome) {
+    case SizeVerdict::Outcome::Within:
+    case SizeVerdict::Outcome::Over:
+      ratio = fmt::format("{:.3f}", verdict.ratio);
+      text = verdict.outcome == SizeVerdict::Outcome::Within ? "yes" : "NO";
+      break;
+    case SizeVerdict::Outcome::DispatchFailed:
+      text =
           "dispatched " + std::string(statusName(dispatched[i].status)) + ": " + dispatched[i].note;
-    } else if (best) {
-      double r = dispatched[i].us / best->timings[i].us;
-      ratio = fmt::format("{:.3f}", r);
-      verdict = r <= 1.03 ? "yes" : "NO";
-      ++(r <= 1.03 ? within : over);
-    } else {
-      ++uncompared;
-      verdict = "no fixed variant ran";
+      break;
+    case SizeVerdict::Outcome::Uncompared:
+      text = "no fixed variant ran";
+      break;
     }
     out << fmt::format("{:>8}  {:<40} {:>10}  {:<40} {:>10} {:>7}  {}\n",
                        formatTableBytes(counts[i] * elementBytes),
                        used.variants()[chosen[i]].variant.text(), timingText(dispatched[i]),
                        best ? best->variant.text() : "-", best ? timingText(best->timings[i]) : "-",
-                       ratio, verdict);
+                       ratio, text);
     out.flush();
   };
 
@@ -255,29 +248,30 @@ int runDispatchBench(const ParsedArguments& args) {
   }
   bar.finish();
 
+  std::vector<std::vector<BenchTiming>> fixedTimings;
   for (const Fixed& f : fixed)
-    for (const BenchTiming& t : f.timings)
-      wrongFixed += t.status == BenchTiming::Status::Wrong;
+    fixedTimings.push_back(f.timings);
+  const DispatchVerdict verdict = judgeDispatch(dispatched, fixedTimings);
 
   // Every fixed variant was timed at every size (a failed timing is inf), so each sum covers
-  // the same sizes as the per-size best above, and one that failed anywhere sums to inf and
-  // cannot beat dispatch.
-  const double dispatchedSum = sumOrInfinity(dispatched);
+  // the same sizes as the per-size best above.
   out << fmt::format("\nsum of us/op over the {} sizes (ratio: fixed / dispatched; above 1: "
                      "dispatch is faster)\n",
                      counts.size());
-  out << fmt::format("  {:<40} {:>12.2f}\n", "dispatched", dispatchedSum);
-  std::vector<std::pair<double, const Fixed*>> sums;
-  for (const Fixed& f : fixed)
-    sums.push_back({sumOrInfinity(f.timings), &f});
-  std::sort(sums.begin(), sums.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [sum, f] : sums)
-    out << fmt::format("  {:<40} {:>12} {:>8}\n", f->variant.text(),
+  out << fmt::format("  {:<40} {:>12.2f}\n", "dispatched", verdict.dispatchedSum);
+  std::vector<size_t> bySum(fixed.size());
+  for (size_t v = 0; v < bySum.size(); ++v)
+    bySum[v] = v;
+  std::sort(bySum.begin(), bySum.end(),
+            [&](size_t a, size_t b) { return verdict.fixedSums[a] < verdict.fixedSums[b]; });
+  for (size_t v : bySum) {
+    const double sum = verdict.fixedSums[v];
+    out << fmt::format("  {:<40} {:>12} {:>8}\n", fixed[v].variant.text(),
                        std::isfinite(sum) ? fmt::format("{:.2f}", sum) : "inf",
-                       std::isfinite(sum) && std::isfinite(dispatchedSum)
-                           ? fmt::format("{:.3f}", sum / dispatchedSum)
+                       std::isfinite(sum) && std::isfinite(verdict.dispatchedSum)
+                           ? fmt::format("{:.3f}", sum / verdict.dispatchedSum)
                            : "-");
+  }
   for (const Fixed& f : fixed)
     for (size_t i = 0; i < counts.size(); ++i)
       if (f.timings[i].status == BenchTiming::Status::Wrong ||
@@ -287,26 +281,24 @@ int runDispatchBench(const ParsedArguments& args) {
                            formatTableBytes(counts[i] * elementBytes),
                            statusName(f.timings[i].status), f.timings[i].note);
   std::string also;
-  if (failures)
-    also += fmt::format("; dispatched wrong or failed at {}", failures);
-  if (uncompared)
-    also += fmt::format("; no fixed variant ran at {}", uncompared);
-  if (wrongFixed)
-    also += fmt::format("; {} fixed timings wrong", wrongFixed);
-  out << fmt::format("\nverdict: {} of {} sizes within 3% of the best fixed variant{}\n", within,
-                     counts.size(), also);
+  if (verdict.dispatchFailures)
+    also += fmt::format("; dispatched wrong or failed at {}", verdict.dispatchFailures);
+  if (verdict.uncompared)
+    also += fmt::format("; no fixed variant ran at {}", verdict.uncompared);
+  if (verdict.wrongFixed)
+    also += fmt::format("; {} fixed timings wrong", verdict.wrongFixed);
+  out << fmt::format("\nverdict: {} of {} sizes within 3% of the best fixed variant{}\n",
+                     verdict.within, counts.size(), also);
   // The second half of the bar: over the whole sweep dispatch is faster than any one variant.
-  const bool beatsEverySum =
-      std::isfinite(dispatchedSum) && (sums.empty() || dispatchedSum < sums.front().first);
-  if (!sums.empty())
+  if (verdict.bestSum >= 0) {
+    const double bestSum = verdict.fixedSums[size_t(verdict.bestSum)];
     out << fmt::format("verdict: summed over the sizes, dispatch {} every fixed variant ({:.2f} us "
                        "against {} for the best one, {})\n",
-                       beatsEverySum ? "beats" : "does NOT beat", dispatchedSum,
-                       std::isfinite(sums.front().first) ? fmt::format("{:.2f}", sums.front().first)
-                                                         : "inf",
-                       sums.front().second->variant.text());
-  return over > 0 || failures > 0 || wrongFixed > 0 || !beatsEverySum ? int(kInternalError)
-                                                                      : int(kSuccess);
+                       verdict.beatsEverySum ? "beats" : "does NOT beat", verdict.dispatchedSum,
+                       std::isfinite(bestSum) ? fmt::format("{:.2f}", bestSum) : "inf",
+                       fixed[size_t(verdict.bestSum)].variant.text());
+  }
+  return verdict.met() ? int(kSuccess) : int(kInternalError);
 }
 
 } // namespace collc::driver
