@@ -57,6 +57,8 @@ namespace {
 
 /// Front end and verifier, shared by checkSpec and compileCollective.
 struct Checked {
+  std::unique_ptr<ast::Spec> ast; // lowering changes a program: a fresh one per variant comes
+                                  // from here (analyze), with the same proof
   std::unique_ptr<ir::Program> program;
   VerifyResult proof;
 };
@@ -72,8 +74,10 @@ Checked parseAndVerify(Diagnostics& diags, const SpecSource& spec, llvm::raw_ost
   if (!program)
     return result;
   result.proof = verify(*program, diags);
-  if (result.proof.ok)
+  if (result.proof.ok) {
     result.program = std::move(program);
+    result.ast = std::move(ast);
+  }
   return result;
 }
 
@@ -107,6 +111,70 @@ void checkAtomics(const std::vector<ir::StmtPtr>& body, ReduceOp op, Diagnostics
   }
 }
 
+/// What lowering settled for one variant.
+struct Lowered {
+  SyncKind sync = SyncKind::Barrier;
+  LaunchShape launch;
+  int root = 0;
+  int64_t rowLength = 0;
+};
+
+/// The variant's choices checked against the verified `program`, then its steps expanded and
+/// lowered for them: all of compileCollective short of generating code. False on a user error
+/// (reported to `diags`).
+bool lowerVariant(ir::Program& program, const VerifyResult& proof, const CompileOptions& options,
+                  Diagnostics& diags, Lowered& lowered) {
+  // The variant's choices, each checked against what the spec allows.
+  if (options.nranks < program.minRanks || options.nranks > program.maxRanks)
+    diags.error(program.loc, "cannot compile for " + std::to_string(options.nranks) +
+                                 " ranks: the spec declares ranks " +
+                                 std::to_string(program.minRanks) + ".." +
+                                 std::to_string(program.maxRanks));
+  if (hasRoot(program.kind) && (options.root < 0 || options.root >= options.nranks))
+    diags.error(program.loc, "root " + std::to_string(options.root) + " is not a rank of a " +
+                                 std::to_string(options.nranks) + "-rank " +
+                                 std::string(name(program.kind)) + "; it must be 0.." +
+                                 std::to_string(options.nranks - 1));
+  const SyncKind sync = options.sync.value_or(program.defaultSync);
+  program.sync = sync;
+  if (options.sync)
+    program.syncLoc = llvm::SMLoc(); // chosen on the command line: report at the collective
+  for (const auto& step : program.steps)
+    checkAtomics(step.body, options.op, diags);
+  LaunchShape launch;
+  launch.blocks = options.blocks.value_or(program.blocks);
+  launch.threads = options.threads.value_or(program.threads);
+  launch.vectorBytes = options.vectorBytes.value_or(program.vectorBytes);
+  launch.unroll = options.unroll.value_or(program.unroll);
+  checkLaunchShape(launch, diags, program.loc);
+  // A vector narrower than one element means one element per operation.
+  launch.vectorBytes = std::max<int>(launch.vectorBytes, sizeOf(options.dtype));
+  if (diags.hasErrors())
+    return false;
+  auto steps = expandRepeatedSteps(program, options.nranks, diags);
+  if (!steps)
+    return false;
+  program.steps = std::move(*steps);
+  const int root = hasRoot(program.kind) ? options.root : 0;
+
+  LowerOptions lowerOptions;
+  lowerOptions.dtype = options.dtype;
+  lowerOptions.op = options.op;
+  lowerOptions.vectorBytes = launch.vectorBytes;
+  lowerOptions.unroll = launch.unroll;
+  lowerOptions.experimentalLL128 = options.experimentalLL128;
+  if (options.printIr && options.printIrAfterAll)
+    lowerOptions.printAfterEach = options.printIr;
+  const int64_t rowLength = options.rowLength ? options.rowLength : program.defaultRowLength;
+  if (!lower(program, proof, lowerOptions, diags) || !checkRowLength(program, rowLength, diags))
+    return false;
+  lowered.sync = sync;
+  lowered.launch = launch;
+  lowered.root = root;
+  lowered.rowLength = rowLength;
+  return true;
+}
+
 } // namespace
 
 llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics) {
@@ -116,21 +184,20 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics) {
   if (!checked.program)
     return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
   // The spec's own sync strategy and launch shape must also lower for every rank count, or emit,
-  // run and bench would refuse a spec that check called ok. A spec with rows and no default row
-  // length is lowered with rows of 4096 (a multiple of every vector width) for this.
-  const ir::Program& program = *checked.program;
-  for (int nranks = program.minRanks; nranks <= program.maxRanks; ++nranks) {
+  // run and bench would refuse a spec that check called ok. The proof holds for every rank
+  // count; lowering changes the program, so each count gets a fresh one from the AST. A spec
+  // with rows and no default row length is lowered with rows of 4096 (a multiple of every
+  // vector width) for this.
+  const ir::Program& verified = *checked.program;
+  for (int nranks = verified.minRanks; nranks <= verified.maxRanks; ++nranks) {
     CompileOptions options;
     options.nranks = nranks;
-    if (!program.rowLengthName.empty() && program.defaultRowLength == 0)
+    if (!verified.rowLengthName.empty() && verified.defaultRowLength == 0)
       options.rowLength = 4096;
-    std::string messages;
-    llvm::raw_string_ostream out(messages);
-    auto compiled = compileCollective(spec, options, out);
-    if (!compiled) {
-      diagnostics << out.str();
-      return compiled.takeError();
-    }
+    auto program = analyze(*checked.ast, diags);
+    Lowered lowered;
+    if (!program || !lowerVariant(*program, checked.proof, options, diags, lowered))
+      return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
   }
   return llvm::Error::success();
 }
@@ -148,51 +215,13 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
     return fail();
   ir::Program& program = *checked.program;
 
-  // The variant's choices, each checked against what the spec allows.
-  if (options.nranks < program.minRanks || options.nranks > program.maxRanks)
-    diags.error(program.loc, "cannot compile for " + std::to_string(options.nranks) +
-                                 " ranks: the spec declares ranks " +
-                                 std::to_string(program.minRanks) + ".." +
-                                 std::to_string(program.maxRanks));
-  if (hasRoot(program.kind) && (options.root < 0 || options.root >= options.nranks))
-    diags.error(program.loc, "root " + std::to_string(options.root) + " is not a rank of a " +
-                                 std::to_string(options.nranks) + "-rank " +
-                                 std::string(name(program.kind)) + "; it must be 0.." +
-                                 std::to_string(options.nranks - 1));
-  SyncKind sync = options.sync.value_or(program.defaultSync);
-  program.sync = sync;
-  if (options.sync)
-    program.syncLoc = llvm::SMLoc(); // chosen on the command line: report at the collective
-  for (const auto& step : program.steps)
-    checkAtomics(step.body, options.op, diags);
-  LaunchShape launch;
-  launch.blocks = options.blocks.value_or(program.blocks);
-  launch.threads = options.threads.value_or(program.threads);
-  launch.vectorBytes = options.vectorBytes.value_or(program.vectorBytes);
-  launch.unroll = options.unroll.value_or(program.unroll);
-  checkLaunchShape(launch, diags, program.loc);
-  // A vector narrower than one element means one element per operation.
-  launch.vectorBytes = std::max<int>(launch.vectorBytes, sizeOf(options.dtype));
-  if (diags.hasErrors())
+  Lowered lowered;
+  if (!lowerVariant(program, checked.proof, options, diags, lowered))
     return fail();
-  auto steps = expandRepeatedSteps(program, options.nranks, diags);
-  if (!steps)
-    return fail();
-  program.steps = std::move(*steps);
-  const int root = hasRoot(program.kind) ? options.root : 0;
-
-  LowerOptions lowerOptions;
-  lowerOptions.dtype = options.dtype;
-  lowerOptions.op = options.op;
-  lowerOptions.vectorBytes = launch.vectorBytes;
-  lowerOptions.unroll = launch.unroll;
-  lowerOptions.experimentalLL128 = options.experimentalLL128;
-  if (options.printIr && options.printIrAfterAll)
-    lowerOptions.printAfterEach = options.printIr;
-  const int64_t rowLength = options.rowLength ? options.rowLength : program.defaultRowLength;
-  if (!lower(program, checked.proof, lowerOptions, diags) ||
-      !checkRowLength(program, rowLength, diags))
-    return fail();
+  const SyncKind sync = lowered.sync;
+  const LaunchShape launch = lowered.launch;
+  const int root = lowered.root;
+  const int64_t rowLength = lowered.rowLength;
   if (options.printIr && !options.printIrAfterAll)
     ir::print(program, *options.printIr);
 

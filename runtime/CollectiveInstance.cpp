@@ -3,6 +3,7 @@
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
 #include "runtime/NcclLibrary.h"
+#include "runtime/RankGraphs.h"
 #include "runtime/collc_abi.h"
 
 #include <algorithm>
@@ -10,7 +11,6 @@
 #include <cstring>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/raw_ostream.h>
-#include <thread>
 
 namespace collc {
 
@@ -26,37 +26,6 @@ llvm::Error instanceError(const CompiledCollective& compiled, const llvm::Twine&
 
 uint64_t alignUp(uint64_t value, uint64_t align) {
   return (value + align - 1) / align * align;
-}
-
-/// Polls until every stream in `streams` whose `done` entry is false has finished, or until
-/// `deadline`. Marks finished streams in `done`. An error from a stream (a kernel that faulted)
-/// is returned at once, naming the rank (streams[i] is rank ranks[i]'s).
-llvm::Error pollStreams(llvm::ArrayRef<cudaStream_t> streams, llvm::ArrayRef<int> ranks,
-                        std::vector<bool>& done, Clock::time_point deadline) {
-  for (;;) {
-    bool all = true;
-    for (size_t r = 0; r < streams.size(); ++r) {
-      if (done[r])
-        continue;
-      cudaError_t status = cudaStreamQuery(streams[r]);
-      if (status == cudaSuccess) {
-        done[r] = true;
-        continue;
-      }
-      if (status != cudaErrorNotReady) {
-        llvm::Error err = COLLC_CUDA_CHECK(status);
-        return llvm::joinErrors(llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                                        "work on rank %d's stream failed",
-                                                        ranks[r]),
-                                std::move(err));
-      }
-      (void)cudaGetLastError();
-      all = false;
-    }
-    if (all || Clock::now() >= deadline)
-      return llvm::Error::success();
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
 }
 
 /// The ranks (ranks[i] for done[i] false) still running, "0, 1".

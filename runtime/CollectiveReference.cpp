@@ -97,45 +97,35 @@ Comparison compareCollective(const CollectiveCall& call, int rank, const void* g
     }
     return c;
   };
-  // Counted in parallel (runtime/ParallelChunks.h); the chunks with mismatches are then walked in
-  // order to report the first ones.
-  std::vector<uint64_t> chunkMismatches(parallelChunkCount(elements), 0);
-  forEachChunk(elements, [&](uint64_t chunk, uint64_t begin, uint64_t end) {
-    std::vector<int> ranks(nranks);
-    std::vector<uint64_t> indices(nranks);
-    for (uint64_t i = begin; i < end; ++i)
-      chunkMismatches[chunk] += check(i, ranks.data(), indices.data()).pass ? 0 : 1;
-  });
-  std::vector<int> ranks(nranks);
-  std::vector<uint64_t> indices(nranks);
-  for (uint64_t chunk = 0; chunk < chunkMismatches.size(); ++chunk) {
-    if (!chunkMismatches[chunk])
-      continue;
-    if (comparison.mismatches >= maxReported) {
-      comparison.mismatches += chunkMismatches[chunk];
-      continue;
-    }
-    const uint64_t end = std::min(elements, (chunk + 1) * kParallelChunk);
-    for (uint64_t i = chunk * kParallelChunk; i < end; ++i) {
-      const Check c = check(i, ranks.data(), indices.data());
-      if (c.pass || comparison.mismatches++ >= maxReported)
-        continue;
-      os << label << "[" << i << "]: got " << formatElement(type, got, i) << ", expected "
-         << llvm::format("%.9g", c.expected);
-      if (c.tolerant)
-        os << llvm::format(" (|diff| %.3g > tol %.3g)", std::fabs(c.value - c.expected),
-                           c.tolerance);
-      else if (reduction)
-        os << " (" << name(call.op) << " must match exactly)";
-      else
-        os << " (a copy must match exactly)";
-      os << "; from";
-      for (int k = 0; k < c.sources; ++k)
-        os << (k ? ", " : " ") << "rank " << ranks[k] << " in[" << indices[k]
-           << "] = " << formatElement(type, call.inputs[ranks[k]], indices[k]);
-      os << "\n";
-    }
-  }
+  // Counted on several threads (runtime/ParallelChunks.h), each with its own sources buffers.
+  comparison.mismatches = countFailures(
+      elements, maxReported,
+      [&](uint64_t i) {
+        thread_local std::vector<int> ranks;
+        thread_local std::vector<uint64_t> indices;
+        ranks.resize(size_t(nranks));
+        indices.resize(size_t(nranks));
+        return check(i, ranks.data(), indices.data()).pass;
+      },
+      [&](uint64_t i) {
+        std::vector<int> ranks(static_cast<size_t>(nranks));
+        std::vector<uint64_t> indices(static_cast<size_t>(nranks));
+        const Check c = check(i, ranks.data(), indices.data());
+        os << label << "[" << i << "]: got " << formatElement(type, got, i) << ", expected "
+           << llvm::format("%.9g", c.expected);
+        if (c.tolerant)
+          os << llvm::format(" (|diff| %.3g > tol %.3g)", std::fabs(c.value - c.expected),
+                             c.tolerance);
+        else if (reduction)
+          os << " (" << name(call.op) << " must match exactly)";
+        else
+          os << " (a copy must match exactly)";
+        os << "; from";
+        for (int k = 0; k < c.sources; ++k)
+          os << (k ? ", " : " ") << "rank " << ranks[k] << " in[" << indices[k]
+             << "] = " << formatElement(type, call.inputs[ranks[k]], indices[k]);
+        os << "\n";
+      });
   os.flush();
   return comparison;
 }

@@ -294,41 +294,27 @@ Comparison compareAllReduce(DType type, const AllReduceReference& reference,
     tolerance = relative * reference.absSum[i] + tinyTolerance(type);
     return std::fabs(value - expected) <= tolerance; // false for NaN and infinity
   };
-  // Counted in parallel; the few chunks with mismatches are then walked in order to report the
-  // first ones.
-  std::vector<uint64_t> chunkMismatches(parallelChunkCount(count), 0);
-  forEachChunk(count, [&](uint64_t chunk, uint64_t begin, uint64_t end) {
-    double value, tolerance;
-    for (uint64_t i = begin; i < end; ++i)
-      chunkMismatches[chunk] += check(i, value, tolerance) ? 0 : 1;
-  });
-  for (size_t chunk = 0; chunk < chunkMismatches.size(); ++chunk) {
-    if (!chunkMismatches[chunk])
-      continue;
-    if (comparison.mismatches >= maxReported) {
-      comparison.mismatches += chunkMismatches[chunk];
-      continue;
-    }
-    for (uint64_t i = chunk * kParallelChunk; i < std::min(count, (chunk + 1) * kParallelChunk);
-         ++i) {
-      double value, tolerance;
-      if (check(i, value, tolerance))
-        continue;
-      if (comparison.mismatches++ >= maxReported)
-        continue;
-      const double expected = reference.value[i];
-      os << label << "[" << i << "]: got " << formatElement(type, got, i) << ", expected "
-         << llvm::format("%.9g", expected);
-      if (reference.op == ReduceOp::Sum)
-        os << llvm::format(" (|diff| %.3g > tol %.3g)", std::fabs(value - expected), tolerance);
-      else
-        os << " (" << name(reference.op) << " must match exactly)";
-      os << "; inputs";
-      for (size_t r = 0; r < inputs.size(); ++r)
-        os << (r ? ", " : " ") << formatElement(type, inputs[r], i);
-      os << "\n";
-    }
-  }
+  comparison.mismatches = countFailures(
+      count, maxReported,
+      [&](uint64_t i) {
+        double value, tolerance;
+        return check(i, value, tolerance);
+      },
+      [&](uint64_t i) {
+        double value, tolerance;
+        check(i, value, tolerance);
+        const double expected = reference.value[i];
+        os << label << "[" << i << "]: got " << formatElement(type, got, i) << ", expected "
+           << llvm::format("%.9g", expected);
+        if (reference.op == ReduceOp::Sum)
+          os << llvm::format(" (|diff| %.3g > tol %.3g)", std::fabs(value - expected), tolerance);
+        else
+          os << " (" << name(reference.op) << " must match exactly)";
+        os << "; inputs";
+        for (size_t r = 0; r < inputs.size(); ++r)
+          os << (r ? ", " : " ") << formatElement(type, inputs[r], i);
+        os << "\n";
+      });
   os.flush();
   return comparison;
 }

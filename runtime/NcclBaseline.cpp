@@ -6,6 +6,7 @@
 #include "runtime/Devices.h"
 #include "runtime/HostData.h"
 #include "runtime/NcclLibrary.h"
+#include "runtime/RankGraphs.h"
 
 #include <algorithm>
 #include <atomic>
@@ -85,14 +86,6 @@ Clock::time_point deadlineIn(double seconds) {
 
 uint64_t alignUp(uint64_t value, uint64_t align) {
   return (value + align - 1) / align * align;
-}
-
-double median(std::vector<double> values) {
-  if (values.empty())
-    return 0;
-  std::sort(values.begin(), values.end());
-  size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
 std::string listRanks(const std::vector<bool>& done) {

@@ -42,6 +42,31 @@ template <typename Body> void forEachChunk(uint64_t count, Body body) {
     worker.join();
 }
 
+/// How many elements of [0, count) fail `passes(i)`, counted on forEachChunk's threads; then
+/// `report(i)` for the first `maxReported` failing elements, in ascending order, on this thread
+/// (a check reports its first mismatches; only the chunks that have any are walked again).
+/// `passes` must be safe to call concurrently.
+template <typename Passes, typename Report>
+uint64_t countFailures(uint64_t count, uint64_t maxReported, Passes passes, Report report) {
+  std::vector<uint64_t> perChunk(parallelChunkCount(count), 0);
+  forEachChunk(count, [&](uint64_t chunk, uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i)
+      perChunk[chunk] += passes(i) ? 0 : 1;
+  });
+  uint64_t failures = 0, reported = 0;
+  for (uint64_t chunk = 0; chunk < perChunk.size(); ++chunk) {
+    failures += perChunk[chunk];
+    const uint64_t end = std::min(count, (chunk + 1) * kParallelChunk);
+    for (uint64_t i = chunk * kParallelChunk; perChunk[chunk] && reported < maxReported && i < end;
+         ++i)
+      if (!passes(i)) {
+        report(i);
+        ++reported;
+      }
+  }
+  return failures;
+}
+
 } // namespace collc
 
 #endif // COLLC_RUNTIME_PARALLELCHUNKS_H

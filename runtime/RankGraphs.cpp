@@ -3,6 +3,7 @@
 #include "runtime/CudaCheck.h"
 
 #include <algorithm>
+#include <thread>
 
 namespace collc {
 
@@ -101,6 +102,42 @@ llvm::Error RankTimers::record(int rank, bool start) {
   return llvm::Error::success();
 }
 
+llvm::Error pollStreams(llvm::ArrayRef<cudaStream_t> streams, llvm::ArrayRef<int> ranks,
+                        std::vector<bool>& done, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    bool all = true;
+    for (size_t r = 0; r < streams.size(); ++r) {
+      if (done[r])
+        continue;
+      cudaError_t status = cudaStreamQuery(streams[r]);
+      if (status == cudaSuccess) {
+        done[r] = true;
+        continue;
+      }
+      if (status != cudaErrorNotReady) {
+        llvm::Error err = COLLC_CUDA_CHECK(status);
+        return llvm::joinErrors(llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                                        "work on rank %d's stream failed",
+                                                        ranks[r]),
+                                std::move(err));
+      }
+      (void)cudaGetLastError();
+      all = false;
+    }
+    if (all || std::chrono::steady_clock::now() >= deadline)
+      return llvm::Error::success();
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+double median(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
 llvm::Expected<double> medianSlowestReplayUs(const SymmetricWorld& world, RankGraphs& graphs,
                                              int opsPerGraph, int replays,
                                              llvm::function_ref<llvm::Error()> wait,
@@ -133,9 +170,7 @@ llvm::Expected<double> medianSlowestReplayUs(const SymmetricWorld& world, RankGr
     if (replay > 0)
       slowest.push_back(worst);
   }
-  std::sort(slowest.begin(), slowest.end());
-  const size_t mid = slowest.size() / 2;
-  return slowest.size() % 2 ? slowest[mid] : (slowest[mid - 1] + slowest[mid]) / 2;
+  return median(std::move(slowest));
 }
 
 } // namespace collc

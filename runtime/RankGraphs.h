@@ -6,7 +6,9 @@
 
 #include "runtime/SymmetricWorld.h"
 
+#include <chrono>
 #include <cuda_runtime_api.h>
+#include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/Error.h>
 #include <memory>
@@ -55,14 +57,25 @@ private:
   std::vector<cudaEvent_t> starts_, stops_; // per local rank
 };
 
+/// Polls until every stream in `streams` whose `done` entry is false has finished, or until
+/// `deadline`; marks finished streams in `done` (a bounded wait: check `done` after it). An error
+/// from a stream (a kernel that faulted) is returned at once, naming the rank (streams[i] is rank
+/// ranks[i]'s).
+llvm::Error pollStreams(llvm::ArrayRef<cudaStream_t> streams, llvm::ArrayRef<int> ranks,
+                        std::vector<bool>& done, std::chrono::steady_clock::time_point deadline);
+
+/// The median of `values` (0 for none): how every timing, collc's and NCCL's, reduces its
+/// replays.
+double median(std::vector<double> values);
+
 /// How a benchmark times captured graphs (DESIGN.md § Measuring): every local rank's graph is
 /// launched between its two events `replays + 1` times, the first untimed (it uploads the graph
 /// and warms caches and clocks), `wait()` bounding each round; returns the median over the timed
 /// replays of the slowest rank's replay time / `opsPerGraph`, in µs. `beforeReplay` (may be
 /// empty) runs before each round, e.g. to refresh inputs.
 llvm::Expected<double>
-medianSlowestReplayUs(const SymmetricWorld& world, RankGraphs& graphs, int opsPerGraph,
-                      int replays, llvm::function_ref<llvm::Error()> wait,
+medianSlowestReplayUs(const SymmetricWorld& world, RankGraphs& graphs, int opsPerGraph, int replays,
+                      llvm::function_ref<llvm::Error()> wait,
                       llvm::function_ref<llvm::Error()> beforeReplay = nullptr);
 
 } // namespace collc

@@ -28,14 +28,6 @@ uint64_t alignUp(uint64_t value, uint64_t align) {
   return (value + align - 1) / align * align;
 }
 
-double median(std::vector<double> values) {
-  if (values.empty())
-    return 0;
-  std::sort(values.begin(), values.end());
-  size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
-}
-
 uint64_t doubleBits(double value) {
   uint64_t bits;
   std::memcpy(&bits, &value, sizeof bits);

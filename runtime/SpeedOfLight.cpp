@@ -12,7 +12,6 @@
 #include <chrono>
 #include <fmt/format.h>
 #include <limits>
-#include <thread>
 
 namespace collc {
 namespace {
@@ -187,23 +186,19 @@ public:
   /// Waits for every rank's stream, bounded (a probe's waits give up after the timeout, so the
   /// streams end unless a launch hangs outside them), then reports a probe that gave up.
   llvm::Error synchronize() {
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::nanoseconds(settings_.timeoutNs) * 2 +
-                          std::chrono::seconds(10);
-    for (int r = 0; r < world_.nranks(); ++r) {
-      COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
-      for (;;) {
-        cudaError_t status = cudaStreamQuery(world_.stream(r));
-        if (status == cudaSuccess)
-          break;
-        if (status != cudaErrorNotReady)
-          return probeError(llvm::Twine("rank ") + llvm::Twine(r) + ": " +
-                            cudaGetErrorString(status));
-        if (std::chrono::steady_clock::now() > deadline)
-          return probeError(llvm::Twine("rank ") + llvm::Twine(r) +
-                            "'s stream did not finish: a probe hangs");
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      }
+    std::vector<cudaStream_t> streams;
+    for (int r : world_.localRanks())
+      streams.push_back(world_.stream(r));
+    std::vector<bool> done(streams.size(), false);
+    if (llvm::Error err = pollStreams(streams, world_.localRanks(), done,
+                                      std::chrono::steady_clock::now() +
+                                          std::chrono::nanoseconds(settings_.timeoutNs) * 2 +
+                                          std::chrono::seconds(10)))
+      return probeError(llvm::toString(std::move(err)));
+    for (int r : world_.localRanks()) {
+      if (!done[size_t(r)])
+        return probeError(llvm::Twine("rank ") + llvm::Twine(r) +
+                          "'s stream did not finish: a probe hangs");
       collc_watchdog watchdog{};
       COLLC_CUDA_TRY(cudaMemcpy(&watchdog, world_.heapBase(r) + layout_.watchdog, sizeof watchdog,
                                 cudaMemcpyDeviceToHost));

@@ -201,14 +201,6 @@ BenchHeader makeHeader(const BenchOptions& o, int nranks, std::string gpu, std::
   return header;
 }
 
-/// The line a refused variant gets: the first error of its diagnostics, without the place.
-std::string firstError(const std::string& diagnostics) {
-  size_t at = diagnostics.find("error: ");
-  size_t begin = at == std::string::npos ? 0 : at + 7;
-  std::string line = diagnostics.substr(begin, diagnostics.find('\n', begin) - begin);
-  return line.empty() ? "refused by the compiler" : line;
-}
-
 /// A variant whose generated CUDA NVRTC refused: a fault of collc, shown as failed rows.
 struct JitFailure {
   std::string spec, sync, error;

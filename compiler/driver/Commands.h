@@ -34,6 +34,9 @@ bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::str
 /// Reports an error from the library: a SpecError's diagnostics are already printed.
 int reportError(llvm::Error error);
 int usageError(const std::string& message);
+/// The first error of compiler diagnostics, without its place: the line a refused variant gets in
+/// a table or a note.
+std::string firstError(const std::string& diagnostics);
 
 } // namespace collc::driver
 

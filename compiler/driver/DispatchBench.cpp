@@ -130,9 +130,6 @@ int runDispatchBench(const ParsedArguments& args) {
   std::vector<Fixed> fixed;
   uint64_t heap = program->heapBytes() + (uint64_t(1) << 20);
   for (const TunedVariant& variant : variants) {
-    DispatchRequest one = request;
-    one.table = "none";
-    one.spec = variant.spec;
     auto source = loadSpec(variant.spec);
     if (!source)
       return reportError(source.takeError());

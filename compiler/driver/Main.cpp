@@ -111,6 +111,13 @@ int usageError(const std::string& message) {
   return kUserError;
 }
 
+std::string firstError(const std::string& diagnostics) {
+  size_t at = diagnostics.find("error: ");
+  size_t begin = at == std::string::npos ? 0 : at + 7;
+  std::string line = diagnostics.substr(begin, diagnostics.find('\n', begin) - begin);
+  return line.empty() ? "refused by the compiler" : line;
+}
+
 namespace {
 
 const char* const kToolHelp =

@@ -162,14 +162,6 @@ llvm::Expected<std::vector<std::string>> searchedSpecs(const TuneOptions& o) {
   return specs;
 }
 
-/// The first error line of compiler diagnostics, without its place.
-std::string firstError(const std::string& diagnostics) {
-  size_t at = diagnostics.find("error: ");
-  size_t begin = at == std::string::npos ? 0 : at + 7;
-  std::string line = diagnostics.substr(begin, diagnostics.find('\n', begin) - begin);
-  return line.empty() ? "refused by the compiler" : line;
-}
-
 /// A variant compiled (front end and NVRTC), or why not; compiled once per process.
 struct Prepared {
   BenchVariant bench;
