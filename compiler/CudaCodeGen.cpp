@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <optional>
 
 namespace collc {
 
@@ -37,6 +38,13 @@ public:
   }
 
 private:
+  /// A reduce's result held in a register for the statement after it (printLoopStmts).
+  struct Forwarded {
+    std::string pointer; // the region it was stored to, as pointer() prints it
+    std::string len;     // and its length, as lengthText() prints it
+    std::string name;    // the variable that holds it
+  };
+
   template <typename... Args> void line(fmt::format_string<Args...> format, Args&&... args) {
     out_ += fmt::format(format, std::forward<Args>(args)...);
     out_ += '\n';
@@ -315,8 +323,7 @@ private:
         line("for (u64 i = first; i < round_lines({}); i += stride) {{", ir::toC(loop.bound));
       else
         line("for (u64 i = first; i < {}; i += stride) {{", ir::toC(loop.bound));
-      for (const auto& stmt : loop.stmts)
-        printStmt(*stmt);
+      printLoopStmts(loop.stmts);
       line("}}");
     }
   }
@@ -349,7 +356,10 @@ private:
         line("// {} = {} ({})", stmt.target.text, stmt.sources[0].text, where(stmt.loc));
       std::string len = lengthText(put ? stmt.sources[0].length : stmt.target.length);
       line("{{");
-      line("const Vec v = {};", load(stmt.sources[0], len, step_));
+      if (forwarded_ && pointer(stmt.sources[0]) == forwarded_->pointer && len == forwarded_->len)
+        line("const Vec v = {};", forwarded_->name);
+      else
+        line("const Vec v = {};", load(stmt.sources[0], len, step_));
       line("{}", store(stmt.target, len, "v"));
       line("}}");
       return;
@@ -389,12 +399,15 @@ private:
     // together.
     if (ops.size() == 2 && !ops[0].set && ops[1].set && *ops[1].set == ir::LoopRange::Peers) {
       // This rank's own data plus one region per peer: combined in rank order 0, 1, ..., so every
-      // rank computes the same bits (floating-point addition is not associative).
+      // rank computes the same bits (floating-point addition is not associative). The own data is
+      // read first, whatever the rank: a poll spins until the peer's data lands, and a load
+      // issued after it would add a memory round trip to the wait on every rank but rank 0.
+      line("const Vec own = {};", load(ops[0].region, len, step_));
       line("Vec operands[kRanks];");
       line("#pragma unroll");
       line("for (int v_{0} = 0; v_{0} < kRanks; ++v_{0})", ops[1].setVar);
-      line("operands[v_{}] = v_{} == rank ? {} : {};", ops[1].setVar, ops[1].setVar,
-           load(ops[0].region, len, step_), load(ops[1].region, len, step_));
+      line("operands[v_{}] = v_{} == rank ? own : {};", ops[1].setVar, ops[1].setVar,
+           load(ops[1].region, len, step_));
       line("Acc acc = to_acc(operands[0]);");
       line("#pragma unroll");
       line("for (int k = 1; k < kRanks; ++k)");
@@ -448,7 +461,56 @@ private:
       line("{}", store(stmt.target, len, "row_cache[j]"));
       return;
     }
+    if (forwarded_) {
+      line("{} = from_acc(acc);", forwarded_->name);
+      line("{}", store(stmt.target, len, forwarded_->name));
+      return;
+    }
     line("{}", store(stmt.target, len, "from_acc(acc)"));
+  }
+
+  /// The statements of one element loop. A reduce whose result the next statement sends on (a
+  /// two-shot's reduced chunk, put to every peer) keeps that result in registers for it, instead
+  /// of the put reading back from memory what this thread has just stored: that read is an L2
+  /// round trip between the reduce and the send, on the critical path.
+  void printLoopStmts(const std::vector<ir::StmtPtr>& stmts) {
+    for (size_t k = 0; k < stmts.size(); ++k) {
+      const ir::Stmt& stmt = *stmts[k];
+      if (stmt.kind == ir::StmtKind::Reduce && k + 1 < stmts.size() &&
+          stmt.target.buffer->access == ir::BufferAccess::Plain) {
+        Forwarded value{pointer(stmt.target), lengthText(stmt.target.length),
+                        fmt::format("reduced_{}", forwardedCount_)};
+        if (onlySends(*stmts[k + 1], value, stmt.target.buffer)) {
+          ++forwardedCount_;
+          line("Vec {}; // the reduced vector, sent on by the next statement", value.name);
+          forwarded_ = value;
+          printStmt(stmt);
+          printStmt(*stmts[k + 1]);
+          forwarded_.reset();
+          ++k;
+          continue;
+        }
+      }
+      printStmt(stmt);
+    }
+  }
+
+  /// True if `stmt` only copies `value`'s region elsewhere (puts or copies, possibly in a loop),
+  /// writing nothing of `written`, the buffer the value was stored to.
+  bool onlySends(const ir::Stmt& stmt, const Forwarded& value, const ir::Buffer* written) {
+    if (stmt.kind == ir::StmtKind::Loop) {
+      for (const auto& inner : stmt.body)
+        if (!onlySends(*inner, value, written))
+          return false;
+      return !stmt.body.empty();
+    }
+    if (stmt.kind != ir::StmtKind::Put && stmt.kind != ir::StmtKind::Copy)
+      return false;
+    const ir::Region& source = stmt.sources[0];
+    const bool put = stmt.kind == ir::StmtKind::Put;
+    return stmt.target.buffer != written && source.buffer == written &&
+           pointer(source) == value.pointer &&
+           lengthText(put ? source.length : stmt.target.length) == value.len;
   }
 
   /// A step split by rows: block b takes rows b, b + kBlocks, ...; for each, its threads walk the
@@ -605,6 +667,8 @@ private:
   int step_ = 0;           // the step being printed, for the watchdog's record
   bool inRowStep_ = false; // printing a step split by rows: lengths end at the row's end
   const ir::Buffer* cachedRows_ = nullptr; // in a row step: the rows kept in row_cache
+  std::optional<Forwarded> forwarded_;
+  int forwardedCount_ = 0; // names each forwarded value of the kernel apart
 };
 
 } // namespace

@@ -2,6 +2,7 @@
 
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
+#include "runtime/HeapSize.h"
 #include "runtime/NcclLibrary.h"
 #include "runtime/RankGraphs.h"
 #include "runtime/collc_abi.h"
@@ -159,9 +160,9 @@ llvm::Error CollectiveInstance::allocateSymmetric() {
     relative.push_back(offset);
     end = offset + buffer.bytes(maxCount_);
   }
-  parityStride_ = alignUp(end, 256);
+  parityStride_ = alignUp(end, kScratchAlign);
   const uint64_t copies = uint64_t(std::max(1, compiled_.scratchCopies));
-  llvm::Expected<uint64_t> scratchBase = world_.allocate(copies * parityStride_, 256);
+  llvm::Expected<uint64_t> scratchBase = world_.allocate(copies * parityStride_, kScratchAlign);
   if (!scratchBase)
     return llvm::joinErrors(instanceError(compiled_, "scratch for calls of up to " +
                                                          llvm::Twine(maxCount_) +

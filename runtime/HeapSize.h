@@ -9,6 +9,11 @@
 
 namespace collc {
 
+/// Where each instance's scratch copies start in the heap, and the stride between them: a 2 MiB
+/// page, so that every instance's scratch lies the same way against pages and the memory's address
+/// interleaving, whatever was allocated before it (docs/runtime.md, "Scratch placement").
+constexpr uint64_t kScratchAlign = uint64_t(2) << 20;
+
 /// Bytes of symmetric heap per rank that one instance of `compiled`, made for calls of up to
 /// `count` elements, takes: every copy of its scratch (256-byte aligned) and its flags, with room
 /// to spare.

@@ -104,9 +104,113 @@ extern "C" __global__ void sol_copy_signal(const __grid_constant__ collc_params 
     sol_signal_and_wait(p);
   }
 }
+
+// ---- Sentinel copy: the data is its own signal, as in collc's sentinel strategy. A received word
+// that still reads 0 has not arrived; every input word is kSolPattern (the host fills the input),
+// so a word that arrived is never 0, and one that arrived with another value is an error.
+#define kSolPattern 0x3f3f3f3fu
+__device__ __forceinline__ uint4 sol_load_vector(const uint4 *p) {
+  uint4 w;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+               : "l"(p)
+               : "memory");
+  return w;
+}
+__device__ __forceinline__ bool sol_arrived(uint4 w) { return w.x && w.y && w.z && w.w; }
+/// Waits for the vector at p to arrive from `peer`, checks it and puts the sentinel back; false
+/// once the watchdog's bound passed or the data is wrong (both recorded for the host).
+__device__ bool sol_take_vector(const collc_params &p, uint4 *v, int peer) {
+  uint4 w = sol_load_vector(v);
+  if (!sol_arrived(w)) {
+    const u64 start = sol_now();
+    unsigned spins = 0;
+    while (!sol_arrived(w = sol_load_vector(v)))
+      if ((++spins & 1023u) == 0 && sol_now() - start > p.timeout_ns) {
+        if (atomicCAS(&p.watchdog->tripped, 0u, 1u) == 0u) {
+          p.watchdog->rank = p.rank;
+          p.watchdog->block = blockIdx.x;
+          p.watchdog->waiting_on_rank = peer;
+        }
+        return false;
+      }
+  }
+  if (w.x != kSolPattern || w.y != kSolPattern || w.z != kSolPattern || w.w != kSolPattern) {
+    if (atomicCAS(&p.watchdog->tripped, 0u, 2u) == 0u) { // 2: wrong data, not a timeout
+      p.watchdog->rank = p.rank;
+      p.watchdog->waiting_on_rank = peer;
+      p.watchdog->observed = w.x;
+    }
+    return false;
+  }
+  *v = make_uint4(0, 0, 0, 0);
+  return true;
+}
+/// One record of the trace: when block 0's thread 0 of a call passed each point (globaltimer ns).
+struct SolTracePoint {
+  u64 epoch, waited, pushed, arrived, ended;
+};
+
+/// Every rank stores params.count bytes into every peer; each thread then takes the vectors it
+/// expects from every peer. Scratch rotates through three copies by epoch (a peer may be a call
+/// ahead), each copy nranks slots of parity_stride bytes at scratch_offset[1]. With aux[0] set,
+/// block 0's thread 0 records a SolTracePoint per call, at (epoch - 1) % capacity; the capacity is
+/// aux[1], whose value (not a pointer) is the trace's capacity in records.
+extern "C" __global__ void sol_copy_sentinel(const __grid_constant__ collc_params p) {
+  SOL_ENTRY
+  const bool tracing = p.aux[0] && blockIdx.x == 0 && threadIdx.x == 0;
+  SolTracePoint point;
+  if (tracing)
+    point.waited = sol_now();
+  const u64 epoch = p.epochs[blockIdx.x] + 1;
+  const u64 copy = epoch % 3;
+  const u64 vectors = p.count / 16;
+  const uint4 *in = static_cast<const uint4 *>(p.in);
+  const u64 first = u64(blockIdx.x) * blockDim.x + threadIdx.x;
+  const u64 stride = u64(gridDim.x) * blockDim.x;
+  for (u64 i = first; i < vectors; i += stride) {
+    const uint4 v = __ldcg(in + i);
+    for (int q = 0; q < p.nranks; ++q)
+      if (q != p.rank)
+        reinterpret_cast<uint4 *>(p.heap[q] + p.scratch_offset[1] +
+                                  (copy * p.nranks + p.rank) * p.parity_stride)[i] = v;
+  }
+  if (tracing)
+    point.pushed = sol_now();
+  bool ok = true;
+  for (u64 i = first; ok && i < vectors; i += stride)
+    for (int q = 0; ok && q < p.nranks; ++q)
+      if (q != p.rank)
+        ok = sol_take_vector(p,
+                             reinterpret_cast<uint4 *>(p.heap[p.rank] + p.scratch_offset[1] +
+                                                       (copy * p.nranks + q) * p.parity_stride) +
+                                 i,
+                             q);
+  if (tracing)
+    point.arrived = sol_now();
+  __syncthreads();
+  if (threadIdx.x == 0)
+    p.epochs[blockIdx.x] = epoch;
+  if (tracing) {
+    point.epoch = epoch;
+    point.ended = sol_now();
+    const u64 capacity = reinterpret_cast<u64>(p.aux[1]);
+    static_cast<SolTracePoint *>(p.aux[0])[(epoch - 1) % capacity] = point;
+  }
+}
 )cuda";
 
 constexpr uint64_t kVectorBytes = 16;
+/// Every byte of the probes' input (kSolPattern in the kernels): a received word is never 0.
+constexpr int kInputByte = 0x3f;
+
+/// The kernel's trace record (SolTracePoint), as the host reads it.
+struct TracePoint {
+  uint64_t epoch, waited, pushed, arrived, ended;
+};
+
+/// Which probe a measurement runs: where its flags, epochs and scratch are.
+enum class Probe { Empty, Exchange, CopySignal, CopySentinel };
 
 llvm::Error probeError(const llvm::Twine& message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "speed of light: " + message);
@@ -117,11 +221,13 @@ struct Layout {
   uint64_t in = 0, scratch = 0, slotBytes = 0;
   uint64_t exchangeFlags = 0, exchangeEpochs = 0;
   uint64_t copyFlags = 0, copyEpochs = 0;
+  uint64_t sentinelScratch = 0, sentinelEpochs = 0; // three copies of nranks slots
+  uint64_t trace = 0, traceCapacity = 0;            // TracePoint[traceCapacity]
   uint64_t watchdog = 0;
   uint64_t end = 0;
 };
 
-Layout layoutFor(int nranks, uint64_t maxBytes) {
+Layout layoutFor(int nranks, uint64_t maxBytes, int graphOps) {
   auto align = [](uint64_t x) { return (x + 255) / 256 * 256; };
   const uint64_t flagBytes = uint64_t(COLLC_MAX_BLOCKS) * uint64_t(nranks) * 8;
   const uint64_t epochBytes = uint64_t(COLLC_MAX_BLOCKS) * 8;
@@ -133,7 +239,11 @@ Layout layoutFor(int nranks, uint64_t maxBytes) {
   l.exchangeEpochs = align(l.exchangeFlags + flagBytes);
   l.copyFlags = align(l.exchangeEpochs + epochBytes);
   l.copyEpochs = align(l.copyFlags + flagBytes);
-  l.watchdog = align(l.copyEpochs + epochBytes);
+  l.sentinelScratch = align(l.copyEpochs + epochBytes);
+  l.sentinelEpochs = l.sentinelScratch + 3 * l.slotBytes * uint64_t(nranks);
+  l.trace = align(l.sentinelEpochs + epochBytes);
+  l.traceCapacity = uint64_t(std::max(graphOps, 1));
+  l.watchdog = align(l.trace + l.traceCapacity * sizeof(TracePoint));
   l.end = align(l.watchdog + sizeof(collc_watchdog));
   return l;
 }
@@ -146,41 +256,38 @@ public:
 
   /// Per-operation µs of `kernel` launched `graphOps` times per rank in a graph, as collc bench
   /// times collectives; `bytes` is the copy probe's size (0 for the others).
-  llvm::Expected<double> time(const LoadedKernel& kernel, SpeedOfLightGrid grid, uint64_t bytes,
-                              bool copyProbe) {
-    const int nranks = world_.nranks();
-    std::vector<collc_params> params(static_cast<size_t>(nranks));
-    for (int r = 0; r < nranks; ++r) {
-      collc_params& p = params[size_t(r)];
-      p = collc_params{};
-      char* base = world_.heapBase(r);
-      p.in = base + layout_.in;
-      p.count = bytes;
-      p.rank = r;
-      p.nranks = nranks;
-      for (int q = 0; q < nranks; ++q)
-        p.heap[q] = world_.peerHeap(q, r);
-      p.scratch_offset[0] = layout_.scratch;
-      p.parity_stride = layout_.slotBytes; // here: the bytes of one sender's slot
-      p.flags_offset = copyProbe ? layout_.copyFlags : layout_.exchangeFlags;
-      p.epochs = reinterpret_cast<unsigned long long*>(
-          base + (copyProbe ? layout_.copyEpochs : layout_.exchangeEpochs));
-      p.watchdog = reinterpret_cast<collc_watchdog*>(base + layout_.watchdog);
-      p.timeout_ns = settings_.timeoutNs;
-    }
+  llvm::Expected<double> time(const LoadedKernel& kernel, Probe probe, SpeedOfLightGrid grid,
+                              uint64_t bytes) {
     RankGraphs graphs(world_);
-    for (int r = 0; r < nranks; ++r)
-      if (llvm::Error err = graphs.capture(r, [&]() -> llvm::Error {
-            for (int op = 0; op < settings_.graphOps; ++op)
-              if (llvm::Error err =
-                      kernel.launch(r, dim3(unsigned(grid.blocks)), dim3(unsigned(grid.threads)),
-                                    params[size_t(r)], world_.stream(r), /*programmatic=*/true))
-                return err;
-            return llvm::Error::success();
-          }))
-        return err;
+    if (llvm::Error err = capture(graphs, kernel, probe, grid, bytes, /*trace=*/false))
+      return err;
     return medianSlowestReplayUs(world_, graphs, settings_.graphOps, settings_.replays,
                                  [&] { return synchronize(); });
+  }
+
+  /// Replays the sentinel copy twice with block 0's trace on and returns, per rank, the mean
+  /// time between its points over the second replay's calls.
+  llvm::Expected<std::vector<CallBreakdown>> trace(const LoadedKernel& kernel,
+                                                   SpeedOfLightGrid grid, uint64_t bytes) {
+    RankGraphs graphs(world_);
+    if (llvm::Error err = capture(graphs, kernel, Probe::CopySentinel, grid, bytes, true))
+      return err;
+    std::vector<CallBreakdown> breakdown;
+    for (int replay = 0; replay < 2; ++replay) {
+      for (int r : world_.localRanks())
+        if (llvm::Error err = graphs.launch(r))
+          return err;
+      if (llvm::Error err = synchronize())
+        return err;
+    }
+    for (int r : world_.localRanks()) {
+      std::vector<TracePoint> points(layout_.traceCapacity);
+      COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
+      COLLC_CUDA_TRY(cudaMemcpy(points.data(), world_.heapBase(r) + layout_.trace,
+                                points.size() * sizeof(TracePoint), cudaMemcpyDeviceToHost));
+      breakdown.push_back(breakdownOf(std::move(points)));
+    }
+    return breakdown;
   }
 
   /// Waits for every rank's stream, bounded (a probe's waits give up after the timeout, so the
@@ -202,6 +309,10 @@ public:
       collc_watchdog watchdog{};
       COLLC_CUDA_TRY(cudaMemcpy(&watchdog, world_.heapBase(r) + layout_.watchdog, sizeof watchdog,
                                 cudaMemcpyDeviceToHost));
+      if (watchdog.tripped == 2)
+        return probeError(fmt::format("rank {} received a wrong word from rank {} ({:#x}): the "
+                                      "sentinel copy is broken",
+                                      watchdog.rank, watchdog.waiting_on_rank, watchdog.observed));
       if (watchdog.tripped)
         return probeError(fmt::format("rank {} block {} waited more than {} ms for rank {} "
                                       "(flag {} of {})",
@@ -213,6 +324,76 @@ public:
   }
 
 private:
+  llvm::Error capture(RankGraphs& graphs, const LoadedKernel& kernel, Probe probe,
+                      SpeedOfLightGrid grid, uint64_t bytes, bool trace) {
+    const int nranks = world_.nranks();
+    const bool copyProbe = probe == Probe::CopySignal;
+    std::vector<collc_params> params(static_cast<size_t>(nranks));
+    for (int r = 0; r < nranks; ++r) {
+      collc_params& p = params[size_t(r)];
+      p = collc_params{};
+      char* base = world_.heapBase(r);
+      p.in = base + layout_.in;
+      p.count = bytes;
+      p.rank = r;
+      p.nranks = nranks;
+      for (int q = 0; q < nranks; ++q)
+        p.heap[q] = world_.peerHeap(q, r);
+      p.scratch_offset[0] = layout_.scratch;
+      p.scratch_offset[1] = layout_.sentinelScratch;
+      p.parity_stride = layout_.slotBytes; // here: the bytes of one sender's slot
+      p.flags_offset = copyProbe ? layout_.copyFlags : layout_.exchangeFlags;
+      p.epochs = reinterpret_cast<unsigned long long*>(
+          base + (probe == Probe::CopySentinel ? layout_.sentinelEpochs
+                  : copyProbe                  ? layout_.copyEpochs
+                                               : layout_.exchangeEpochs));
+      p.watchdog = reinterpret_cast<collc_watchdog*>(base + layout_.watchdog);
+      p.timeout_ns = settings_.timeoutNs;
+      if (trace) {
+        p.aux[0] = base + layout_.trace;
+        p.aux[1] = reinterpret_cast<void*>(uintptr_t(layout_.traceCapacity));
+      }
+    }
+    for (int r = 0; r < nranks; ++r)
+      if (llvm::Error err = graphs.capture(r, [&]() -> llvm::Error {
+            for (int op = 0; op < settings_.graphOps; ++op)
+              if (llvm::Error err =
+                      kernel.launch(r, dim3(unsigned(grid.blocks)), dim3(unsigned(grid.threads)),
+                                    params[size_t(r)], world_.stream(r), /*programmatic=*/true))
+                return err;
+            return llvm::Error::success();
+          }))
+        return err;
+    return llvm::Error::success();
+  }
+
+  /// Means over consecutive calls of one rank's trace (the records of the last replay: the
+  /// highest epochs), in µs. A call's gap is from the previous call's end to its own wait's end.
+  static CallBreakdown breakdownOf(std::vector<TracePoint> points) {
+    std::sort(points.begin(), points.end(),
+              [](const TracePoint& a, const TracePoint& b) { return a.epoch < b.epoch; });
+    CallBreakdown b;
+    double pushed = 0, arrived = 0, ended = 0, gap = 0;
+    for (size_t k = 1; k < points.size(); ++k) {
+      const TracePoint &prev = points[k - 1], &call = points[k];
+      if (prev.epoch == 0 || call.epoch != prev.epoch + 1)
+        continue;
+      pushed += double(call.pushed - call.waited);
+      arrived += double(call.arrived - call.pushed);
+      ended += double(call.ended - call.arrived);
+      gap += double(call.waited - prev.ended);
+      ++b.calls;
+    }
+    if (b.calls == 0)
+      return b;
+    const double perCallUs = 1e-3 / b.calls;
+    b.waitedToPushedUs = pushed * perCallUs;
+    b.pushedToArrivedUs = arrived * perCallUs;
+    b.arrivedToEndedUs = ended * perCallUs;
+    b.endedToNextWaitedUs = gap * perCallUs;
+    return b;
+  }
+
   LocalWorld& world_;
   Layout layout_;
   const SpeedOfLightSettings& settings_;
@@ -242,7 +423,7 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
   const uint64_t maxBytes = settings.sizes.empty()
                                 ? kVectorBytes
                                 : *std::max_element(settings.sizes.begin(), settings.sizes.end());
-  const Layout layout = layoutFor(int(devices.size()), maxBytes);
+  const Layout layout = layoutFor(int(devices.size()), maxBytes, settings.graphOps);
 
   JitOptions jit;
   jit.arch = gpuArch(devices[0]);
@@ -258,10 +439,19 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
   auto copy = LoadedKernel::load(devices, image->image, "sol_copy_signal");
   if (!copy)
     return copy.takeError();
-  // The heap comes zeroed: flags and epochs start at 0; the input's bytes do not matter.
+  auto sentinel = LoadedKernel::load(devices, image->image, "sol_copy_sentinel");
+  if (!sentinel)
+    return sentinel.takeError();
+  // The heap comes zeroed: flags and epochs start at 0, and the sentinel copy's scratch holds its
+  // sentinel (0). The input is the pattern the sentinel copy checks.
   auto world = LocalWorld::create(devices, layout.end);
   if (!world)
     return world.takeError();
+  for (int r : (*world)->localRanks()) {
+    COLLC_CUDA_TRY(cudaSetDevice((*world)->device(r)));
+    COLLC_CUDA_TRY(cudaMemset((*world)->heapBase(r) + layout.in, kInputByte, layout.slotBytes));
+    COLLC_CUDA_TRY(cudaDeviceSynchronize());
+  }
   Prober prober(**world, layout, settings);
   auto say = [&](const std::string& what) {
     if (settings.progress)
@@ -270,29 +460,45 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
 
   SpeedOfLightReport report;
   say("empty kernel");
-  auto emptyUs = prober.time(**empty, {1, 32}, 0, false);
+  auto emptyUs = prober.time(**empty, Probe::Empty, {1, 32}, 0);
   if (!emptyUs)
     return emptyUs.takeError();
   report.emptyUs = *emptyUs;
   say("flag exchange");
-  auto exchangeUs = prober.time(**exchange, {1, 32}, 0, false);
+  auto exchangeUs = prober.time(**exchange, Probe::Exchange, {1, 32}, 0);
   if (!exchangeUs)
     return exchangeUs.takeError();
   report.exchangeUs = *exchangeUs;
+  // The copy probe `probe` of `bytes` at every grid: the fastest time and its grid.
+  auto bestGrid = [&](const LoadedKernel& kernel, Probe probe, const char* what, uint64_t bytes,
+                      double& bestUs, SpeedOfLightGrid& best) -> llvm::Error {
+    bestUs = std::numeric_limits<double>::infinity();
+    for (const SpeedOfLightGrid& grid : speedOfLightGrids()) {
+      say(fmt::format("{} {} B, {}x{}", what, bytes, grid.blocks, grid.threads));
+      auto us = prober.time(kernel, probe, grid, bytes);
+      if (!us)
+        return us.takeError();
+      if (*us < bestUs) {
+        bestUs = *us;
+        best = grid;
+      }
+    }
+    return llvm::Error::success();
+  };
   for (uint64_t bytes : settings.sizes) {
     CopyFloor floor;
     floor.bytes = bytes;
-    floor.us = std::numeric_limits<double>::infinity();
-    for (const SpeedOfLightGrid& grid : speedOfLightGrids()) {
-      say(fmt::format("copy + signal {} B, {}x{}", bytes, grid.blocks, grid.threads));
-      auto us = prober.time(**copy, grid, bytes, true);
-      if (!us)
-        return us.takeError();
-      if (*us < floor.us) {
-        floor.us = *us;
-        floor.grid = grid;
-      }
-    }
+    if (llvm::Error err =
+            bestGrid(**copy, Probe::CopySignal, "copy + signal", bytes, floor.us, floor.grid))
+      return err;
+    if (llvm::Error err = bestGrid(**sentinel, Probe::CopySentinel, "sentinel copy", bytes,
+                                   floor.sentinelUs, floor.sentinelGrid))
+      return err;
+    say(fmt::format("sentinel copy {} B traced", bytes));
+    auto breakdown = prober.trace(**sentinel, floor.sentinelGrid, bytes);
+    if (!breakdown)
+      return breakdown.takeError();
+    floor.breakdown = std::move(*breakdown);
     report.copies.push_back(floor);
   }
   return report;

@@ -9,7 +9,13 @@
 //   - copy + signal at each size: every rank stores `bytes` into every peer's memory with 16-byte
 //     vector stores, then each block fences and signals its peer block and waits for the peer's
 //     signal: the data movement of a one-shot AllReduce without its reduction (a two-shot moves
-//     the same bytes per direction on 2 ranks, in two halves). The best of a few grids counts.
+//     the same bytes per direction on 2 ranks, in two halves). The best of a few grids counts;
+//   - sentinel copy at each size: the same bytes, but the data is its own signal, as in collc's
+//     sentinel strategy (a received word reads 0 until it lands; the reader checks it and puts 0
+//     back; scratch rotates through three copies by epoch): a one-shot AllReduce without the
+//     reduction and without a separate flag. At its best grid the probe also runs with a trace:
+//     block 0's thread 0 records when each call passed its points, and the means say where a
+//     call's time goes (waiting for the previous kernel, pushing, waiting for the data, ending).
 // The probes are hand-written CUDA on the collc_params ABI, compiled with NVRTC; every wait is
 // bounded by the watchdog's timeout, and a probe that times out is an error, not a figure.
 #ifndef COLLC_RUNTIME_SPEEDOFLIGHT_H
@@ -41,10 +47,23 @@ struct SpeedOfLightSettings {
   std::function<void(const std::string& what)> progress;
 };
 
+/// Where one rank's calls of the sentinel copy spend their time: means over consecutive calls, in
+/// µs, of block 0's thread 0 (globaltimer, so each figure is on one GPU's clock).
+struct CallBreakdown {
+  int calls = 0;                  // consecutive calls the means are over (0: no trace)
+  double waitedToPushedUs = 0;    // from the previous kernel's end being seen to own stores issued
+  double pushedToArrivedUs = 0;   // from there until its own vectors from every peer arrived
+  double arrivedToEndedUs = 0;    // from there until the block's end (its barrier, the epoch)
+  double endedToNextWaitedUs = 0; // from that end to the next call's wait returning
+};
+
 struct CopyFloor {
   uint64_t bytes = 0;
-  double us = 0;         // per operation, the best grid's
-  SpeedOfLightGrid grid; // that grid
+  double us = 0;                        // per operation, the best grid's
+  SpeedOfLightGrid grid;                // that grid
+  double sentinelUs = 0;                // the sentinel copy per operation, its best grid's
+  SpeedOfLightGrid sentinelGrid;        // that grid
+  std::vector<CallBreakdown> breakdown; // per rank, the sentinel copy at its grid, traced
 };
 
 struct SpeedOfLightReport {
@@ -53,7 +72,8 @@ struct SpeedOfLightReport {
   std::vector<CopyFloor> copies;
 };
 
-/// The CUDA source of the probes (kernels sol_empty, sol_exchange, sol_copy_signal).
+/// The CUDA source of the probes (kernels sol_empty, sol_exchange, sol_copy_signal,
+/// sol_copy_sentinel).
 std::string speedOfLightSource();
 
 /// Measures the probes on `devices` (one process drives them all, peer access between every

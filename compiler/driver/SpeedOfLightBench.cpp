@@ -94,16 +94,41 @@ int runSpeedOfLightBench(const ParsedArguments& args) {
                      devices.size(), gpuName(devices[0]), settings.graphOps, settings.replays);
   out << fmt::format("empty kernel:                        {:8.2f} us\n", report->emptyUs);
   out << fmt::format("flag exchange (every pair of ranks): {:8.2f} us\n\n", report->exchangeUs);
-  out << fmt::format("{:>8} {:>15} {:>9} {:>18}\n", "bytes", "copy+signal_us", "grid",
-                     "GB/s_per_direction");
+  auto gridText = [](const SpeedOfLightGrid& grid) {
+    return fmt::format("{}x{}", grid.blocks, grid.threads);
+  };
+  out << fmt::format("{:>8} {:>15} {:>9} {:>18} {:>17} {:>9}\n", "bytes", "copy+signal_us", "grid",
+                     "GB/s_per_direction", "sentinel_copy_us", "grid");
   for (const CopyFloor& floor : report->copies)
-    out << fmt::format("{:>8} {:>15.2f} {:>9} {:>18.1f}\n", sizeText(floor.bytes), floor.us,
-                       fmt::format("{}x{}", floor.grid.blocks, floor.grid.threads),
-                       double(floor.bytes) / floor.us / 1e3);
+    out << fmt::format("{:>8} {:>15.2f} {:>9} {:>18.1f} {:>17.2f} {:>9}\n", sizeText(floor.bytes),
+                       floor.us, gridText(floor.grid), double(floor.bytes) / floor.us / 1e3,
+                       floor.sentinelUs, gridText(floor.sentinelGrid));
   out << "\ncopy+signal: every rank stores BYTES into every peer's memory (16-byte vectors), each "
          "block fences and\nsignals its peer block and waits for the peer's signal: a one-shot "
          "AllReduce without its reduction,\nand on 2 ranks the bytes a two-shot moves per "
-         "direction. The best of the grids 1x128, 4x256, 32x512, 132x512.\n";
+         "direction. sentinel copy: the same bytes, the data its own\nsignal (a received word "
+         "is 0 until it lands; the reader checks it and puts 0 back), as collc's sentinel\n"
+         "strategy moves them. Each is the best of the grids 1x128, 4x256, 32x512, 132x512.\n";
+
+  out << "\nwhere a sentinel copy's call goes, at its best grid: means over the calls of one "
+         "traced graph, block 0's\nthread 0, each GPU's own clock (globaltimer), in us\n";
+  out << fmt::format("{:>8} {:>5} {:>7} {:>14} {:>16} {:>15} {:>20} {:>7}\n", "bytes", "rank",
+                     "calls", "wait->pushed", "pushed->arrived", "arrived->ended",
+                     "ended->next_waited", "sum");
+  for (const CopyFloor& floor : report->copies)
+    for (size_t r = 0; r < floor.breakdown.size(); ++r) {
+      const CallBreakdown& b = floor.breakdown[r];
+      out << fmt::format("{:>8} {:>5} {:>7} {:>14.2f} {:>16.2f} {:>15.2f} {:>20.2f} {:>7.2f}\n",
+                         sizeText(floor.bytes), r, b.calls, b.waitedToPushedUs, b.pushedToArrivedUs,
+                         b.arrivedToEndedUs, b.endedToNextWaitedUs,
+                         b.waitedToPushedUs + b.pushedToArrivedUs + b.arrivedToEndedUs +
+                             b.endedToNextWaitedUs);
+    }
+  out << "wait->pushed: the epoch and input read, and the stores issued (not landed); "
+         "pushed->arrived: until the\nthread's vectors from every peer landed; arrived->ended: "
+         "the block's barrier and epoch write;\nended->next_waited: from that end until the next "
+         "call's wait for it returned, the kernel boundary.\nThe sum is one call's period on "
+         "that rank.\n";
   return kSuccess;
 }
 

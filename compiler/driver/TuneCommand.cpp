@@ -536,13 +536,15 @@ int runTune(const ParsedArguments& args) {
                      : fmt::format(" --{}={}", option, *value);
   if (o.quick)
     command += " --quick";
-  if (int status =
-          writeTable(o.output, key, tuningRows(all, sizes, key), command, refusedVariants(all));
+  // A variant timed twice at one size is one row (its faster time), so rows <= measurements.
+  const std::vector<TuningRow> rows = tuningRows(all, sizes, key);
+  if (int status = writeTable(o.output, key, rows, command, refusedVariants(all));
       status != kSuccess)
     return status;
-  llvm::outs() << fmt::format("wrote {} rows for {} ranks={} {} allreduce {} {} to {}\n",
-                              all.size(), key.gpu, nranks, key.topology, name(o.compile.dtype),
-                              name(o.compile.op), o.output);
+  llvm::outs() << fmt::format("wrote {} rows ({} measurements) for {} ranks={} {} allreduce {} {} "
+                              "to {}\n",
+                              rows.size(), all.size(), key.gpu, nranks, key.topology,
+                              name(o.compile.dtype), name(o.compile.op), o.output);
   return missing > 0 ? int(kInternalError) : int(kSuccess);
 }
 

@@ -1,5 +1,6 @@
 // The speed-of-light probes (runtime/SpeedOfLight.h) without a GPU: their source compiles with
-// NVRTC to a cubin holding the three kernels, and measuring refuses what it cannot measure.
+// NVRTC to a cubin holding the four kernels, and measuring refuses what it cannot measure; where
+// two GPUs are, the probes run and their figures hold together.
 // `collc bench --speed-of-light` runs them on GPUs.
 #include "runtime/SpeedOfLight.h"
 
@@ -18,7 +19,7 @@ TEST(SpeedOfLight, ProbesCompileToACubinWithEveryKernel) {
   ASSERT_TRUE(bool(image)) << llvm::toString(image.takeError());
   EXPECT_FALSE(image->image.empty());
   // extern "C" entry points keep their names in the cubin's symbol table.
-  for (const char* kernel : {"sol_empty", "sol_exchange", "sol_copy_signal"})
+  for (const char* kernel : {"sol_empty", "sol_exchange", "sol_copy_signal", "sol_copy_sentinel"})
     EXPECT_NE(image->image.find(kernel), std::string::npos) << kernel;
 }
 
@@ -46,6 +47,39 @@ TEST(SpeedOfLight, SizeThatIsNotWholeVectorsIsRefusedBeforeAnyGpuIsTouched) {
   ASSERT_FALSE(bool(report));
   EXPECT_NE(llvm::toString(report.takeError()).find("1000 bytes is not a whole number"),
             std::string::npos);
+}
+
+TEST(SpeedOfLightGpu, ProbesRunAndTheTraceAddsUpToTheMeasuredPeriod) {
+  auto gpus = gpuCount();
+  if (!gpus)
+    GTEST_SKIP() << llvm::toString(gpus.takeError());
+  if (*gpus < 2)
+    GTEST_SKIP() << "no GPU pair: the probes need 2 GPUs, " << *gpus << " visible";
+  SpeedOfLightSettings settings;
+  settings.sizes = {1024, 65536};
+  settings.graphOps = 20;
+  settings.replays = 3;
+  auto report = measureSpeedOfLight({0, 1}, settings);
+  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  EXPECT_GT(report->emptyUs, 0);
+  EXPECT_GT(report->exchangeUs, report->emptyUs) << "an exchange is a kernel and a round trip";
+  ASSERT_EQ(report->copies.size(), 2u);
+  for (const CopyFloor& floor : report->copies) {
+    SCOPED_TRACE(floor.bytes);
+    EXPECT_GT(floor.sentinelUs, report->emptyUs);
+    ASSERT_EQ(floor.breakdown.size(), 2u) << "one per rank";
+    for (const CallBreakdown& b : floor.breakdown) {
+      // The second replay's calls, each with the one before it.
+      EXPECT_EQ(b.calls, settings.graphOps - 1);
+      const double period =
+          b.waitedToPushedUs + b.pushedToArrivedUs + b.arrivedToEndedUs + b.endedToNextWaitedUs;
+      // One rank's mean period against the slowest rank's median per operation: the same
+      // quantity measured two ways, so they agree to well within a factor of two.
+      EXPECT_GT(period, 0.5 * floor.sentinelUs);
+      EXPECT_LT(period, 2.0 * floor.sentinelUs);
+      EXPECT_GE(b.pushedToArrivedUs, 0) << "a vector from the peer cannot land before it is sent";
+    }
+  }
 }
 
 } // namespace
