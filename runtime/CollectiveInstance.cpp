@@ -1,5 +1,6 @@
 #include "runtime/CollectiveInstance.h"
 
+#include "runtime/Align.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
 #include "runtime/HeapSize.h"
@@ -23,10 +24,6 @@ llvm::Error instanceError(const CompiledCollective& compiled, const llvm::Twine&
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "collective '" + compiled.specName + "' (kernel " +
                                      compiled.kernelName + "): " + message.str());
-}
-
-uint64_t alignUp(uint64_t value, uint64_t align) {
-  return (value + align - 1) / align * align;
 }
 
 /// The ranks (ranks[i] for done[i] false) still running, "0, 1".

@@ -1,6 +1,7 @@
 #include "runtime/NcclBaseline.h"
 
 #include "dsl/CollectiveShapes.h"
+#include "runtime/Align.h"
 #include "runtime/CollectiveReference.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
@@ -82,10 +83,6 @@ llvm::Error withContext(const llvm::Twine& context, llvm::Error err) {
 Clock::time_point deadlineIn(double seconds) {
   return Clock::now() +
          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-}
-
-uint64_t alignUp(uint64_t value, uint64_t align) {
-  return (value + align - 1) / align * align;
 }
 
 std::string listRanks(const std::vector<bool>& done) {

@@ -1,5 +1,6 @@
 #include "runtime/RunHarness.h"
 
+#include "runtime/Align.h"
 #include "runtime/CollectiveReference.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/HostData.h"
@@ -22,10 +23,6 @@ constexpr double kSecondsPerOpAllowance = 0.01;
 
 llvm::Error harnessError(const llvm::Twine& message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "run: " + message.str());
-}
-
-uint64_t alignUp(uint64_t value, uint64_t align) {
-  return (value + align - 1) / align * align;
 }
 
 uint64_t doubleBits(double value) {

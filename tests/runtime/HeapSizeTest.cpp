@@ -3,6 +3,7 @@
 #include "runtime/HeapSize.h"
 
 #include "compiler/Compile.h"
+#include "runtime/Align.h"
 
 #include <gtest/gtest.h>
 #include <llvm/Support/raw_ostream.h>
@@ -19,10 +20,6 @@ CompiledCollective compileStdlib(const char* spec, SyncKind sync) {
   llvm::Expected<CompiledCollective> compiled = compileCollective(*source, options, llvm::errs());
   EXPECT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
   return *compiled;
-}
-
-uint64_t alignUp(uint64_t value, uint64_t align) {
-  return (value + align - 1) / align * align;
 }
 
 /// The bytes CollectiveInstance::allocateSymmetric takes when the heap's previous allocations end
