@@ -58,18 +58,6 @@ llvm::Expected<BenchTiming> timeOnce(SymmetricWorld& world, CollectiveInstance& 
   return BenchTiming::measured(report->usPerOp);
 }
 
-/// How many more times a close call is timed (see the size loop).
-constexpr int kRetimeRounds = 2;
-
-/// `kept` becomes `again` when that is a faster correct timing; a wrong or failed timing is kept
-/// (it is a finding, not noise).
-void keepFaster(BenchTiming& kept, const BenchTiming& again) {
-  if (!kept.ok())
-    return;
-  if (!again.ok() || again.us < kept.us)
-    kept = again;
-}
-
 std::string timingText(const BenchTiming& timing) {
   if (timing.ok())
     return fmt::format("{:.2f}", timing.us);

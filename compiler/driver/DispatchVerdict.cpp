@@ -16,6 +16,13 @@ double sumOrInfinity(const std::vector<BenchTiming>& timings) {
 
 } // namespace
 
+void keepFaster(BenchTiming& kept, const BenchTiming& again) {
+  if (!kept.ok())
+    return;
+  if (!again.ok() || again.us < kept.us)
+    kept = again;
+}
+
 SizeVerdict judgeSize(const BenchTiming& dispatched, const std::vector<BenchTiming>& fixedAtSize) {
   SizeVerdict verdict;
   for (size_t v = 0; v < fixedAtSize.size(); ++v)

@@ -14,6 +14,15 @@ namespace collc::driver {
 /// Within this ratio of the best fixed variant, dispatch counts as choosing right.
 constexpr double kDispatchTolerance = 1.03;
 
+/// Where dispatch comes out slower than the best fixed variant at a size, both are timed this
+/// many more times, alternately, and each keeps its fastest (keepFaster): one timing's noise is
+/// the size of the tolerance itself.
+constexpr int kRetimeRounds = 2;
+
+/// Folds a re-timing into `kept`: a faster correct `again` replaces it. A wrong or failed timing
+/// is a finding, not noise: it is kept once seen, whether it was first or came again.
+void keepFaster(BenchTiming& kept, const BenchTiming& again);
+
 struct SizeVerdict {
   enum class Outcome { Within, Over, DispatchFailed, Uncompared };
   Outcome outcome = Outcome::Uncompared;

@@ -35,6 +35,20 @@ TEST(DispatchVerdict, FailuresAreNotComparedAsTimes) {
             SizeVerdict::Outcome::Uncompared);
 }
 
+TEST(DispatchVerdict, ARetimingKeepsTheFasterTimeAndEveryFailure) {
+  BenchTiming kept = ok(10.0);
+  keepFaster(kept, ok(11.0));
+  EXPECT_DOUBLE_EQ(kept.us, 10.0);
+  keepFaster(kept, ok(9.5));
+  EXPECT_DOUBLE_EQ(kept.us, 9.5);
+  // A wrong result on a re-timing is not noise: it replaces the good time and stays.
+  keepFaster(kept, BenchTiming::wrong("rank 1 out[3]"));
+  EXPECT_EQ(kept.status, BenchTiming::Status::Wrong);
+  keepFaster(kept, ok(1.0));
+  EXPECT_EQ(kept.status, BenchTiming::Status::Wrong);
+  EXPECT_EQ(kept.note, "rank 1 out[3]");
+}
+
 TEST(DispatchVerdict, MetWhenEverySizeIsWithinAndTheSumIsBelowEveryVariant) {
   // Two sizes; each fixed variant wins one of them, dispatch takes the winner at each.
   const DispatchVerdict verdict =
