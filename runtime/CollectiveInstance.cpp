@@ -1,6 +1,5 @@
 #include "runtime/CollectiveInstance.h"
 
-#include "runtime/Align.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
 #include "runtime/HeapSize.h"
@@ -148,17 +147,11 @@ llvm::Error CollectiveInstance::allocatePerRank() {
 }
 
 llvm::Error CollectiveInstance::allocateSymmetric() {
-  // Copy 0 holds every scratch buffer back to back, each 256-byte aligned; copy k is the same
-  // layout k strides further. Calls rotate through the copies by epoch (two: by parity).
-  std::vector<uint64_t> relative;
-  uint64_t end = 0;
-  for (const ScratchBuffer& buffer : compiled_.scratch) {
-    uint64_t offset = alignUp(end, 256);
-    relative.push_back(offset);
-    end = offset + buffer.bytes(maxCount_);
-  }
-  parityStride_ = alignUp(end, kScratchAlign);
-  const uint64_t copies = uint64_t(std::max(1, compiled_.scratchCopies));
+  // Copy 0 holds every scratch buffer back to back (scratchLayout); copy k is the same layout k
+  // strides further. Calls rotate through the copies by epoch (two: by parity).
+  const ScratchLayout layout = scratchLayout(compiled_, maxCount_);
+  parityStride_ = layout.stride;
+  const uint64_t copies = layout.copies;
   llvm::Expected<uint64_t> scratchBase = world_.allocate(copies * parityStride_, kScratchAlign);
   if (!scratchBase)
     return llvm::joinErrors(instanceError(compiled_, "scratch for calls of up to " +
@@ -166,7 +159,7 @@ llvm::Error CollectiveInstance::allocateSymmetric() {
                                                          " elements does not fit the heap"),
                             scratchBase.takeError());
   heapEnd_ = world_.heapUsed();
-  for (uint64_t offset : relative)
+  for (uint64_t offset : layout.offsets)
     scratchOffsets_.push_back(*scratchBase + offset);
   llvm::Expected<uint64_t> flags = world_.allocate(compiled_.flagsBytes(), 256);
   if (!flags)

@@ -196,11 +196,14 @@ int runDispatchBench(const ParsedArguments& args) {
   out << fmt::format("{:>8}  {:<40} {:>10}  {:<40} {:>10} {:>7}  {}\n", "bytes",
                      "dispatched variant", "us/op", "best fixed variant", "us/op", "ratio",
                      "within 3%");
-  auto printSize = [&](size_t i) {
+  auto judgeAt = [&](size_t i) {
     std::vector<BenchTiming> atSize;
     for (const Fixed& f : fixed)
       atSize.push_back(f.timings[i]);
-    const SizeVerdict verdict = judgeSize(dispatched[i], atSize);
+    return judgeSize(dispatched[i], atSize);
+  };
+  auto printSize = [&](size_t i) {
+    const SizeVerdict verdict = judgeAt(i);
     const Fixed* best = verdict.best >= 0 ? &fixed[size_t(verdict.best)] : nullptr;
     std::string ratio = "-", text = "-";
     switch (verdict.outcome) {
@@ -267,29 +270,28 @@ int runDispatchBench(const ParsedArguments& args) {
     // best fixed variant, the two are timed kRetimeRounds more times, alternately, and each
     // keeps its fastest. Run-to-run noise of a few percent is the size of the bar itself.
     const size_t i = dispatched.size() - 1;
-    std::vector<BenchTiming> atSize;
-    for (const Fixed& f : fixed)
-      atSize.push_back(f.timings[i]);
-    const SizeVerdict first = judgeSize(dispatched[i], atSize);
+    const SizeVerdict first = judgeAt(i);
     const bool close = first.best >= 0 && first.ratio > 1.0 && dispatched[i].ok();
     retimed.push_back(close);
+    auto timeAgain = [&](CollectiveInstance& instance, BenchTiming& kept) -> llvm::Error {
+      auto again = timeOnce(**world, instance, options);
+      if (!again)
+        return again.takeError();
+      keepFaster(kept, *again);
+      return llvm::Error::success();
+    };
     if (close) {
       Fixed& best = fixed[size_t(first.best)];
       for (int round = 0; round < kRetimeRounds; ++round) {
         progress.what = "re-timing dispatch and " + best.variant.text() + " at " + size;
         bar.update(progress);
-        auto again = timeOnce(**world, dispatcher->instanceFor(count), options);
-        if (!again) {
+        llvm::Error err = timeAgain(dispatcher->instanceFor(count), dispatched[i]);
+        if (!err)
+          err = timeAgain(*best.instance, best.timings[i]);
+        if (err) {
           bar.finish();
-          return reportError(again.takeError());
+          return reportError(std::move(err));
         }
-        keepFaster(dispatched[i], *again);
-        auto bestAgain = timeOnce(**world, *best.instance, options);
-        if (!bestAgain) {
-          bar.finish();
-          return reportError(bestAgain.takeError());
-        }
-        keepFaster(best.timings[i], *bestAgain);
       }
     }
     bar.finish();

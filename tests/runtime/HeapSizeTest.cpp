@@ -46,6 +46,30 @@ TEST(HeapSize, CoversPageAlignedCopiesWhereverThePreviousAllocationsEnd) {
     }
 }
 
+TEST(HeapSize, TheLayoutHoldsEveryBufferApartWithinWholePages) {
+  const CompiledCollective compiled = compileStdlib("allreduce_twoshot", SyncKind::Sentinel);
+  ASSERT_EQ(compiled.scratch.size(), 2u) << "inbox and result";
+  for (uint64_t count : {uint64_t(1), uint64_t(4097), uint64_t(3) << 22}) {
+    SCOPED_TRACE(count);
+    const ScratchLayout layout = scratchLayout(compiled, count);
+    ASSERT_EQ(layout.offsets.size(), compiled.scratch.size());
+    EXPECT_EQ(layout.copies, uint64_t(compiled.scratchCopies));
+    EXPECT_EQ(layout.offsets[0], 0u);
+    for (size_t k = 0; k < layout.offsets.size(); ++k) {
+      EXPECT_EQ(layout.offsets[k] % 256, 0u);
+      const uint64_t end = layout.offsets[k] + compiled.scratch[k].bytes(count);
+      if (k + 1 < layout.offsets.size())
+        EXPECT_LE(end, layout.offsets[k + 1]) << "buffer " << k << " overlaps the next";
+      else
+        EXPECT_LE(end, layout.stride) << "the last buffer runs into the next copy";
+    }
+    EXPECT_EQ(layout.stride % kScratchAlign, 0u);
+    EXPECT_LT(layout.stride - layout.offsets.back() - compiled.scratch.back().bytes(count),
+              kScratchAlign)
+        << "more than a page of padding per copy";
+  }
+}
+
 TEST(HeapSize, PaddingIsAtMostAPagePerCopyAndOneInFront) {
   const CompiledCollective compiled = compileStdlib("allreduce_oneshot", SyncKind::Sentinel);
   const uint64_t count = uint64_t(1) << 20;
