@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -106,6 +107,15 @@ BestPerPair bestPerPair(const std::vector<TuneMeasurement>& results) {
 
 } // namespace
 
+int balancedThreads(uint64_t bytes, int blocks, int vectorBytes, int maxThreads) {
+  const uint64_t vectors = (bytes + uint64_t(vectorBytes) - 1) / uint64_t(vectorBytes);
+  const uint64_t perBlock = (vectors + uint64_t(blocks) - 1) / uint64_t(blocks);
+  int threads = kMinBalancedThreads;
+  while (uint64_t(threads) < perBlock && threads < maxThreads)
+    threads *= 2;
+  return std::min(threads, maxThreads);
+}
+
 std::vector<TunedVariant> tuneFinalists(const std::vector<TuneMeasurement>& measurements,
                                         const std::vector<uint64_t>& sizes, int perSize) {
   std::vector<TunedVariant> finalists;
@@ -143,19 +153,26 @@ std::vector<TuneMeasurement> runTuneSearch(const TuneSpace& space,
   const int retimeEstimate = retime ? 2 * n : 0;
   const int stage3Estimate = finalists * n * std::max(0, n - 1) + retimeEstimate;
 
+  // The balanced shapes: one per block count, at every size of every kept pair (an upper bound).
+  const int maxThreads =
+      space.threads.empty() ? 0 : *std::max_element(space.threads.begin(), space.threads.end());
+  const bool balanced = keep > 0 && space.balancedShapes && !space.blocks.empty() && maxThreads > 0;
+  const int balancedPairs = std::max(keep, space.balancedPairsPerSize);
+  const int balancedEstimate = balanced ? n * balancedPairs * int(space.blocks.size()) : 0;
   const int stage1 = int(space.specs.size() * space.syncs.size() * sizes.size());
-  search.setStage("stage 1: algorithm x sync", stage1 + knobEstimate(0) + stage3Estimate);
+  search.setStage("stage 1: algorithm x sync",
+                  stage1 + balancedEstimate + knobEstimate(0) + stage3Estimate);
   for (const std::string& spec : space.specs)
     for (const std::optional<SyncKind>& sync : space.syncs)
       search.run(TunedVariant{spec, sync}, sizes);
   if (keep == 0)
     return search.take();
 
-  for (size_t k = 0; k < std::size(knobs); ++k) {
-    const Knob& knob = *(knobs + k);
-    if (knob.values->empty())
-      continue;
-    // Per size, the `keep` best pairs so far, each at its best variant so far.
+  // Stage 2's steps share one plan: per size, the `keep` best pairs so far, each at its best
+  // variant so far, and the candidates a step makes of that base at that size.
+  auto runStep = [&](const std::string& stage, int pairsPerSize, int estimateAfter,
+                     const std::function<std::vector<TunedVariant>(const TunedVariant& base,
+                                                                   uint64_t bytes)>& candidates) {
     BestPerPair best = bestPerPair(search.results());
     std::map<TunedVariant, std::vector<uint64_t>> plan; // variant -> sizes to measure it at
     for (uint64_t bytes : sizes) {
@@ -165,25 +182,57 @@ std::vector<TuneMeasurement> runTuneSearch(const TuneSpace& space,
           pairs.push_back(m);
       std::sort(pairs.begin(), pairs.end(),
                 [](const TuneMeasurement* a, const TuneMeasurement* b) { return a->us < b->us; });
-      if (pairs.size() > size_t(keep))
-        pairs.resize(size_t(keep));
+      if (pairs.size() > size_t(pairsPerSize))
+        pairs.resize(size_t(pairsPerSize));
       for (const TuneMeasurement* base : pairs)
-        for (int value : *knob.values) {
-          TunedVariant candidate = base->variant;
-          candidate.*knob.field = value;
-          if (!search.tried(candidate, bytes))
+        for (const TunedVariant& candidate : candidates(base->variant, bytes))
+          if (!search.tried(candidate, bytes) &&
+              std::find(plan[candidate].begin(), plan[candidate].end(), bytes) ==
+                  plan[candidate].end())
             plan[candidate].push_back(bytes);
-        }
     }
     int planned = 0;
     for (const auto& [variant, at] : plan)
       planned += int(at.size());
-    search.setStage(std::string("stage 2: ") + knob.name,
-                    search.done() + planned + knobEstimate(k + 1) + stage3Estimate);
+    search.setStage(stage, search.done() + planned + estimateAfter);
     for (auto& [variant, at] : plan) {
       std::sort(at.begin(), at.end());
       search.run(variant, at);
     }
+  };
+
+  // Balanced shapes first: blocks and threads interact (a message's vectors can be spread over
+  // few blocks of many threads or many blocks of few), so one knob at a time from the spec's own
+  // shape can stall where both must move at once: at 64K on 2 x H200, 132 x 32 beat every shape
+  // that one move from 8 x 512 reaches. So each block count is tried with the threads that give
+  // each thread about one vector at that size.
+  if (balanced)
+    runStep("stage 2: balanced shapes", balancedPairs, knobEstimate(0) + stage3Estimate,
+            [&](const TunedVariant& base, uint64_t bytes) {
+              std::vector<TunedVariant> out;
+              for (int blocks : space.blocks) {
+                TunedVariant candidate = base;
+                candidate.blocks = blocks;
+                candidate.threads =
+                    balancedThreads(bytes, blocks, base.vectorBytes.value_or(16), maxThreads);
+                out.push_back(candidate);
+              }
+              return out;
+            });
+  for (size_t k = 0; k < std::size(knobs); ++k) {
+    const Knob& knob = *(knobs + k);
+    if (knob.values->empty())
+      continue;
+    runStep(std::string("stage 2: ") + knob.name, keep, knobEstimate(k + 1) + stage3Estimate,
+            [&](const TunedVariant& base, uint64_t) {
+              std::vector<TunedVariant> out;
+              for (int value : *knob.values) {
+                TunedVariant candidate = base;
+                candidate.*knob.field = value;
+                out.push_back(candidate);
+              }
+              return out;
+            });
   }
   if (finalists == 0)
     return search.take();

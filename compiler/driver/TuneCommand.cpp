@@ -55,12 +55,15 @@ const Command kTuneCommand{
     "Variants: the algorithm (every stdlib allreduce spec for 'all', or SPEC), the sync strategy\n"
     "(every one the spec accepts for --sync all; one it refuses is recorded as inf), and the\n"
     "launch shape: blocks (1, 2, 4, ..., 64 and the GPU's multiprocessor count: every block of a\n"
-    "rank must be resident), threads (128, 256, 512, 1024), vector width (4, 8, 16 bytes) and\n"
-    "unroll (1, 2). The search has three stages, not the full cross product:\n"
+    "rank must be resident), threads (128, 256, 512, 1024; 32 and 64 in balanced shapes),\n"
+    "vector width (4, 8, 16 bytes) and unroll (1, 2). The search has three stages, not the\n"
+    "full cross product:\n"
     "  stage 1: every algorithm x sync at the spec's own launch shape, at every size;\n"
-    "  stage 2: per size, the best --keep pairs of stage 1, improved one knob at a time (blocks,\n"
-    "           threads, vector, unroll), each knob tried at every value with the others at\n"
-    "           their best so far;\n"
+    "  stage 2: per size, the best two pairs of stage 1 (or --keep, if more) tried at balanced\n"
+    "           shapes (every block count with the threads that give each thread about one\n"
+    "           vector: blocks and threads interact); then the best --keep pairs so far\n"
+    "           improved one knob at a time (blocks, threads, vector, unroll), each knob tried\n"
+    "           at every value with the others at their best so far;\n"
     "  stage 3: cross-check: the two fastest variants of every size, timed at every size they\n"
     "           were not timed at (stage 2 refines each size on its own); then where a size's\n"
     "           two fastest are within 3%, both timed once more, keeping the faster time.\n"
@@ -428,15 +431,21 @@ int dryRun(const TuneOptions& o, const TuneSpace& space, const std::vector<uint6
     return values.empty() ? std::string("not searched")
                           : fmt::format("{}", fmt::join(values, ", "));
   };
-  llvm::outs() << fmt::format("stage 2 (best {} pairs per size, one knob at a time):\n"
+  llvm::outs() << fmt::format("stage 2 (balanced shapes for the best {} pairs per size, then "
+                              "the best {} one knob at a time):\n"
+                              "  balanced shapes: each block count with the threads that give "
+                              "each thread about one vector\n"
                               "  blocks: {} (up to the GPU's multiprocessors)\n"
                               "  threads: {}\n  vector: {}\n  unroll: {}\n",
+                              std::max(space.keepPerSize, space.balancedPairsPerSize),
                               space.keepPerSize, list(space.blocks), list(space.threads),
                               list(space.vectorBytes), list(space.unrolls));
   const size_t n = sizes.size();
-  const size_t stage2 = n * size_t(space.keepPerSize) *
-                        (space.blocks.size() + space.threads.size() + space.vectorBytes.size() +
-                         space.unrolls.size());
+  const size_t stage2 =
+      n * size_t(space.keepPerSize) *
+      ((space.balancedShapes && !space.threads.empty() ? space.blocks.size() : 0) +
+       space.blocks.size() + space.threads.size() + space.vectorBytes.size() +
+       space.unrolls.size());
   // Stage 3 runs only after stage 2 (keep 0: neither), and adds no compiles: its variants were
   // compiled for stages 1 and 2.
   const size_t finalists = space.keepPerSize > 0 ? size_t(space.finalistsPerSize) : 0;

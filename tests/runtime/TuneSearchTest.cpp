@@ -156,6 +156,84 @@ TEST(TuneSearch, FindsTheBestVariantPerSizeWithFewMeasurements) {
   EXPECT_EQ(bestAt(all, 64 * M)->variant.blocks, 64);
 }
 
+/// What 2 x H200 showed at 64K: the spec's 8 x 512 is a local optimum of one knob at a time
+/// (other block counts at 512 threads, or other threads at 8 blocks, are no faster), while many
+/// blocks of few threads, one 16-byte vector per thread, are the fastest of all.
+double manyBlocksOfFewThreads(const TunedVariant& v, uint64_t) {
+  if (v.spec != "allreduce_oneshot" || v.sync != SyncKind::Sentinel)
+    return 9.0;
+  if (*v.blocks == 132 && *v.threads == 32)
+    return 2.5;
+  return *v.threads == 512 ? 3.0 : 3.2;
+}
+
+TEST(TuneSearch, BalancedShapesFindWhatOneKnobAtATimeCannotReach) {
+  ModelMachine machine;
+  machine.model = &manyBlocksOfFewThreads;
+  TuneSpace space = fullSpace();
+  space.keepPerSize = 1;
+  space.vectorBytes.clear();
+  space.unrolls.clear();
+  std::vector<TuneMeasurement> all = search(space, machine, nullptr, {64 * K});
+  const TuneMeasurement* best = bestAt(all, 64 * K);
+  ASSERT_NE(best, nullptr);
+  EXPECT_EQ(*best->variant.blocks, 132);
+  EXPECT_EQ(*best->variant.threads, 32);
+  EXPECT_DOUBLE_EQ(best->us, 2.5);
+  EXPECT_FALSE(machine.duplicate);
+
+  // One knob at a time alone stalls at 8 x 512, even with 32 threads among the values: at 512
+  // threads no block count is faster, and at 8 blocks no thread count is.
+  ModelMachine without;
+  without.model = &manyBlocksOfFewThreads;
+  space.balancedShapes = false;
+  space.threads = {32, 64, 128, 256, 512, 1024};
+  std::vector<TuneMeasurement> oneKnob = search(space, without, nullptr, {64 * K});
+  EXPECT_DOUBLE_EQ(bestAt(oneKnob, 64 * K)->us, 3.0);
+}
+
+/// What 2 x H200 showed at 1M: two-shot wins at the specs' own shapes, one-shot wins once it
+/// has every multiprocessor (132 x 512, one vector per thread).
+double slowAtItsOwnShape(const TunedVariant& v, uint64_t) {
+  if (v.sync != SyncKind::Sentinel)
+    return 9.0;
+  if (v.spec == "allreduce_twoshot")
+    return 4.0;
+  return *v.blocks == 132 && *v.threads == 512 ? 2.0 : 5.0;
+}
+
+TEST(TuneSearch, BalancedShapesReachAPairThatLostAtItsOwnShape) {
+  TuneSpace space = fullSpace();
+  space.keepPerSize = 1;
+  space.vectorBytes.clear();
+  space.unrolls.clear();
+  ModelMachine machine;
+  machine.model = &slowAtItsOwnShape;
+  std::vector<TuneMeasurement> all = search(space, machine, nullptr, {1 * M});
+  const TuneMeasurement* best = bestAt(all, 1 * M);
+  ASSERT_NE(best, nullptr);
+  EXPECT_EQ(best->variant.spec, "allreduce_oneshot");
+  EXPECT_DOUBLE_EQ(best->us, 2.0);
+
+  // Balancing only the pair that stage 2 keeps never looks at one-shot again.
+  space.balancedPairsPerSize = 1;
+  ModelMachine keptOnly;
+  keptOnly.model = &slowAtItsOwnShape;
+  EXPECT_DOUBLE_EQ(bestAt(search(space, keptOnly, nullptr, {1 * M}), 1 * M)->us, 4.0);
+}
+
+TEST(TuneSearch, BalancedThreadsGiveEachThreadAboutOneVector) {
+  // 64K of 16-byte vectors is 4096 of them.
+  EXPECT_EQ(balancedThreads(64 * K, 132, 16, 1024), 32); // 31.03 a block: one warp
+  EXPECT_EQ(balancedThreads(64 * K, 64, 16, 1024), 64);  // exactly 64
+  EXPECT_EQ(balancedThreads(64 * K, 32, 16, 1024), 128); // exactly 128
+  EXPECT_EQ(balancedThreads(64 * K, 16, 8, 1024), 512);  // 8-byte vectors: twice as many
+  EXPECT_EQ(balancedThreads(1 * M, 132, 16, 1024), 512); // 496.5 a block: the next power of two
+  EXPECT_EQ(balancedThreads(1 * K, 8, 16, 1024), kMinBalancedThreads); // 8 a block: one warp
+  EXPECT_EQ(balancedThreads(64 * M, 1, 16, 1024), 1024); // capped by the largest searched
+  EXPECT_EQ(balancedThreads(64 * M, 1, 16, 512), 512);
+}
+
 TEST(TuneSearch, RefusedAndFailedVariantsScoreInfinityAndTheSearchGoesOn) {
   ModelMachine machine;
   std::vector<TuneMeasurement> all = runTuneSearch(
@@ -197,10 +275,10 @@ TEST(TuneSearch, ProgressCountsEveryMeasurementAndEndsAtItsTotal) {
       stages.push_back(seen[i].stage);
     ++perStage[seen[i].stage];
   }
-  EXPECT_EQ(stages,
-            (std::vector<std::string>{"stage 1: algorithm x sync", "stage 2: blocks",
-                                      "stage 2: threads", "stage 2: vector", "stage 2: unroll",
-                                      "stage 3: cross-check", "stage 3: re-time"}));
+  EXPECT_EQ(stages, (std::vector<std::string>{
+                        "stage 1: algorithm x sync", "stage 2: balanced shapes", "stage 2: blocks",
+                        "stage 2: threads", "stage 2: vector", "stage 2: unroll",
+                        "stage 3: cross-check", "stage 3: re-time"}));
   EXPECT_EQ(seen.back().total, done); // the last stage's count is exact
   EXPECT_GT(perStage["stage 3: cross-check"], 0);
   EXPECT_GT(perStage["stage 3: re-time"], 0);
