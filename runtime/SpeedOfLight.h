@@ -34,8 +34,9 @@ struct SpeedOfLightGrid {
   int threads = 128;
 };
 
-/// The grids the copy probe tries at every size: one small block for latency up to one block per
-/// multiprocessor of an H200 for bandwidth.
+/// The grids the copy probe tries at every size: one small block for latency, many blocks of few
+/// threads (one vector per thread at 16-64 KiB), up to one block per multiprocessor of an H200
+/// for bandwidth.
 const std::vector<SpeedOfLightGrid>& speedOfLightGrids();
 
 struct SpeedOfLightSettings {

@@ -153,12 +153,15 @@ std::vector<TuneMeasurement> runTuneSearch(const TuneSpace& space,
   const int retimeEstimate = retime ? 2 * n : 0;
   const int stage3Estimate = finalists * n * std::max(0, n - 1) + retimeEstimate;
 
-  // The balanced shapes: one per block count, at every size of every kept pair (an upper bound).
+  // The balanced shapes: every pair at the most blocks, then one per block count for the best
+  // pairs, at every size (an upper bound).
   const int maxThreads =
       space.threads.empty() ? 0 : *std::max_element(space.threads.begin(), space.threads.end());
   const bool balanced = keep > 0 && space.balancedShapes && !space.blocks.empty() && maxThreads > 0;
+  const int pairCount = int(space.specs.size() * space.syncs.size());
   const int balancedPairs = std::max(keep, space.balancedPairsPerSize);
-  const int balancedEstimate = balanced ? n * balancedPairs * int(space.blocks.size()) : 0;
+  const int everyBlockCount = n * balancedPairs * int(space.blocks.size());
+  const int balancedEstimate = balanced ? n * pairCount + everyBlockCount : 0;
   const int stage1 = int(space.specs.size() * space.syncs.size() * sizes.size());
   search.setStage("stage 1: algorithm x sync",
                   stage1 + balancedEstimate + knobEstimate(0) + stage3Estimate);
@@ -204,21 +207,32 @@ std::vector<TuneMeasurement> runTuneSearch(const TuneSpace& space,
   // Balanced shapes first: blocks and threads interact (a message's vectors can be spread over
   // few blocks of many threads or many blocks of few), so one knob at a time from the spec's own
   // shape can stall where both must move at once: at 64K on 2 x H200, 132 x 32 beat every shape
-  // that one move from 8 x 512 reaches. So each block count is tried with the threads that give
-  // each thread about one vector at that size.
-  if (balanced)
+  // that one move from 8 x 512 reaches. A balanced shape gives each thread about one vector at
+  // that size.
+  auto balancedAt = [&](const TunedVariant& base, uint64_t bytes, int blocks) {
+    TunedVariant candidate = base;
+    candidate.blocks = blocks;
+    candidate.threads = balancedThreads(bytes, blocks, base.vectorBytes.value_or(16), maxThreads);
+    return candidate;
+  };
+  if (balanced) {
+    // Every pair at the most blocks first: a pair slow at its own shape may be the fastest with
+    // the whole GPU (one-shot at 1M: 8 x 512 slow, 132 x 512 the best), and only a timing there
+    // can rank it among the pairs that get every block count.
+    const int most = *std::max_element(space.blocks.begin(), space.blocks.end());
+    runStep("stage 2: balanced shapes", pairCount,
+            everyBlockCount + knobEstimate(0) + stage3Estimate,
+            [&](const TunedVariant& base, uint64_t bytes) {
+              return std::vector<TunedVariant>{balancedAt(base, bytes, most)};
+            });
     runStep("stage 2: balanced shapes", balancedPairs, knobEstimate(0) + stage3Estimate,
             [&](const TunedVariant& base, uint64_t bytes) {
               std::vector<TunedVariant> out;
-              for (int blocks : space.blocks) {
-                TunedVariant candidate = base;
-                candidate.blocks = blocks;
-                candidate.threads =
-                    balancedThreads(bytes, blocks, base.vectorBytes.value_or(16), maxThreads);
-                out.push_back(candidate);
-              }
+              for (int blocks : space.blocks)
+                out.push_back(balancedAt(base, bytes, blocks));
               return out;
             });
+  }
   for (size_t k = 0; k < std::size(knobs); ++k) {
     const Knob& knob = *(knobs + k);
     if (knob.values->empty())

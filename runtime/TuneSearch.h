@@ -2,11 +2,11 @@
 // which sizes, in three stages, and the tuning table the measurements make. A full cross product
 // of algorithm x sync x blocks x threads x vector x unroll is far too slow to time, so:
 //   stage 1: every (spec, sync) at the spec's own launch shape, at every size;
-//   stage 2: per size, the best `balancedPairsPerSize` (spec, sync) pairs of stage 1 (at least
-//            `keepPerSize`), each tried first at balanced shapes (every block count, with the
-//            threads that give each thread about one vector at that size: blocks and threads
-//            interact, so one knob at a time can stall); then the best `keepPerSize` pairs so
-//            far improved one knob at a time (blocks, then threads, then vector width, then
+//   stage 2: balanced shapes, which give each thread about one vector at that size (blocks and
+//            threads interact, so one knob at a time can stall): per size, every (spec, sync)
+//            pair at the most blocks, then the best `balancedPairsPerSize` pairs so far (at
+//            least `keepPerSize`) at every block count. Then the best `keepPerSize` pairs so
+//            far, improved one knob at a time (blocks, then threads, then vector width, then
 //            unroll), each knob tried at every value with the others at their best so far;
 //   stage 3: cross-check. Stage 2 refines each size on its own, so a shape it found at 4M was
 //            never timed at 512K, where it may well be the fastest; and dispatch is judged
@@ -38,9 +38,8 @@ struct TuneSpace {
   int keepPerSize = 2; // (spec, sync) pairs per size carried into stage 2; 0: stage 1 only
   // Stage 2 starts with the balanced shapes (needs blocks and threads to search); false: not.
   bool balancedShapes = true;
-  // The balanced shapes are tried for at least this many pairs per size, even when stage 2
-  // keeps fewer: a pair that is slow at its own shape can be the fastest once balanced (at 1M,
-  // one-shot at 132 x 512 beat two-shot, which had won at the specs' own shapes).
+  // The balanced shapes at every block count go to at least this many pairs per size, even when
+  // stage 2 keeps fewer for the knobs.
   int balancedPairsPerSize = 2;
   // Stage 3: the fastest variants per size that are timed at every other size; 0: no stage 3.
   int finalistsPerSize = 2;

@@ -108,7 +108,11 @@ int runSpeedOfLightBench(const ParsedArguments& args) {
          "AllReduce without its reduction,\nand on 2 ranks the bytes a two-shot moves per "
          "direction. sentinel copy: the same bytes, the data its own\nsignal (a received word "
          "is 0 until it lands; the reader checks it and puts 0 back), as collc's sentinel\n"
-         "strategy moves them. Each is the best of the grids 1x128, 4x256, 32x512, 132x512.\n";
+         "strategy moves them. Each is the best of the grids ";
+  const auto& grids = speedOfLightGrids();
+  for (size_t i = 0; i < grids.size(); ++i)
+    out << (i == 0 ? "" : i + 1 == grids.size() ? " and " : ", ") << gridText(grids[i]);
+  out << ".\n";
 
   out << "\nwhere a sentinel copy's call goes, at its best grid: means over the calls of one "
          "traced graph, block 0's\nthread 0, each GPU's own clock (globaltimer), in us\n";

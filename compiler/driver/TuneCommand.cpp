@@ -59,11 +59,11 @@ const Command kTuneCommand{
     "vector width (4, 8, 16 bytes) and unroll (1, 2). The search has three stages, not the\n"
     "full cross product:\n"
     "  stage 1: every algorithm x sync at the spec's own launch shape, at every size;\n"
-    "  stage 2: per size, the best two pairs of stage 1 (or --keep, if more) tried at balanced\n"
-    "           shapes (every block count with the threads that give each thread about one\n"
-    "           vector: blocks and threads interact); then the best --keep pairs so far\n"
-    "           improved one knob at a time (blocks, threads, vector, unroll), each knob tried\n"
-    "           at every value with the others at their best so far;\n"
+    "  stage 2: balanced shapes, with the threads that give each thread about one vector\n"
+    "           (blocks and threads interact): per size, every pair at the most blocks, then\n"
+    "           the best two pairs so far (or --keep, if more) at every block count; then the\n"
+    "           best --keep pairs so far improved one knob at a time (blocks, threads, vector,\n"
+    "           unroll), each knob tried at every value with the others at their best so far;\n"
     "  stage 3: cross-check: the two fastest variants of every size, timed at every size they\n"
     "           were not timed at (stage 2 refines each size on its own); then where a size's\n"
     "           two fastest are within 3%, both timed once more, keeping the faster time.\n"
@@ -431,21 +431,26 @@ int dryRun(const TuneOptions& o, const TuneSpace& space, const std::vector<uint6
     return values.empty() ? std::string("not searched")
                           : fmt::format("{}", fmt::join(values, ", "));
   };
-  llvm::outs() << fmt::format("stage 2 (balanced shapes for the best {} pairs per size, then "
-                              "the best {} one knob at a time):\n"
-                              "  balanced shapes: each block count with the threads that give "
-                              "each thread about one vector\n"
-                              "  blocks: {} (up to the GPU's multiprocessors)\n"
-                              "  threads: {}\n  vector: {}\n  unroll: {}\n",
-                              std::max(space.keepPerSize, space.balancedPairsPerSize),
-                              space.keepPerSize, list(space.blocks), list(space.threads),
-                              list(space.vectorBytes), list(space.unrolls));
+  llvm::outs() << fmt::format(
+      "stage 2 (balanced shapes, then the best {} pairs per size one knob at a time):\n"
+      "  balanced shapes: the threads that give each thread about one vector, for every pair at\n"
+      "    the most blocks, then for the best {} pairs per size at every block count\n"
+      "  blocks: {} (up to the GPU's multiprocessors)\n"
+      "  threads: {}\n  vector: {}\n  unroll: {}\n",
+      space.keepPerSize, std::max(space.keepPerSize, space.balancedPairsPerSize),
+      list(space.blocks), list(space.threads), list(space.vectorBytes), list(space.unrolls));
   const size_t n = sizes.size();
-  const size_t stage2 =
-      n * size_t(space.keepPerSize) *
-      ((space.balancedShapes && !space.threads.empty() ? space.blocks.size() : 0) +
-       space.blocks.size() + space.threads.size() + space.vectorBytes.size() +
-       space.unrolls.size());
+  // Balanced shapes: every pair at the most blocks, then the best pairs at every block count.
+  const size_t pairs = space.specs.size() * space.syncs.size();
+  const size_t balanced =
+      space.keepPerSize > 0 && space.balancedShapes && !space.threads.empty() &&
+              !space.blocks.empty()
+          ? pairs + size_t(std::max(space.keepPerSize, space.balancedPairsPerSize)) *
+                        space.blocks.size()
+          : 0;
+  const size_t stage2 = n * (balanced + size_t(space.keepPerSize) *
+                                            (space.blocks.size() + space.threads.size() +
+                                             space.vectorBytes.size() + space.unrolls.size()));
   // Stage 3 runs only after stage 2 (keep 0: neither), and adds no compiles: its variants were
   // compiled for stages 1 and 2.
   const size_t finalists = space.keepPerSize > 0 ? size_t(space.finalistsPerSize) : 0;
