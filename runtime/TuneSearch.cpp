@@ -171,8 +171,8 @@ std::vector<TuneMeasurement> runTuneSearch(const TuneSpace& space,
   if (keep == 0)
     return search.take();
 
-  // Stage 2's steps share one plan: per size, the `keep` best pairs so far, each at its best
-  // variant so far, and the candidates a step makes of that base at that size.
+  // Stage 2's steps share one plan: per size, the `pairsPerSize` best pairs so far, each at its
+  // best variant so far, and the candidates a step makes of that base at that size.
   auto runStep = [&](const std::string& stage, int pairsPerSize, int estimateAfter,
                      const std::function<std::vector<TunedVariant>(const TunedVariant& base,
                                                                    uint64_t bytes)>& candidates) {

@@ -210,14 +210,10 @@ int runDispatchBench(const ParsedArguments& args) {
     case SizeVerdict::Outcome::Within:
     case SizeVerdict::Outcome::Over:
       ratio = fmt::format("{:.3f}", verdict.ratio);
-      text = verdict.outcome == SizeVerdict::Outcome::Within ? "yes" : "NO";
-      if (retimed[i])
-        text += fmt::format(" (both best of {})", 1 + kRetimeRounds);
-      // Dispatch chose the best variant; what is left is the same kernel on two instances
-      // (docs/tuning.md: at 1 KiB that alone was up to 5%). It still counts as a miss.
-      if (verdict.outcome == SizeVerdict::Outcome::Over && best &&
-          best->variant == used.variants()[chosen[i]].variant)
-        text += ": the same variant on two instances";
+      // Where dispatch ran the best fixed variant itself, a miss is the instance (docs/tuning.md:
+      // at 1 KiB that alone was up to 5%).
+      text = withinText(verdict, retimed[i],
+                        best && best->variant == used.variants()[chosen[i]].variant);
       break;
     case SizeVerdict::Outcome::DispatchFailed:
       text =

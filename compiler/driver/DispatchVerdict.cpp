@@ -1,6 +1,7 @@
 #include "DispatchVerdict.h"
 
 #include <cmath>
+#include <fmt/format.h>
 #include <limits>
 
 namespace collc::driver {
@@ -80,6 +81,16 @@ DispatchVerdict judgeDispatch(const std::vector<BenchTiming>& dispatched,
       std::isfinite(verdict.dispatchedSum) &&
       (verdict.bestSum < 0 || verdict.dispatchedSum < verdict.fixedSums[size_t(verdict.bestSum)]);
   return verdict;
+}
+
+std::string withinText(const SizeVerdict& verdict, bool retimed, bool sameVariant) {
+  const bool over = verdict.outcome == SizeVerdict::Outcome::Over;
+  std::string text = over ? "NO" : "yes";
+  if (retimed)
+    text += fmt::format(" (both best of {})", 1 + kRetimeRounds);
+  if (over && sameVariant)
+    text += ": the same variant on two instances";
+  return text;
 }
 
 } // namespace collc::driver

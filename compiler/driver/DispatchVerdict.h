@@ -7,6 +7,7 @@
 
 #include "runtime/BenchResults.h"
 
+#include <string>
 #include <vector>
 
 namespace collc::driver {
@@ -32,6 +33,12 @@ struct SizeVerdict {
 
 /// `fixedAtSize[v]`: fixed variant v's timing at this size.
 SizeVerdict judgeSize(const BenchTiming& dispatched, const std::vector<BenchTiming>& fixedAtSize);
+
+/// The "within 3%" column of a size that both sides measured (Within or Over): "yes" or "NO",
+/// "(both best of 3)" when the close call was timed again, and, for a miss where dispatch ran
+/// the best fixed variant itself (`sameVariant`), that what is left is the instance: one variant
+/// on two instances can differ by a few percent at the smallest sizes. It stays a miss.
+std::string withinText(const SizeVerdict& verdict, bool retimed, bool sameVariant);
 
 struct DispatchVerdict {
   std::vector<SizeVerdict> sizes;

@@ -95,5 +95,15 @@ TEST(DispatchVerdict, WrongResultsCountAndFailTheBar) {
   EXPECT_FALSE(verdict.met());
 }
 
+TEST(DispatchVerdict, TheWithinColumnSaysWhatAMissIs) {
+  SizeVerdict within{SizeVerdict::Outcome::Within, 0, 1.01};
+  SizeVerdict over{SizeVerdict::Outcome::Over, 0, 1.04};
+  EXPECT_EQ(withinText(within, false, false), "yes");
+  EXPECT_EQ(withinText(within, true, true), "yes (both best of 3)"); // a pass needs no excuse
+  EXPECT_EQ(withinText(over, false, false), "NO");
+  EXPECT_EQ(withinText(over, true, false), "NO (both best of 3)");
+  EXPECT_EQ(withinText(over, true, true), "NO (both best of 3): the same variant on two instances");
+}
+
 } // namespace
 } // namespace collc::driver
