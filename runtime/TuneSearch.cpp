@@ -116,6 +116,18 @@ int balancedThreads(uint64_t bytes, int blocks, int vectorBytes, int maxThreads)
   return std::min(threads, maxThreads);
 }
 
+BalancedShapesBound balancedShapesBound(const TuneSpace& space, int sizes) {
+  BalancedShapesBound bound;
+  if (space.keepPerSize <= 0 || !space.balancedShapes || space.blocks.empty() ||
+      space.threads.empty())
+    return bound;
+  const int pairs = int(space.specs.size() * space.syncs.size());
+  bound.mostBlocks = sizes * pairs;
+  bound.everyBlockCount =
+      sizes * std::max(space.keepPerSize, space.balancedPairsPerSize) * int(space.blocks.size());
+  return bound;
+}
+
 std::vector<TunedVariant> tuneFinalists(const std::vector<TuneMeasurement>& measurements,
                                         const std::vector<uint64_t>& sizes, int perSize) {
   std::vector<TunedVariant> finalists;
@@ -153,18 +165,10 @@ std::vector<TuneMeasurement> runTuneSearch(const TuneSpace& space,
   const int retimeEstimate = retime ? 2 * n : 0;
   const int stage3Estimate = finalists * n * std::max(0, n - 1) + retimeEstimate;
 
-  // The balanced shapes: every pair at the most blocks, then one per block count for the best
-  // pairs, at every size (an upper bound).
-  const int maxThreads =
-      space.threads.empty() ? 0 : *std::max_element(space.threads.begin(), space.threads.end());
-  const bool balanced = keep > 0 && space.balancedShapes && !space.blocks.empty() && maxThreads > 0;
-  const int pairCount = int(space.specs.size() * space.syncs.size());
-  const int balancedPairs = std::max(keep, space.balancedPairsPerSize);
-  const int everyBlockCount = n * balancedPairs * int(space.blocks.size());
-  const int balancedEstimate = balanced ? n * pairCount + everyBlockCount : 0;
+  const BalancedShapesBound balancedBound = balancedShapesBound(space, n);
   const int stage1 = int(space.specs.size() * space.syncs.size() * sizes.size());
   search.setStage("stage 1: algorithm x sync",
-                  stage1 + balancedEstimate + knobEstimate(0) + stage3Estimate);
+                  stage1 + balancedBound.total() + knobEstimate(0) + stage3Estimate);
   for (const std::string& spec : space.specs)
     for (const std::optional<SyncKind>& sync : space.syncs)
       search.run(TunedVariant{spec, sync}, sizes);
@@ -187,11 +191,11 @@ std::vector<TuneMeasurement> runTuneSearch(const TuneSpace& space,
                 [](const TuneMeasurement* a, const TuneMeasurement* b) { return a->us < b->us; });
       if (pairs.size() > size_t(pairsPerSize))
         pairs.resize(size_t(pairsPerSize));
+      // Pairs differ in spec or sync, and a step's candidates of one base differ in the knob it
+      // moves, so no candidate comes twice at a size.
       for (const TuneMeasurement* base : pairs)
         for (const TunedVariant& candidate : candidates(base->variant, bytes))
-          if (!search.tried(candidate, bytes) &&
-              std::find(plan[candidate].begin(), plan[candidate].end(), bytes) ==
-                  plan[candidate].end())
+          if (!search.tried(candidate, bytes))
             plan[candidate].push_back(bytes);
     }
     int planned = 0;
@@ -209,24 +213,26 @@ std::vector<TuneMeasurement> runTuneSearch(const TuneSpace& space,
   // shape can stall where both must move at once: at 64K on 2 x H200, 132 x 32 beat every shape
   // that one move from 8 x 512 reaches. A balanced shape gives each thread about one vector at
   // that size.
+  const int maxThreads =
+      space.threads.empty() ? 0 : *std::max_element(space.threads.begin(), space.threads.end());
   auto balancedAt = [&](const TunedVariant& base, uint64_t bytes, int blocks) {
     TunedVariant candidate = base;
     candidate.blocks = blocks;
     candidate.threads = balancedThreads(bytes, blocks, base.vectorBytes.value_or(16), maxThreads);
     return candidate;
   };
-  if (balanced) {
+  if (balancedBound.total() > 0) {
     // Every pair at the most blocks first: a pair slow at its own shape may be the fastest with
     // the whole GPU (one-shot at 1M: 8 x 512 slow, 132 x 512 the best), and only a timing there
     // can rank it among the pairs that get every block count.
     const int most = *std::max_element(space.blocks.begin(), space.blocks.end());
-    runStep("stage 2: balanced shapes", pairCount,
-            everyBlockCount + knobEstimate(0) + stage3Estimate,
+    runStep("stage 2: balanced shapes", int(space.specs.size() * space.syncs.size()),
+            balancedBound.everyBlockCount + knobEstimate(0) + stage3Estimate,
             [&](const TunedVariant& base, uint64_t bytes) {
               return std::vector<TunedVariant>{balancedAt(base, bytes, most)};
             });
-    runStep("stage 2: balanced shapes", balancedPairs, knobEstimate(0) + stage3Estimate,
-            [&](const TunedVariant& base, uint64_t bytes) {
+    runStep("stage 2: balanced shapes", std::max(keep, space.balancedPairsPerSize),
+            knobEstimate(0) + stage3Estimate, [&](const TunedVariant& base, uint64_t bytes) {
               std::vector<TunedVariant> out;
               for (int blocks : space.blocks)
                 out.push_back(balancedAt(base, bytes, blocks));

@@ -87,6 +87,16 @@ constexpr int kMinBalancedThreads = 32;
 /// kMinBalancedThreads to `maxThreads`, that gives each thread about one vector of `vectorBytes`.
 int balancedThreads(uint64_t bytes, int blocks, int vectorBytes, int maxThreads);
 
+/// The most measurements stage 2's balanced shapes can make over `sizes` sizes: every pair at the
+/// most blocks, then the best pairs at every block count. Zero where they are not searched (no
+/// stage 2, switched off, or no blocks or threads to search).
+struct BalancedShapesBound {
+  int mostBlocks = 0;      // every (spec, sync) pair at the most blocks
+  int everyBlockCount = 0; // max(keepPerSize, balancedPairsPerSize) pairs at every block count
+  int total() const { return mostBlocks + everyBlockCount; }
+};
+BalancedShapesBound balancedShapesBound(const TuneSpace& space, int sizes);
+
 /// Stage 3's finalists of `measurements`: per size, the `perSize` fastest distinct variants with a
 /// finite time there, all sizes together, each once, in the order they are first found.
 std::vector<TunedVariant> tuneFinalists(const std::vector<TuneMeasurement>& measurements,

@@ -440,17 +440,10 @@ int dryRun(const TuneOptions& o, const TuneSpace& space, const std::vector<uint6
       space.keepPerSize, std::max(space.keepPerSize, space.balancedPairsPerSize),
       list(space.blocks), list(space.threads), list(space.vectorBytes), list(space.unrolls));
   const size_t n = sizes.size();
-  // Balanced shapes: every pair at the most blocks, then the best pairs at every block count.
-  const size_t pairs = space.specs.size() * space.syncs.size();
-  const size_t balanced =
-      space.keepPerSize > 0 && space.balancedShapes && !space.threads.empty() &&
-              !space.blocks.empty()
-          ? pairs + size_t(std::max(space.keepPerSize, space.balancedPairsPerSize)) *
-                        space.blocks.size()
-          : 0;
-  const size_t stage2 = n * (balanced + size_t(space.keepPerSize) *
-                                            (space.blocks.size() + space.threads.size() +
-                                             space.vectorBytes.size() + space.unrolls.size()));
+  const size_t stage2 = size_t(balancedShapesBound(space, int(n)).total()) +
+                        n * size_t(space.keepPerSize) *
+                            (space.blocks.size() + space.threads.size() + space.vectorBytes.size() +
+                             space.unrolls.size());
   // Stage 3 runs only after stage 2 (keep 0: neither), and adds no compiles: its variants were
   // compiled for stages 1 and 2.
   const size_t finalists = space.keepPerSize > 0 ? size_t(space.finalistsPerSize) : 0;
