@@ -213,21 +213,7 @@ private:
   void printKernel() {
     line("extern \"C\" __global__ void __launch_bounds__(kThreads)");
     line("{}(const __grid_constant__ collc_params params) {{", kernelName(program_));
-    if (target_.programmaticLaunch) {
-      line("// Launched as a programmatic dependent launch: wait until the previous kernel on the");
-      line(
-          "// stream (which may have produced the input, and wrote the epochs) has finished, then");
-      line("// let the next one be scheduled so its launch hides behind this kernel.");
-      line("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");");
-      line("asm volatile(\"griddepcontrol.launch_dependents;\");");
-    }
-    line("const int rank = params.rank;");
-    line("const u64 count = params.count;");
-    line("// Each block counts its calls; the epoch names this call in every flag it writes.");
-    line("const u64 epoch = params.epochs[blockIdx.x] + 1;");
-    line("// Scratch rotates through kScratchCopies copies so that the next call cannot overwrite");
-    line("// what a slower peer still reads of this one.");
-    line("const u64 copy = epoch % kScratchCopies;");
+    printHead();
     if (uses(ir::BufferAccess::LL))
       line("const unsigned flag = unsigned(epoch); // in every packet this call sends");
     for (const auto& buffer : program_.buffers) {
@@ -285,11 +271,46 @@ private:
     }
     for (const auto& step : program_.steps)
       printStep(step);
-    line("");
-    line("__syncthreads();");
-    line("if (threadIdx.x == 0)");
-    line("params.epochs[blockIdx.x] = epoch;");
     line("}}");
+  }
+
+  /// The kernel's head: the epoch of this call, then (with programmatic dependent launch) the
+  /// wait for the previous kernel and the go-ahead for the next.
+  ///
+  /// Each call stores its epoch at its head, before the next kernel can be scheduled, instead of
+  /// at its end: so the next call can read it before its own griddepcontrol.wait, while the
+  /// previous kernel still runs, and the flags and scratch addresses that depend on it are ready
+  /// when the wait returns. What makes the early read see the previous call's store: that call
+  /// fenced the store before its thread 0 (and only it) let the next kernel be scheduled; with
+  /// other kernels between two calls, each of them was scheduled after the one before it let it.
+  void printHead() {
+    line("const int rank = params.rank;");
+    line("const u64 count = params.count;");
+    line("// Each block counts its calls; the epoch names this call in every flag it writes.");
+    line("const u64 epoch = load_epoch(params.epochs + blockIdx.x) + 1;");
+    line("// Scratch rotates through kScratchCopies copies so that the next call cannot overwrite");
+    line("// what a slower peer still reads of this one.");
+    line("const u64 copy = epoch % kScratchCopies;");
+    line("// Every thread of the block has read the epoch before thread 0 overwrites it.");
+    line(target_.launch.threads > 32 ? "__syncthreads();" : "__syncwarp();");
+    line("if (threadIdx.x == 0) {{");
+    line("store_epoch(params.epochs + blockIdx.x, epoch);");
+    if (target_.programmaticLaunch) {
+      line("// Visible before the next kernel can start (below), which reads it early. An acq_rel");
+      line("// fence, not __threadfence's sequentially consistent one: this store is the thread's");
+      line("// only write so far, and it must be performed, not ordered against others'.");
+      line("asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\");");
+    }
+    line("}}");
+    if (!target_.programmaticLaunch)
+      return;
+    line("// Launched as a programmatic dependent launch: wait until the previous kernel on the");
+    line("// stream (which may have produced the input) has finished, then let the next one be");
+    line("// scheduled so its launch hides behind this kernel. Thread 0 alone lets it, after its");
+    line("// fence: a block lets it at the first thread's griddepcontrol.launch_dependents.");
+    line("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");");
+    line("if (threadIdx.x == 0)");
+    line("asm volatile(\"griddepcontrol.launch_dependents;\");");
   }
 
   void printStep(const ir::Step& step) {

@@ -78,6 +78,17 @@ const char* combineFunction(ReduceOp op) {
 const char* const kPrelude = R"cuda(
 typedef unsigned long long u64;
 
+// The block's epoch counter, read and written at the kernel's head (see there), at gpu scope: the
+// next call reads it before it waits for the previous kernel, a wait that orders nothing before it.
+__device__ __forceinline__ u64 load_epoch(const u64 *p) {
+  u64 v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void store_epoch(u64 *p, u64 v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
 /// ir::ExprNode::chunkSize: ceil(length / nranks) rounded up to kChunkAlign elements, so that
 /// every chunk starts 16-byte aligned whatever the element type.
 __device__ __forceinline__ u64 chunk_size(u64 length) {

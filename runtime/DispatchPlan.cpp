@@ -85,18 +85,25 @@ DispatchPlan defaultDispatchPlan(const DispatchQuery& query) {
     plan.source = "built-in default rule: " + query.spec + " with its own sync and launch";
     return plan;
   }
-  TunedVariant oneshotSentinel{"allreduce_oneshot", SyncKind::Sentinel};
-  TunedVariant twoshotSentinel{"allreduce_twoshot", SyncKind::Sentinel};
-  // Bandwidth needs the whole GPU: on 2 x H200, 132 blocks took 215 us at 64 MiB where 32 took
-  // 314 and 16 took 511. Every block must be resident, so no more than the multiprocessors.
+  // Measured on 2 x H200 (results/2026-11-30-h200x2-session6.md and the tuning tables next to
+  // it): up to 1 MiB the latency is the kernel boundary and one flight, and many small blocks
+  // (one per multiprocessor, 128 threads) start the data soonest; from 1 MiB the bytes need
+  // 512-thread blocks; from 4 MiB two-shot's halved traffic wins; and from 16 MiB the barrier's
+  // one flag per block beats the sentinel's per-element polling. Every block must be resident, so
+  // no more blocks than multiprocessors; where the GPU is not known, 32.
   const int blocks = query.multiprocessors > 0 ? std::min(132, query.multiprocessors) : 32;
-  TunedVariant twoshotBarrier{"allreduce_twoshot", SyncKind::Barrier, blocks};
-  DispatchPlan plan = planFromRanges({{{0, 128 << 10}, oneshotSentinel},
-                                      {{128 << 10, 512 << 10}, twoshotSentinel},
-                                      {{512 << 10, kNoUpperBound}, twoshotBarrier}},
+  const TunedVariant oneshotSmall{"allreduce_oneshot", SyncKind::Sentinel, blocks, 128};
+  const TunedVariant oneshotWide{"allreduce_oneshot", SyncKind::Sentinel, blocks, 512};
+  const TunedVariant twoshotSentinel{"allreduce_twoshot", SyncKind::Sentinel, blocks, 512};
+  const TunedVariant twoshotBarrier{"allreduce_twoshot", SyncKind::Barrier, blocks, 512};
+  DispatchPlan plan = planFromRanges({{{0, 1 << 20}, oneshotSmall},
+                                      {{1 << 20, 4 << 20}, oneshotWide},
+                                      {{4 << 20, 16 << 20}, twoshotSentinel},
+                                      {{16 << 20, kNoUpperBound}, twoshotBarrier}},
                                      query.maxBytes);
-  plan.source = fmt::format("built-in default rule for allreduce (one-shot sentinel below 128K, "
-                            "two-shot sentinel below 512K, two-shot barrier with {} blocks above)",
+  plan.source = fmt::format("built-in default rule for allreduce with {} blocks (one-shot "
+                            "sentinel below 4M, 128 threads below 1M; two-shot sentinel below "
+                            "16M, two-shot barrier above)",
                             blocks);
   return plan;
 }

@@ -56,17 +56,15 @@ __device__ bool sol_wait(const collc_params &p, const u64 *flag, u64 epoch, int 
     }
   return true;
 }
-/// Every block's thread 0: tell each peer's block b that this call reached here, then wait for
-/// theirs. The epoch counts this block's calls, as in collc's kernels.
-__device__ void sol_signal_and_wait(const collc_params &p) {
-  const u64 epoch = p.epochs[blockIdx.x] + 1;
+/// Every block's thread 0: tell each peer's block b that this call (`epoch`) reached here, then
+/// wait for theirs.
+__device__ void sol_signal_and_wait(const collc_params &p, u64 epoch) {
   for (int q = 0; q < p.nranks; ++q)
     if (q != p.rank)
       sol_store(sol_flag(p, q, blockIdx.x, p.rank), epoch);
   for (int q = 0; q < p.nranks; ++q)
     if (q != p.rank && !sol_wait(p, sol_flag(p, p.rank, blockIdx.x, q), epoch, q))
       break;
-  p.epochs[blockIdx.x] = epoch;
 }
 
 // Launched as programmatic dependent launches, like collc's kernels: wait for the previous
@@ -75,18 +73,38 @@ __device__ void sol_signal_and_wait(const collc_params &p) {
   asm volatile("griddepcontrol.wait;" ::: "memory");                                               \
   asm volatile("griddepcontrol.launch_dependents;");
 
+/// The head of collc's kernels (compiler/CudaCodeGen.cpp, printHead), for the probes that count
+/// calls: the block's epoch is read before the wait and stored back at once, fenced before
+/// thread 0 alone lets the next kernel be scheduled (which reads it early in turn).
+__device__ __forceinline__ u64 sol_head(const collc_params &p) {
+  u64 epoch;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(epoch) : "l"(p.epochs + blockIdx.x)
+               : "memory");
+  ++epoch;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p.epochs + blockIdx.x), "l"(epoch)
+                 : "memory");
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  }
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (threadIdx.x == 0)
+    asm volatile("griddepcontrol.launch_dependents;");
+  return epoch;
+}
+
 extern "C" __global__ void sol_empty(const __grid_constant__ collc_params p) { SOL_ENTRY }
 
 extern "C" __global__ void sol_exchange(const __grid_constant__ collc_params p) {
-  SOL_ENTRY
+  const u64 epoch = sol_head(p);
   if (threadIdx.x == 0)
-    sol_signal_and_wait(p);
+    sol_signal_and_wait(p, epoch);
 }
 
 /// params.count: bytes this rank sends each peer; params.in: those bytes; the peer's slot for
 /// this rank is at scratch_offset[0] + rank * parity_stride in the peer's heap.
 extern "C" __global__ void sol_copy_signal(const __grid_constant__ collc_params p) {
-  SOL_ENTRY
+  const u64 epoch = sol_head(p);
   const u64 vectors = p.count / 16;
   const uint4 *in = static_cast<const uint4 *>(p.in);
   for (u64 i = u64(blockIdx.x) * blockDim.x + threadIdx.x; i < vectors;
@@ -101,7 +119,7 @@ extern "C" __global__ void sol_copy_signal(const __grid_constant__ collc_params 
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence_system();
-    sol_signal_and_wait(p);
+    sol_signal_and_wait(p, epoch);
   }
 }
 
@@ -157,12 +175,11 @@ struct SolTracePoint {
 /// block 0's thread 0 records a SolTracePoint per call, at (epoch - 1) % capacity; the capacity is
 /// aux[1], whose value (not a pointer) is the trace's capacity in records.
 extern "C" __global__ void sol_copy_sentinel(const __grid_constant__ collc_params p) {
-  SOL_ENTRY
+  const u64 epoch = sol_head(p);
   const bool tracing = p.aux[0] && blockIdx.x == 0 && threadIdx.x == 0;
   SolTracePoint point;
   if (tracing)
     point.waited = sol_now();
-  const u64 epoch = p.epochs[blockIdx.x] + 1;
   const u64 copy = epoch % 3;
   const u64 vectors = p.count / 16;
   const uint4 *in = static_cast<const uint4 *>(p.in);
@@ -188,9 +205,6 @@ extern "C" __global__ void sol_copy_sentinel(const __grid_constant__ collc_param
                              q);
   if (tracing)
     point.arrived = sol_now();
-  __syncthreads();
-  if (threadIdx.x == 0)
-    p.epochs[blockIdx.x] = epoch;
   if (tracing) {
     point.epoch = epoch;
     point.ended = sol_now();

@@ -54,7 +54,7 @@ struct CallBreakdown {
   int calls = 0;                  // consecutive calls the means are over (0: no trace)
   double waitedToPushedUs = 0;    // from the previous kernel's end being seen to own stores issued
   double pushedToArrivedUs = 0;   // from there until its own vectors from every peer arrived
-  double arrivedToEndedUs = 0;    // from there until the block's end (its barrier, the epoch)
+  double arrivedToEndedUs = 0;    // from there until the block's end
   double endedToNextWaitedUs = 0; // from that end to the next call's wait returning
 };
 

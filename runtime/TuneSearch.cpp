@@ -26,11 +26,17 @@ std::pair<std::string, std::optional<SyncKind>> pairOf(const TunedVariant& varia
 class Search {
 public:
   Search(const std::vector<uint64_t>& sizes, const TuneMeasureFn& measure,
-         const TuneProgressFn& progress)
-      : sizes_(sizes), measure_(measure), progress_(progress) {}
+         const TuneProgressFn& progress, const TuneStopFn& stop)
+      : sizes_(sizes), measure_(measure), progress_(progress), stop_(stop) {}
 
   /// Measures `variant` at `sizes`, records everything, and returns nothing: results() has it.
+  /// Once stopped, measures nothing: the stages that follow plan from what there is and run
+  /// nothing, so the search returns what it measured.
   void run(const TunedVariant& variant, const std::vector<uint64_t>& sizes) {
+    if (stopped_ || (stop_ && stop_())) {
+      stopped_ = true;
+      return;
+    }
     std::vector<TuneMeasurement> got = measure_(variant, sizes, [&](uint64_t bytes) {
       ++done_;
       if (progress_)
@@ -59,6 +65,8 @@ private:
   const std::vector<uint64_t>& sizes_;
   const TuneMeasureFn& measure_;
   const TuneProgressFn& progress_;
+  const TuneStopFn& stop_;
+  bool stopped_ = false;
   std::vector<TuneMeasurement> results_;
   std::set<std::pair<TunedVariant, uint64_t>> tried_;
   std::string stage_;
@@ -141,8 +149,8 @@ std::vector<TunedVariant> tuneFinalists(const std::vector<TuneMeasurement>& meas
 std::vector<TuneMeasurement> runTuneSearch(const TuneSpace& space,
                                            const std::vector<uint64_t>& sizes,
                                            const TuneMeasureFn& measure,
-                                           const TuneProgressFn& progress) {
-  Search search(sizes, measure, progress);
+                                           const TuneProgressFn& progress, const TuneStopFn& stop) {
+  Search search(sizes, measure, progress, stop);
   const Knob knobs[] = {{"blocks", &space.blocks, &TunedVariant::blocks},
                         {"threads", &space.threads, &TunedVariant::threads},
                         {"vector", &space.vectorBytes, &TunedVariant::vectorBytes},

@@ -73,12 +73,17 @@ struct TuneProgress {
 };
 using TuneProgressFn = std::function<void(const TuneProgress&)>;
 
+/// Asked before each variant is measured; true: the search measures nothing more (an interrupted
+/// `collc tune` keeps what it measured).
+using TuneStopFn = std::function<bool()>;
+
 /// Runs the search over `sizes` (bytes per rank, ascending) and returns every measurement made,
-/// in order. `progress` may be empty.
+/// in order. `progress` and `stop` may be empty; once `stop` says so, the measurements so far.
 std::vector<TuneMeasurement> runTuneSearch(const TuneSpace& space,
                                            const std::vector<uint64_t>& sizes,
                                            const TuneMeasureFn& measure,
-                                           const TuneProgressFn& progress);
+                                           const TuneProgressFn& progress,
+                                           const TuneStopFn& stop = {});
 
 /// The smallest number of threads a balanced shape gets (the compiler's least: one warp).
 constexpr int kMinBalancedThreads = 32;

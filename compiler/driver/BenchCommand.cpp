@@ -7,6 +7,7 @@
 #include "DispatchBench.h"
 #include "FusedNormBenchCommand.h"
 #include "GpuCommand.h"
+#include "InstanceSpreadBench.h"
 #include "SpeedOfLightBench.h"
 #include "runtime/BenchReport.h"
 #include "runtime/Benchmark.h"
@@ -37,8 +38,9 @@ std::vector<OptionSpec> benchOptions() {
        {"watchdog-cost", "", "also time each variant without the watchdog's bound"},
        {"compile-times", "", "time a cold NVRTC compile and a warm cache hit (no GPU needed)"},
        {"no-nccl", "", "leave NCCL out (its columns read -)"}});
-  for (const auto& more : {timingOptions(), procsOptions(), variantOptions(),
-                           dispatchBenchOptions(), speedOfLightBenchOptions()})
+  for (const auto& more :
+       {timingOptions(), procsOptions(), variantOptions(), dispatchBenchOptions(),
+        instanceSpreadBenchOptions(), speedOfLightBenchOptions()})
     options.insert(options.end(), more.begin(), more.end());
   // The defaults that differ from the other commands'.
   for (OptionSpec& option : options) {
@@ -737,6 +739,8 @@ int runBench(const ParsedArguments& args) {
     return runFusedNormBench(args);
   if (args.has("dispatch"))
     return runDispatchBench(args);
+  if (args.has("instances"))
+    return runInstanceSpreadBench(args);
   if (args.has("speed-of-light"))
     return runSpeedOfLightBench(args);
   if (args.has("table") || args.has("every-variant"))

@@ -33,7 +33,10 @@ std::vector<OptionSpec> dispatchBenchOptions() {
            "at every size"},
           {"fixed-first", "",
            "with --dispatch: make the fixed variants' instances before the dispatcher's (to see "
-           "whether the order they take the heap in moves the times)"}};
+           "whether the order they take the heap in moves the times)"},
+          {"own-instances", "",
+           "with --dispatch: time every fixed variant on an instance of its own, also those the "
+           "dispatcher runs (by default those are timed on the dispatcher's instances)"}};
 }
 
 namespace {
@@ -43,20 +46,11 @@ struct Fixed {
   TunedVariant variant;
   CompiledCollective compiled;
   std::string cubin;
-  std::unique_ptr<CollectiveInstance> instance;
-  std::vector<BenchTiming> timings; // per size
-  bool broken = false;              // an error ended its sweep
+  std::unique_ptr<CollectiveInstance> instance; // its own; null where it runs on `shared`
+  CollectiveInstance* shared = nullptr;         // the dispatcher's instance of the same variant
+  std::vector<BenchTiming> timings;             // per size
+  bool broken = false;                          // an error ended its sweep
 };
-
-llvm::Expected<BenchTiming> timeOnce(SymmetricWorld& world, CollectiveInstance& instance,
-                                     const RunOptions& options) {
-  auto report = runAndCheck(world, instance, instance.compiled(), options);
-  if (!report)
-    return report.takeError();
-  if (!report->correct)
-    return BenchTiming::wrong(report->firstMismatches);
-  return BenchTiming::measured(report->usPerOp);
-}
 
 std::string timingText(const BenchTiming& timing) {
   if (timing.ok())
@@ -72,25 +66,19 @@ int runDispatchBench(const ParsedArguments& args) {
     if (args.has(option))
       return usageError(std::string("--dispatch does not take --") + option +
                         ": the table chooses the variants, and one process drives every GPU");
+  if (args.has("fixed-first") && !args.has("own-instances"))
+    return usageError("--fixed-first goes with --own-instances: without it the fixed variants "
+                      "that the dispatcher runs share its instances");
   CompileOptions compile;
-  compile.dtype = DType::BF16;
-  std::string error;
-  if (!parseVariant(args, compile, error))
-    return usageError(error);
   RunOptions run;
   double timeoutSeconds = 5;
-  if (!parseTimingOptions(args, run, timeoutSeconds, error))
-    return usageError(error);
-  uint64_t begin = 1024, end = uint64_t(64) << 20, factor = 2;
-  if (!parseSweep(args, begin, end, factor, "measure", error))
+  std::string error;
+  if (!parseBenchVariant(args, compile, run, timeoutSeconds, error))
     return usageError(error);
   const uint64_t elementBytes = sizeOf(compile.dtype);
   std::vector<uint64_t> counts;
-  for (uint64_t bytes : sweepSizes(begin, end, factor))
-    if (bytes % elementBytes == 0)
-      counts.push_back(bytes / elementBytes);
-  if (counts.empty())
-    return usageError("no size of the sweep is a whole number of elements");
+  if (!parseSweepCounts(args, 1024, uint64_t(64) << 20, 2, elementBytes, counts, error))
+    return usageError(error);
 
   DispatchRequest request;
   if (!args.positionals().empty() && args.positionals()[0] != "all")
@@ -146,14 +134,19 @@ int runDispatchBench(const ParsedArguments& args) {
     if (!image)
       return reportError(image.takeError());
     heap += heapBytesFor(*compiled, request.maxCount);
-    fixed.push_back(Fixed{variant, std::move(*compiled), std::move(image->image), nullptr, {}});
+    fixed.push_back(
+        Fixed{variant, std::move(*compiled), std::move(image->image), nullptr, nullptr, {}});
   }
   auto world = LocalWorld::create(devices, heap);
   if (!world)
     return reportError(world.takeError());
   const uint64_t timeoutNs = uint64_t(timeoutSeconds * 1e9);
-  // Where in the heap an instance lands can move its time by a few percent; --fixed-first makes
-  // the fixed variants' instances before the dispatcher's, to see whether the order decides it.
+  // Where in memory an instance lies moves its time by a few percent at the smallest sizes (collc
+  // bench --instances measures it): the same variant on two instances is not the same time. So a
+  // fixed variant that the dispatcher also runs is timed on the dispatcher's own instance of it,
+  // the same kernel on the same memory, unless --own-instances; then --fixed-first makes the
+  // fixed variants' instances before the dispatcher's, to see whether the order decides it.
+  const bool ownInstances = args.has("own-instances");
   const bool fixedFirst = args.has("fixed-first");
   std::unique_ptr<Dispatcher> dispatcher;
   auto makeDispatcher = [&]() -> llvm::Error {
@@ -176,12 +169,30 @@ int runDispatchBench(const ParsedArguments& args) {
       it->instance.reset();
   });
   for (Fixed& f : fixed) {
+    if (!ownInstances) {
+      const std::vector<DispatchVariant>& runs = dispatcher->program().variants();
+      for (size_t v = 0; v < runs.size(); ++v)
+        if (runs[v].variant == f.variant)
+          f.shared = &dispatcher->instance(v);
+      if (f.shared)
+        continue;
+    }
     auto instance =
         CollectiveInstance::create(**world, f.compiled, f.cubin, request.maxCount, timeoutNs);
     if (!instance)
       return reportError(instance.takeError());
     f.instance = std::move(*instance);
   }
+  auto instanceOf = [](Fixed& f) -> CollectiveInstance& {
+    return f.instance ? *f.instance : *f.shared;
+  };
+  size_t sharedCount = 0;
+  for (const Fixed& f : fixed)
+    sharedCount += f.shared != nullptr;
+  if (sharedCount > 0)
+    llvm::outs() << fmt::format("{} of the fixed variants run on the dispatcher's instances of "
+                                "them (--own-instances: each on its own)\n",
+                                sharedCount);
   if (fixedFirst)
     if (llvm::Error err = makeDispatcher())
       return reportError(std::move(err));
@@ -210,10 +221,11 @@ int runDispatchBench(const ParsedArguments& args) {
     case SizeVerdict::Outcome::Within:
     case SizeVerdict::Outcome::Over:
       ratio = fmt::format("{:.3f}", verdict.ratio);
-      // Where dispatch ran the best fixed variant itself, a miss is the instance (docs/tuning.md:
-      // at 1 KiB that alone was up to 5%).
-      text = withinText(verdict, retimed[i],
-                        best && best->variant == used.variants()[chosen[i]].variant);
+      // Where dispatch ran the best fixed variant itself on another instance (--own-instances),
+      // a miss is the instance (docs/tuning.md: at 1 KiB that alone was up to 5%).
+      text =
+          withinText(verdict, retimed[i],
+                     best && !best->shared && best->variant == used.variants()[chosen[i]].variant);
       break;
     case SizeVerdict::Outcome::DispatchFailed:
       text =
@@ -245,7 +257,7 @@ int runDispatchBench(const ParsedArguments& args) {
     progress.what = "dispatched at " + size;
     bar.update(progress);
     chosen.push_back(dispatcher->variantFor(count));
-    auto timing = timeOnce(**world, dispatcher->instanceFor(count), options);
+    auto timing = checkedTiming(**world, dispatcher->instanceFor(count), options);
     if (!timing) {
       bar.finish();
       return reportError(timing.takeError());
@@ -259,7 +271,7 @@ int runDispatchBench(const ParsedArguments& args) {
         f.timings.push_back(BenchTiming::failed("not measured: failed at a smaller size"));
         continue;
       }
-      auto t = timeOnce(**world, *f.instance, options);
+      auto t = checkedTiming(**world, instanceOf(f), options);
       if (!t) {
         f.broken = true;
         f.timings.push_back(BenchTiming::failed(llvm::toString(t.takeError())));
@@ -275,7 +287,7 @@ int runDispatchBench(const ParsedArguments& args) {
     const bool close = first.best >= 0 && first.ratio > 1.0 && dispatched[i].ok();
     retimed.push_back(close);
     auto timeAgain = [&](CollectiveInstance& instance, BenchTiming& kept) -> llvm::Error {
-      auto again = timeOnce(**world, instance, options);
+      auto again = checkedTiming(**world, instance, options);
       if (!again)
         return again.takeError();
       keepFaster(kept, *again);
@@ -288,7 +300,7 @@ int runDispatchBench(const ParsedArguments& args) {
         bar.update(progress);
         llvm::Error err = timeAgain(dispatcher->instanceFor(count), dispatched[i]);
         if (!err)
-          err = timeAgain(*best.instance, best.timings[i]);
+          err = timeAgain(instanceOf(best), best.timings[i]);
         if (err) {
           bar.finish();
           return reportError(std::move(err));

@@ -61,6 +61,25 @@ bool parseSweep(const ParsedArguments& args, uint64_t& begin, uint64_t& end, uin
   return true;
 }
 
+bool parseBenchVariant(const ParsedArguments& args, CompileOptions& compile, RunOptions& run,
+                       double& timeoutSeconds, std::string& error) {
+  compile.dtype = DType::BF16;
+  return parseVariant(args, compile, error) && parseTimingOptions(args, run, timeoutSeconds, error);
+}
+
+bool parseSweepCounts(const ParsedArguments& args, uint64_t begin, uint64_t end, uint64_t factor,
+                      uint64_t elementBytes, std::vector<uint64_t>& counts, std::string& error) {
+  if (!parseSweep(args, begin, end, factor, "measure", error))
+    return false;
+  counts.clear();
+  for (uint64_t bytes : sweepSizes(begin, end, factor))
+    if (bytes % elementBytes == 0)
+      counts.push_back(bytes / elementBytes);
+  if (counts.empty())
+    return error = "no size of the sweep is a whole number of elements", false;
+  return true;
+}
+
 bool parseTimingOptions(const ParsedArguments& args, RunOptions& run, double& timeoutSeconds,
                         std::string& error) {
   auto positiveInt = [&](const char* name, int& out) {
@@ -192,6 +211,16 @@ llvm::Error onRank(int rank, llvm::Error err) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "rank " + std::to_string(rank) + ": " + message);
+}
+
+llvm::Expected<BenchTiming> checkedTiming(SymmetricWorld& world, CollectiveInstance& instance,
+                                          const RunOptions& options) {
+  auto report = runAndCheck(world, instance, instance.compiled(), options);
+  if (!report)
+    return report.takeError();
+  if (!report->correct)
+    return BenchTiming::wrong(report->firstMismatches);
+  return BenchTiming::measured(report->usPerOp);
 }
 
 llvm::Expected<JitResult> compileForDevice(const CompiledCollective& compiled, int device) {

@@ -5,7 +5,10 @@
 #define COLLC_DRIVER_GPUCOMMAND_H
 
 #include "Arguments.h"
+#include "compiler/Compile.h"
 #include "compiler/CompiledCollective.h"
+#include "runtime/BenchResults.h"
+#include "runtime/CollectiveInstance.h"
 #include "runtime/Jit.h"
 #include "runtime/LaunchEnvironment.h"
 #include "runtime/RunHarness.h"
@@ -26,6 +29,11 @@ std::vector<OptionSpec> timingOptions();
 bool parseTimingOptions(const ParsedArguments& args, RunOptions& run, double& timeoutSeconds,
                         std::string& error);
 
+/// The variant and timing options of a bench mode that measures in one process (--dispatch,
+/// --instances): bf16 unless --dtype says otherwise; false with `error` set on a bad value.
+bool parseBenchVariant(const ParsedArguments& args, CompileOptions& compile, RunOptions& run,
+                       double& timeoutSeconds, std::string& error);
+
 /// -b, -e, -f: the message sizes of a sweep.
 std::vector<OptionSpec> sweepOptions();
 /// The message sizes of a sweep, -b BEGIN -e END -f FACTOR (bytes, K/M/G allowed), as nccl-tests
@@ -33,6 +41,11 @@ std::vector<OptionSpec> sweepOptions();
 /// is not a size, or when the sweep would be empty (`what` names the sizes in that message).
 bool parseSweep(const ParsedArguments& args, uint64_t& begin, uint64_t& end, uint64_t& factor,
                 const char* what, std::string& error);
+/// The element counts of parseSweep's sizes (from `begin`, `end` and `factor` where an option is
+/// not given) that are whole numbers of `elementBytes`; false with `error` set where parseSweep
+/// fails or no size is such a number.
+bool parseSweepCounts(const ParsedArguments& args, uint64_t begin, uint64_t end, uint64_t factor,
+                      uint64_t elementBytes, std::vector<uint64_t>& counts, std::string& error);
 
 /// --procs, --procs-timeout.
 std::vector<OptionSpec> procsOptions();
@@ -69,6 +82,12 @@ int launchProcs(const ParsedArguments& args, llvm::StringRef command, std::optio
 /// The error with "rank R: " in front, for a process of a process-per-GPU world (under an
 /// external launcher nothing else says which rank printed it).
 llvm::Error onRank(int rank, llvm::Error err);
+
+/// One run of runAndCheck on `instance` (options.count elements, timed): its time, or a Wrong
+/// timing with the first mismatches where the result was wrong; an error (CUDA, the watchdog)
+/// as the Expected's error.
+llvm::Expected<BenchTiming> checkedTiming(SymmetricWorld& world, CollectiveInstance& instance,
+                                          const RunOptions& options);
 
 /// NVRTC to a cubin for `device`'s architecture (sm_90 where it cannot be asked), through the
 /// disk cache.

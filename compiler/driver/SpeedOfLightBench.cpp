@@ -128,11 +128,11 @@ int runSpeedOfLightBench(const ParsedArguments& args) {
                          b.waitedToPushedUs + b.pushedToArrivedUs + b.arrivedToEndedUs +
                              b.endedToNextWaitedUs);
     }
-  out << "wait->pushed: the epoch and input read, and the stores issued (not landed); "
-         "pushed->arrived: until the\nthread's vectors from every peer landed; arrived->ended: "
-         "the block's barrier and epoch write;\nended->next_waited: from that end until the next "
-         "call's wait for it returned, the kernel boundary.\nThe sum is one call's period on "
-         "that rank.\n";
+  out << "wait->pushed: the input read and the stores issued (not landed; the epoch was read "
+         "before the wait,\nas collc's kernels read it); pushed->arrived: until the thread's "
+         "vectors from every peer landed;\narrived->ended: the rest of the thread's work; "
+         "ended->next_waited: from that end until the next\ncall's wait for it returned, the "
+         "kernel boundary. The sum is one call's period on that rank.\n";
   return kSuccess;
 }
 

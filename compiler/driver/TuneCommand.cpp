@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <ctime>
 #include <fmt/format.h>
 #include <llvm/Support/FileSystem.h>
@@ -81,9 +82,13 @@ const Command kTuneCommand{
     "\n"
     "Progress goes to stderr with the time left: one line redrawn on a terminal, a line per\n"
     "tenth of the work otherwise. The winners per size are printed on stdout at the end.\n"
+    "Ctrl-C (SIGINT) or SIGTERM stops the search after the variant being timed and writes the\n"
+    "table with what was measured (its header says so; with nothing measured, it is left as it\n"
+    "was); a second one stops at once.\n"
     "One process drives every GPU (no --procs). Exit status: 0 the table was written; 1 a user\n"
     "or environment error (a bad option, no GPU, a table that cannot be read or written); 2 no\n"
-    "variant was correct at some size.\n",
+    "variant was correct at some size; 130 or 143 stopped by SIGINT or SIGTERM (the table was\n"
+    "written).\n",
     tuneOptions(),
     1,
     0};
@@ -332,6 +337,44 @@ std::string utcNow() {
   return text;
 }
 
+/// The signal that asked the running tune to stop (SIGINT or SIGTERM), 0 while none has.
+volatile std::sig_atomic_t gStopSignal = 0;
+
+extern "C" void requestTuneStop(int signal) {
+  gStopSignal = signal;
+}
+
+/// While alive, SIGINT (Ctrl-C) and SIGTERM (a time limit) ask the search to stop before its next
+/// variant, so that the table keeps what was measured; a second one ends the process at once, as
+/// it would have without this.
+class StopOnSignal {
+public:
+  StopOnSignal() {
+    gStopSignal = 0;
+    install(SIGINT, oldInterrupt_);
+    install(SIGTERM, oldTerminate_);
+  }
+  ~StopOnSignal() {
+    sigaction(SIGINT, &oldInterrupt_, nullptr);
+    sigaction(SIGTERM, &oldTerminate_, nullptr);
+  }
+  StopOnSignal(const StopOnSignal&) = delete;
+  StopOnSignal& operator=(const StopOnSignal&) = delete;
+
+  int signal() const { return gStopSignal; }
+
+private:
+  static void install(int signal, struct sigaction& old) {
+    struct sigaction action {};
+    action.sa_handler = requestTuneStop;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND; // the second signal takes the default action
+    sigaction(signal, &action, &old);
+  }
+  struct sigaction oldInterrupt_ {
+  }, oldTerminate_{};
+};
+
 /// The table at `path` with `rows` replacing its rows of `key`, written through a temporary
 /// file and a rename. An existing table that does not parse is left alone: an error.
 int writeTable(const std::string& path, const TuningKey& key, std::vector<TuningRow> rows,
@@ -524,15 +567,26 @@ int runTune(const ParsedArguments& args) {
                               name(o.compile.op), sizes.size(), o.output);
 
   TuneProgressBar bar;
+  StopOnSignal stopOnSignal;
   std::vector<TuneMeasurement> all = runTuneSearch(
       space, sizes,
       [&](const TunedVariant& variant, const std::vector<uint64_t>& at,
           const std::function<void(uint64_t)>& before) {
         return measureInWorld(**world, compiler, o, variant, at, before);
       },
-      [&](const TuneProgress& progress) { bar.update(progress); });
+      [&](const TuneProgress& progress) { bar.update(progress); },
+      [&] { return stopOnSignal.signal() != 0; });
   bar.finish();
+  const int stoppedBy = stopOnSignal.signal();
+  if (stoppedBy)
+    llvm::errs() << fmt::format("collc tune: stopped by {} after {} measurements; the table keeps "
+                                "them, its marks are the fastest of what was measured\n",
+                                stoppedBy == SIGINT ? "SIGINT" : "SIGTERM", all.size());
 
+  if (stoppedBy && all.empty()) {
+    llvm::errs() << "collc tune: nothing was measured; the table was left as it was\n";
+    return 128 + stoppedBy;
+  }
   const size_t stage1 = space.specs.size() * space.syncs.size() * sizes.size();
   int missing = printWinners(all, sizes, stage1);
   std::string command = "collc tune " + o.spec;
@@ -543,6 +597,8 @@ int runTune(const ParsedArguments& args) {
                      : fmt::format(" --{}={}", option, *value);
   if (o.quick)
     command += " --quick";
+  if (stoppedBy)
+    command += fmt::format(" (stopped after {} measurements, before the search ended)", all.size());
   // A variant timed twice at one size is one row (its faster time), so rows <= measurements.
   const std::vector<TuningRow> rows = tuningRows(all, sizes, key);
   if (int status = writeTable(o.output, key, rows, command, refusedVariants(all));
@@ -552,6 +608,8 @@ int runTune(const ParsedArguments& args) {
                               "to {}\n",
                               rows.size(), all.size(), key.gpu, nranks, key.topology,
                               name(o.compile.dtype), name(o.compile.op), o.output);
+  if (stoppedBy)
+    return 128 + stoppedBy; // as a shell reports a command a signal ended
   return missing > 0 ? int(kInternalError) : int(kSuccess);
 }
 

@@ -1,6 +1,7 @@
 #include "compiler/Compile.h"
 
 #include <gtest/gtest.h>
+#include <llvm/ADT/StringRef.h>
 
 namespace collc {
 namespace {
@@ -246,6 +247,58 @@ TEST(Compile, ProgrammaticLaunchIsOnByDefaultAndCanBeTurnedOff) {
   compiled = compileOk("allreduce_oneshot", options);
   EXPECT_FALSE(compiled.programmaticLaunch);
   EXPECT_EQ(compiled.cudaSource.find("griddepcontrol"), std::string::npos);
+}
+
+/// The generated kernel itself, without the prelude's helpers before it.
+std::string kernelBody(const std::string& source) {
+  const size_t at = source.find("__global__ void __launch_bounds__");
+  EXPECT_NE(at, std::string::npos);
+  return at == std::string::npos ? source : source.substr(at);
+}
+
+/// Position of `needle` in `source`, failing the test where it is missing.
+size_t positionOf(const std::string& source, const std::string& needle) {
+  const size_t at = source.find(needle);
+  EXPECT_NE(at, std::string::npos) << "missing: " << needle;
+  return at;
+}
+
+TEST(Compile, TheEpochIsStoredAndFencedBeforeTheNextKernelMayStart) {
+  // The next call reads the epoch before its griddepcontrol.wait: this call's store and its
+  // fence must come before the only launch_dependents, which thread 0 alone executes.
+  CompileOptions options;
+  options.threads = 128;
+  const std::string source = kernelBody(compileOk("allreduce_oneshot", options).cudaSource);
+  const size_t read =
+      positionOf(source, "const u64 epoch = load_epoch(params.epochs + blockIdx.x)");
+  const size_t barrier = positionOf(source, "__syncthreads();");
+  const size_t store = positionOf(source, "store_epoch(params.epochs + blockIdx.x, epoch);");
+  const size_t fence = positionOf(source, "fence.acq_rel.gpu;");
+  const size_t wait = positionOf(source, "griddepcontrol.wait;");
+  const size_t trigger = positionOf(source, "griddepcontrol.launch_dependents;");
+  EXPECT_LT(read, barrier);
+  EXPECT_LT(barrier, store);
+  EXPECT_LT(store, fence);
+  EXPECT_LT(fence, wait);
+  EXPECT_LT(wait, trigger);
+  EXPECT_TRUE(llvm::StringRef(source.substr(0, trigger))
+                  .rtrim()
+                  .drop_back(std::string("asm volatile(\"").size())
+                  .rtrim()
+                  .endswith("if (threadIdx.x == 0)"))
+      << "only thread 0 lets the next kernel start";
+  const std::string triggerAsm = "asm volatile(\"griddepcontrol.launch_dependents;\")";
+  EXPECT_EQ(source.find(triggerAsm), source.rfind(triggerAsm));
+  EXPECT_EQ(source.find("store_epoch("), source.rfind("store_epoch("))
+      << "the epoch is stored once, at the head";
+
+  // One warp needs no block barrier between the read and the store; without programmatic launch
+  // no later kernel overlaps this one, and there is nothing to fence for.
+  options.threads = 32;
+  options.programmaticLaunch = false;
+  const std::string single = kernelBody(compileOk("allreduce_oneshot", options).cudaSource);
+  EXPECT_LT(positionOf(single, "__syncwarp();"), positionOf(single, "store_epoch(params"));
+  EXPECT_EQ(single.find("fence.acq_rel.gpu;"), std::string::npos);
 }
 
 TEST(Compile, LLWidensVectorsToWholePackets) {

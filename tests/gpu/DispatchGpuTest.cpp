@@ -118,15 +118,15 @@ protected:
   }
 };
 
-/// Element counts that reach every range of the built-in rule (bf16: 128 KiB is 64 Ki
-/// elements, 512 KiB is 256 Ki), with odd counts at the edges of the vectorized paths.
-const uint64_t kCounts[] = {1,          7,      9,           512,     4097,
-                            64 * K - 1, 64 * K, 100 * K + 3, 256 * K, 1024 * K + 5};
+/// Element counts that reach every range of the built-in rule (bf16: 1 MiB is 512 Ki elements,
+/// 4 MiB is 2 Mi, 16 MiB is 8 Mi), with odd counts at the edges of the vectorized paths.
+const uint64_t kCounts[] = {
+    1, 7, 9, 512, 4097, 512 * K - 1, 512 * K, 1024 * K + 5, 2048 * K + 3, 8192 * K + 1};
 
 TEST_F(DispatchGpu, EagerCallsAcrossEveryRangeOfTheDefaultRule) {
   DispatchRequest request;
   request.dtype = DType::BF16;
-  request.maxCount = 1024 * K + 5;
+  request.maxCount = 8192 * K + 1; // the largest of kCounts
   request.table = "none";
   auto dispatcher = makeDispatcher(request);
   ASSERT_TRUE(dispatcher);
@@ -146,7 +146,7 @@ TEST_F(DispatchGpu, EagerCallsAcrossEveryRangeOfTheDefaultRule) {
             "count " + std::to_string(count) + " round " + std::to_string(round));
     }
   }
-  EXPECT_EQ(used.size(), 3u) << "the sizes should reach all three variants of the rule";
+  EXPECT_EQ(used.size(), 4u) << "the sizes should reach all four variants of the rule";
 }
 
 TEST_F(DispatchGpu, EveryDtypeAndOpDispatches) {
@@ -175,11 +175,15 @@ TEST_F(DispatchGpu, GraphCapturesTheChoiceOfEachCallAndReplays) {
   LocalWorld& world = *gputest::world();
   DispatchRequest request;
   request.dtype = DType::BF16;
-  request.maxCount = 1024 * K;
+  request.maxCount = 2048 * K;
   request.table = "none";
   auto dispatcher = makeDispatcher(request);
   ASSERT_TRUE(dispatcher);
-  const uint64_t counts[] = {512, 128 * K, 1024 * K, 512}; // three variants, then the first again
+  const uint64_t counts[] = {512, 1024 * K, 2048 * K, 512}; // three variants, then the first again
+  std::set<size_t> used;
+  for (uint64_t count : counts)
+    used.insert(dispatcher->variantFor(count));
+  EXPECT_EQ(used.size(), 3u);
   std::vector<CallBuffers> calls;
   for (uint64_t count : counts)
     calls.push_back(allocate(request.dtype, count));
@@ -214,7 +218,7 @@ TEST_F(DispatchGpu, TwoThreadsOneRankEachLaunchTheSameMixedSequence) {
   ASSERT_EQ(world.nranks(), 2);
   DispatchRequest request;
   request.dtype = DType::F16;
-  request.maxCount = 1024 * K + 5; // the largest of kCounts
+  request.maxCount = 8192 * K + 1; // the largest of kCounts
   request.table = "none";
   auto dispatcher = makeDispatcher(request);
   ASSERT_TRUE(dispatcher);

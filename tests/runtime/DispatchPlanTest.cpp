@@ -57,31 +57,29 @@ TEST(DispatchPlan, DefaultRuleFollowsTheH200Measurements) {
   EXPECT_FALSE(plan.fromTable);
   EXPECT_EQ(chosen(plan, 0).spec, "allreduce_oneshot");
   EXPECT_EQ(chosen(plan, 1 * K).sync, SyncKind::Sentinel);
-  EXPECT_EQ(chosen(plan, 64 * K).spec, "allreduce_oneshot");
-  EXPECT_EQ(chosen(plan, 128 * K - 1).spec, "allreduce_oneshot");
-  EXPECT_EQ(chosen(plan, 128 * K).spec, "allreduce_twoshot");
-  EXPECT_EQ(chosen(plan, 256 * K).sync, SyncKind::Sentinel);
-  EXPECT_EQ(chosen(plan, 512 * K).sync, SyncKind::Barrier);
-  EXPECT_EQ(chosen(plan, 512 * K).blocks, 32); // the GPU's size is not known: a safe grid
+  EXPECT_EQ(chosen(plan, 1 * K).threads, 128);
+  EXPECT_EQ(chosen(plan, 1 * M - 1).threads, 128);
+  EXPECT_EQ(chosen(plan, 1 * M).spec, "allreduce_oneshot");
+  EXPECT_EQ(chosen(plan, 1 * M).threads, 512);
+  EXPECT_EQ(chosen(plan, 4 * M - 1).spec, "allreduce_oneshot");
+  EXPECT_EQ(chosen(plan, 4 * M).spec, "allreduce_twoshot");
+  EXPECT_EQ(chosen(plan, 4 * M).sync, SyncKind::Sentinel);
+  EXPECT_EQ(chosen(plan, 16 * M).sync, SyncKind::Barrier);
   EXPECT_EQ(chosen(plan, 64 * M).sync, SyncKind::Barrier);
   EXPECT_EQ(chosen(plan, kNoUpperBound).sync, SyncKind::Barrier);
-  EXPECT_EQ(plan.variants.size(), 3u);
+  for (uint64_t bytes : {uint64_t(0), 1 * M, 4 * M, 64 * M})
+    EXPECT_EQ(chosen(plan, bytes).blocks, 32) << "the GPU's size is not known: a safe grid";
+  EXPECT_EQ(plan.variants.size(), 4u);
 
-  // Knowing the GPU, bandwidth takes one block per multiprocessor, up to 132.
+  // Knowing the GPU, every range takes one block per multiprocessor, up to 132.
   DispatchQuery h200 = h200Query();
   h200.multiprocessors = 132;
+  EXPECT_EQ(chosen(defaultDispatchPlan(h200), 1 * K).blocks, 132);
   EXPECT_EQ(chosen(defaultDispatchPlan(h200), 512 * K).blocks, 132);
   h200.multiprocessors = 200;
   EXPECT_EQ(chosen(defaultDispatchPlan(h200), 64 * M).blocks, 132);
   h200.multiprocessors = 20;
   EXPECT_EQ(chosen(defaultDispatchPlan(h200), 64 * M).blocks, 20);
-}
-
-TEST(DispatchPlan, DefaultRuleKeepsItsRanges) {
-  DispatchPlan plan = defaultDispatchPlan(h200Query());
-  EXPECT_EQ(chosen(plan, 64 * M).sync, SyncKind::Barrier);
-  EXPECT_EQ(chosen(plan, kNoUpperBound).sync, SyncKind::Barrier);
-  EXPECT_EQ(plan.variants.size(), 3u);
 }
 
 TEST(DispatchPlan, DefaultRuleLoadsOnlyWhatTheLargestCallNeeds) {
@@ -91,7 +89,7 @@ TEST(DispatchPlan, DefaultRuleLoadsOnlyWhatTheLargestCallNeeds) {
   expectWellFormed(plan);
   ASSERT_EQ(plan.variants.size(), 1u);
   EXPECT_EQ(plan.variants[0].spec, "allreduce_oneshot");
-  query.maxBytes = 128 * K; // exactly at a boundary: the two-shot range is reachable
+  query.maxBytes = 1 * M; // exactly at a boundary: the next range is reachable
   EXPECT_EQ(defaultDispatchPlan(query).variants.size(), 2u);
 }
 
@@ -268,9 +266,9 @@ NVIDIA_H200 2 nvlink-p2p allreduce bf16 sum 2K   inf  4M   allreduce_twoshot bar
 
 TEST(DispatchPlan, DescribesItsRanges) {
   std::string text = describePlan(defaultDispatchPlan(h200Query()));
-  EXPECT_NE(text.find("[0, 128K)  allreduce_oneshot/sentinel -x- v- u-"), std::string::npos)
+  EXPECT_NE(text.find("[0, 1M)  allreduce_oneshot/sentinel 32x128 v- u-"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("[512K, inf)  allreduce_twoshot/barrier 32x- v- u-"), std::string::npos)
+  EXPECT_NE(text.find("[16M, inf)  allreduce_twoshot/barrier 32x512 v- u-"), std::string::npos)
       << text;
 }
 

@@ -135,6 +135,36 @@ std::vector<TuneMeasurement> search(const TuneSpace& space, ModelMachine& machin
       space, at, [&](auto& v, auto& s, auto& before) { return machine(v, s, before); }, progress);
 }
 
+TEST(TuneSearch, AStopKeepsWhatWasMeasuredAndMeasuresNothingMore) {
+  ModelMachine machine;
+  const TuneSpace space = fullSpace();
+  const std::vector<TuneMeasurement> whole = search(space, machine);
+  const int wholeCalls = machine.calls;
+  ASSERT_GT(wholeCalls, 8);
+
+  // Stopped after the eighth variant: the measurements of those eight come back, in order, and
+  // the machine is asked for nothing more.
+  ModelMachine stopped;
+  std::vector<TuneMeasurement> kept = runTuneSearch(
+      space, sizes(), [&](auto& v, auto& s, auto& before) { return stopped(v, s, before); }, {},
+      [&] { return stopped.calls >= 8; });
+  EXPECT_EQ(stopped.calls, 8);
+  ASSERT_FALSE(kept.empty());
+  ASSERT_LT(kept.size(), whole.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_EQ(kept[i].variant, whole[i].variant) << i;
+    EXPECT_EQ(kept[i].bytes, whole[i].bytes) << i;
+  }
+  // A stop from the start measures nothing at all.
+  ModelMachine never;
+  EXPECT_TRUE(runTuneSearch(
+                  space, sizes(),
+                  [&](auto& v, auto& s, auto& before) { return never(v, s, before); }, {},
+                  [] { return true; })
+                  .empty());
+  EXPECT_EQ(never.calls, 0);
+}
+
 TEST(TuneSearch, FindsTheBestVariantPerSizeWithFewMeasurements) {
   ModelMachine machine;
   TuneSpace space = fullSpace();
