@@ -366,9 +366,42 @@ std::vector<std::string> refusedVariants(const std::vector<TuneMeasurement>& mea
 }
 
 void replaceKeyRows(TuningTable& table, const TuningKey& key, std::vector<TuningRow> rows) {
-  table.rows.erase(std::remove_if(table.rows.begin(), table.rows.end(),
-                                  [&](const TuningRow& row) { return row.key.sameAs(key); }),
-                   table.rows.end());
+  // The sizes the new rows measured; the key's rows measured outside them stay.
+  uint64_t lowest = kNoUpperBound, highest = 0;
+  for (const TuningRow& row : rows) {
+    lowest = std::min(lowest, row.bytes);
+    highest = std::max(highest, row.bytes);
+  }
+  bool keptBelow = false;
+  uint64_t keptAbove = kNoUpperBound; // the smallest size measured above the new ones
+  std::vector<TuningRow> kept;
+  for (TuningRow& row : table.rows) {
+    const bool ours = row.key.sameAs(key);
+    if (ours && !rows.empty() && (row.bytes < lowest || row.bytes > highest)) {
+      keptBelow |= row.bytes < lowest;
+      if (row.bytes > highest)
+        keptAbove = std::min(keptAbove, row.bytes);
+    } else if (ours) {
+      continue; // replaced
+    }
+    kept.push_back(std::move(row));
+  }
+  // Where the kept rows meet the new ones, the new sizes take over at their own smallest size
+  // and hand over at the kept rows' smallest size above them: no two ranges overlap.
+  for (TuningRow& row : kept) {
+    if (!row.key.sameAs(key))
+      continue;
+    if (row.bytes < lowest)
+      row.toBytes = std::min(row.toBytes, lowest);
+    else
+      row.fromBytes = std::max(row.fromBytes, keptAbove);
+  }
+  for (TuningRow& row : rows) {
+    if (keptBelow)
+      row.fromBytes = std::max(row.fromBytes, lowest);
+    row.toBytes = std::min(row.toBytes, keptAbove);
+  }
+  table.rows = std::move(kept);
   table.rows.insert(table.rows.end(), rows.begin(), rows.end());
 }
 

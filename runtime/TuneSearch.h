@@ -120,7 +120,12 @@ std::vector<TuningRow> tuningRows(const std::vector<TuneMeasurement>& measuremen
 /// "allreduce_ring/ll: sync strategy 'll' cannot ...", once per refused variant, in order.
 std::vector<std::string> refusedVariants(const std::vector<TuneMeasurement>& measurements);
 
-/// `table` with its rows of `key` (the same key exactly) replaced by `rows`; other keys' rows stay.
+/// `table` with its rows of `key` (the same key exactly) that were measured at sizes from the
+/// smallest to the largest of `rows` replaced by `rows`. Other keys' rows stay, and so do the
+/// key's rows measured below or above those sizes (a sweep tuned in pieces), their ranges and
+/// the new rows' clipped where they meet so that none overlap: the new rows speak from their
+/// smallest size (from 0 when nothing is kept below) to the smallest size kept above (inf when
+/// none is).
 void replaceKeyRows(TuningTable& table, const TuningKey& key, std::vector<TuningRow> rows);
 
 } // namespace collc

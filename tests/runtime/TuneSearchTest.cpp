@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace collc {
 
@@ -625,6 +626,81 @@ TEST(TuneSearch, ReplacingAKeyKeepsTheOtherKeys) {
   ASSERT_EQ(table.rows.size(), 2u);
   EXPECT_EQ(table.rows[0].key.dtype, DType::F32);
   EXPECT_EQ(table.rows[1].variant.spec, "fresh");
+}
+
+/// Rows as tuningRows makes them for `variant` measured at `at`, under `key`.
+std::vector<TuningRow> sweepRows(const TuningKey& key, const std::string& variant,
+                                 const std::vector<uint64_t>& at) {
+  std::vector<TuneMeasurement> measured;
+  for (uint64_t bytes : at) {
+    TuneMeasurement m;
+    m.variant = TunedVariant(variant, SyncKind::Sentinel, 8, 512, 16, 1);
+    m.bytes = bytes;
+    m.us = 1.0;
+    measured.push_back(m);
+  }
+  return tuningRows(measured, at, key);
+}
+
+/// (from, to, spec) of every row of the table, in order.
+std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges(const TuningTable& table) {
+  std::vector<std::tuple<uint64_t, uint64_t, std::string>> out;
+  for (const TuningRow& row : table.rows)
+    out.emplace_back(row.fromBytes, row.toBytes, row.variant.spec);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(TuneSearch, ASweepTunedInPiecesKeepsEveryPieceWithoutOverlaps) {
+  const TuningKey key{"GPU",        2, "nvlink-p2p", CollectiveKind::AllReduce, DType::BF16,
+                      ReduceOp::Sum};
+  TuningTable table;
+  replaceKeyRows(table, key, sweepRows(key, "small", {1 * K, 4 * K, 16 * K}));
+  // Above the first piece: the first piece's last range now ends where the second begins.
+  replaceKeyRows(table, key, sweepRows(key, "large", {1 * M, 4 * M}));
+  using Range = std::tuple<uint64_t, uint64_t, std::string>;
+  EXPECT_EQ(ranges(table), (std::vector<Range>{{0, 4 * K, "small"},
+                                               {4 * K, 16 * K, "small"},
+                                               {16 * K, 1 * M, "small"},
+                                               {1 * M, 4 * M, "large"},
+                                               {4 * M, kNoUpperBound, "large"}}));
+  // In the middle, over some sizes of each piece: those are replaced, the others stay.
+  replaceKeyRows(table, key, sweepRows(key, "middle", {16 * K, 64 * K, 256 * K, 1 * M}));
+  EXPECT_EQ(ranges(table), (std::vector<Range>{{0, 4 * K, "small"},
+                                               {4 * K, 16 * K, "small"},
+                                               {16 * K, 64 * K, "middle"},
+                                               {64 * K, 256 * K, "middle"},
+                                               {256 * K, 1 * M, "middle"},
+                                               {1 * M, 4 * M, "middle"},
+                                               {4 * M, kNoUpperBound, "large"}}));
+  // Below everything: the new piece starts at 0 and hands over at the smallest size kept.
+  replaceKeyRows(table, key, sweepRows(key, "tiny", {256, 1 * K}));
+  EXPECT_EQ(std::get<2>(ranges(table)[0]), "tiny");
+  EXPECT_EQ(ranges(table)[1], (Range{1 * K, 4 * K, "tiny"}));
+  EXPECT_EQ(ranges(table)[2], (Range{4 * K, 16 * K, "small"}));
+
+  // The table it writes reads back (the reader refuses overlapping ranges) and dispatches each
+  // size to its piece.
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  writeTuningTable(out, table);
+  out.flush();
+  auto parsed = parseTuningTable(text, "pieces.tsv");
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  DispatchQuery query;
+  query.key = {"GPU", 2, "nvlink-p2p", CollectiveKind::AllReduce, DType::BF16, ReduceOp::Sum};
+  auto plan = tablePlan(*parsed, query);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->variants[plan->variantFor(512)].spec, "tiny");
+  EXPECT_EQ(plan->variants[plan->variantFor(8 * K)].spec, "small");
+  EXPECT_EQ(plan->variants[plan->variantFor(100 * K)].spec, "middle");
+  EXPECT_EQ(plan->variants[plan->variantFor(64 * M)].spec, "large");
+
+  // The whole span again: every row of the key replaced, as a fresh tune of it.
+  replaceKeyRows(table, key, sweepRows(key, "whole", {256, 64 * M}));
+  ASSERT_EQ(table.rows.size(), 2u);
+  EXPECT_EQ(ranges(table),
+            (std::vector<Range>{{0, 64 * M, "whole"}, {64 * M, kNoUpperBound, "whole"}}));
 }
 
 } // namespace
