@@ -372,23 +372,22 @@ void replaceKeyRows(TuningTable& table, const TuningKey& key, std::vector<Tuning
     lowest = std::min(lowest, row.bytes);
     highest = std::max(highest, row.bytes);
   }
+  auto replaced = [&](const TuningRow& row) {
+    return row.key.sameAs(key) && (rows.empty() || (row.bytes >= lowest && row.bytes <= highest));
+  };
+  table.rows.erase(std::remove_if(table.rows.begin(), table.rows.end(), replaced),
+                   table.rows.end());
   bool keptBelow = false;
-  uint64_t keptAbove = kNoUpperBound; // the smallest size measured above the new ones
-  std::vector<TuningRow> kept;
-  for (TuningRow& row : table.rows) {
-    const bool ours = row.key.sameAs(key);
-    if (ours && !rows.empty() && (row.bytes < lowest || row.bytes > highest)) {
+  uint64_t keptAbove = kNoUpperBound; // the smallest size of the key measured above the new ones
+  for (const TuningRow& row : table.rows)
+    if (row.key.sameAs(key)) {
       keptBelow |= row.bytes < lowest;
       if (row.bytes > highest)
         keptAbove = std::min(keptAbove, row.bytes);
-    } else if (ours) {
-      continue; // replaced
     }
-    kept.push_back(std::move(row));
-  }
   // Where the kept rows meet the new ones, the new sizes take over at their own smallest size
   // and hand over at the kept rows' smallest size above them: no two ranges overlap.
-  for (TuningRow& row : kept) {
+  for (TuningRow& row : table.rows) {
     if (!row.key.sameAs(key))
       continue;
     if (row.bytes < lowest)
@@ -401,7 +400,6 @@ void replaceKeyRows(TuningTable& table, const TuningKey& key, std::vector<Tuning
       row.fromBytes = std::max(row.fromBytes, lowest);
     row.toBytes = std::min(row.toBytes, keptAbove);
   }
-  table.rows = std::move(kept);
   table.rows.insert(table.rows.end(), rows.begin(), rows.end());
 }
 

@@ -1,9 +1,9 @@
 // `collc bench SPEC --instances K`: one variant, K instances of it in one world, each timed at
 // every size as `collc bench` times a variant. The instances differ only in where their scratch,
-// flags and epochs lie; at small sizes a few cache lines carry the whole call, and which of the
-// L2's partitions they fall in can move the time by a few percent. This shows how much, before
-// a comparison between two instances (collc bench --dispatch) is read as a difference between
-// variants.
+// flags and epochs lie; at small sizes a few cache lines carry the whole call, and where they lie
+// can move the time by a few percent (which of the L2's partitions they fall in is the guess, not
+// measured). This shows how much, before a comparison between two instances (collc bench
+// --dispatch --own-instances) is read as a difference between variants.
 #include "InstanceSpreadBench.h"
 
 #include "Commands.h"
@@ -13,7 +13,6 @@
 #include "runtime/CollectiveInstance.h"
 #include "runtime/HeapSize.h"
 #include "runtime/LocalWorld.h"
-#include "runtime/RunHarness.h"
 #include "runtime/TuningTable.h"
 
 #include <algorithm>

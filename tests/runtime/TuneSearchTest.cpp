@@ -10,6 +10,7 @@
 #include <cmath>
 #include <gtest/gtest.h>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -134,6 +135,23 @@ std::vector<TuneMeasurement> search(const TuneSpace& space, ModelMachine& machin
     progress = [seen](const TuneProgress& p) { seen->push_back(p); };
   return runTuneSearch(
       space, at, [&](auto& v, auto& s, auto& before) { return machine(v, s, before); }, progress);
+}
+
+/// `table` written as text and read back (a failure to read it fails the test), then the dispatch
+/// plan it makes for the key of these tests' rows; nullopt where either step fails.
+std::optional<DispatchPlan> readBackPlan(const TuningTable& table) {
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  writeTuningTable(out, table);
+  out.flush();
+  auto parsed = parseTuningTable(text, "tuned.tsv");
+  if (!parsed) {
+    ADD_FAILURE() << llvm::toString(parsed.takeError());
+    return std::nullopt;
+  }
+  DispatchQuery query;
+  query.key = {"GPU", 2, "nvlink-p2p", CollectiveKind::AllReduce, DType::BF16, ReduceOp::Sum};
+  return tablePlan(*parsed, query);
 }
 
 TEST(TuneSearch, AStopKeepsWhatWasMeasuredAndMeasuresNothingMore) {
@@ -595,15 +613,7 @@ TEST(TuneSearch, RowsKeepEveryTimingAndMarkOneWinnerPerSize) {
   table.path = "tuned.tsv";
   table.header = {"test"};
   table.rows = rows;
-  std::string text;
-  llvm::raw_string_ostream out(text);
-  writeTuningTable(out, table);
-  out.flush();
-  auto parsed = parseTuningTable(text, "tuned.tsv");
-  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
-  DispatchQuery query;
-  query.key = {"GPU", 2, "nvlink-p2p", CollectiveKind::AllReduce, DType::BF16, ReduceOp::Sum};
-  auto plan = tablePlan(*parsed, query);
+  auto plan = readBackPlan(table);
   ASSERT_TRUE(plan);
   for (uint64_t bytes : sizes())
     EXPECT_EQ(plan->variants[plan->variantFor(bytes)], bestAt(all, bytes)->variant) << bytes;
@@ -681,15 +691,7 @@ TEST(TuneSearch, ASweepTunedInPiecesKeepsEveryPieceWithoutOverlaps) {
 
   // The table it writes reads back (the reader refuses overlapping ranges) and dispatches each
   // size to its piece.
-  std::string text;
-  llvm::raw_string_ostream out(text);
-  writeTuningTable(out, table);
-  out.flush();
-  auto parsed = parseTuningTable(text, "pieces.tsv");
-  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
-  DispatchQuery query;
-  query.key = {"GPU", 2, "nvlink-p2p", CollectiveKind::AllReduce, DType::BF16, ReduceOp::Sum};
-  auto plan = tablePlan(*parsed, query);
+  auto plan = readBackPlan(table);
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->variants[plan->variantFor(512)].spec, "tiny");
   EXPECT_EQ(plan->variants[plan->variantFor(8 * K)].spec, "small");
