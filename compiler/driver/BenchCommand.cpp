@@ -743,9 +743,9 @@ int runBench(const ParsedArguments& args) {
     return runInstanceSpreadBench(args);
   if (args.has("speed-of-light"))
     return runSpeedOfLightBench(args);
-  if (args.has("table") || args.has("every-variant"))
-    return usageError(std::string("--") + (args.has("table") ? "table" : "every-variant") +
-                      " goes with --dispatch");
+  for (const char* option : {"table", "every-variant", "fixed-first", "own-instances"})
+    if (args.has(option))
+      return usageError(std::string("--") + option + " goes with --dispatch");
   BenchOptions o;
   std::string error;
   if (!parseOptions(args, o, error))

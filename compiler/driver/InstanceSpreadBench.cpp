@@ -40,7 +40,7 @@ constexpr int kMostInstances = 16;
 
 int runInstanceSpreadBench(const ParsedArguments& args) {
   for (const char* option : {"procs", "csv", "json", "plot", "watchdog-cost", "compile-times",
-                             "table", "every-variant", "fixed-first"})
+                             "table", "every-variant", "fixed-first", "own-instances"})
     if (args.has(option))
       return usageError(std::string("--instances does not take --") + option);
   if (args.positionals().empty() || args.positionals()[0] == "all")

@@ -372,8 +372,8 @@ private:
     action.sa_flags = SA_RESETHAND; // the second signal takes the default action
     sigaction(signal, &action, &old);
   }
-  struct sigaction oldInterrupt_ {
-  }, oldTerminate_{};
+  struct sigaction oldInterrupt_ = {};
+  struct sigaction oldTerminate_ = {};
 };
 
 /// The table at `path` with `rows` replacing its rows of `key`, written through a temporary
@@ -579,14 +579,17 @@ int runTune(const ParsedArguments& args) {
       [&] { return stopOnSignal.signal() != 0; });
   bar.finish();
   const int stoppedBy = stopOnSignal.signal();
-  if (stoppedBy)
+  if (stoppedBy) {
+    const char* signal = stoppedBy == SIGINT ? "SIGINT" : "SIGTERM";
+    if (all.empty()) {
+      llvm::errs() << fmt::format("collc tune: stopped by {} before anything was measured; the "
+                                  "table was left as it was\n",
+                                  signal);
+      return 128 + stoppedBy;
+    }
     llvm::errs() << fmt::format("collc tune: stopped by {} after {} measurements; the table keeps "
                                 "them, its marks are the fastest of what was measured\n",
-                                stoppedBy == SIGINT ? "SIGINT" : "SIGTERM", all.size());
-
-  if (stoppedBy && all.empty()) {
-    llvm::errs() << "collc tune: nothing was measured; the table was left as it was\n";
-    return 128 + stoppedBy;
+                                signal, all.size());
   }
   const size_t stage1 = space.specs.size() * space.syncs.size() * sizes.size();
   int missing = printWinners(all, sizes, stage1);
