@@ -168,6 +168,18 @@ bool lowerVariant(ir::Program& program, const VerifyResult& proof, const Compile
   const int64_t rowLength = options.rowLength ? options.rowLength : program.defaultRowLength;
   if (!lower(program, proof, lowerOptions, diags) || !checkRowLength(program, rowLength, diags))
     return false;
+  // Unroll multiplies the vectors of an element loop; LL128's line loops and row steps have
+  // their own shape, which it would leave as it is.
+  const bool rowSteps = std::any_of(program.steps.begin(), program.steps.end(),
+                                    [](const ir::Step& step) { return step.byRows; });
+  if (launch.unroll > 1 && (program.lineLoops || rowSteps)) {
+    diags.error(program.loc,
+                "unroll = " + std::to_string(launch.unroll) +
+                    " does not apply to this variant: its loops " +
+                    (program.lineLoops ? "walk 128-byte lines (ll128)" : "go by rows") +
+                    ", one line or row at a time; use unroll = 1");
+    return false;
+  }
   lowered.sync = sync;
   lowered.launch = launch;
   lowered.root = root;

@@ -340,13 +340,36 @@ private:
              ir::toC(loop.bound));
         line("const u64 i = line * kLL128LineElems + lane8 * kVec;");
         line("const u64 lane_end = i + (lane8 == 7 ? kVec / 2 : kVec);");
-      } else if (uses(ir::BufferAccess::AtomicLines))
-        line("for (u64 i = first; i < round_lines({}); i += stride) {{", ir::toC(loop.bound));
-      else
-        line("for (u64 i = first; i < {}; i += stride) {{", ir::toC(loop.bound));
+      } else {
+        const std::string bound = uses(ir::BufferAccess::AtomicLines)
+                                      ? "round_lines(" + ir::toC(loop.bound) + ")"
+                                      : ir::toC(loop.bound);
+        if (loop.unroll > 1) {
+          printUnrolledLoop(loop, bound);
+          continue;
+        }
+        line("for (u64 i = first; i < {}; i += stride) {{", bound);
+      }
       printLoopStmts(loop.stmts);
       line("}}");
     }
+  }
+
+  /// An element loop in which each thread takes `unroll` vectors, a stride apart, per iteration:
+  /// the same elements in the same order as the plain loop, with the iterations' memory
+  /// operations side by side where the compiler can schedule them together.
+  void printUnrolledLoop(const ir::ElementLoop& loop, const std::string& bound) {
+    line("// unroll {}: {} vectors per thread per iteration, a stride apart.", loop.unroll,
+         loop.unroll);
+    line("for (u64 i_first = first; i_first < {}; i_first += {} * stride) {{", bound, loop.unroll);
+    line("#pragma unroll");
+    line("for (int i_unrolled = 0; i_unrolled < {}; ++i_unrolled) {{", loop.unroll);
+    line("const u64 i = i_first + i_unrolled * stride;");
+    line("if (i < {}) {{", bound);
+    printLoopStmts(loop.stmts);
+    line("}}");
+    line("}}");
+    line("}}");
   }
 
   void printStmt(const ir::Stmt& stmt) {

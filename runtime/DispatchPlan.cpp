@@ -149,13 +149,14 @@ std::optional<DispatchPlan> tablePlan(const TuningTable& table, const DispatchQu
 }
 
 std::vector<TunedVariant> tableVariants(const TuningTable& table, const DispatchQuery& query,
-                                        bool everySize) {
+                                        TableVariants which) {
   std::vector<TunedVariant> variants;
   const TuningKey* chosen = chosenKey(table, query);
   if (!chosen)
     return variants;
   std::vector<uint64_t> sizes;                 // every size the rows were measured at
   std::vector<std::vector<uint64_t>> measured; // per variant: the sizes with a finite time
+  std::vector<const TuningRow*> finite;        // the rows with a finite time
   for (const TuningRow& row : table.rows) {
     if (!readsRow(row, *chosen, query))
       continue;
@@ -163,6 +164,7 @@ std::vector<TunedVariant> tableVariants(const TuningTable& table, const Dispatch
       sizes.push_back(row.bytes);
     if (!std::isfinite(row.us))
       continue;
+    finite.push_back(&row);
     auto it = std::find(variants.begin(), variants.end(), row.variant);
     if (it == variants.end()) {
       variants.push_back(row.variant);
@@ -173,13 +175,37 @@ std::vector<TunedVariant> tableVariants(const TuningTable& table, const Dispatch
     if (std::find(at.begin(), at.end(), row.bytes) == at.end())
       at.push_back(row.bytes);
   }
-  if (!everySize)
+  if (which == TableVariants::All)
     return variants;
-  std::vector<TunedVariant> complete;
+  std::vector<bool> keep(variants.size());
   for (size_t i = 0; i < variants.size(); ++i)
-    if (measured[i].size() == sizes.size())
-      complete.push_back(variants[i]);
-  return complete;
+    keep[i] = measured[i].size() == sizes.size();
+  if (which == TableVariants::Finalists) {
+    // The two fastest rows of each size (a variant timed twice at a size counts once there).
+    constexpr size_t kFastestPerSize = 2;
+    std::stable_sort(finite.begin(), finite.end(),
+                     [](const TuningRow* a, const TuningRow* b) { return a->us < b->us; });
+    for (uint64_t bytes : sizes) {
+      std::vector<size_t> fastest;
+      for (const TuningRow* row : finite) {
+        if (row->bytes != bytes)
+          continue;
+        const size_t i =
+            size_t(std::find(variants.begin(), variants.end(), row->variant) - variants.begin());
+        if (std::find(fastest.begin(), fastest.end(), i) == fastest.end())
+          fastest.push_back(i);
+        if (fastest.size() == kFastestPerSize)
+          break;
+      }
+      for (size_t i : fastest)
+        keep[i] = true;
+    }
+  }
+  std::vector<TunedVariant> selected;
+  for (size_t i = 0; i < variants.size(); ++i)
+    if (keep[i])
+      selected.push_back(variants[i]);
+  return selected;
 }
 
 DispatchPlan chooseDispatchPlan(const TuningTable* table, const DispatchQuery& query) {

@@ -60,13 +60,20 @@ DispatchPlan defaultDispatchPlan(const DispatchQuery& query);
 std::optional<DispatchPlan> tablePlan(const TuningTable& table, const DispatchQuery& query,
                                       std::string* why = nullptr);
 
-/// Every distinct variant with a finite time among the rows tablePlan would read for `query`, in
-/// the order of the file: the fixed variants `collc bench --dispatch` compares dispatch with.
-/// everySize: only those with a finite time at every size those rows were measured at (the
-/// finalists `collc tune` cross-checks); a variant missing a size lost at each size it was
-/// timed at to the finalists there.
+/// Which of a table's variants tableVariants returns.
+enum class TableVariants {
+  All,       // every distinct variant with a finite time
+  EverySize, // only those with a finite time at every size the rows were measured at (the
+             // finalists `collc tune` cross-checks, where one tune made the whole table)
+  Finalists, // those of EverySize, and at each size the two fastest: a table tuned in pieces
+             // (1K..4M, then 16M..64M) has each piece's winners timed only within their piece
+};
+
+/// The distinct variants with a finite time among the rows tablePlan would read for `query`, in
+/// the order of the file, as `which` selects: the fixed variants `collc bench --dispatch`
+/// compares dispatch with.
 std::vector<TunedVariant> tableVariants(const TuningTable& table, const DispatchQuery& query,
-                                        bool everySize = false);
+                                        TableVariants which = TableVariants::All);
 
 /// tablePlan where it gives a plan, else defaultDispatchPlan (its source then says why).
 DispatchPlan chooseDispatchPlan(const TuningTable* table, const DispatchQuery& query);

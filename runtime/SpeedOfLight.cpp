@@ -101,6 +101,35 @@ extern "C" __global__ void sol_exchange(const __grid_constant__ collc_params p) 
     sol_signal_and_wait(p, epoch);
 }
 
+/// The exchange, but each flag carries a word of the input read after the wait, as any
+/// collective's first data does (the previous kernel may have written it): the flag is the epoch
+/// only if the word is the input's pattern, so the store waits for the load. A wrong word makes
+/// the flag far from the epoch, which the waiting peer reports.
+extern "C" __global__ void sol_exchange_read(const __grid_constant__ collc_params p) {
+  const u64 epoch = sol_head(p);
+  if (threadIdx.x == 0) {
+    const u64 word = __ldcg(static_cast<const u64 *>(p.in));
+    const u64 flag = epoch ^ (word ^ 0x3f3f3f3f3f3f3f3full);
+    for (int q = 0; q < p.nranks; ++q)
+      if (q != p.rank)
+        sol_store(sol_flag(p, q, blockIdx.x, p.rank), flag);
+    for (int q = 0; q < p.nranks; ++q) {
+      if (q == p.rank)
+        continue;
+      const u64 *from = sol_flag(p, p.rank, blockIdx.x, q);
+      if (!sol_wait(p, from, epoch, q))
+        break;
+      // The peer is at most one call ahead: a flag past that carried a wrong word.
+      const u64 seen = sol_load(from);
+      if (seen > epoch + 1 && atomicCAS(&p.watchdog->tripped, 0u, 2u) == 0u) {
+        p.watchdog->rank = p.rank;
+        p.watchdog->waiting_on_rank = q;
+        p.watchdog->observed = seen ^ epoch;
+      }
+    }
+  }
+}
+
 /// params.count: bytes this rank sends each peer; params.in: those bytes; the peer's slot for
 /// this rank is at scratch_offset[0] + rank * parity_stride in the peer's heap.
 extern "C" __global__ void sol_copy_signal(const __grid_constant__ collc_params p) {
@@ -224,7 +253,7 @@ struct TracePoint {
 };
 
 /// Which probe a measurement runs: where its flags, epochs and scratch are.
-enum class Probe { Empty, Exchange, CopySignal, CopySentinel };
+enum class Probe { Empty, Exchange, ExchangeRead, CopySignal, CopySentinel };
 
 llvm::Error probeError(const llvm::Twine& message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "speed of light: " + message);
@@ -234,6 +263,7 @@ llvm::Error probeError(const llvm::Twine& message) {
 struct Layout {
   uint64_t in = 0, scratch = 0, slotBytes = 0;
   uint64_t exchangeFlags = 0, exchangeEpochs = 0;
+  uint64_t exchangeReadFlags = 0, exchangeReadEpochs = 0;
   uint64_t copyFlags = 0, copyEpochs = 0;
   uint64_t sentinelScratch = 0, sentinelEpochs = 0; // three copies of nranks slots
   uint64_t trace = 0, traceCapacity = 0;            // TracePoint[traceCapacity]
@@ -251,7 +281,9 @@ Layout layoutFor(int nranks, uint64_t maxBytes, int graphOps) {
   l.scratch = l.in + l.slotBytes;
   l.exchangeFlags = l.scratch + l.slotBytes * uint64_t(nranks);
   l.exchangeEpochs = align(l.exchangeFlags + flagBytes);
-  l.copyFlags = align(l.exchangeEpochs + epochBytes);
+  l.exchangeReadFlags = align(l.exchangeEpochs + epochBytes);
+  l.exchangeReadEpochs = align(l.exchangeReadFlags + flagBytes);
+  l.copyFlags = align(l.exchangeReadEpochs + epochBytes);
   l.copyEpochs = align(l.copyFlags + flagBytes);
   l.sentinelScratch = align(l.copyEpochs + epochBytes);
   l.sentinelEpochs = l.sentinelScratch + 3 * l.slotBytes * uint64_t(nranks);
@@ -277,6 +309,52 @@ public:
       return err;
     return medianSlowestReplayUs(world_, graphs, settings_.graphOps, settings_.replays,
                                  [&] { return synchronize(); });
+  }
+
+  /// Per-operation µs of `bytes` copied by cudaMemcpyAsync from each rank's input into its slot
+  /// in every peer's scratch, `graphOps` times per rank in a graph: the copy-engine probe.
+  /// The copies are checked: each slot is cleared first and must hold the input after.
+  llvm::Expected<double> timeCopyEngine(uint64_t bytes) {
+    RankGraphs graphs(world_);
+    const int nranks = world_.nranks();
+    auto slot = [&](int receiver, int sender) {
+      return world_.heapBase(receiver) + layout_.scratch + uint64_t(sender) * layout_.slotBytes;
+    };
+    for (int r = 0; r < nranks; ++r) {
+      COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
+      COLLC_CUDA_TRY(cudaMemset(slot(r, 0), 0, layout_.slotBytes * uint64_t(nranks)));
+      COLLC_CUDA_TRY(cudaDeviceSynchronize());
+    }
+    for (int r = 0; r < nranks; ++r)
+      if (llvm::Error err = graphs.capture(r, [&]() -> llvm::Error {
+            const char* in = world_.heapBase(r) + layout_.in;
+            for (int op = 0; op < settings_.graphOps; ++op)
+              for (int q = 0; q < nranks; ++q)
+                if (q != r)
+                  COLLC_CUDA_TRY(cudaMemcpyAsync(
+                      world_.peerHeap(q, r) + layout_.scratch + uint64_t(r) * layout_.slotBytes, in,
+                      bytes, cudaMemcpyDeviceToDevice, world_.stream(r)));
+            return llvm::Error::success();
+          }))
+        return err;
+    auto us = medianSlowestReplayUs(world_, graphs, settings_.graphOps, settings_.replays,
+                                    [&] { return synchronize(); });
+    if (!us)
+      return us.takeError();
+    for (int r = 0; r < nranks; ++r)
+      for (int q = 0; q < nranks; ++q) {
+        if (q == r)
+          continue;
+        std::vector<unsigned char> landed(bytes);
+        COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
+        COLLC_CUDA_TRY(cudaMemcpy(landed.data(), slot(r, q), bytes, cudaMemcpyDeviceToHost));
+        if (std::any_of(landed.begin(), landed.end(),
+                        [](unsigned char b) { return b != kInputByte; }))
+          return probeError(fmt::format("the copy engine's copy of {} bytes from rank {} to rank "
+                                        "{} did not land whole",
+                                        bytes, q, r));
+      }
+    return *us;
   }
 
   /// Replays the sentinel copy twice with block 0's trace on and returns, per rank, the mean
@@ -324,8 +402,8 @@ public:
       COLLC_CUDA_TRY(cudaMemcpy(&watchdog, world_.heapBase(r) + layout_.watchdog, sizeof watchdog,
                                 cudaMemcpyDeviceToHost));
       if (watchdog.tripped == 2)
-        return probeError(fmt::format("rank {} received a wrong word from rank {} ({:#x}): the "
-                                      "sentinel copy is broken",
+        return probeError(fmt::format("rank {} received a wrong word from rank {} ({:#x}): a "
+                                      "probe is broken",
                                       watchdog.rank, watchdog.waiting_on_rank, watchdog.observed));
       if (watchdog.tripped)
         return probeError(fmt::format("rank {} block {} waited more than {} ms for rank {} "
@@ -356,11 +434,14 @@ private:
       p.scratch_offset[0] = layout_.scratch;
       p.scratch_offset[1] = layout_.sentinelScratch;
       p.parity_stride = layout_.slotBytes; // here: the bytes of one sender's slot
-      p.flags_offset = copyProbe ? layout_.copyFlags : layout_.exchangeFlags;
+      p.flags_offset = copyProbe                      ? layout_.copyFlags
+                       : probe == Probe::ExchangeRead ? layout_.exchangeReadFlags
+                                                      : layout_.exchangeFlags;
       p.epochs = reinterpret_cast<unsigned long long*>(
-          base + (probe == Probe::CopySentinel ? layout_.sentinelEpochs
-                  : copyProbe                  ? layout_.copyEpochs
-                                               : layout_.exchangeEpochs));
+          base + (probe == Probe::CopySentinel   ? layout_.sentinelEpochs
+                  : copyProbe                    ? layout_.copyEpochs
+                  : probe == Probe::ExchangeRead ? layout_.exchangeReadEpochs
+                                                 : layout_.exchangeEpochs));
       p.watchdog = reinterpret_cast<collc_watchdog*>(base + layout_.watchdog);
       p.timeout_ns = settings_.timeoutNs;
       if (trace) {
@@ -452,6 +533,9 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
   auto exchange = LoadedKernel::load(devices, image->image, "sol_exchange");
   if (!exchange)
     return exchange.takeError();
+  auto exchangeRead = LoadedKernel::load(devices, image->image, "sol_exchange_read");
+  if (!exchangeRead)
+    return exchangeRead.takeError();
   auto copy = LoadedKernel::load(devices, image->image, "sol_copy_signal");
   if (!copy)
     return copy.takeError();
@@ -485,6 +569,11 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
   if (!exchangeUs)
     return exchangeUs.takeError();
   report.exchangeUs = *exchangeUs;
+  say("flag exchange after an input read");
+  auto exchangeReadUs = prober.time(**exchangeRead, Probe::ExchangeRead, {1, 32}, 0);
+  if (!exchangeReadUs)
+    return exchangeReadUs.takeError();
+  report.exchangeReadUs = *exchangeReadUs;
   // The copy probe `probe` of `bytes` at every grid: the fastest time and its grid.
   auto bestGrid = [&](const LoadedKernel& kernel, Probe probe, const char* what, uint64_t bytes,
                       double& bestUs, SpeedOfLightGrid& best) -> llvm::Error {
@@ -515,6 +604,11 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
     if (!breakdown)
       return breakdown.takeError();
     floor.breakdown = std::move(*breakdown);
+    say(fmt::format("copy engine {} B", bytes));
+    auto copyEngineUs = prober.timeCopyEngine(bytes);
+    if (!copyEngineUs)
+      return copyEngineUs.takeError();
+    floor.copyEngineUs = *copyEngineUs;
     report.copies.push_back(floor);
   }
   return report;

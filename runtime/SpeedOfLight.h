@@ -6,6 +6,9 @@
 //     dependent launch, as collc's kernels are launched): the cost of one kernel in a graph;
 //   - exchange: each rank's block 0 stores a flag into every peer's memory and waits for the
 //     peers' flags: the least any collective costs in which every rank hears from every other;
+//   - exchange after a read: the same, but each flag carries a word of the input that thread 0
+//     reads after the wait, as a collective's first data must be read (the previous kernel may
+//     have written it): the least a collective costs that sends anything of its input;
 //   - copy + signal at each size: every rank stores `bytes` into every peer's memory with 16-byte
 //     vector stores, then each block fences and signals its peer block and waits for the peer's
 //     signal: the data movement of a one-shot AllReduce without its reduction (a two-shot moves
@@ -16,6 +19,10 @@
 //     reduction and without a separate flag. At its best grid the probe also runs with a trace:
 //     block 0's thread 0 records when each call passed its points, and the means say where a
 //     call's time goes (waiting for the previous kernel, pushing, waiting for the data, ending).
+//   - copy engine at each size: every rank's stream copies `bytes` into every peer's memory
+//     with cudaMemcpyAsync (the copy engines, no SM), all ranks at once and without any signal:
+//     the link's bandwidth with both directions loaded, for a copy engine, which no kernel's
+//     stores are held to. A bound on bandwidth only: it has no flag and no reduction.
 // The probes are hand-written CUDA on the collc_params ABI, compiled with NVRTC; every wait is
 // bounded by the watchdog's timeout, and a probe that times out is an error, not a figure.
 #ifndef COLLC_RUNTIME_SPEEDOFLIGHT_H
@@ -65,16 +72,18 @@ struct CopyFloor {
   double sentinelUs = 0;                // the sentinel copy per operation, its best grid's
   SpeedOfLightGrid sentinelGrid;        // that grid
   std::vector<CallBreakdown> breakdown; // per rank, the sentinel copy at its grid, traced
+  double copyEngineUs = 0;              // the copy engines' copy per operation
 };
 
 struct SpeedOfLightReport {
-  double emptyUs = 0;    // per launch of an empty kernel in a graph
-  double exchangeUs = 0; // per flag exchange between every pair of ranks
+  double emptyUs = 0;        // per launch of an empty kernel in a graph
+  double exchangeUs = 0;     // per flag exchange between every pair of ranks
+  double exchangeReadUs = 0; // the same, each flag carrying a word of input read after the wait
   std::vector<CopyFloor> copies;
 };
 
-/// The CUDA source of the probes (kernels sol_empty, sol_exchange, sol_copy_signal,
-/// sol_copy_sentinel).
+/// The CUDA source of the probes (kernels sol_empty, sol_exchange, sol_exchange_read,
+/// sol_copy_signal, sol_copy_sentinel).
 std::string speedOfLightSource();
 
 /// Measures the probes on `devices` (one process drives them all, peer access between every

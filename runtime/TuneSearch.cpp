@@ -366,6 +366,9 @@ std::vector<std::string> refusedVariants(const std::vector<TuneMeasurement>& mea
 }
 
 void replaceKeyRows(TuningTable& table, const TuningKey& key, std::vector<TuningRow> rows) {
+  // A tune that measured nothing (every variant refused) has nothing to replace them with.
+  if (rows.empty())
+    return;
   // The sizes the new rows measured; the key's rows measured outside them stay.
   uint64_t lowest = kNoUpperBound, highest = 0;
   for (const TuningRow& row : rows) {
@@ -373,7 +376,7 @@ void replaceKeyRows(TuningTable& table, const TuningKey& key, std::vector<Tuning
     highest = std::max(highest, row.bytes);
   }
   auto replaced = [&](const TuningRow& row) {
-    return row.key.sameAs(key) && (rows.empty() || (row.bytes >= lowest && row.bytes <= highest));
+    return row.key.sameAs(key) && row.bytes >= lowest && row.bytes <= highest;
   };
   table.rows.erase(std::remove_if(table.rows.begin(), table.rows.end(), replaced),
                    table.rows.end());

@@ -125,7 +125,7 @@ std::vector<std::string> refusedVariants(const std::vector<TuneMeasurement>& mea
 /// key's rows measured below or above those sizes (a sweep tuned in pieces), their ranges and
 /// the new rows' clipped where they meet so that none overlap: the new rows speak from their
 /// smallest size (from 0 when nothing is kept below) to the smallest size kept above (inf when
-/// none is).
+/// none is). No rows (a tune whose every variant was refused) replace nothing.
 void replaceKeyRows(TuningTable& table, const TuningKey& key, std::vector<TuningRow> rows);
 
 } // namespace collc

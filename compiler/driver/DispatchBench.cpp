@@ -29,8 +29,8 @@ std::vector<OptionSpec> dispatchBenchOptions() {
            "time the dispatched collective against every fixed variant of the tuning table"},
           {"table", "FILE", "with --dispatch: the tuning table (default: see collc tune --help)"},
           {"every-variant", "",
-           "with --dispatch: compare with every variant of the table, not only those it timed "
-           "at every size"},
+           "with --dispatch: compare with every variant of the table, not only each size's two "
+           "fastest and those it timed at every size"},
           {"fixed-first", "",
            "with --dispatch: make the fixed variants' instances before the dispatcher's (to see "
            "whether the order they take the heap in moves the times)"},
@@ -99,22 +99,24 @@ int runDispatchBench(const ParsedArguments& args) {
     return reportError(program.takeError());
   llvm::outs() << "dispatch plan: " << program->description() << "\n";
 
-  // The fixed variants: those the table timed at every size (collc tune's cross-checked
-  // finalists), or with --every-variant every one it has for this key; else the plan's own.
+  // The fixed variants: the table's finalists (those timed at every size, which collc tune's
+  // cross-check makes of each size's two fastest, and each size's two fastest, which that
+  // cross-check only covers within one tune's sizes), or with --every-variant every one it has
+  // for this key; else the plan's own.
   std::vector<TunedVariant> variants;
   if (program->table()) {
     const auto all = tableVariants(*program->table(), program->query());
     variants = args.has("every-variant")
                    ? all
-                   : tableVariants(*program->table(), program->query(), /*everySize=*/true);
+                   : tableVariants(*program->table(), program->query(), TableVariants::Finalists);
     if (variants.empty())
       variants = all;
     llvm::outs() << fmt::format(
         "fixed variants: {} of the table's {}{}\n", variants.size(), all.size(),
         variants.size() == all.size()
             ? ""
-            : " (those timed at every size of the table, which collc tune's cross-check makes "
-              "of each size's two fastest; --every-variant takes them all)");
+            : " (each size's two fastest in the table, and those it timed at every size; "
+              "--every-variant takes them all)");
   }
   if (variants.empty())
     variants = program->plan().variants;

@@ -93,22 +93,30 @@ int runSpeedOfLightBench(const ParsedArguments& args) {
                      "kernel a programmatic dependent launch\n",
                      devices.size(), gpuName(devices[0]), settings.graphOps, settings.replays);
   out << fmt::format("empty kernel:                        {:8.2f} us\n", report->emptyUs);
-  out << fmt::format("flag exchange (every pair of ranks): {:8.2f} us\n\n", report->exchangeUs);
+  out << fmt::format("flag exchange (every pair of ranks): {:8.2f} us\n", report->exchangeUs);
+  out << fmt::format("the same after an input read:        {:8.2f} us (each flag carries a word "
+                     "of the input, read after the wait)\n\n",
+                     report->exchangeReadUs);
   auto gridText = [](const SpeedOfLightGrid& grid) {
     return fmt::format("{}x{}", grid.blocks, grid.threads);
   };
-  out << fmt::format("{:>8} {:>15} {:>9} {:>18} {:>17} {:>9}\n", "bytes", "copy+signal_us", "grid",
-                     "GB/s_per_direction", "sentinel_copy_us", "grid");
+  out << fmt::format("{:>8} {:>15} {:>9} {:>18} {:>17} {:>9} {:>15} {:>18}\n", "bytes",
+                     "copy+signal_us", "grid", "GB/s_per_direction", "sentinel_copy_us", "grid",
+                     "copy_engine_us", "GB/s_per_direction");
   for (const CopyFloor& floor : report->copies)
-    out << fmt::format("{:>8} {:>15.2f} {:>9} {:>18.1f} {:>17.2f} {:>9}\n", sizeText(floor.bytes),
-                       floor.us, gridText(floor.grid), double(floor.bytes) / floor.us / 1e3,
-                       floor.sentinelUs, gridText(floor.sentinelGrid));
+    out << fmt::format("{:>8} {:>15.2f} {:>9} {:>18.1f} {:>17.2f} {:>9} {:>15.2f} {:>18.1f}\n",
+                       sizeText(floor.bytes), floor.us, gridText(floor.grid),
+                       double(floor.bytes) / floor.us / 1e3, floor.sentinelUs,
+                       gridText(floor.sentinelGrid), floor.copyEngineUs,
+                       double(floor.bytes) / floor.copyEngineUs / 1e3);
   out << "\ncopy+signal: every rank stores BYTES into every peer's memory (16-byte vectors), each "
          "block fences and\nsignals its peer block and waits for the peer's signal: a one-shot "
          "AllReduce without its reduction,\nand on 2 ranks the bytes a two-shot moves per "
          "direction. sentinel copy: the same bytes, the data its own\nsignal (a received word "
          "is 0 until it lands; the reader checks it and puts 0 back), as collc's sentinel\n"
-         "strategy moves them. Each is the best of the grids ";
+         "strategy moves them. copy engine: the same bytes copied by cudaMemcpyAsync, every "
+         "rank at once, no\nsignal and no SM: the link's bandwidth with both directions loaded "
+         "(a bound on bandwidth, not on\nlatency). The kernels are each the best of the grids ";
   const auto& grids = speedOfLightGrids();
   for (size_t i = 0; i < grids.size(); ++i)
     out << (i == 0 ? "" : i + 1 == grids.size() ? " and " : ", ") << gridText(grids[i]);

@@ -609,9 +609,11 @@ int runTune(const ParsedArguments& args) {
       status != kSuccess)
     return status;
   llvm::outs() << fmt::format("wrote {} rows ({} measurements) for {} ranks={} {} allreduce {} {} "
-                              "to {}\n",
+                              "to {}{}\n",
                               rows.size(), all.size(), key.gpu, nranks, key.topology,
-                              name(o.compile.dtype), name(o.compile.op), o.output);
+                              name(o.compile.dtype), name(o.compile.op), o.output,
+                              rows.empty() ? " (nothing was measured: the rows it had are kept)"
+                                           : "");
   if (stoppedBy)
     return 128 + stoppedBy; // as a shell reports a command a signal ended
   return missing > 0 ? int(kInternalError) : int(kSuccess);

@@ -106,6 +106,40 @@ TEST(Compile, LaunchOverridesApplyAndAreChecked) {
   EXPECT_NE(compileError(spec->text, options).find("threads = 100 is invalid"), std::string::npos);
 }
 
+// unroll N: each thread takes N vectors a stride apart per iteration of an element loop (it was
+// accepted and ignored until session 7). Unroll 1 keeps the plain loop.
+TEST(Compile, UnrollTakesSeveralVectorsPerIteration) {
+  CompileOptions options;
+  options.unroll = 4;
+  auto unrolled = compileOk("allreduce_twoshot", options);
+  EXPECT_EQ(unrolled.launch.unroll, 4);
+  EXPECT_NE(unrolled.cudaSource.find("i_first += 4 * stride"), std::string::npos);
+  EXPECT_NE(unrolled.cudaSource.find("const u64 i = i_first + i_unrolled * stride;"),
+            std::string::npos);
+  options.unroll = 1;
+  auto plain = compileOk("allreduce_twoshot", options);
+  EXPECT_EQ(plain.cudaSource.find("i_unrolled"), std::string::npos);
+  EXPECT_NE(plain.cudaSource.find("for (u64 i = first; i < chunk_size(count); i += stride)"),
+            std::string::npos);
+}
+
+TEST(Compile, UnrollIsRefusedWhereLoopsGoByRowsOrLines) {
+  CompileOptions options;
+  options.unroll = 2;
+  auto rows = loadSpec("allreduce_rmsnorm");
+  ASSERT_TRUE(bool(rows));
+  EXPECT_NE(compileError(rows->text, options)
+                .find("unroll = 2 does not apply to this variant: "
+                      "its loops go by rows"),
+            std::string::npos);
+  auto lines = loadSpec("allreduce_oneshot");
+  ASSERT_TRUE(bool(lines));
+  options.sync = SyncKind::LL128;
+  options.experimentalLL128 = true;
+  EXPECT_NE(compileError(lines->text, options).find("walk 128-byte lines (ll128)"),
+            std::string::npos);
+}
+
 TEST(Compile, RankCountOutsideTheSpecsRangeIsRefused) {
   auto spec = loadSpec("allreduce_oneshot");
   ASSERT_TRUE(bool(spec));

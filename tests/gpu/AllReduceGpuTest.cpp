@@ -69,23 +69,29 @@ protected:
   void SetUp() override { COLLC_REQUIRE_GPU_WORLD(); }
 };
 
-TEST_P(AllReduceGpu, MatchesFloat64Reference) {
-  const AllReduceCase& c = GetParam();
-  LocalWorld& world = *gputest::world();
-  const Variant& variant = variantFor(c.spec, c.dtype, c.op, c.sync);
+/// Runs `variant` on `count` elements with special values among the inputs, every call checked
+/// against the float64 reference.
+void expectMatchesReference(const Variant& variant, uint64_t count, uint64_t seed) {
   ASSERT_TRUE(variant.error.empty()) << variant.error;
+  LocalWorld& world = *gputest::world();
   llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
-      CollectiveInstance::create(world, variant.compiled, variant.cubin, c.count);
+      CollectiveInstance::create(world, variant.compiled, variant.cubin, count);
   ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
   RunOptions options;
-  options.count = c.count;
+  options.count = count;
   options.time = false;
   options.specialValues = true;
-  options.seed = c.count * 31 + static_cast<uint64_t>(c.dtype);
+  options.seed = seed;
   llvm::Expected<RunReport> report = runAndCheck(world, **instance, variant.compiled, options);
   ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
   EXPECT_TRUE(report->correct) << report->firstMismatches;
   EXPECT_EQ(report->checkedCalls, options.checks);
+}
+
+TEST_P(AllReduceGpu, MatchesFloat64Reference) {
+  const AllReduceCase& c = GetParam();
+  expectMatchesReference(variantFor(c.spec, c.dtype, c.op, c.sync), c.count,
+                         c.count * 31 + static_cast<uint64_t>(c.dtype));
 }
 
 INSTANTIATE_TEST_SUITE_P(Stdlib, AllReduceGpu, ::testing::ValuesIn(allReduceCases()),
@@ -94,6 +100,54 @@ INSTANTIATE_TEST_SUITE_P(Stdlib, AllReduceGpu, ::testing::ValuesIn(allReduceCase
                            return shortSpecName(c.spec) + "_" + std::string(name(c.sync)) + "_" +
                                   std::string(name(c.dtype)) + "_" + std::string(name(c.op)) +
                                   "_n" + std::to_string(c.count);
+                         });
+
+// Unroll: each thread takes several vectors, a stride apart, per loop iteration. Sizes below
+// one stride, at a stride's tail and of many strides (two-shot's 16 x 512 threads move 64 Ki
+// elements of bf16 a stride, so 1 Mi elements take 16), for every strategy that unroll applies
+// to (ll128's line loops are refused).
+struct UnrolledCase {
+  std::string spec;
+  SyncKind sync;
+  int unroll;
+  uint64_t count;
+};
+
+void PrintTo(const UnrolledCase& c, std::ostream* os) {
+  *os << c.spec << " " << name(c.sync) << " unroll " << c.unroll << " count " << c.count;
+}
+
+std::vector<UnrolledCase> unrolledCases() {
+  std::vector<UnrolledCase> cases;
+  for (const char* spec : {"allreduce_oneshot", "allreduce_twoshot"})
+    for (SyncKind sync : kGpuStrategies)
+      for (int unroll : {2, 4})
+        for (uint64_t count : {uint64_t(9), uint64_t(65536 + 3), uint64_t(1) << 20})
+          if (strategyApplies(sync, ReduceOp::Sum))
+            cases.push_back({spec, sync, unroll, count});
+  return cases;
+}
+
+class UnrolledGpu : public ::testing::TestWithParam<UnrolledCase> {
+protected:
+  void SetUp() override { COLLC_REQUIRE_GPU_WORLD(); }
+};
+
+TEST_P(UnrolledGpu, MatchesFloat64Reference) {
+  const UnrolledCase& c = GetParam();
+  const Variant& variant = variantFor(c.spec, DType::BF16, ReduceOp::Sum, c.sync, /*root=*/0,
+                                      /*rowLength=*/0, /*threads=*/0, c.unroll);
+  ASSERT_TRUE(variant.error.empty()) << variant.error;
+  ASSERT_NE(variant.compiled.cudaSource.find("i_unrolled"), std::string::npos)
+      << "the kernel has no unrolled loop";
+  expectMatchesReference(variant, c.count, c.count * 37 + uint64_t(c.unroll));
+}
+
+INSTANTIATE_TEST_SUITE_P(Stdlib, UnrolledGpu, ::testing::ValuesIn(unrolledCases()),
+                         [](const ::testing::TestParamInfo<UnrolledCase>& info) {
+                           const UnrolledCase& c = info.param;
+                           return shortSpecName(c.spec) + "_" + std::string(name(c.sync)) + "_u" +
+                                  std::to_string(c.unroll) + "_n" + std::to_string(c.count);
                          });
 
 struct StressCase {

@@ -73,10 +73,12 @@ const std::string& setupError() {
 }
 
 const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op, SyncKind sync,
-                          int root, int64_t rowLength, int threads) {
-  static std::map<std::tuple<std::string, DType, ReduceOp, SyncKind, int, int64_t, int>, Variant>
+                          int root, int64_t rowLength, int threads, int unroll) {
+  static std::map<std::tuple<std::string, DType, ReduceOp, SyncKind, int, int64_t, int, int>,
+                  Variant>
       cache;
-  auto [it, inserted] = cache.try_emplace({specName, dtype, op, sync, root, rowLength, threads});
+  auto [it, inserted] =
+      cache.try_emplace({specName, dtype, op, sync, root, rowLength, threads, unroll});
   Variant& variant = it->second;
   if (!inserted)
     return variant;
@@ -94,6 +96,7 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
   options.sync = sync;
   if (threads > 0)
     options.threads = threads;
+  options.unroll = unroll;
   llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, llvm::errs());
   if (!compiled) {
     variant.error = "compile: " + llvm::toString(compiled.takeError());

@@ -31,7 +31,7 @@ struct Variant {
 /// `threads`: threads per block (0: the spec's own).
 const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
                           SyncKind sync = SyncKind::Barrier, int root = 0, int64_t rowLength = 0,
-                          int threads = 0);
+                          int threads = 0, int unroll = 1);
 
 } // namespace collc::gputest
 

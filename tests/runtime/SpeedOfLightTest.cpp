@@ -63,10 +63,16 @@ TEST(SpeedOfLightGpu, ProbesRunAndTheTraceAddsUpToTheMeasuredPeriod) {
   ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
   EXPECT_GT(report->emptyUs, 0);
   EXPECT_GT(report->exchangeUs, report->emptyUs) << "an exchange is a kernel and a round trip";
+  // Reading a word before sending it cannot make the exchange faster (0.8: timing spread).
+  EXPECT_GT(report->exchangeReadUs, 0.8 * report->exchangeUs);
   ASSERT_EQ(report->copies.size(), 2u);
   for (const CopyFloor& floor : report->copies) {
     SCOPED_TRACE(floor.bytes);
     EXPECT_GT(floor.sentinelUs, report->emptyUs);
+    // The copy engines' copy was checked whole by the probe; its time is a real one: no link
+    // here carries 1 TB/s in one direction.
+    EXPECT_GT(floor.copyEngineUs, 0);
+    EXPECT_LT(double(floor.bytes) / floor.copyEngineUs / 1e3, 1000.0);
     ASSERT_EQ(floor.breakdown.size(), 2u) << "one per rank";
     for (const CallBreakdown& b : floor.breakdown) {
       // The second replay's calls, each with the one before it.

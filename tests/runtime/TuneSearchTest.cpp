@@ -698,6 +698,11 @@ TEST(TuneSearch, ASweepTunedInPiecesKeepsEveryPieceWithoutOverlaps) {
   EXPECT_EQ(plan->variants[plan->variantFor(100 * K)].spec, "middle");
   EXPECT_EQ(plan->variants[plan->variantFor(64 * M)].spec, "large");
 
+  // A tune that measured nothing (every variant refused) keeps what the table had.
+  const auto before = ranges(table);
+  replaceKeyRows(table, key, {});
+  EXPECT_EQ(ranges(table), before);
+
   // The whole span again: every row of the key replaced, as a fresh tune of it.
   replaceKeyRows(table, key, sweepRows(key, "whole", {256, 64 * M}));
   ASSERT_EQ(table.rows.size(), 2u);
