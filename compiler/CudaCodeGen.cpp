@@ -356,8 +356,9 @@ private:
   }
 
   /// An element loop in which each thread takes `unroll` vectors, a stride apart, per iteration:
-  /// the same elements in the same order as the plain loop, with the iterations' memory
-  /// operations side by side where the compiler can schedule them together.
+  /// the same elements in the same order as the plain loop. NVVM still issues each vector's load
+  /// after the previous vector's stores (it cannot tell they do not alias), and on 2 x H200 this
+  /// was no faster (docs/tuning.md).
   void printUnrolledLoop(const ir::ElementLoop& loop, const std::string& bound) {
     line("// unroll {}: {} vectors per thread per iteration, a stride apart.", loop.unroll,
          loop.unroll);
