@@ -1,5 +1,7 @@
 #include "runtime/DispatchPlan.h"
 
+#include "runtime/TuneSearch.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -156,7 +158,7 @@ std::vector<TunedVariant> tableVariants(const TuningTable& table, const Dispatch
     return variants;
   std::vector<uint64_t> sizes;                 // every size the rows were measured at
   std::vector<std::vector<uint64_t>> measured; // per variant: the sizes with a finite time
-  std::vector<const TuningRow*> finite;        // the rows with a finite time
+  std::vector<TuneMeasurement> finite;         // the rows with a finite time, as the tuner's
   for (const TuningRow& row : table.rows) {
     if (!readsRow(row, *chosen, query))
       continue;
@@ -164,7 +166,7 @@ std::vector<TunedVariant> tableVariants(const TuningTable& table, const Dispatch
       sizes.push_back(row.bytes);
     if (!std::isfinite(row.us))
       continue;
-    finite.push_back(&row);
+    finite.push_back(TuneMeasurement{row.variant, row.bytes, row.us, "", false});
     auto it = std::find(variants.begin(), variants.end(), row.variant);
     if (it == variants.end()) {
       variants.push_back(row.variant);
@@ -177,33 +179,14 @@ std::vector<TunedVariant> tableVariants(const TuningTable& table, const Dispatch
   }
   if (which == TableVariants::All)
     return variants;
-  std::vector<bool> keep(variants.size());
-  for (size_t i = 0; i < variants.size(); ++i)
-    keep[i] = measured[i].size() == sizes.size();
-  if (which == TableVariants::Finalists) {
-    // The two fastest rows of each size (a variant timed twice at a size counts once there).
-    constexpr size_t kFastestPerSize = 2;
-    std::stable_sort(finite.begin(), finite.end(),
-                     [](const TuningRow* a, const TuningRow* b) { return a->us < b->us; });
-    for (uint64_t bytes : sizes) {
-      std::vector<size_t> fastest;
-      for (const TuningRow* row : finite) {
-        if (row->bytes != bytes)
-          continue;
-        const size_t i =
-            size_t(std::find(variants.begin(), variants.end(), row->variant) - variants.begin());
-        if (std::find(fastest.begin(), fastest.end(), i) == fastest.end())
-          fastest.push_back(i);
-        if (fastest.size() == kFastestPerSize)
-          break;
-      }
-      for (size_t i : fastest)
-        keep[i] = true;
-    }
-  }
+  // Each size's fastest, as collc tune picks the finalists it cross-checks.
+  const std::vector<TunedVariant> fastest =
+      which == TableVariants::Finalists ? tuneFinalists(finite, sizes, TuneSpace{}.finalistsPerSize)
+                                        : std::vector<TunedVariant>{};
   std::vector<TunedVariant> selected;
   for (size_t i = 0; i < variants.size(); ++i)
-    if (keep[i])
+    if (measured[i].size() == sizes.size() ||
+        std::find(fastest.begin(), fastest.end(), variants[i]) != fastest.end())
       selected.push_back(variants[i]);
   return selected;
 }

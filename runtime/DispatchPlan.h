@@ -65,8 +65,9 @@ enum class TableVariants {
   All,       // every distinct variant with a finite time
   EverySize, // only those with a finite time at every size the rows were measured at (the
              // finalists `collc tune` cross-checks, where one tune made the whole table)
-  Finalists, // those of EverySize, and at each size the two fastest: a table tuned in pieces
-             // (1K..4M, then 16M..64M) has each piece's winners timed only within their piece
+  Finalists, // those of EverySize, and at each size the two fastest (tuneFinalists, as collc
+             // tune picks them): a table tuned in pieces (1K..4M, then 16M..64M) has each
+             // piece's winners timed only within their piece
 };
 
 /// The distinct variants with a finite time among the rows tablePlan would read for `query`, in

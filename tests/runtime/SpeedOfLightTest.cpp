@@ -19,7 +19,8 @@ TEST(SpeedOfLight, ProbesCompileToACubinWithEveryKernel) {
   ASSERT_TRUE(bool(image)) << llvm::toString(image.takeError());
   EXPECT_FALSE(image->image.empty());
   // extern "C" entry points keep their names in the cubin's symbol table.
-  for (const char* kernel : {"sol_empty", "sol_exchange", "sol_copy_signal", "sol_copy_sentinel"})
+  for (const char* kernel :
+       {"sol_empty", "sol_exchange", "sol_exchange_read", "sol_copy_signal", "sol_copy_sentinel"})
     EXPECT_NE(image->image.find(kernel), std::string::npos) << kernel;
 }
 
