@@ -98,6 +98,8 @@ void checkLaunchShape(const LaunchShape& shape, Diagnostics& diags, llvm::SMLoc 
           "vector = " + std::to_string(shape.vectorBytes) + " is invalid: must be 2, 4, 8 or 16");
   require(shape.unroll >= 1 && shape.unroll <= 8,
           "unroll = " + std::to_string(shape.unroll) + " is invalid: must be 1..8");
+  require(shape.wholeStores == 0 || shape.wholeStores == 1,
+          "whole_stores = " + std::to_string(shape.wholeStores) + " is invalid: must be 0 or 1");
 }
 
 void checkAtomics(const std::vector<ir::StmtPtr>& body, ReduceOp op, Diagnostics& diags) {
@@ -146,6 +148,7 @@ bool lowerVariant(ir::Program& program, const VerifyResult& proof, const Compile
   launch.threads = options.threads.value_or(program.threads);
   launch.vectorBytes = options.vectorBytes.value_or(program.vectorBytes);
   launch.unroll = options.unroll.value_or(program.unroll);
+  launch.wholeStores = options.wholeStores.value_or(program.wholeStores);
   checkLaunchShape(launch, diags, program.loc);
   // A vector narrower than one element means one element per operation.
   launch.vectorBytes = std::max<int>(launch.vectorBytes, sizeOf(options.dtype));

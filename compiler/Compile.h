@@ -26,6 +26,7 @@ struct CompileOptions {
   float eps = 1e-6f;            // rmsnorm's epsilon, a constant of the kernel
   std::optional<SyncKind> sync; // unset: the spec's default
   std::optional<int> blocks, threads, vectorBytes, unroll; // unset: the spec's launch defaults
+  std::optional<int> wholeStores;                          // LaunchShape::wholeStores
   bool formatSource = true;                                // run clang-format over the emitted CUDA
   /// Polls give up after the runtime's timeout and report where they waited. false removes the
   /// bound, only to measure what it costs: a lost peer then hangs the kernel.

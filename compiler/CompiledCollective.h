@@ -19,6 +19,10 @@ struct LaunchShape {
   int threads = 512;    // threads per block
   int vectorBytes = 16; // bytes each thread moves per memory operation (16 = one 128-bit vector)
   int unroll = 1;       // vectors each thread handles per loop iteration
+  /// 1: every whole vector is stored by one instruction of its width (st.global.v4 for 16 bytes).
+  /// 0: as NVVM compiles the plain store, which splits a vector that came from a load into 32-bit
+  /// stores (one-shot's push, two-shot's scatter); faster at some sizes, slower at others.
+  int wholeStores = 0;
 };
 
 /// One symmetric scratch buffer of the spec. Its size depends on the element count of the call.

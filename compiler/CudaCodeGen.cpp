@@ -89,6 +89,8 @@ private:
     line("constexpr int kVec = {}; // elements per vector memory operation", vectorElems());
     line("constexpr bool kWatchdog = {}; // polls give up after params.timeout_ns",
          target_.watchdog ? "true" : "false");
+    line("constexpr bool kWholeStores = {}; // a whole vector is one store instruction",
+         target_.launch.wholeStores ? "true" : "false");
     if (program_.syncPoints > 0)
       line("constexpr int kSyncPoints = {}; // barriers per call", program_.syncPoints);
     line("constexpr int kScratchCopies = {}; // copies of the scratch region calls rotate through",

@@ -129,9 +129,16 @@ __device__ __forceinline__ Vec load_plain(const Bits* p, u64 i, u64 len) {
   return v;
 }
 
+/// p[i, i + kVec) clipped to len. A whole vector: with kWholeStores one store instruction of its
+/// width; without, the plain store, which NVVM splits into 32-bit stores when the vector came
+/// from load_plain (whose two paths meet in the union). Neither is faster at every size: the
+/// tuner picks (launch knob whole_stores).
 __device__ __forceinline__ void store_plain(Bits* p, u64 i, u64 len, const Vec& v) {
   if (i + kVec <= len && aligned(p + i)) {
-    *reinterpret_cast<Word*>(p + i) = v.word;
+    if (kWholeStores)
+      __stwb(reinterpret_cast<Word*>(p + i), v.word);
+    else
+      *reinterpret_cast<Word*>(p + i) = v.word;
     return;
   }
 #pragma unroll

@@ -228,7 +228,7 @@ struct Program {
   llvm::SMLoc syncLoc;               // the spec's `sync` clause, if any
   SyncKind sync = SyncKind::Barrier; // the strategy being compiled (set before lowering)
   // Launch defaults from the spec.
-  int blocks = 4, threads = 512, vectorBytes = 16, unroll = 1;
+  int blocks = 4, threads = 512, vectorBytes = 16, unroll = 1, wholeStores = 0;
   /// `rows NAME`: the name of the row length (ExprKind::RowLength); empty if the spec has no rows.
   std::string rowLengthName;
   llvm::SMLoc rowsLoc;

@@ -190,9 +190,12 @@ private:
       } else if (knob.name == "unroll") {
         if (require(value >= 1 && value <= 8, "must be 1..8"))
           program_->unroll = value;
+      } else if (knob.name == "whole_stores") {
+        if (require(value == 0 || value == 1, "must be 0 or 1"))
+          program_->wholeStores = value;
       } else {
         diags_.error(knob.loc, "unknown launch knob '" + knob.name +
-                                   "'; expected blocks, threads, vector or unroll");
+                                   "'; expected blocks, threads, vector, unroll or whole_stores");
       }
     }
   }

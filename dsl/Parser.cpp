@@ -182,7 +182,7 @@ bool Parser::parseHeader(ast::Spec& spec) {
       knob.loc = tok_.loc;
       if (!tok_.is(TokenKind::Identifier))
         return expect(TokenKind::Identifier,
-                      "naming a launch knob (blocks, threads, vector, unroll)");
+                      "naming a launch knob (blocks, threads, vector, unroll, whole_stores)");
       knob.name = tok_.text.str();
       advance();
       if (!expect(TokenKind::Assign, "after the launch knob's name"))

@@ -91,13 +91,18 @@ DispatchPlan defaultDispatchPlan(const DispatchQuery& query) {
   // it): up to 1 MiB the latency is the kernel boundary and one flight, and many small blocks
   // (one per multiprocessor, 128 threads) start the data soonest; from 1 MiB the bytes need
   // 512-thread blocks; from 4 MiB two-shot's halved traffic wins; and from 16 MiB the barrier's
-  // one flag per block beats the sentinel's per-element polling. Every block must be resident, so
-  // no more blocks than multiprocessors; where the GPU is not known, 32.
+  // one flag per block beats the sentinel's per-element polling. From 1 MiB whole stores pay (8%
+  // at 1M and 4M), and from 16 MiB with 1024 threads (206 against 217 us at 64M; session 8's
+  // table, results/2026-11-30-h200x2-session8.md); below 1 MiB they cost up to 3%. Every block
+  // must be resident, so no more blocks than multiprocessors; where the GPU is not known, 32.
   const int blocks = query.multiprocessors > 0 ? std::min(132, query.multiprocessors) : 32;
   const TunedVariant oneshotSmall{"allreduce_oneshot", SyncKind::Sentinel, blocks, 128};
-  const TunedVariant oneshotWide{"allreduce_oneshot", SyncKind::Sentinel, blocks, 512};
-  const TunedVariant twoshotSentinel{"allreduce_twoshot", SyncKind::Sentinel, blocks, 512};
-  const TunedVariant twoshotBarrier{"allreduce_twoshot", SyncKind::Barrier, blocks, 512};
+  const TunedVariant oneshotWide{"allreduce_oneshot", SyncKind::Sentinel, blocks, 512,
+                                 std::nullopt,        std::nullopt,       1};
+  const TunedVariant twoshotSentinel{"allreduce_twoshot", SyncKind::Sentinel, blocks, 512,
+                                     std::nullopt,        std::nullopt,       1};
+  const TunedVariant twoshotBarrier{"allreduce_twoshot", SyncKind::Barrier, blocks, 1024,
+                                    std::nullopt,        std::nullopt,      1};
   DispatchPlan plan = planFromRanges({{{0, 1 << 20}, oneshotSmall},
                                       {{1 << 20, 4 << 20}, oneshotWide},
                                       {{4 << 20, 16 << 20}, twoshotSentinel},
@@ -105,7 +110,7 @@ DispatchPlan defaultDispatchPlan(const DispatchQuery& query) {
                                      query.maxBytes);
   plan.source = fmt::format("built-in default rule for allreduce with {} blocks (one-shot "
                             "sentinel below 4M, 128 threads below 1M; two-shot sentinel below "
-                            "16M, two-shot barrier above)",
+                            "16M, two-shot barrier with 1024 threads above; whole stores from 1M)",
                             blocks);
   return plan;
 }

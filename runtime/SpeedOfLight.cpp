@@ -312,9 +312,12 @@ public:
   }
 
   /// Per-operation µs of `bytes` copied by cudaMemcpyAsync from each rank's input into its slot
-  /// in every peer's scratch, `graphOps` times per rank in a graph: the copy-engine probe.
+  /// in every peer's scratch, `graphOps` times per rank in a graph: the copy-engine probe. With
+  /// `exchange`, each copy sits between two launches of it, as a collective that moved its data
+  /// with the copy engines would need: one before (every rank's input is ready) and one after
+  /// (every rank knows its peers' bytes landed, for the reduction that would follow).
   /// The copies are checked: each slot is cleared first and must hold the input after.
-  llvm::Expected<double> timeCopyEngine(uint64_t bytes) {
+  llvm::Expected<double> timeCopyEngine(uint64_t bytes, const LoadedKernel* exchange) {
     RankGraphs graphs(world_);
     const int nranks = world_.nranks();
     auto slot = [&](int receiver, int sender) {
@@ -325,15 +328,28 @@ public:
       COLLC_CUDA_TRY(cudaMemset(slot(r, 0), 0, layout_.slotBytes * uint64_t(nranks)));
       COLLC_CUDA_TRY(cudaDeviceSynchronize());
     }
+    const std::vector<collc_params> params = probeParams(Probe::Exchange, bytes, false);
+    // Plain launches: a copy between two kernels breaks the programmatic chain anyway.
+    auto exchangeOn = [&](int r) -> llvm::Error {
+      if (!exchange)
+        return llvm::Error::success();
+      return exchange->launch(r, dim3(1), dim3(32), params[size_t(r)], world_.stream(r),
+                              /*programmatic=*/false);
+    };
     for (int r = 0; r < nranks; ++r)
       if (llvm::Error err = graphs.capture(r, [&]() -> llvm::Error {
             const char* in = world_.heapBase(r) + layout_.in;
-            for (int op = 0; op < settings_.graphOps; ++op)
+            for (int op = 0; op < settings_.graphOps; ++op) {
+              if (llvm::Error err = exchangeOn(r))
+                return err;
               for (int q = 0; q < nranks; ++q)
                 if (q != r)
                   COLLC_CUDA_TRY(cudaMemcpyAsync(
                       world_.peerHeap(q, r) + layout_.scratch + uint64_t(r) * layout_.slotBytes, in,
                       bytes, cudaMemcpyDeviceToDevice, world_.stream(r)));
+              if (llvm::Error err = exchangeOn(r))
+                return err;
+            }
             return llvm::Error::success();
           }))
         return err;
@@ -416,8 +432,8 @@ public:
   }
 
 private:
-  llvm::Error capture(RankGraphs& graphs, const LoadedKernel& kernel, Probe probe,
-                      SpeedOfLightGrid grid, uint64_t bytes, bool trace) {
+  /// Each rank's parameters for `probe`: where its flags, epochs and scratch are.
+  std::vector<collc_params> probeParams(Probe probe, uint64_t bytes, bool trace) {
     const int nranks = world_.nranks();
     const bool copyProbe = probe == Probe::CopySignal;
     std::vector<collc_params> params(static_cast<size_t>(nranks));
@@ -449,6 +465,13 @@ private:
         p.aux[1] = reinterpret_cast<void*>(uintptr_t(layout_.traceCapacity));
       }
     }
+    return params;
+  }
+
+  llvm::Error capture(RankGraphs& graphs, const LoadedKernel& kernel, Probe probe,
+                      SpeedOfLightGrid grid, uint64_t bytes, bool trace) {
+    const int nranks = world_.nranks();
+    const std::vector<collc_params> params = probeParams(probe, bytes, trace);
     for (int r = 0; r < nranks; ++r)
       if (llvm::Error err = graphs.capture(r, [&]() -> llvm::Error {
             for (int op = 0; op < settings_.graphOps; ++op)
@@ -605,10 +628,15 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
       return breakdown.takeError();
     floor.breakdown = std::move(*breakdown);
     say(fmt::format("copy engine {} B", bytes));
-    auto copyEngineUs = prober.timeCopyEngine(bytes);
+    auto copyEngineUs = prober.timeCopyEngine(bytes, nullptr);
     if (!copyEngineUs)
       return copyEngineUs.takeError();
     floor.copyEngineUs = *copyEngineUs;
+    say(fmt::format("copy engine {} B between two exchanges", bytes));
+    auto orderedUs = prober.timeCopyEngine(bytes, exchange->get());
+    if (!orderedUs)
+      return orderedUs.takeError();
+    floor.copyEngineOrderedUs = *orderedUs;
     report.copies.push_back(floor);
   }
   return report;

@@ -22,7 +22,11 @@
 //   - copy engine at each size: every rank's stream copies `bytes` into every peer's memory
 //     with cudaMemcpyAsync (the copy engines, no SM), all ranks at once and without any signal:
 //     the link's bandwidth with both directions loaded, for a copy engine, which no kernel's
-//     stores are held to. A bound on bandwidth only: it has no flag and no reduction.
+//     stores are held to. A bound on bandwidth only: it has no flag and no reduction;
+//   - copy engine between two exchanges: the same copies, each between two launches of the flag
+//     exchange (before: every rank's input is ready; after: every rank knows its peers' bytes
+//     landed), the least a collective costs whose data the copy engines move and whose kernels
+//     must know it: what a graph charges to go from a kernel to a copy and back.
 // The probes are hand-written CUDA on the collc_params ABI, compiled with NVRTC; every wait is
 // bounded by the watchdog's timeout, and a probe that times out is an error, not a figure.
 #ifndef COLLC_RUNTIME_SPEEDOFLIGHT_H
@@ -73,6 +77,7 @@ struct CopyFloor {
   SpeedOfLightGrid sentinelGrid;        // that grid
   std::vector<CallBreakdown> breakdown; // per rank, the sentinel copy at its grid, traced
   double copyEngineUs = 0;              // the copy engines' copy per operation
+  double copyEngineOrderedUs = 0;       // the same between two flag exchanges, per operation
 };
 
 struct SpeedOfLightReport {

@@ -16,6 +16,10 @@ struct Knob {
   const char* name;
   const std::vector<int>* values;
   std::optional<int> TunedVariant::*field;
+  /// A knob whose best value moves with this one's: each value is tried at each of its values
+  /// too (null: none).
+  const std::vector<int>* crossValues = nullptr;
+  std::optional<int> TunedVariant::*crossField = nullptr;
 };
 
 /// The (spec, sync) pair a variant belongs to: stage 2 improves each pair on its own.
@@ -154,7 +158,13 @@ std::vector<TuneMeasurement> runTuneSearch(const TuneSpace& space,
   const Knob knobs[] = {{"blocks", &space.blocks, &TunedVariant::blocks},
                         {"threads", &space.threads, &TunedVariant::threads},
                         {"vector", &space.vectorBytes, &TunedVariant::vectorBytes},
-                        {"unroll", &space.unrolls, &TunedVariant::unroll}};
+                        {"unroll", &space.unrolls, &TunedVariant::unroll},
+                        // Whole stores change what a thread keeps in flight, so the best thread
+                        // count moves with them: on 2 x H200 two-shot at 64M was fastest at 512
+                        // threads without and at 1024 with (206 against 216.6 us, session 7),
+                        // which a step from the best without never reaches.
+                        {"whole_stores", &space.wholeStores, &TunedVariant::wholeStores,
+                         &space.threads, &TunedVariant::threads}};
   const int keep = std::max(0, space.keepPerSize);
   const int finalists = keep == 0 ? 0 : std::max(0, space.finalistsPerSize);
   const bool retime = finalists > 0 && space.retimeWithin > 0;
@@ -163,8 +173,11 @@ std::vector<TuneMeasurement> runTuneSearch(const TuneSpace& space,
   // planned yet.
   auto knobEstimate = [&](size_t from) {
     int values = 0;
-    for (size_t k = from; k < std::size(knobs); ++k)
-      values += std::max<int>(0, int(knobs[k].values->size()) - 1);
+    for (size_t k = from; k < std::size(knobs); ++k) {
+      const size_t cross =
+          knobs[k].crossValues ? std::max<size_t>(1, knobs[k].crossValues->size()) : 1;
+      values += std::max<int>(0, int(knobs[k].values->size() * cross) - 1);
+    }
     return n * keep * values;
   };
   // Stage 3's size before stage 2 has picked the finalists: each size's finalists new variants
@@ -258,6 +271,12 @@ std::vector<TuneMeasurement> runTuneSearch(const TuneSpace& space,
                 TunedVariant candidate = base;
                 candidate.*knob.field = value;
                 out.push_back(candidate);
+                if (knob.crossValues)
+                  for (int crossValue : *knob.crossValues) {
+                    candidate.*knob.crossField = crossValue;
+                    if (std::find(out.begin(), out.end(), candidate) == out.end())
+                      out.push_back(candidate);
+                  }
               }
               return out;
             });

@@ -7,7 +7,9 @@
 //            pair at the most blocks, then the best `balancedPairsPerSize` pairs so far (at
 //            least `keepPerSize`) at every block count. Then the best `keepPerSize` pairs so
 //            far, improved one knob at a time (blocks, then threads, then vector width, then
-//            unroll), each knob tried at every value with the others at their best so far;
+//            unroll, then whole stores), each knob tried at every value with the others at
+//            their best so far (whole stores at every thread count too: the best threads move
+//            with them);
 //   stage 3: cross-check. Stage 2 refines each size on its own, so a shape it found at 4M was
 //            never timed at 512K, where it may well be the fastest; and dispatch is judged
 //            against every variant of the table at every size. So the `finalistsPerSize`
@@ -35,6 +37,7 @@ struct TuneSpace {
   std::vector<std::string> specs;                         // stdlib names or paths
   std::vector<std::optional<SyncKind>> syncs;             // an unset one: the spec's own
   std::vector<int> blocks, threads, vectorBytes, unrolls; // stage 2's values; empty: not searched
+  std::vector<int> wholeStores;                           // the same, of LaunchShape::wholeStores
   int keepPerSize = 2; // (spec, sync) pairs per size carried into stage 2; 0: stage 1 only
   // Stage 2 starts with the balanced shapes (needs blocks and threads to search); false: not.
   bool balancedShapes = true;

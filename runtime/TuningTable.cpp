@@ -16,10 +16,12 @@ namespace collc {
 
 namespace {
 
-const char* const kColumns[] = {"gpu",     "ranks",  "topology", "collective", "dtype", "op",
-                                "from",    "to",     "bytes",    "spec",       "sync",  "blocks",
-                                "threads", "vector", "unroll",   "us",         "best"};
+const char* const kColumns[] = {"gpu",     "ranks",  "topology", "collective",   "dtype", "op",
+                                "from",    "to",     "bytes",    "spec",         "sync",  "blocks",
+                                "threads", "vector", "unroll",   "whole_stores", "us",    "best"};
 constexpr size_t kColumnCount = sizeof(kColumns) / sizeof(kColumns[0]);
+/// Tables written before the whole_stores column: their rows leave it unset (the spec's own).
+constexpr size_t kColumnCountBeforeWholeStores = kColumnCount - 1;
 
 std::string optionalInt(const std::optional<int>& value) {
   return value ? std::to_string(*value) : "-";
@@ -58,16 +60,18 @@ llvm::Error parseWildcard(const LineParser& at, const char* column, llvm::String
   return llvm::Error::success();
 }
 
-/// A launch knob: a positive integer, or "-" for the spec's own.
+/// A launch knob: an integer from `least` (1 unless said) up, or "-" for the spec's own.
 llvm::Error parseKnob(const LineParser& at, const char* column, llvm::StringRef text,
-                      std::optional<int>& out) {
+                      std::optional<int>& out, unsigned least = 1) {
   if (text == "-") {
     out.reset();
     return llvm::Error::success();
   }
   unsigned value = 0;
-  if (text.getAsInteger(10, value) || value == 0 || value > 1000000)
-    return at.badColumn(column, text, "a positive integer, or - for the spec's own");
+  if (text.getAsInteger(10, value) || value < least || value > 1000000)
+    return at.badColumn(column, text,
+                        least == 0 ? "0, 1, or - for the spec's own"
+                                   : "a positive integer, or - for the spec's own");
   out = int(value);
   return llvm::Error::success();
 }
@@ -88,6 +92,8 @@ llvm::Expected<TuningRow> parseRow(const LineParser& at, llvm::StringRef content
     field.split(parts, '\t', -1, false);
     columns.append(parts.begin(), parts.end());
   }
+  if (columns.size() == kColumnCountBeforeWholeStores)
+    columns.insert(columns.begin() + 15, "-");
   if (columns.size() != kColumnCount)
     return at.error(fmt::format("expected {} columns ({}), found {}", kColumnCount,
                                 fmt::join(std::begin(kColumns), std::end(kColumns), " "),
@@ -145,20 +151,25 @@ llvm::Expected<TuningRow> parseRow(const LineParser& at, llvm::StringRef content
     return err;
   if (llvm::Error err = parseKnob(at, "unroll", columns[14], row.variant.unroll))
     return err;
-  if (columns[15] == "inf") {
+  if (llvm::Error err =
+          parseKnob(at, "whole_stores", columns[15], row.variant.wholeStores, /*least=*/0))
+    return err;
+  if (row.variant.wholeStores && *row.variant.wholeStores > 1)
+    return at.badColumn("whole_stores", columns[15], "0, 1, or - for the spec's own");
+  if (columns[16] == "inf") {
     row.us = std::numeric_limits<double>::infinity();
   } else {
-    std::string text = columns[15].str();
+    std::string text = columns[16].str();
     char* end = nullptr;
     double us = std::strtod(text.c_str(), &end);
     if (end == text.c_str() || *end != '\0' || !(us > 0) || !std::isfinite(us))
-      return at.badColumn("us", columns[15], "a positive time in microseconds, or inf");
+      return at.badColumn("us", columns[16], "a positive time in microseconds, or inf");
     row.us = us;
   }
-  if (columns[16] == "*")
+  if (columns[17] == "*")
     row.best = true;
-  else if (columns[16] != "-")
-    return at.badColumn("best", columns[16], "* for the winner of its range, or -");
+  else if (columns[17] != "-")
+    return at.badColumn("best", columns[17], "* for the winner of its range, or -");
   if (row.best && !std::isfinite(row.us))
     return at.error("a row whose time is inf cannot be the winner (best = *)");
   return row;
@@ -223,23 +234,27 @@ void TunedVariant::applyTo(CompileOptions& options) const {
   options.threads = threads;
   options.vectorBytes = vectorBytes;
   options.unroll = unroll;
+  options.wholeStores = wholeStores;
 }
 
 std::string TunedVariant::text() const {
-  return fmt::format("{}/{} {}x{} v{} u{}", spec, sync ? std::string(name(*sync)) : "-",
+  // Whole stores are named only where on, so that the names of variants without them stay as
+  // they were (in tables, logs and results).
+  return fmt::format("{}/{} {}x{} v{} u{}{}", spec, sync ? std::string(name(*sync)) : "-",
                      optionalInt(blocks), optionalInt(threads), optionalInt(vectorBytes),
-                     optionalInt(unroll));
+                     optionalInt(unroll), wholeStores.value_or(0) == 1 ? " w1" : "");
 }
 
 bool TunedVariant::operator==(const TunedVariant& other) const {
   return spec == other.spec && sync == other.sync && blocks == other.blocks &&
-         threads == other.threads && vectorBytes == other.vectorBytes && unroll == other.unroll;
+         threads == other.threads && vectorBytes == other.vectorBytes && unroll == other.unroll &&
+         wholeStores == other.wholeStores;
 }
 
 bool TunedVariant::operator<(const TunedVariant& other) const {
-  return std::tie(spec, sync, blocks, threads, vectorBytes, unroll) <
+  return std::tie(spec, sync, blocks, threads, vectorBytes, unroll, wholeStores) <
          std::tie(other.spec, other.sync, other.blocks, other.threads, other.vectorBytes,
-                  other.unroll);
+                  other.unroll, other.wholeStores);
 }
 
 llvm::Expected<TuningTable> parseTuningTable(llvm::StringRef text, const std::string& path) {
@@ -298,7 +313,7 @@ void writeTuningTable(llvm::raw_ostream& out, const TuningTable& table) {
          key.op ? std::string(name(*key.op)) : "*", formatTableBytes(row.fromBytes),
          formatTableBytes(row.toBytes), formatTableBytes(row.bytes), v.spec,
          v.sync ? std::string(name(*v.sync)) : "-", optionalInt(v.blocks), optionalInt(v.threads),
-         optionalInt(v.vectorBytes), optionalInt(v.unroll),
+         optionalInt(v.vectorBytes), optionalInt(v.unroll), optionalInt(v.wholeStores),
          std::isfinite(row.us) ? fmt::format("{:.3f}", row.us) : "inf", row.best ? "*" : "-"});
   }
   std::vector<size_t> widths(kColumnCount, 0);

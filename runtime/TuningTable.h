@@ -59,15 +59,18 @@ struct TunedVariant {
                         std::optional<int> blocks = std::nullopt,
                         std::optional<int> threads = std::nullopt,
                         std::optional<int> vectorBytes = std::nullopt,
-                        std::optional<int> unroll = std::nullopt)
+                        std::optional<int> unroll = std::nullopt,
+                        std::optional<int> wholeStores = std::nullopt)
       : spec(std::move(spec)), sync(sync), blocks(blocks), threads(threads),
-        vectorBytes(vectorBytes), unroll(unroll) {}
+        vectorBytes(vectorBytes), unroll(unroll), wholeStores(wholeStores) {}
 
   std::string spec; // stdlib name or path
   std::optional<SyncKind> sync;
   std::optional<int> blocks, threads, vectorBytes, unroll;
+  std::optional<int> wholeStores; // 0 or 1 (LaunchShape::wholeStores)
 
-  /// "allreduce_oneshot/sentinel 8x512 v16 u1"; unset fields read "-".
+  /// "allreduce_oneshot/sentinel 8x512 v16 u1", and " w1" with whole stores on; unset fields
+  /// read "-".
   std::string text() const;
   /// Sets the choices this variant makes (sync and launch shape) in `options`; the fields it
   /// leaves unset stay unset there too, so the spec's own defaults apply.

@@ -61,8 +61,9 @@ std::string timingText(const BenchTiming& timing) {
 } // namespace
 
 int runDispatchBench(const ParsedArguments& args) {
-  for (const char* option : {"sync", "blocks", "threads", "vector", "unroll", "procs", "csv",
-                             "json", "plot", "watchdog-cost", "compile-times", "instances"})
+  for (const char* option :
+       {"sync", "blocks", "threads", "vector", "unroll", "whole-stores", "procs", "csv", "json",
+        "plot", "watchdog-cost", "compile-times", "instances"})
     if (args.has(option))
       return usageError(std::string("--dispatch does not take --") + option +
                         ": the table chooses the variants, and one process drives every GPU");

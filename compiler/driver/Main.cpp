@@ -23,6 +23,9 @@ std::vector<OptionSpec> variantOptions() {
       {"threads", "N", "threads per block"},
       {"vector", "BYTES", "bytes per memory operation: 2, 4, 8 or 16"},
       {"unroll", "K", "vectors per thread per loop iteration"},
+      {"whole-stores", "0|1",
+       "1: store every whole vector with one instruction of its width (default: the spec's, "
+       "else 0)"},
       {"no-pdl", "",
        "launch without programmatic dependent launch (no overlap with the "
        "previous kernel)"},
@@ -61,7 +64,8 @@ bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::str
   for (IntOption o :
        {IntOption{"ranks", &ranks}, IntOption{"root", &root}, IntOption{"hidden", &hidden},
         IntOption{"blocks", &options.blocks}, IntOption{"threads", &options.threads},
-        IntOption{"vector", &options.vectorBytes}, IntOption{"unroll", &options.unroll}}) {
+        IntOption{"vector", &options.vectorBytes}, IntOption{"unroll", &options.unroll},
+        IntOption{"whole-stores", &options.wholeStores}}) {
     auto text = args.get(o.name);
     if (!text)
       continue;

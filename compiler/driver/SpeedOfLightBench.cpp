@@ -23,7 +23,7 @@ namespace {
 constexpr const char* kSpecOnlyOptions[] = {
     "sync",    "dtype",  "op",       "root",  "blocks", "threads",       "vector",
     "unroll",  "hidden", "csv",      "json",  "plot",   "watchdog-cost", "compile-times",
-    "no-nccl", "procs",  "dispatch", "table", "seed"};
+    "no-nccl", "procs",  "dispatch", "table", "seed",   "whole-stores"};
 
 std::string sizeText(uint64_t bytes) {
   if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
@@ -100,15 +100,15 @@ int runSpeedOfLightBench(const ParsedArguments& args) {
   auto gridText = [](const SpeedOfLightGrid& grid) {
     return fmt::format("{}x{}", grid.blocks, grid.threads);
   };
-  out << fmt::format("{:>8} {:>15} {:>9} {:>18} {:>17} {:>9} {:>15} {:>18}\n", "bytes",
+  out << fmt::format("{:>8} {:>15} {:>9} {:>18} {:>17} {:>9} {:>15} {:>18} {:>18}\n", "bytes",
                      "copy+signal_us", "grid", "GB/s_per_direction", "sentinel_copy_us", "grid",
-                     "copy_engine_us", "GB/s_per_direction");
+                     "copy_engine_us", "GB/s_per_direction", "ce_exchanged_us");
   for (const CopyFloor& floor : report->copies)
-    out << fmt::format("{:>8} {:>15.2f} {:>9} {:>18.1f} {:>17.2f} {:>9} {:>15.2f} {:>18.1f}\n",
-                       sizeText(floor.bytes), floor.us, gridText(floor.grid),
-                       double(floor.bytes) / floor.us / 1e3, floor.sentinelUs,
-                       gridText(floor.sentinelGrid), floor.copyEngineUs,
-                       double(floor.bytes) / floor.copyEngineUs / 1e3);
+    out << fmt::format(
+        "{:>8} {:>15.2f} {:>9} {:>18.1f} {:>17.2f} {:>9} {:>15.2f} {:>18.1f} {:>18.2f}\n",
+        sizeText(floor.bytes), floor.us, gridText(floor.grid), double(floor.bytes) / floor.us / 1e3,
+        floor.sentinelUs, gridText(floor.sentinelGrid), floor.copyEngineUs,
+        double(floor.bytes) / floor.copyEngineUs / 1e3, floor.copyEngineOrderedUs);
   out << "\ncopy+signal: every rank stores BYTES into every peer's memory (16-byte vectors), each "
          "block fences and\nsignals its peer block and waits for the peer's signal: a one-shot "
          "AllReduce without its reduction,\nand on 2 ranks the bytes a two-shot moves per "
@@ -116,7 +116,10 @@ int runSpeedOfLightBench(const ParsedArguments& args) {
          "is 0 until it lands; the reader checks it and puts 0 back), as collc's sentinel\n"
          "strategy moves them. copy engine: the same bytes copied by cudaMemcpyAsync, every "
          "rank at once, no\nsignal and no SM: the link's bandwidth with both directions loaded "
-         "(a bound on bandwidth, not on\nlatency). The kernels are each the best of the grids ";
+         "(a bound on bandwidth, not on\nlatency). ce_exchanged: "
+         "the same copies, each between two flag exchanges (before: the inputs\nare ready; "
+         "after: the bytes landed), the least a collective costs whose copy engines move the "
+         "data\nand whose kernels must know it. The kernels are each the best of the grids ";
   const auto& grids = speedOfLightGrids();
   for (size_t i = 0; i < grids.size(); ++i)
     out << (i == 0 ? "" : i + 1 == grids.size() ? " and " : ", ") << gridText(grids[i]);

@@ -57,18 +57,19 @@ const Command kTuneCommand{
     "(every one the spec accepts for --sync all; one it refuses is recorded as inf), and the\n"
     "launch shape: blocks (1, 2, 4, ..., 64 and the GPU's multiprocessor count: every block of a\n"
     "rank must be resident), threads (128, 256, 512, 1024; 32 and 64 in balanced shapes),\n"
-    "vector width (4, 8, 16 bytes) and unroll (1, 2). The search has three stages, not the\n"
-    "full cross product:\n"
+    "vector width (4, 8, 16 bytes), unroll (1, 2) and whole stores (0, 1: a vector stored by one\n"
+    "instruction). The search has three stages, not the full cross product:\n"
     "  stage 1: every algorithm x sync at the spec's own launch shape, at every size;\n"
     "  stage 2: balanced shapes, with the threads that give each thread about one vector\n"
     "           (blocks and threads interact): per size, every pair at the most blocks, then\n"
     "           the best two pairs so far (or --keep, if more) at every block count; then the\n"
     "           best --keep pairs so far improved one knob at a time (blocks, threads, vector,\n"
-    "           unroll), each knob tried at every value with the others at their best so far;\n"
+    "           unroll, whole stores), each knob tried at every value with the others at their\n"
+    "           best so far (whole stores at every thread count too);\n"
     "  stage 3: cross-check: the two fastest variants of every size, timed at every size they\n"
     "           were not timed at (stage 2 refines each size on its own); then where a size's\n"
     "           two fastest are within 3%, both timed once more, keeping the faster time.\n"
-    "--quick searches fewer knobs but keeps stage 3.\n"
+    "--quick does not search vector and unroll, but keeps whole stores and stage 3.\n"
     "Each variant is timed as 'collc bench' times it: checked against a float64 reference on\n"
     "fresh data, then a CUDA graph of --graph-ops calls replayed --replays times, the slowest\n"
     "rank's median counting. One that fails to compile, fails to run or gives a wrong result\n"
@@ -216,7 +217,7 @@ public:
     }
     const LaunchShape& shape = compiled->launch;
     prepared.resolved = TunedVariant(variant.spec, compiled->sync, shape.blocks, shape.threads,
-                                     shape.vectorBytes, shape.unroll);
+                                     shape.vectorBytes, shape.unroll, shape.wholeStores);
     prepared.bench.spec = variant.spec;
     prepared.bench.sync = std::string(name(compiled->sync));
     prepared.bench.compiled = std::move(*compiled);
@@ -252,6 +253,9 @@ TuneSpace makeSpace(const TuneOptions& o, std::vector<std::string> specs, int mu
   if (multiprocessors > 0)
     space.blocks.push_back(multiprocessors);
   space.threads = {128, 256, 512, 1024};
+  // Whole stores even in a quick search: the one knob past the grid measured to move a time by
+  // more than its noise (8% at 1M-4M one way, 3% at 64K the other; results, session 7).
+  space.wholeStores = {0, 1};
   if (!o.quick) {
     space.vectorBytes = {4, 8, 16};
     space.unrolls = {1, 2};
@@ -480,14 +484,17 @@ int dryRun(const TuneOptions& o, const TuneSpace& space, const std::vector<uint6
       "  balanced shapes: the threads that give each thread about one vector, for every pair at\n"
       "    the most blocks, then for the best {} pairs per size at every block count\n"
       "  blocks: {} (up to the GPU's multiprocessors)\n"
-      "  threads: {}\n  vector: {}\n  unroll: {}\n",
+      "  threads: {}\n  vector: {}\n  unroll: {}\n  whole stores: {} (each at every thread "
+      "count)\n",
       space.keepPerSize, std::max(space.keepPerSize, space.balancedPairsPerSize),
-      list(space.blocks), list(space.threads), list(space.vectorBytes), list(space.unrolls));
+      list(space.blocks), list(space.threads), list(space.vectorBytes), list(space.unrolls),
+      list(space.wholeStores));
   const size_t n = sizes.size();
   const size_t stage2 = size_t(balancedShapesBound(space, int(n)).total()) +
                         n * size_t(space.keepPerSize) *
                             (space.blocks.size() + space.threads.size() + space.vectorBytes.size() +
-                             space.unrolls.size());
+                             space.unrolls.size() +
+                             space.wholeStores.size() * std::max<size_t>(1, space.threads.size()));
   // Stage 3 runs only after stage 2 (keep 0: neither), and adds no compiles: its variants were
   // compiled for stages 1 and 2.
   const size_t finalists = space.keepPerSize > 0 ? size_t(space.finalistsPerSize) : 0;

@@ -123,6 +123,36 @@ TEST(Compile, UnrollTakesSeveralVectorsPerIteration) {
             std::string::npos);
 }
 
+// whole_stores: a constant of the kernel (so part of its source and cache key), from the spec's
+// launch line or the options, 0 or 1.
+TEST(Compile, WholeStoresIsAConstantOfTheKernel) {
+  CompileOptions options;
+  auto plain = compileOk("allreduce_oneshot", options);
+  EXPECT_EQ(plain.launch.wholeStores, 0);
+  EXPECT_NE(plain.cudaSource.find("constexpr bool kWholeStores = false;"), std::string::npos);
+  options.wholeStores = 1;
+  auto whole = compileOk("allreduce_oneshot", options);
+  EXPECT_EQ(whole.launch.wholeStores, 1);
+  EXPECT_NE(whole.cudaSource.find("constexpr bool kWholeStores = true;"), std::string::npos);
+
+  auto spec = loadSpec("allreduce_oneshot");
+  ASSERT_TRUE(bool(spec));
+  options.wholeStores = 2;
+  EXPECT_NE(compileError(spec->text, options).find("whole_stores = 2 is invalid: must be 0 or 1"),
+            std::string::npos);
+  std::string text = spec->text;
+  const size_t launch = text.find("launch ");
+  ASSERT_NE(launch, std::string::npos);
+  text.insert(launch + 7, "whole_stores=1 ");
+  std::string diagnostics;
+  llvm::raw_string_ostream out(diagnostics);
+  auto fromSpec = compileCollective(SpecSource{"spec.coll", text}, CompileOptions{}, out);
+  ASSERT_TRUE(bool(fromSpec)) << out.str();
+  EXPECT_EQ(fromSpec->launch.wholeStores, 1);
+  text.replace(text.find("whole_stores=1"), 14, "whole_stores=3");
+  EXPECT_NE(compileError(text, CompileOptions{}).find("must be 0 or 1"), std::string::npos);
+}
+
 TEST(Compile, UnrollIsRefusedWhereLoopsGoByRowsOrLines) {
   CompileOptions options;
   options.unroll = 2;

@@ -8,6 +8,7 @@
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
 #include "runtime/RunHarness.h"
+#include "tests/StdlibApplicability.h"
 #include "tests/StdlibStrategies.h"
 #include "tests/gpu/GpuTestMain.h"
 
@@ -148,6 +149,54 @@ INSTANTIATE_TEST_SUITE_P(Stdlib, UnrolledGpu, ::testing::ValuesIn(unrolledCases(
                            const UnrolledCase& c = info.param;
                            return shortSpecName(c.spec) + "_" + std::string(name(c.sync)) + "_u" +
                                   std::to_string(c.unroll) + "_n" + std::to_string(c.count);
+                         });
+
+// Whole stores (one store instruction per vector): every AllReduce strategy, two element types,
+// below one stride, at a stride's tail and of many strides. The vector path and the element path
+// of store_plain both run.
+struct WholeStoresCase {
+  std::string spec;
+  SyncKind sync;
+  DType dtype;
+  uint64_t count;
+};
+
+void PrintTo(const WholeStoresCase& c, std::ostream* os) {
+  *os << c.spec << " " << name(c.sync) << " " << name(c.dtype) << " count " << c.count;
+}
+
+std::vector<WholeStoresCase> wholeStoresCases() {
+  std::vector<WholeStoresCase> cases;
+  for (const char* spec : {"allreduce_oneshot", "allreduce_twoshot", "allreduce_ring"})
+    for (SyncKind sync : kGpuStrategies)
+      for (DType dtype : {DType::BF16, DType::F32})
+        for (uint64_t count : {uint64_t(9), uint64_t(65536 + 3), uint64_t(1) << 20})
+          if (strategyApplies(sync, ReduceOp::Sum) &&
+              tests::specAccepts(*tests::findStdlibSpec(spec), sync, ReduceOp::Sum))
+            cases.push_back({spec, sync, dtype, count});
+  return cases;
+}
+
+class WholeStoresGpu : public ::testing::TestWithParam<WholeStoresCase> {
+protected:
+  void SetUp() override { COLLC_REQUIRE_GPU_WORLD(); }
+};
+
+TEST_P(WholeStoresGpu, MatchesFloat64Reference) {
+  const WholeStoresCase& c = GetParam();
+  const Variant& variant = variantFor(c.spec, c.dtype, ReduceOp::Sum, c.sync, /*root=*/0,
+                                      /*rowLength=*/0, /*threads=*/0, /*unroll=*/1,
+                                      /*wholeStores=*/1);
+  ASSERT_TRUE(variant.error.empty()) << variant.error;
+  ASSERT_NE(variant.compiled.cudaSource.find("kWholeStores = true"), std::string::npos);
+  expectMatchesReference(variant, c.count, c.count * 41 + 7);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stdlib, WholeStoresGpu, ::testing::ValuesIn(wholeStoresCases()),
+                         [](const ::testing::TestParamInfo<WholeStoresCase>& info) {
+                           const WholeStoresCase& c = info.param;
+                           return shortSpecName(c.spec) + "_" + std::string(name(c.sync)) + "_" +
+                                  std::string(name(c.dtype)) + "_n" + std::to_string(c.count);
                          });
 
 struct StressCase {

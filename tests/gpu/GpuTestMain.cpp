@@ -73,12 +73,12 @@ const std::string& setupError() {
 }
 
 const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op, SyncKind sync,
-                          int root, int64_t rowLength, int threads, int unroll) {
-  static std::map<std::tuple<std::string, DType, ReduceOp, SyncKind, int, int64_t, int, int>,
+                          int root, int64_t rowLength, int threads, int unroll, int wholeStores) {
+  static std::map<std::tuple<std::string, DType, ReduceOp, SyncKind, int, int64_t, int, int, int>,
                   Variant>
       cache;
   auto [it, inserted] =
-      cache.try_emplace({specName, dtype, op, sync, root, rowLength, threads, unroll});
+      cache.try_emplace({specName, dtype, op, sync, root, rowLength, threads, unroll, wholeStores});
   Variant& variant = it->second;
   if (!inserted)
     return variant;
@@ -97,6 +97,7 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
   if (threads > 0)
     options.threads = threads;
   options.unroll = unroll;
+  options.wholeStores = wholeStores;
   llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, llvm::errs());
   if (!compiled) {
     variant.error = "compile: " + llvm::toString(compiled.takeError());

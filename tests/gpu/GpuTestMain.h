@@ -28,10 +28,10 @@ struct Variant {
 
 /// Compiles each variant once per process: the tests of one variant differ only in size.
 /// `rowLength`: the row length of a spec with rows (CompileOptions::rowLength; 0: none);
-/// `threads`: threads per block (0: the spec's own).
+/// `threads`: threads per block (0: the spec's own); `wholeStores`: LaunchShape::wholeStores.
 const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
                           SyncKind sync = SyncKind::Barrier, int root = 0, int64_t rowLength = 0,
-                          int threads = 0, int unroll = 1);
+                          int threads = 0, int unroll = 1, int wholeStores = 0);
 
 } // namespace collc::gputest
 

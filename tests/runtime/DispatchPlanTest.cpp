@@ -61,10 +61,15 @@ TEST(DispatchPlan, DefaultRuleFollowsTheH200Measurements) {
   EXPECT_EQ(chosen(plan, 1 * M - 1).threads, 128);
   EXPECT_EQ(chosen(plan, 1 * M).spec, "allreduce_oneshot");
   EXPECT_EQ(chosen(plan, 1 * M).threads, 512);
+  EXPECT_FALSE(chosen(plan, 1 * M - 1).wholeStores.has_value()) << "below 1M they cost a little";
+  EXPECT_EQ(chosen(plan, 1 * M).wholeStores, 1);
+  EXPECT_EQ(chosen(plan, 4 * M).wholeStores, 1);
   EXPECT_EQ(chosen(plan, 4 * M - 1).spec, "allreduce_oneshot");
   EXPECT_EQ(chosen(plan, 4 * M).spec, "allreduce_twoshot");
   EXPECT_EQ(chosen(plan, 4 * M).sync, SyncKind::Sentinel);
   EXPECT_EQ(chosen(plan, 16 * M).sync, SyncKind::Barrier);
+  EXPECT_EQ(chosen(plan, 16 * M).threads, 1024);
+  EXPECT_EQ(chosen(plan, 16 * M).wholeStores, 1);
   EXPECT_EQ(chosen(plan, 64 * M).sync, SyncKind::Barrier);
   EXPECT_EQ(chosen(plan, kNoUpperBound).sync, SyncKind::Barrier);
   for (uint64_t bytes : {uint64_t(0), 1 * M, 4 * M, 64 * M})
@@ -298,7 +303,7 @@ TEST(DispatchPlan, DescribesItsRanges) {
   std::string text = describePlan(defaultDispatchPlan(h200Query()));
   EXPECT_NE(text.find("[0, 1M)  allreduce_oneshot/sentinel 32x128 v- u-"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("[16M, inf)  allreduce_twoshot/barrier 32x512 v- u-"), std::string::npos)
+  EXPECT_NE(text.find("[16M, inf)  allreduce_twoshot/barrier 32x1024 v- u- w1"), std::string::npos)
       << text;
 }
 

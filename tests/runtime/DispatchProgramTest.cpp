@@ -94,7 +94,7 @@ TEST(DispatchProgram, ErrorsSayWhatIsWrong) {
 
   TempTable malformed("NVIDIA_H200 2 nvlink-p2p allreduce bf16 sum 0 inf\n");
   request.table = malformed.path;
-  EXPECT_NE(errorOf(request).find(malformed.path + ":1: error: expected 17 columns"),
+  EXPECT_NE(errorOf(request).find(malformed.path + ":1: error: expected 18 columns"),
             std::string::npos)
       << errorOf(request);
 

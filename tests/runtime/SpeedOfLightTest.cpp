@@ -74,6 +74,9 @@ TEST(SpeedOfLightGpu, ProbesRunAndTheTraceAddsUpToTheMeasuredPeriod) {
     // here carries 1 TB/s in one direction.
     EXPECT_GT(floor.copyEngineUs, 0);
     EXPECT_LT(double(floor.bytes) / floor.copyEngineUs / 1e3, 1000.0);
+    // Between two exchanges the same copies (checked whole too) cost at least the exchanges.
+    EXPECT_GT(floor.copyEngineOrderedUs, floor.copyEngineUs);
+    EXPECT_GT(floor.copyEngineOrderedUs, report->exchangeUs);
     ASSERT_EQ(floor.breakdown.size(), 2u) << "one per rank";
     for (const CallBreakdown& b : floor.breakdown) {
       // The second replay's calls, each with the one before it.

@@ -80,5 +80,45 @@ INSTANTIATE_TEST_SUITE_P(AllStdlibVariants, StdlibNvrtc, testing::ValuesIn(allVa
                                   std::to_string(info.param.nranks) + "ranks";
                          });
 
+// What whole_stores changes in the machine code, checked in the PTX: the one-shot's push of
+// loaded data is split into 32-bit stores without it (NVVM's choice for the plain store of a
+// vector whose two load paths meet in a union), and is one vector store with it.
+TEST(WholeStores, OneVectorStorePerVectorInThePtx) {
+  auto ptxOf = [](int wholeStores) -> std::string {
+    auto spec = loadSpec("allreduce_oneshot");
+    EXPECT_TRUE(bool(spec));
+    if (!spec) {
+      llvm::consumeError(spec.takeError());
+      return "";
+    }
+    CompileOptions options;
+    options.dtype = DType::BF16;
+    options.sync = SyncKind::Sentinel;
+    options.wholeStores = wholeStores;
+    std::string diagnostics;
+    llvm::raw_string_ostream out(diagnostics);
+    auto compiled = compileCollective(*spec, options, out);
+    EXPECT_TRUE(bool(compiled)) << out.str();
+    if (!compiled) {
+      llvm::consumeError(compiled.takeError());
+      return "";
+    }
+    JitOptions jit;
+    jit.arch = "sm_90";
+    jit.useCache = false;
+    auto ptx = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Ptx, jit);
+    EXPECT_TRUE(bool(ptx));
+    if (!ptx) {
+      llvm::consumeError(ptx.takeError());
+      return "";
+    }
+    return ptx->image;
+  };
+  const std::string split = ptxOf(0), whole = ptxOf(1);
+  EXPECT_NE(split.find("st.global.u32"), std::string::npos) << "NVVM no longer splits the push";
+  EXPECT_EQ(whole.find("st.global.u32"), std::string::npos);
+  EXPECT_NE(whole.find("st.global.wb.v4.u32"), std::string::npos);
+}
+
 } // namespace
 } // namespace collc

@@ -105,10 +105,40 @@ TEST(TuningTable, TabsAndBlankLinesAreFine) {
   EXPECT_EQ(table->rows[0].line, 4);
 }
 
+// whole_stores came after tables were committed: a row of 17 columns is one written before it
+// and leaves the knob to the spec; a row of 18 sets it (0 or 1), and a write keeps it.
+TEST(TuningTable, WholeStoresColumnAndTablesWrittenBeforeIt) {
+  auto older = parseTuningTable(rowWith("", ""), "t.tsv");
+  ASSERT_TRUE(bool(older)) << llvm::toString(older.takeError());
+  EXPECT_FALSE(older->rows[0].variant.wholeStores.has_value());
+  EXPECT_EQ(older->rows[0].variant.text(), "allreduce_oneshot/sentinel 8x512 v16 u1");
+
+  auto newer = parseTuningTable(rowWith(" 1 2.28", " 1 1 2.28"), "t.tsv");
+  ASSERT_TRUE(bool(newer)) << llvm::toString(newer.takeError());
+  EXPECT_EQ(newer->rows[0].variant.wholeStores, 1);
+  EXPECT_EQ(newer->rows[0].variant.text(), "allreduce_oneshot/sentinel 8x512 v16 u1 w1");
+  EXPECT_EQ(newer->rows[0].us, 2.28);
+  EXPECT_TRUE(newer->rows[0].best);
+  std::string written;
+  llvm::raw_string_ostream out(written);
+  writeTuningTable(out, *newer);
+  auto again = parseTuningTable(out.str(), "t.tsv");
+  ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());
+  EXPECT_EQ(again->rows[0].variant, newer->rows[0].variant);
+  EXPECT_NE(again->rows[0].variant, older->rows[0].variant) << "set to 1 is not the spec's own";
+
+  auto off = parseTuningTable(rowWith(" 1 2.28", " 1 0 2.28"), "t.tsv");
+  ASSERT_TRUE(bool(off)) << llvm::toString(off.takeError());
+  EXPECT_EQ(off->rows[0].variant.wholeStores, 0);
+  EXPECT_EQ(off->rows[0].variant.text(), "allreduce_oneshot/sentinel 8x512 v16 u1");
+  EXPECT_NE(errorOf(rowWith(" 1 2.28", " 1 2 2.28")).find("column 'whole_stores' is '2'"),
+            std::string::npos);
+}
+
 TEST(TuningTable, MalformedLinesNameFileAndLine) {
   EXPECT_EQ(errorOf("# only a comment\n"), "");
   std::string wrongCount = errorOf("\nNVIDIA_H200 2 nvlink-p2p allreduce\n");
-  EXPECT_NE(wrongCount.find("t.tsv:2: error: expected 17 columns"), std::string::npos)
+  EXPECT_NE(wrongCount.find("t.tsv:2: error: expected 18 columns"), std::string::npos)
       << wrongCount;
   EXPECT_NE(wrongCount.find("found 4"), std::string::npos) << wrongCount;
   struct Case {
