@@ -20,7 +20,10 @@ const char* const kColumns[] = {"gpu",     "ranks",  "topology", "collective",  
                                 "from",    "to",     "bytes",    "spec",         "sync",  "blocks",
                                 "threads", "vector", "unroll",   "whole_stores", "us",    "best"};
 constexpr size_t kColumnCount = sizeof(kColumns) / sizeof(kColumns[0]);
-/// Tables written before the whole_stores column: their rows leave it unset (the spec's own).
+/// Tables written before the whole_stores column have one column fewer: their rows leave it unset
+/// (the spec's own).
+constexpr size_t kWholeStoresColumn = 15;
+static_assert(kWholeStoresColumn + 3 == kColumnCount, "whole_stores is before us and best");
 constexpr size_t kColumnCountBeforeWholeStores = kColumnCount - 1;
 
 std::string optionalInt(const std::optional<int>& value) {
@@ -93,7 +96,7 @@ llvm::Expected<TuningRow> parseRow(const LineParser& at, llvm::StringRef content
     columns.append(parts.begin(), parts.end());
   }
   if (columns.size() == kColumnCountBeforeWholeStores)
-    columns.insert(columns.begin() + 15, "-");
+    columns.insert(columns.begin() + kWholeStoresColumn, "-");
   if (columns.size() != kColumnCount)
     return at.error(fmt::format("expected {} columns ({}), found {}", kColumnCount,
                                 fmt::join(std::begin(kColumns), std::end(kColumns), " "),
@@ -151,11 +154,12 @@ llvm::Expected<TuningRow> parseRow(const LineParser& at, llvm::StringRef content
     return err;
   if (llvm::Error err = parseKnob(at, "unroll", columns[14], row.variant.unroll))
     return err;
-  if (llvm::Error err =
-          parseKnob(at, "whole_stores", columns[15], row.variant.wholeStores, /*least=*/0))
+  if (llvm::Error err = parseKnob(at, "whole_stores", columns[kWholeStoresColumn],
+                                  row.variant.wholeStores, /*least=*/0))
     return err;
   if (row.variant.wholeStores && *row.variant.wholeStores > 1)
-    return at.badColumn("whole_stores", columns[15], "0, 1, or - for the spec's own");
+    return at.badColumn("whole_stores", columns[kWholeStoresColumn],
+                        "0, 1, or - for the spec's own");
   if (columns[16] == "inf") {
     row.us = std::numeric_limits<double>::infinity();
   } else {
