@@ -96,13 +96,17 @@ DispatchPlan defaultDispatchPlan(const DispatchQuery& query) {
   // table, results/2026-11-30-h200x2-session8.md); below 1 MiB they cost up to 3%. Every block
   // must be resident, so no more blocks than multiprocessors; where the GPU is not known, 32.
   const int blocks = query.multiprocessors > 0 ? std::min(132, query.multiprocessors) : 32;
+  auto wholeStores = [](TunedVariant variant) {
+    variant.wholeStores = 1;
+    return variant;
+  };
   const TunedVariant oneshotSmall{"allreduce_oneshot", SyncKind::Sentinel, blocks, 128};
-  const TunedVariant oneshotWide{"allreduce_oneshot", SyncKind::Sentinel, blocks, 512,
-                                 std::nullopt,        std::nullopt,       1};
-  const TunedVariant twoshotSentinel{"allreduce_twoshot", SyncKind::Sentinel, blocks, 512,
-                                     std::nullopt,        std::nullopt,       1};
-  const TunedVariant twoshotBarrier{"allreduce_twoshot", SyncKind::Barrier, blocks, 1024,
-                                    std::nullopt,        std::nullopt,      1};
+  const TunedVariant oneshotWide =
+      wholeStores(TunedVariant{"allreduce_oneshot", SyncKind::Sentinel, blocks, 512});
+  const TunedVariant twoshotSentinel =
+      wholeStores(TunedVariant{"allreduce_twoshot", SyncKind::Sentinel, blocks, 512});
+  const TunedVariant twoshotBarrier =
+      wholeStores(TunedVariant{"allreduce_twoshot", SyncKind::Barrier, blocks, 1024});
   DispatchPlan plan = planFromRanges({{{0, 1 << 20}, oneshotSmall},
                                       {{1 << 20, 4 << 20}, oneshotWide},
                                       {{4 << 20, 16 << 20}, twoshotSentinel},

@@ -63,18 +63,22 @@ llvm::Error parseWildcard(const LineParser& at, const char* column, llvm::String
   return llvm::Error::success();
 }
 
-/// A launch knob: an integer from `least` (1 unless said) up, or "-" for the spec's own.
+/// The values a launch knob's column takes besides "-", and how an error names them.
+struct KnobRange {
+  unsigned least = 1, most = 1000000;
+  const char* expected = "a positive integer, or - for the spec's own";
+};
+
+/// A launch knob: an integer in `range`, or "-" for the spec's own.
 llvm::Error parseKnob(const LineParser& at, const char* column, llvm::StringRef text,
-                      std::optional<int>& out, unsigned least = 1) {
+                      std::optional<int>& out, const KnobRange& range = {}) {
   if (text == "-") {
     out.reset();
     return llvm::Error::success();
   }
   unsigned value = 0;
-  if (text.getAsInteger(10, value) || value < least || value > 1000000)
-    return at.badColumn(column, text,
-                        least == 0 ? "0, 1, or - for the spec's own"
-                                   : "a positive integer, or - for the spec's own");
+  if (text.getAsInteger(10, value) || value < range.least || value > range.most)
+    return at.badColumn(column, text, range.expected);
   out = int(value);
   return llvm::Error::success();
 }
@@ -155,11 +159,8 @@ llvm::Expected<TuningRow> parseRow(const LineParser& at, llvm::StringRef content
   if (llvm::Error err = parseKnob(at, "unroll", columns[14], row.variant.unroll))
     return err;
   if (llvm::Error err = parseKnob(at, "whole_stores", columns[kWholeStoresColumn],
-                                  row.variant.wholeStores, /*least=*/0))
+                                  row.variant.wholeStores, {0, 1, "0, 1, or - for the spec's own"}))
     return err;
-  if (row.variant.wholeStores && *row.variant.wholeStores > 1)
-    return at.badColumn("whole_stores", columns[kWholeStoresColumn],
-                        "0, 1, or - for the spec's own");
   if (columns[16] == "inf") {
     row.us = std::numeric_limits<double>::infinity();
   } else {
