@@ -25,6 +25,10 @@ struct LaunchShape {
   int wholeStores = 0;
 };
 
+/// "132x1024 v16 u1", and " w1" with whole stores on: how collc names a launch shape wherever it
+/// names a variant (the bench's rows, the tuning table's variants).
+std::string launchText(const LaunchShape& shape);
+
 /// One symmetric scratch buffer of the spec. Its size depends on the element count of the call.
 struct ScratchBuffer {
   std::string name;

@@ -360,21 +360,21 @@ void writeCsv(llvm::raw_ostream& out, const BenchResults& results) {
   }
   for (const std::string& note : results.notes)
     out << "# note: " << note << "\n";
-  out << "variant,spec,sync,kind,bytes,count,status,us_per_op,algbw_gbps,busbw_gbps,"
+  out << "variant,spec,sync,launch,kind,bytes,count,status,us_per_op,algbw_gbps,busbw_gbps,"
          "nccl_collective,nccl_us,nccl_sym_us,vs_best,no_watchdog_us,watchdog_cost,note\n";
   for (const BenchRow& row : results.rows) {
     const NcclPoint* nccl = results.ncclFor(row);
     std::string note = row.collc.note;
     if (!row.unbounded.note.empty())
       note += (note.empty() ? "" : " | ") + std::string("no watchdog: ") + row.unbounded.note;
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                       csvField(row.variant()), csvField(row.spec), csvField(row.sync),
-                       name(row.kind), row.bytes, row.count, statusName(row.collc.status),
-                       csvNumber(timeOf(row.collc)), csvNumber(algbwOf(row)),
-                       csvNumber(busbwOf(row, h.nranks)), csvField(ncclCollectiveOf(nccl)),
-                       csvNumber(timeOf(ncclPlain(nccl))), csvNumber(timeOf(ncclSymmetric(nccl))),
-                       csvNumber(vsBest(row.collc, nccl)), csvNumber(timeOf(row.unbounded)),
-                       csvNumber(watchdogCost(row)), csvField(note));
+    out << fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csvField(row.variant()),
+        csvField(row.spec), csvField(row.sync), csvField(row.launch), name(row.kind), row.bytes,
+        row.count, statusName(row.collc.status), csvNumber(timeOf(row.collc)),
+        csvNumber(algbwOf(row)), csvNumber(busbwOf(row, h.nranks)),
+        csvField(ncclCollectiveOf(nccl)), csvNumber(timeOf(ncclPlain(nccl))),
+        csvNumber(timeOf(ncclSymmetric(nccl))), csvNumber(vsBest(row.collc, nccl)),
+        csvNumber(timeOf(row.unbounded)), csvNumber(watchdogCost(row)), csvField(note));
   }
 }
 
@@ -386,6 +386,7 @@ void writeJson(llvm::raw_ostream& out, const BenchResults& results) {
     rows.push_back(llvm::json::Object{{"variant", row.variant()},
                                       {"spec", row.spec},
                                       {"sync", row.sync},
+                                      {"launch", row.launch},
                                       {"kind", std::string(name(row.kind))},
                                       {"bytes", int64_t(row.bytes)},
                                       {"count", int64_t(row.count)},

@@ -39,8 +39,9 @@ const char* statusName(BenchTiming::Status status);
 
 /// One collc variant at one size.
 struct BenchRow {
-  std::string spec;                                // "allreduce_oneshot"
-  std::string sync;                                // "ll"
+  std::string spec;   // "allreduce_oneshot"
+  std::string sync;   // "ll"
+  std::string launch; // its launch shape, "132x1024 v16 u1" (launchText); empty: not known
   CollectiveKind kind = CollectiveKind::AllReduce; // for its bus bandwidth
   uint64_t bytes = 0;
   uint64_t count = 0; // elements per rank
@@ -48,7 +49,8 @@ struct BenchRow {
   /// The same variant compiled without the watchdog's bound (--watchdog-cost), else NotRun.
   BenchTiming unbounded;
 
-  std::string variant() const { return spec + "/" + sync; }
+  /// "allreduce_oneshot/ll 8x512 v16 u1": what tells the variants of one table apart.
+  std::string variant() const { return spec + "/" + sync + (launch.empty() ? "" : " " + launch); }
 };
 
 /// NCCL's own version of one kind (runtime/NcclCollective.h: ncclAllReduce, ncclAllGather, ...)

@@ -104,6 +104,7 @@ llvm::Expected<std::vector<BenchRow>> benchVariants(SymmetricWorld& world,
       row.spec = variant.spec;
       row.kind = variant.compiled.kind;
       row.sync = variant.sync;
+      row.launch = launchText(variant.compiled.launch);
       row.count = count;
       row.bytes = bytesOf(variant.compiled, count);
       rows.push_back(std::move(row));

@@ -7,6 +7,7 @@
 #include "runtime/LoadedKernel.h"
 #include "runtime/LocalWorld.h"
 #include "runtime/RankGraphs.h"
+#include "runtime/SpeedOfLightKernels.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,233 +16,6 @@
 
 namespace collc {
 namespace {
-
-const char* const kProbeKernels = R"cuda(
-typedef unsigned long long u64;
-
-__device__ __forceinline__ u64 sol_now() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-// Flags are read and written past the caches: a peer's store must be seen when it lands.
-__device__ __forceinline__ u64 sol_load(const u64 *p) {
-  u64 v;
-  asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void sol_store(u64 *p, u64 v) {
-  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-/// Block b's flag from rank `from`, in rank `owner`'s heap: u64[blocks][nranks] at flags_offset.
-__device__ __forceinline__ u64 *sol_flag(const collc_params &p, int owner, int block, int from) {
-  return reinterpret_cast<u64 *>(p.heap[owner] + p.flags_offset) + block * p.nranks + from;
-}
-/// Waits until the flag reaches this call's epoch (a peer is at most one call ahead), bounded by
-/// the watchdog's timeout: the first waiter to give up records where, and the host reports it.
-__device__ bool sol_wait(const collc_params &p, const u64 *flag, u64 epoch, int peer) {
-  if (sol_load(flag) >= epoch)
-    return true;
-  const u64 start = sol_now();
-  while (sol_load(flag) < epoch)
-    if (sol_now() - start > p.timeout_ns) {
-      if (atomicCAS(&p.watchdog->tripped, 0u, 1u) == 0u) {
-        p.watchdog->rank = p.rank;
-        p.watchdog->block = blockIdx.x;
-        p.watchdog->waiting_on_rank = peer;
-        p.watchdog->expected = epoch;
-        p.watchdog->observed = sol_load(flag);
-      }
-      return false;
-    }
-  return true;
-}
-/// Every block's thread 0: tell each peer's block b that this call (`epoch`) reached here, then
-/// wait for theirs.
-__device__ void sol_signal_and_wait(const collc_params &p, u64 epoch) {
-  for (int q = 0; q < p.nranks; ++q)
-    if (q != p.rank)
-      sol_store(sol_flag(p, q, blockIdx.x, p.rank), epoch);
-  for (int q = 0; q < p.nranks; ++q)
-    if (q != p.rank && !sol_wait(p, sol_flag(p, p.rank, blockIdx.x, q), epoch, q))
-      break;
-}
-
-// Launched as programmatic dependent launches, like collc's kernels: wait for the previous
-// kernel, then let the next one be scheduled.
-#define SOL_ENTRY                                                                                  \
-  asm volatile("griddepcontrol.wait;" ::: "memory");                                               \
-  asm volatile("griddepcontrol.launch_dependents;");
-
-/// The head of collc's kernels (compiler/CudaCodeGen.cpp, printHead), for the probes that count
-/// calls: the block's epoch is read before the wait and stored back at once, fenced before
-/// thread 0 alone lets the next kernel be scheduled (which reads it early in turn).
-__device__ __forceinline__ u64 sol_head(const collc_params &p) {
-  u64 epoch;
-  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(epoch) : "l"(p.epochs + blockIdx.x)
-               : "memory");
-  ++epoch;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p.epochs + blockIdx.x), "l"(epoch)
-                 : "memory");
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-  }
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  if (threadIdx.x == 0)
-    asm volatile("griddepcontrol.launch_dependents;");
-  return epoch;
-}
-
-extern "C" __global__ void sol_empty(const __grid_constant__ collc_params p) { SOL_ENTRY }
-
-extern "C" __global__ void sol_exchange(const __grid_constant__ collc_params p) {
-  const u64 epoch = sol_head(p);
-  if (threadIdx.x == 0)
-    sol_signal_and_wait(p, epoch);
-}
-
-/// The exchange, but each flag carries a word of the input read after the wait, as any
-/// collective's first data does (the previous kernel may have written it): the flag is the epoch
-/// only if the word is the input's pattern, so the store waits for the load. A wrong word makes
-/// the flag far from the epoch, which the waiting peer reports.
-extern "C" __global__ void sol_exchange_read(const __grid_constant__ collc_params p) {
-  const u64 epoch = sol_head(p);
-  if (threadIdx.x == 0) {
-    const u64 word = __ldcg(static_cast<const u64 *>(p.in));
-    const u64 flag = epoch ^ (word ^ 0x3f3f3f3f3f3f3f3full);
-    for (int q = 0; q < p.nranks; ++q)
-      if (q != p.rank)
-        sol_store(sol_flag(p, q, blockIdx.x, p.rank), flag);
-    for (int q = 0; q < p.nranks; ++q) {
-      if (q == p.rank)
-        continue;
-      const u64 *from = sol_flag(p, p.rank, blockIdx.x, q);
-      if (!sol_wait(p, from, epoch, q))
-        break;
-      // The peer is at most one call ahead: a flag past that carried a wrong word.
-      const u64 seen = sol_load(from);
-      if (seen > epoch + 1 && atomicCAS(&p.watchdog->tripped, 0u, 2u) == 0u) {
-        p.watchdog->rank = p.rank;
-        p.watchdog->waiting_on_rank = q;
-        p.watchdog->observed = seen ^ epoch;
-      }
-    }
-  }
-}
-
-/// params.count: bytes this rank sends each peer; params.in: those bytes; the peer's slot for
-/// this rank is at scratch_offset[0] + rank * parity_stride in the peer's heap.
-extern "C" __global__ void sol_copy_signal(const __grid_constant__ collc_params p) {
-  const u64 epoch = sol_head(p);
-  const u64 vectors = p.count / 16;
-  const uint4 *in = static_cast<const uint4 *>(p.in);
-  for (u64 i = u64(blockIdx.x) * blockDim.x + threadIdx.x; i < vectors;
-       i += u64(gridDim.x) * blockDim.x) {
-    const uint4 v = __ldcg(in + i);
-    for (int q = 0; q < p.nranks; ++q)
-      if (q != p.rank)
-        reinterpret_cast<uint4 *>(p.heap[q] + p.scratch_offset[0] + p.rank * p.parity_stride)[i] =
-            v;
-  }
-  // The block's stores are ordered before its signal, as a collective's data before its flag.
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence_system();
-    sol_signal_and_wait(p, epoch);
-  }
-}
-
-// ---- Sentinel copy: the data is its own signal, as in collc's sentinel strategy. A received word
-// that still reads 0 has not arrived; every input word is kSolPattern (the host fills the input),
-// so a word that arrived is never 0, and one that arrived with another value is an error.
-#define kSolPattern 0x3f3f3f3fu
-__device__ __forceinline__ uint4 sol_load_vector(const uint4 *p) {
-  uint4 w;
-  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
-               : "l"(p)
-               : "memory");
-  return w;
-}
-__device__ __forceinline__ bool sol_arrived(uint4 w) { return w.x && w.y && w.z && w.w; }
-/// Waits for the vector at p to arrive from `peer`, checks it and puts the sentinel back; false
-/// once the watchdog's bound passed or the data is wrong (both recorded for the host).
-__device__ bool sol_take_vector(const collc_params &p, uint4 *v, int peer) {
-  uint4 w = sol_load_vector(v);
-  if (!sol_arrived(w)) {
-    const u64 start = sol_now();
-    unsigned spins = 0;
-    while (!sol_arrived(w = sol_load_vector(v)))
-      if ((++spins & 1023u) == 0 && sol_now() - start > p.timeout_ns) {
-        if (atomicCAS(&p.watchdog->tripped, 0u, 1u) == 0u) {
-          p.watchdog->rank = p.rank;
-          p.watchdog->block = blockIdx.x;
-          p.watchdog->waiting_on_rank = peer;
-        }
-        return false;
-      }
-  }
-  if (w.x != kSolPattern || w.y != kSolPattern || w.z != kSolPattern || w.w != kSolPattern) {
-    if (atomicCAS(&p.watchdog->tripped, 0u, 2u) == 0u) { // 2: wrong data, not a timeout
-      p.watchdog->rank = p.rank;
-      p.watchdog->waiting_on_rank = peer;
-      p.watchdog->observed = w.x;
-    }
-    return false;
-  }
-  *v = make_uint4(0, 0, 0, 0);
-  return true;
-}
-/// One record of the trace: when block 0's thread 0 of a call passed each point (globaltimer ns).
-struct SolTracePoint {
-  u64 epoch, waited, pushed, arrived, ended;
-};
-
-/// Every rank stores params.count bytes into every peer; each thread then takes the vectors it
-/// expects from every peer. Scratch rotates through three copies by epoch (a peer may be a call
-/// ahead), each copy nranks slots of parity_stride bytes at scratch_offset[1]. With aux[0] set,
-/// block 0's thread 0 records a SolTracePoint per call, at (epoch - 1) % capacity; the capacity is
-/// aux[1], whose value (not a pointer) is the trace's capacity in records.
-extern "C" __global__ void sol_copy_sentinel(const __grid_constant__ collc_params p) {
-  const u64 epoch = sol_head(p);
-  const bool tracing = p.aux[0] && blockIdx.x == 0 && threadIdx.x == 0;
-  SolTracePoint point;
-  if (tracing)
-    point.waited = sol_now();
-  const u64 copy = epoch % 3;
-  const u64 vectors = p.count / 16;
-  const uint4 *in = static_cast<const uint4 *>(p.in);
-  const u64 first = u64(blockIdx.x) * blockDim.x + threadIdx.x;
-  const u64 stride = u64(gridDim.x) * blockDim.x;
-  for (u64 i = first; i < vectors; i += stride) {
-    const uint4 v = __ldcg(in + i);
-    for (int q = 0; q < p.nranks; ++q)
-      if (q != p.rank)
-        reinterpret_cast<uint4 *>(p.heap[q] + p.scratch_offset[1] +
-                                  (copy * p.nranks + p.rank) * p.parity_stride)[i] = v;
-  }
-  if (tracing)
-    point.pushed = sol_now();
-  bool ok = true;
-  for (u64 i = first; ok && i < vectors; i += stride)
-    for (int q = 0; ok && q < p.nranks; ++q)
-      if (q != p.rank)
-        ok = sol_take_vector(p,
-                             reinterpret_cast<uint4 *>(p.heap[p.rank] + p.scratch_offset[1] +
-                                                       (copy * p.nranks + q) * p.parity_stride) +
-                                 i,
-                             q);
-  if (tracing)
-    point.arrived = sol_now();
-  if (tracing) {
-    point.epoch = epoch;
-    point.ended = sol_now();
-    const u64 capacity = reinterpret_cast<u64>(p.aux[1]);
-    static_cast<SolTracePoint *>(p.aux[0])[(epoch - 1) % capacity] = point;
-  }
-}
-)cuda";
 
 constexpr uint64_t kVectorBytes = 16;
 /// Every byte of the probes' input (kSolPattern in the kernels): a received word is never 0.
@@ -318,59 +92,85 @@ public:
   /// (every rank knows its peers' bytes landed, for the reduction that would follow).
   /// The copies are checked: each slot is cleared first and must hold the input after.
   llvm::Expected<double> timeCopyEngine(uint64_t bytes, const LoadedKernel* exchange) {
+    if (llvm::Error err = clearSlots())
+      return err;
     RankGraphs graphs(world_);
-    const int nranks = world_.nranks();
-    auto slot = [&](int receiver, int sender) {
-      return world_.heapBase(receiver) + layout_.scratch + uint64_t(sender) * layout_.slotBytes;
-    };
-    for (int r = 0; r < nranks; ++r) {
-      COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
-      COLLC_CUDA_TRY(cudaMemset(slot(r, 0), 0, layout_.slotBytes * uint64_t(nranks)));
-      COLLC_CUDA_TRY(cudaDeviceSynchronize());
-    }
     const std::vector<collc_params> params = probeParams(Probe::Exchange, bytes, false);
-    // Plain launches: a copy between two kernels breaks the programmatic chain anyway.
-    auto exchangeOn = [&](int r) -> llvm::Error {
-      if (!exchange)
-        return llvm::Error::success();
-      return exchange->launch(r, dim3(1), dim3(32), params[size_t(r)], world_.stream(r),
-                              /*programmatic=*/false);
-    };
-    for (int r = 0; r < nranks; ++r)
+    for (int r = 0; r < world_.nranks(); ++r)
       if (llvm::Error err = graphs.capture(r, [&]() -> llvm::Error {
-            const char* in = world_.heapBase(r) + layout_.in;
             for (int op = 0; op < settings_.graphOps; ++op) {
-              if (llvm::Error err = exchangeOn(r))
+              if (llvm::Error err = launchExchange(exchange, r, params))
                 return err;
-              for (int q = 0; q < nranks; ++q)
-                if (q != r)
-                  COLLC_CUDA_TRY(cudaMemcpyAsync(
-                      world_.peerHeap(q, r) + layout_.scratch + uint64_t(r) * layout_.slotBytes, in,
-                      bytes, cudaMemcpyDeviceToDevice, world_.stream(r)));
-              if (llvm::Error err = exchangeOn(r))
+              if (llvm::Error err = copyWithEngine(r, bytes, world_.stream(r)))
+                return err;
+              if (llvm::Error err = launchExchange(exchange, r, params))
                 return err;
             }
             return llvm::Error::success();
           }))
         return err;
-    auto us = medianSlowestReplayUs(world_, graphs, settings_.graphOps, settings_.replays,
-                                    [&] { return synchronize(); });
-    if (!us)
-      return us.takeError();
-    for (int r = 0; r < nranks; ++r)
-      for (int q = 0; q < nranks; ++q) {
-        if (q == r)
-          continue;
-        std::vector<unsigned char> landed(bytes);
-        COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
-        COLLC_CUDA_TRY(cudaMemcpy(landed.data(), slot(r, q), bytes, cudaMemcpyDeviceToHost));
-        if (std::any_of(landed.begin(), landed.end(),
-                        [](unsigned char b) { return b != kInputByte; }))
-          return probeError(fmt::format("the copy engine's copy of {} bytes from rank {} to rank "
-                                        "{} did not land whole",
-                                        bytes, q, r));
-      }
-    return *us;
+    return timeCheckedCopy(graphs, bytes, "the copy engine's copy");
+  }
+
+  /// Per-operation µs of `bytes` moved into every peer by the copy engines and the SMs at once:
+  /// the first `engineBytes` by cudaMemcpyAsync on a branch of each rank's graph, the rest by
+  /// `smCopy` (sol_copy at `grid`) on the other branch. Without `exchange`, each engine's copies
+  /// run back to back on its own branch and the branches meet only at the graph's end: how fast
+  /// both engines together move bytes over the link, nothing ordered. With it, every operation is
+  /// an exchange, the two copies side by side, and an exchange after both: the least a
+  /// collective costs that splits its bytes between the engines and whose kernels must know they
+  /// landed. Checked as the copy engines' probe is.
+  llvm::Expected<double> timeSplit(uint64_t bytes, uint64_t engineBytes, const LoadedKernel& smCopy,
+                                   SpeedOfLightGrid grid, const LoadedKernel* exchange) {
+    if (llvm::Error err = clearSlots())
+      return err;
+    auto side = SideBranches::create(world_);
+    if (!side)
+      return side.takeError();
+    const std::vector<collc_params> exchangeParams = probeParams(Probe::Exchange, bytes, false);
+    std::vector<collc_params> smParams = probeParams(Probe::CopySignal, bytes - engineBytes, false);
+    for (collc_params& p : smParams) {
+      p.in = static_cast<const char*>(p.in) + engineBytes;
+      p.scratch_offset[0] += engineBytes;
+    }
+    const bool ordered = exchange != nullptr;
+    RankGraphs graphs(world_);
+    for (int r = 0; r < world_.nranks(); ++r)
+      if (llvm::Error err = graphs.capture(r, [&]() -> llvm::Error {
+            cudaStream_t main = world_.stream(r), branch = (*side)->stream(r);
+            auto smPart = [&]() {
+              return smCopy.launch(r, dim3(unsigned(grid.blocks)), dim3(unsigned(grid.threads)),
+                                   smParams[size_t(r)], main, /*programmatic=*/!ordered);
+            };
+            if (!ordered) {
+              if (llvm::Error err = (*side)->fork(r))
+                return err;
+              for (int op = 0; op < settings_.graphOps; ++op) {
+                if (llvm::Error err = copyWithEngine(r, engineBytes, branch))
+                  return err;
+                if (llvm::Error err = smPart())
+                  return err;
+              }
+              return (*side)->join(r);
+            }
+            for (int op = 0; op < settings_.graphOps; ++op) {
+              if (llvm::Error err = launchExchange(exchange, r, exchangeParams))
+                return err;
+              if (llvm::Error err = (*side)->fork(r))
+                return err;
+              if (llvm::Error err = copyWithEngine(r, engineBytes, branch))
+                return err;
+              if (llvm::Error err = smPart())
+                return err;
+              if (llvm::Error err = (*side)->join(r))
+                return err;
+              if (llvm::Error err = launchExchange(exchange, r, exchangeParams))
+                return err;
+            }
+            return llvm::Error::success();
+          }))
+        return err;
+    return timeCheckedCopy(graphs, bytes, "the split copy");
   }
 
   /// Replays the sentinel copy twice with block 0's trace on and returns, per rank, the mean
@@ -432,6 +232,125 @@ public:
   }
 
 private:
+  /// A second stream per rank and the events that fork it from the rank's stream and join it
+  /// back, inside a capture: a graph's second branch.
+  class SideBranches {
+  public:
+    static llvm::Expected<std::unique_ptr<SideBranches>> create(const LocalWorld& world) {
+      std::unique_ptr<SideBranches> side(new SideBranches(world));
+      ScopedDevice restore;
+      for (int r = 0; r < world.nranks(); ++r) {
+        COLLC_CUDA_TRY(cudaSetDevice(world.device(r)));
+        side->streams_.push_back(nullptr);
+        COLLC_CUDA_TRY(cudaStreamCreateWithFlags(&side->streams_.back(), cudaStreamNonBlocking));
+        for (std::vector<cudaEvent_t>* events : {&side->forks_, &side->joins_}) {
+          events->push_back(nullptr);
+          COLLC_CUDA_TRY(cudaEventCreateWithFlags(&events->back(), cudaEventDisableTiming));
+        }
+      }
+      return side;
+    }
+    ~SideBranches() {
+      for (cudaStream_t stream : streams_)
+        if (stream && cudaStreamDestroy(stream) != cudaSuccess)
+          (void)cudaGetLastError();
+      for (const std::vector<cudaEvent_t>* events : {&forks_, &joins_})
+        for (cudaEvent_t event : *events)
+          if (event && cudaEventDestroy(event) != cudaSuccess)
+            (void)cudaGetLastError();
+    }
+    SideBranches(const SideBranches&) = delete;
+    SideBranches& operator=(const SideBranches&) = delete;
+
+    cudaStream_t stream(int rank) const { return streams_[size_t(rank)]; }
+    /// What is enqueued on the side stream from here on runs beside the rank's stream.
+    llvm::Error fork(int rank) {
+      COLLC_CUDA_TRY(cudaEventRecord(forks_[size_t(rank)], world_.stream(rank)));
+      COLLC_CUDA_TRY(cudaStreamWaitEvent(streams_[size_t(rank)], forks_[size_t(rank)], 0));
+      return llvm::Error::success();
+    }
+    /// What is enqueued on the rank's stream from here on waits for the side stream too.
+    llvm::Error join(int rank) {
+      COLLC_CUDA_TRY(cudaEventRecord(joins_[size_t(rank)], streams_[size_t(rank)]));
+      COLLC_CUDA_TRY(cudaStreamWaitEvent(world_.stream(rank), joins_[size_t(rank)], 0));
+      return llvm::Error::success();
+    }
+
+  private:
+    explicit SideBranches(const LocalWorld& world) : world_(world) {}
+    const LocalWorld& world_;
+    std::vector<cudaStream_t> streams_;
+    std::vector<cudaEvent_t> forks_, joins_;
+  };
+
+  /// Rank `receiver`'s slot for `sender`'s bytes in the copy probes' scratch.
+  char* slot(int receiver, int sender) const {
+    return world_.heapBase(receiver) + layout_.scratch + uint64_t(sender) * layout_.slotBytes;
+  }
+
+  /// Zeroes every rank's slots, so that a copy that did not land shows.
+  llvm::Error clearSlots() {
+    ScopedDevice restore;
+    for (int r = 0; r < world_.nranks(); ++r) {
+      COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
+      COLLC_CUDA_TRY(cudaMemset(slot(r, 0), 0, layout_.slotBytes * uint64_t(world_.nranks())));
+      COLLC_CUDA_TRY(cudaDeviceSynchronize());
+    }
+    return llvm::Error::success();
+  }
+
+  /// Every rank's slot for every peer must hold the first `bytes` of the input, whole.
+  llvm::Error checkSlots(uint64_t bytes, const char* what) {
+    ScopedDevice restore;
+    for (int r = 0; r < world_.nranks(); ++r)
+      for (int q = 0; q < world_.nranks(); ++q) {
+        if (q == r)
+          continue;
+        std::vector<unsigned char> landed(bytes);
+        COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
+        COLLC_CUDA_TRY(cudaMemcpy(landed.data(), slot(r, q), bytes, cudaMemcpyDeviceToHost));
+        if (std::any_of(landed.begin(), landed.end(),
+                        [](unsigned char b) { return b != kInputByte; }))
+          return probeError(fmt::format("{} of {} bytes from rank {} to rank {} did not land whole",
+                                        what, bytes, q, r));
+      }
+    return llvm::Error::success();
+  }
+
+  /// Per-operation µs of `graphs`, timed as collc bench times collectives; then every slot must
+  /// hold the input's first `bytes` (`what` copied them).
+  llvm::Expected<double> timeCheckedCopy(RankGraphs& graphs, uint64_t bytes, const char* what) {
+    auto us = medianSlowestReplayUs(world_, graphs, settings_.graphOps, settings_.replays,
+                                    [&] { return synchronize(); });
+    if (!us)
+      return us.takeError();
+    if (llvm::Error err = checkSlots(bytes, what))
+      return err;
+    return *us;
+  }
+
+  /// Enqueues on `stream` rank r's copy-engine copy of its input's first `bytes` into its slot in
+  /// every peer.
+  llvm::Error copyWithEngine(int r, uint64_t bytes, cudaStream_t stream) {
+    const char* in = world_.heapBase(r) + layout_.in;
+    for (int q = 0; q < world_.nranks(); ++q)
+      if (q != r)
+        COLLC_CUDA_TRY(cudaMemcpyAsync(world_.peerHeap(q, r) + layout_.scratch +
+                                           uint64_t(r) * layout_.slotBytes,
+                                       in, bytes, cudaMemcpyDeviceToDevice, stream));
+    return llvm::Error::success();
+  }
+
+  /// The flag exchange on rank r's stream, if there is one; plain launches: a copy between two
+  /// kernels breaks the programmatic chain anyway.
+  llvm::Error launchExchange(const LoadedKernel* exchange, int r,
+                             const std::vector<collc_params>& params) {
+    if (!exchange)
+      return llvm::Error::success();
+    return exchange->launch(r, dim3(1), dim3(32), params[size_t(r)], world_.stream(r),
+                            /*programmatic=*/false);
+  }
+
   /// Each rank's parameters for `probe`: where its flags, epochs and scratch are.
   std::vector<collc_params> probeParams(Probe probe, uint64_t bytes, bool trace) {
     const int nranks = world_.nranks();
@@ -521,14 +440,34 @@ private:
 
 const std::vector<SpeedOfLightGrid>& speedOfLightGrids() {
   // 64 x 64 and 132 x 32: many blocks of few threads, about one vector per thread at 16-64 KiB,
-  // the shapes that collc's AllReduce ran fastest at there.
-  static const std::vector<SpeedOfLightGrid> grids = {
-      {1, 128}, {4, 256}, {64, 64}, {COLLC_MAX_BLOCKS, 32}, {32, 512}, {COLLC_MAX_BLOCKS, 512}};
+  // the shapes that collc's AllReduce ran fastest at there; 132 x 1024, its shape at 16-64 MiB.
+  static const std::vector<SpeedOfLightGrid> grids = {{1, 128},
+                                                      {4, 256},
+                                                      {64, 64},
+                                                      {COLLC_MAX_BLOCKS, 32},
+                                                      {32, 512},
+                                                      {COLLC_MAX_BLOCKS, 512},
+                                                      {COLLC_MAX_BLOCKS, 1024}};
   return grids;
 }
 
+const std::vector<double>& splitEngineShares() {
+  // From a little to most: the copy engines move bytes faster, but a kernel-to-copy edge in a
+  // graph costs far more than a kernel boundary, so the best share is not known in advance.
+  static const std::vector<double> shares = {0.125, 0.25, 0.5, 0.625, 0.75, 0.875};
+  return shares;
+}
+
+uint64_t splitEngineBytes(uint64_t bytes, double share) {
+  if (bytes < 2 * kVectorBytes)
+    return 0;
+  const uint64_t vectors = bytes / kVectorBytes;
+  const uint64_t engine = std::clamp<uint64_t>(uint64_t(double(vectors) * share), 1, vectors - 1);
+  return engine * kVectorBytes;
+}
+
 std::string speedOfLightSource() {
-  return std::string(kernelAbiHeader()) + "\n" + kProbeKernels;
+  return std::string(kernelAbiHeader()) + "\n" + speedOfLightKernelText();
 }
 
 llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& devices,
@@ -562,6 +501,9 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
   auto copy = LoadedKernel::load(devices, image->image, "sol_copy_signal");
   if (!copy)
     return copy.takeError();
+  auto smCopy = LoadedKernel::load(devices, image->image, "sol_copy");
+  if (!smCopy)
+    return smCopy.takeError();
   auto sentinel = LoadedKernel::load(devices, image->image, "sol_copy_sentinel");
   if (!sentinel)
     return sentinel.takeError();
@@ -637,6 +579,25 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
     if (!orderedUs)
       return orderedUs.takeError();
     floor.copyEngineOrderedUs = *orderedUs;
+    for (double share : splitEngineShares()) {
+      const uint64_t engineBytes = splitEngineBytes(bytes, share);
+      if (engineBytes == 0)
+        break;
+      SplitTiming timing{share, 0, 0};
+      for (bool ordered : {false, true}) {
+        say(fmt::format("copy engines ({:.1f}%) and SMs at once, {} B{}", share * 100, bytes,
+                        ordered ? ", between two exchanges" : ""));
+        auto us = prober.timeSplit(bytes, engineBytes, **smCopy, floor.grid,
+                                   ordered ? exchange->get() : nullptr);
+        if (!us)
+          return us.takeError();
+        (ordered ? timing.orderedUs : timing.us) = *us;
+        SplitFloor& best = ordered ? floor.splitOrdered : floor.split;
+        if (best.us == 0 || *us < best.us)
+          best = SplitFloor{*us, share};
+      }
+      floor.splits.push_back(timing);
+    }
     report.copies.push_back(floor);
   }
   return report;

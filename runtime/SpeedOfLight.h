@@ -26,7 +26,13 @@
 //   - copy engine between two exchanges: the same copies, each between two launches of the flag
 //     exchange (before: every rank's input is ready; after: every rank knows its peers' bytes
 //     landed), the least a collective costs whose data the copy engines move and whose kernels
-//     must know it: what a graph charges to go from a kernel to a copy and back.
+//     must know it: what a graph charges to go from a kernel to a copy and back;
+//   - split at each size: the copy engines move a share of the bytes and the SMs (a plain copy
+//     kernel at the copy + signal's best grid) the rest, side by side on two branches of each
+//     rank's graph. Unordered, each engine's copies run back to back on its branch: whether both
+//     together move bytes faster than either alone. Between two exchanges, as the copy engines'
+//     copy above: the least a collective costs that splits its bytes between them. The best of a
+//     few shares counts.
 // The probes are hand-written CUDA on the collc_params ABI, compiled with NVRTC; every wait is
 // bounded by the watchdog's timeout, and a probe that times out is an error, not a figure.
 #ifndef COLLC_RUNTIME_SPEEDOFLIGHT_H
@@ -69,6 +75,20 @@ struct CallBreakdown {
   double endedToNextWaitedUs = 0; // from that end to the next call's wait returning
 };
 
+/// The copy engines and the SMs moving one copy between them at once, at one share of the bytes
+/// for the copy engines, or at the share that was fastest.
+struct SplitFloor {
+  double us = 0;    // per operation; 0: not measured (fewer than two vectors)
+  double share = 0; // of the bytes, the copy engines'
+};
+
+/// The split copy at one share, both ways.
+struct SplitTiming {
+  double share = 0;     // of the bytes, the copy engines'
+  double us = 0;        // unordered, per operation
+  double orderedUs = 0; // between two flag exchanges, per operation
+};
+
 struct CopyFloor {
   uint64_t bytes = 0;
   double us = 0;                        // per operation, the best grid's
@@ -78,6 +98,9 @@ struct CopyFloor {
   std::vector<CallBreakdown> breakdown; // per rank, the sentinel copy at its grid, traced
   double copyEngineUs = 0;              // the copy engines' copy per operation
   double copyEngineOrderedUs = 0;       // the same between two flag exchanges, per operation
+  SplitFloor split;                     // copy engines and SMs (at `grid`) at once, unordered
+  SplitFloor splitOrdered;              // the same, each operation between two flag exchanges
+  std::vector<SplitTiming> splits;      // every share measured, ascending
 };
 
 struct SpeedOfLightReport {
@@ -87,7 +110,13 @@ struct SpeedOfLightReport {
   std::vector<CopyFloor> copies;
 };
 
-/// The CUDA source of the probes (kernels sol_empty, sol_exchange, sol_exchange_read,
+/// The shares of a copy's bytes the split probe gives the copy engines (the SMs move the rest).
+const std::vector<double>& splitEngineShares();
+/// The copy engines' bytes of a split copy of `bytes` at `share`: whole 16-byte vectors, at
+/// least one and leaving the SMs at least one; 0 where `bytes` holds fewer than two vectors.
+uint64_t splitEngineBytes(uint64_t bytes, double share);
+
+/// The CUDA source of the probes (kernels sol_empty, sol_exchange, sol_exchange_read, sol_copy,
 /// sol_copy_signal, sol_copy_sentinel).
 std::string speedOfLightSource();
 

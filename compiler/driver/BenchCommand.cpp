@@ -207,7 +207,7 @@ BenchHeader makeHeader(const BenchOptions& o, int nranks, std::string gpu, std::
 
 /// A variant whose generated CUDA NVRTC refused: a fault of collc, shown as failed rows.
 struct JitFailure {
-  std::string spec, sync, error;
+  std::string spec, sync, launch, error;
   CollectiveKind kind = CollectiveKind::AllReduce; // for its row's NCCL figures
 };
 
@@ -279,8 +279,8 @@ void jitVariants(VariantPlan& plan, int device) {
   std::vector<BenchVariant> ready;
   for (BenchVariant& variant : plan.variants) {
     auto fail = [&](llvm::Error err) {
-      plan.jitFailures.push_back(
-          {variant.spec, variant.sync, llvm::toString(std::move(err)), variant.compiled.kind});
+      plan.jitFailures.push_back({variant.spec, variant.sync, launchText(variant.compiled.launch),
+                                  llvm::toString(std::move(err)), variant.compiled.kind});
     };
     auto image = compileForDevice(variant.compiled, device);
     if (!image) {
@@ -522,10 +522,17 @@ private:
 /// The names the table will hold, for the width of its variant column.
 std::vector<std::string> variantNames(const VariantPlan& plan) {
   std::vector<std::string> names;
+  auto nameOf = [](const std::string& spec, const std::string& sync, const std::string& launch) {
+    BenchRow row;
+    row.spec = spec;
+    row.sync = sync;
+    row.launch = launch;
+    return row.variant();
+  };
   for (const BenchVariant& variant : plan.variants)
-    names.push_back(variant.spec + "/" + variant.sync);
+    names.push_back(nameOf(variant.spec, variant.sync, launchText(variant.compiled.launch)));
   for (const JitFailure& failure : plan.jitFailures)
-    names.push_back(failure.spec + "/" + failure.sync);
+    names.push_back(nameOf(failure.spec, failure.sync, failure.launch));
   return names;
 }
 
@@ -537,6 +544,7 @@ void addJitFailures(const VariantPlan& plan, const std::vector<uint64_t>& counts
       BenchRow row;
       row.spec = failure.spec;
       row.sync = failure.sync;
+      row.launch = failure.launch;
       row.kind = failure.kind;
       row.count = count;
       row.bytes = count * elementBytes;

@@ -124,6 +124,7 @@ void printTable(const RunSettings& settings, const CompiledCollective& compiled,
   BenchRow row;
   row.spec = compiled.specName;
   row.sync = std::string(name(compiled.sync));
+  row.launch = launchText(compiled.launch);
   row.kind = compiled.kind;
   row.count = settings.run.count;
   row.bytes = settings.run.count * sizeOf(compiled.dtype);

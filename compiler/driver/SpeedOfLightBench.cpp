@@ -33,6 +33,114 @@ std::string sizeText(uint64_t bytes) {
   return fmt::format("{}", bytes);
 }
 
+std::string gridText(const SpeedOfLightGrid& grid) {
+  return fmt::format("{}x{}", grid.blocks, grid.threads);
+}
+
+/// "a, b and c".
+std::string listText(const std::vector<std::string>& items) {
+  std::string text;
+  for (size_t i = 0; i < items.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  return text;
+}
+
+/// The copies of every size: the SMs' (copy + signal, sentinel) and the copy engines'.
+void printCopyFloors(llvm::raw_ostream& out, const SpeedOfLightReport& report) {
+  out << fmt::format("{:>8} {:>15} {:>9} {:>18} {:>17} {:>9} {:>15} {:>18} {:>18}\n", "bytes",
+                     "copy+signal_us", "grid", "GB/s_per_direction", "sentinel_copy_us", "grid",
+                     "copy_engine_us", "GB/s_per_direction", "ce_exchanged_us");
+  for (const CopyFloor& floor : report.copies)
+    out << fmt::format(
+        "{:>8} {:>15.2f} {:>9} {:>18.1f} {:>17.2f} {:>9} {:>15.2f} {:>18.1f} {:>18.2f}\n",
+        sizeText(floor.bytes), floor.us, gridText(floor.grid), double(floor.bytes) / floor.us / 1e3,
+        floor.sentinelUs, gridText(floor.sentinelGrid), floor.copyEngineUs,
+        double(floor.bytes) / floor.copyEngineUs / 1e3, floor.copyEngineOrderedUs);
+  out << "\ncopy+signal: every rank stores BYTES into every peer's memory (16-byte vectors), each "
+         "block fences and\nsignals its peer block and waits for the peer's signal: a one-shot "
+         "AllReduce without its reduction,\nand on 2 ranks the bytes a two-shot moves per "
+         "direction. sentinel copy: the same bytes, the data its own\nsignal (a received word "
+         "is 0 until it lands; the reader checks it and puts 0 back), as collc's sentinel\n"
+         "strategy moves them. copy engine: the same bytes copied by cudaMemcpyAsync, every "
+         "rank at once, no\nsignal and no SM: the link's bandwidth with both directions loaded "
+         "(a bound on bandwidth, not on\nlatency). ce_exchanged: "
+         "the same copies, each between two flag exchanges (before: the inputs\nare ready; "
+         "after: the bytes landed), the least a collective costs whose copy engines move the "
+         "data\nand whose kernels must know it. The kernels are each the best of the grids ";
+  std::vector<std::string> grids;
+  for (const SpeedOfLightGrid& grid : speedOfLightGrids())
+    grids.push_back(gridText(grid));
+  out << listText(grids) << ".\n";
+}
+
+/// The copy engines and the SMs at once: the best share of every size, then every share.
+void printSplitFloors(llvm::raw_ostream& out, const SpeedOfLightReport& report) {
+  out << "\ncopy engines and SMs at once: the copy engines move a share of each copy "
+         "(cudaMemcpyAsync on a second\nbranch of the graph), a plain copy kernel at the "
+         "copy+signal's grid moves the rest\n";
+  out << fmt::format("{:>8} {:>9} {:>9} {:>18} {:>21} {:>9}\n", "bytes", "split_us", "ce_share",
+                     "GB/s_per_direction", "split_exchanged_us", "ce_share");
+  auto shareText = [](double share) { return fmt::format("{:.1f}%", share * 100); };
+  for (const CopyFloor& floor : report.copies) {
+    if (floor.split.us <= 0) {
+      out << fmt::format("{:>8} {:>9} (fewer than two vectors: not split)\n", sizeText(floor.bytes),
+                         "-");
+      continue;
+    }
+    out << fmt::format("{:>8} {:>9.2f} {:>9} {:>18.1f} {:>21.2f} {:>9}\n", sizeText(floor.bytes),
+                       floor.split.us, shareText(floor.split.share),
+                       double(floor.bytes) / floor.split.us / 1e3, floor.splitOrdered.us,
+                       shareText(floor.splitOrdered.share));
+  }
+  std::vector<std::string> shares;
+  for (double share : splitEngineShares())
+    shares.push_back(shareText(share));
+  out << "split: each engine's copies back to back on its own branch, the branches meeting only "
+         "at the graph's end:\nwhether both engines together move bytes faster than either "
+         "alone. split_exchanged: per operation a\nflag exchange, both copies side by side, an "
+         "exchange after both: the least a collective costs that\nsplits its bytes between the "
+         "engines. Each at the fastest share of "
+      << listText(shares) << " for the copy engines.\n";
+
+  out << "\nthe split at every share of the copy engines: unordered / between two exchanges, in "
+         "us\n";
+  out << fmt::format("{:>8}", "bytes");
+  for (const std::string& share : shares)
+    out << fmt::format(" {:>17}", share);
+  out << "\n";
+  for (const CopyFloor& floor : report.copies) {
+    out << fmt::format("{:>8}", sizeText(floor.bytes));
+    if (floor.splits.empty())
+      out << " (not split)";
+    for (const SplitTiming& timing : floor.splits)
+      out << fmt::format(" {:>17}", fmt::format("{:.2f} / {:.2f}", timing.us, timing.orderedUs));
+    out << "\n";
+  }
+}
+
+/// Where a sentinel copy's call goes, per size and rank.
+void printSentinelTraces(llvm::raw_ostream& out, const SpeedOfLightReport& report) {
+  out << "\nwhere a sentinel copy's call goes, at its best grid: means over the calls of one "
+         "traced graph, block 0's\nthread 0, each GPU's own clock (globaltimer), in us\n";
+  out << fmt::format("{:>8} {:>5} {:>7} {:>14} {:>16} {:>15} {:>20} {:>7}\n", "bytes", "rank",
+                     "calls", "wait->pushed", "pushed->arrived", "arrived->ended",
+                     "ended->next_waited", "sum");
+  for (const CopyFloor& floor : report.copies)
+    for (size_t r = 0; r < floor.breakdown.size(); ++r) {
+      const CallBreakdown& b = floor.breakdown[r];
+      out << fmt::format("{:>8} {:>5} {:>7} {:>14.2f} {:>16.2f} {:>15.2f} {:>20.2f} {:>7.2f}\n",
+                         sizeText(floor.bytes), r, b.calls, b.waitedToPushedUs, b.pushedToArrivedUs,
+                         b.arrivedToEndedUs, b.endedToNextWaitedUs,
+                         b.waitedToPushedUs + b.pushedToArrivedUs + b.arrivedToEndedUs +
+                             b.endedToNextWaitedUs);
+    }
+  out << "wait->pushed: the input read and the stores issued (not landed; the epoch was read "
+         "before the wait,\nas collc's kernels read it); pushed->arrived: until the thread's "
+         "vectors from every peer landed;\narrived->ended: the rest of the thread's work; "
+         "ended->next_waited: from that end until the next\ncall's wait for it returned, the "
+         "kernel boundary. The sum is one call's period on that rank.\n";
+}
+
 } // namespace
 
 int runSpeedOfLightBench(const ParsedArguments& args) {
@@ -97,53 +205,9 @@ int runSpeedOfLightBench(const ParsedArguments& args) {
   out << fmt::format("the same after an input read:        {:8.2f} us (each flag carries a word "
                      "of the input, read after the wait)\n\n",
                      report->exchangeReadUs);
-  auto gridText = [](const SpeedOfLightGrid& grid) {
-    return fmt::format("{}x{}", grid.blocks, grid.threads);
-  };
-  out << fmt::format("{:>8} {:>15} {:>9} {:>18} {:>17} {:>9} {:>15} {:>18} {:>18}\n", "bytes",
-                     "copy+signal_us", "grid", "GB/s_per_direction", "sentinel_copy_us", "grid",
-                     "copy_engine_us", "GB/s_per_direction", "ce_exchanged_us");
-  for (const CopyFloor& floor : report->copies)
-    out << fmt::format(
-        "{:>8} {:>15.2f} {:>9} {:>18.1f} {:>17.2f} {:>9} {:>15.2f} {:>18.1f} {:>18.2f}\n",
-        sizeText(floor.bytes), floor.us, gridText(floor.grid), double(floor.bytes) / floor.us / 1e3,
-        floor.sentinelUs, gridText(floor.sentinelGrid), floor.copyEngineUs,
-        double(floor.bytes) / floor.copyEngineUs / 1e3, floor.copyEngineOrderedUs);
-  out << "\ncopy+signal: every rank stores BYTES into every peer's memory (16-byte vectors), each "
-         "block fences and\nsignals its peer block and waits for the peer's signal: a one-shot "
-         "AllReduce without its reduction,\nand on 2 ranks the bytes a two-shot moves per "
-         "direction. sentinel copy: the same bytes, the data its own\nsignal (a received word "
-         "is 0 until it lands; the reader checks it and puts 0 back), as collc's sentinel\n"
-         "strategy moves them. copy engine: the same bytes copied by cudaMemcpyAsync, every "
-         "rank at once, no\nsignal and no SM: the link's bandwidth with both directions loaded "
-         "(a bound on bandwidth, not on\nlatency). ce_exchanged: "
-         "the same copies, each between two flag exchanges (before: the inputs\nare ready; "
-         "after: the bytes landed), the least a collective costs whose copy engines move the "
-         "data\nand whose kernels must know it. The kernels are each the best of the grids ";
-  const auto& grids = speedOfLightGrids();
-  for (size_t i = 0; i < grids.size(); ++i)
-    out << (i == 0 ? "" : i + 1 == grids.size() ? " and " : ", ") << gridText(grids[i]);
-  out << ".\n";
-
-  out << "\nwhere a sentinel copy's call goes, at its best grid: means over the calls of one "
-         "traced graph, block 0's\nthread 0, each GPU's own clock (globaltimer), in us\n";
-  out << fmt::format("{:>8} {:>5} {:>7} {:>14} {:>16} {:>15} {:>20} {:>7}\n", "bytes", "rank",
-                     "calls", "wait->pushed", "pushed->arrived", "arrived->ended",
-                     "ended->next_waited", "sum");
-  for (const CopyFloor& floor : report->copies)
-    for (size_t r = 0; r < floor.breakdown.size(); ++r) {
-      const CallBreakdown& b = floor.breakdown[r];
-      out << fmt::format("{:>8} {:>5} {:>7} {:>14.2f} {:>16.2f} {:>15.2f} {:>20.2f} {:>7.2f}\n",
-                         sizeText(floor.bytes), r, b.calls, b.waitedToPushedUs, b.pushedToArrivedUs,
-                         b.arrivedToEndedUs, b.endedToNextWaitedUs,
-                         b.waitedToPushedUs + b.pushedToArrivedUs + b.arrivedToEndedUs +
-                             b.endedToNextWaitedUs);
-    }
-  out << "wait->pushed: the input read and the stores issued (not landed; the epoch was read "
-         "before the wait,\nas collc's kernels read it); pushed->arrived: until the thread's "
-         "vectors from every peer landed;\narrived->ended: the rest of the thread's work; "
-         "ended->next_waited: from that end until the next\ncall's wait for it returned, the "
-         "kernel boundary. The sum is one call's period on that rank.\n";
+  printCopyFloors(out, *report);
+  printSplitFloors(out, *report);
+  printSentinelTraces(out, *report);
   return kSuccess;
 }
 

@@ -3,9 +3,11 @@
 // and JSON written from synthetic rows.
 #include "runtime/BenchReport.h"
 
+#include "compiler/CompiledCollective.h"
 #include "compiler/driver/Arguments.h"
 #include "runtime/BenchResults.h"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <llvm/Support/JSON.h>
 #include <sstream>
@@ -301,15 +303,47 @@ TEST(BenchReport, CsvHasMetadataThenOneRecordPerRow) {
   ASSERT_EQ(csv.size(), header + 1 + results.rows.size());
   EXPECT_EQ(csv[header - 1], "# note: skipped allreduce_oneshot/ll128: not available");
   EXPECT_EQ(csv[header],
-            "variant,spec,sync,kind,bytes,count,status,us_per_op,algbw_gbps,busbw_gbps,"
+            "variant,spec,sync,launch,kind,bytes,count,status,us_per_op,algbw_gbps,busbw_gbps,"
             "nccl_collective,nccl_us,nccl_sym_us,vs_best,no_watchdog_us,watchdog_cost,note");
   EXPECT_EQ(csv[header + 1],
-            "allreduce_oneshot/ll,allreduce_oneshot,ll,allreduce,1024,512,ok,2,0.512,0.512,"
+            "allreduce_oneshot/ll,allreduce_oneshot,ll,,allreduce,1024,512,ok,2,0.512,0.512,"
             "ncclAllReduce,5.86,3.7,1.85,,,\"a, \"\"quoted\"\" | note\"");
-  EXPECT_EQ(csv[header + 4].substr(0, 71),
-            "allreduce_twoshot/barrier,allreduce_twoshot,barrier,allreduce,2048,1024");
+  EXPECT_EQ(csv[header + 4].substr(0, 72),
+            "allreduce_twoshot/barrier,allreduce_twoshot,barrier,,allreduce,2048,1024");
   EXPECT_NE(csv[header + 4].find(",WRONG,,,,ncclAllReduce,6,,,,,"), std::string::npos)
       << csv[header + 4];
+}
+
+TEST(BenchReport, AVariantWithItsLaunchShapeIsNamedByItEverywhere) {
+  EXPECT_EQ(launchText(LaunchShape{132, 1024, 16, 1, 1}), "132x1024 v16 u1 w1");
+  EXPECT_EQ(launchText(LaunchShape{8, 512, 16, 2, 0}), "8x512 v16 u2") << "w1 only where on";
+  BenchResults results = sample();
+  for (BenchRow& row : results.rows)
+    if (row.spec == "allreduce_twoshot")
+      row.launch = "132x1024 v16 u1 w1";
+  const std::string name = "allreduce_twoshot/barrier 132x1024 v16 u1 w1";
+  EXPECT_EQ(results.rows[2].variant(), name);
+  EXPECT_EQ(results.rows[0].variant(), "allreduce_oneshot/ll") << "no shape known, none named";
+
+  std::vector<std::string> table = lines(
+      render([](llvm::raw_ostream& out, const BenchResults& r) { writeTable(out, r); }, results));
+  EXPECT_EQ(std::count_if(table.begin(), table.end(),
+                          [&](const std::string& line) { return line.rfind(name, 0) == 0; }),
+            2)
+      << "both of its rows";
+  std::vector<std::string> csv = lines(render(writeCsv, results));
+  EXPECT_EQ(std::count_if(csv.begin(), csv.end(),
+                          [&](const std::string& line) {
+                            return line.rfind(name + ",allreduce_twoshot,barrier,132x1024 v16 u1 "
+                                                     "w1,allreduce,",
+                                              0) == 0;
+                          }),
+            2);
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(render(writeJson, results));
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  const llvm::json::Object& third = *(*parsed->getAsObject()->getArray("rows"))[2].getAsObject();
+  EXPECT_EQ(third.getString("variant").getValueOr(""), llvm::StringRef(name));
+  EXPECT_EQ(third.getString("launch").getValueOr(""), llvm::StringRef("132x1024 v16 u1 w1"));
 }
 
 TEST(BenchReport, JsonHoldsEveryRowWithNullsForUnreportedTimes) {

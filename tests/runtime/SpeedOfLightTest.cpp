@@ -7,6 +7,7 @@
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
 namespace collc {
@@ -18,10 +19,34 @@ TEST(SpeedOfLight, ProbesCompileToACubinWithEveryKernel) {
   auto image = compileCuda(speedOfLightSource(), "speed_of_light.cu", JitOutput::Cubin, options);
   ASSERT_TRUE(bool(image)) << llvm::toString(image.takeError());
   EXPECT_FALSE(image->image.empty());
-  // extern "C" entry points keep their names in the cubin's symbol table.
-  for (const char* kernel :
-       {"sol_empty", "sol_exchange", "sol_exchange_read", "sol_copy_signal", "sol_copy_sentinel"})
-    EXPECT_NE(image->image.find(kernel), std::string::npos) << kernel;
+  // extern "C" entry points keep their names in the cubin's string table, each ended by a NUL
+  // (so that "sol_copy" is not found inside "sol_copy_signal").
+  for (const char* kernel : {"sol_empty", "sol_exchange", "sol_exchange_read", "sol_copy",
+                             "sol_copy_signal", "sol_copy_sentinel"})
+    EXPECT_NE(image->image.find(std::string(kernel) + '\0'), std::string::npos) << kernel;
+}
+
+TEST(SpeedOfLight, SplitSharesGiveEachEngineWholeVectors) {
+  const auto& shares = splitEngineShares();
+  ASSERT_FALSE(shares.empty());
+  for (size_t i = 0; i < shares.size(); ++i) {
+    EXPECT_GT(shares[i], 0.0);
+    EXPECT_LT(shares[i], 1.0);
+    if (i > 0) {
+      EXPECT_GT(shares[i], shares[i - 1]) << "ascending";
+    }
+  }
+  EXPECT_EQ(splitEngineBytes(4096, 0.25), 1024u);
+  EXPECT_EQ(splitEngineBytes(64ull << 20, 0.125), 8ull << 20);
+  // 1K is 64 vectors: an eighth is 8 of them.
+  EXPECT_EQ(splitEngineBytes(1024, 0.125), 128u);
+  // Rounded down to whole vectors: 3 vectors at a quarter is 0.75 of one, and each engine keeps
+  // at least one.
+  EXPECT_EQ(splitEngineBytes(48, 0.25), 16u);
+  EXPECT_EQ(splitEngineBytes(48, 0.75), 32u);
+  EXPECT_EQ(splitEngineBytes(32, 0.75), 16u);
+  // One vector cannot be split.
+  EXPECT_EQ(splitEngineBytes(16, 0.5), 0u);
 }
 
 TEST(SpeedOfLight, GridsGoFromOneBlockToOnePerMultiprocessor) {
@@ -77,6 +102,23 @@ TEST(SpeedOfLightGpu, ProbesRunAndTheTraceAddsUpToTheMeasuredPeriod) {
     // Between two exchanges the same copies (checked whole too) cost at least the exchanges.
     EXPECT_GT(floor.copyEngineOrderedUs, floor.copyEngineUs);
     EXPECT_GT(floor.copyEngineOrderedUs, report->exchangeUs);
+    // Both engines at once, checked whole by the probe: a real time at one of the shares, and
+    // between two exchanges no cheaper than they are.
+    EXPECT_GT(floor.split.us, 0);
+    EXPECT_LT(double(floor.bytes) / floor.split.us / 1e3, 1000.0);
+    EXPECT_GT(floor.splitOrdered.us, report->exchangeUs);
+    // Every share was measured both ways, and the best of each way is the least of them.
+    ASSERT_EQ(floor.splits.size(), splitEngineShares().size());
+    double leastUs = floor.splits[0].us, leastOrderedUs = floor.splits[0].orderedUs;
+    for (size_t i = 0; i < floor.splits.size(); ++i) {
+      EXPECT_EQ(floor.splits[i].share, splitEngineShares()[i]);
+      EXPECT_GT(floor.splits[i].us, 0);
+      EXPECT_GT(floor.splits[i].orderedUs, 0);
+      leastUs = std::min(leastUs, floor.splits[i].us);
+      leastOrderedUs = std::min(leastOrderedUs, floor.splits[i].orderedUs);
+    }
+    EXPECT_EQ(floor.split.us, leastUs);
+    EXPECT_EQ(floor.splitOrdered.us, leastOrderedUs);
     ASSERT_EQ(floor.breakdown.size(), 2u) << "one per rank";
     for (const CallBreakdown& b : floor.breakdown) {
       // The second replay's calls, each with the one before it.
