@@ -25,8 +25,9 @@ struct LaunchShape {
   int wholeStores = 0;
 };
 
-/// "132x1024 v16 u1", and " w1" with whole stores on: how collc names a launch shape wherever it
-/// names a variant (the bench's rows, the tuning table's variants).
+/// "132x1024 v16 u1", and " w1" with whole stores on: how the bench's rows name a launch shape.
+/// TunedVariant::text (runtime/TuningTable.h) writes the same form, with "-" for a knob it leaves
+/// to the spec.
 std::string launchText(const LaunchShape& shape);
 
 /// One symmetric scratch buffer of the spec. Its size depends on the element count of the call.

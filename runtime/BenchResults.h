@@ -37,6 +37,12 @@ struct BenchTiming {
 /// "ok", "not run", "WRONG", "FAILED": the status column of the CSV and the JSON.
 const char* statusName(BenchTiming::Status status);
 
+/// How a bench row names its variant: "spec/sync", then the launch shape where known.
+inline std::string benchVariantName(const std::string& spec, const std::string& sync,
+                                    const std::string& launch) {
+  return spec + "/" + sync + (launch.empty() ? "" : " " + launch);
+}
+
 /// One collc variant at one size.
 struct BenchRow {
   std::string spec;   // "allreduce_oneshot"
@@ -50,7 +56,7 @@ struct BenchRow {
   BenchTiming unbounded;
 
   /// "allreduce_oneshot/ll 8x512 v16 u1": what tells the variants of one table apart.
-  std::string variant() const { return spec + "/" + sync + (launch.empty() ? "" : " " + launch); }
+  std::string variant() const { return benchVariantName(spec, sync, launch); }
 };
 
 /// NCCL's own version of one kind (runtime/NcclCollective.h: ncclAllReduce, ncclAllGather, ...)

@@ -124,9 +124,14 @@ public:
                                    SpeedOfLightGrid grid, const LoadedKernel* exchange) {
     if (llvm::Error err = clearSlots())
       return err;
-    auto side = SideBranches::create(world_);
-    if (!side)
-      return side.takeError();
+    // The second branch's streams and events, made once for every split measured.
+    if (!side_) {
+      auto side = SideBranches::create(world_);
+      if (!side)
+        return side.takeError();
+      side_ = std::move(*side);
+    }
+    SideBranches& side = *side_;
     const std::vector<collc_params> exchangeParams = probeParams(Probe::Exchange, bytes, false);
     std::vector<collc_params> smParams = probeParams(Probe::CopySignal, bytes - engineBytes, false);
     for (collc_params& p : smParams) {
@@ -137,13 +142,13 @@ public:
     RankGraphs graphs(world_);
     for (int r = 0; r < world_.nranks(); ++r)
       if (llvm::Error err = graphs.capture(r, [&]() -> llvm::Error {
-            cudaStream_t main = world_.stream(r), branch = (*side)->stream(r);
+            cudaStream_t main = world_.stream(r), branch = side.stream(r);
             auto smPart = [&]() {
               return smCopy.launch(r, dim3(unsigned(grid.blocks)), dim3(unsigned(grid.threads)),
                                    smParams[size_t(r)], main, /*programmatic=*/!ordered);
             };
             if (!ordered) {
-              if (llvm::Error err = (*side)->fork(r))
+              if (llvm::Error err = side.fork(r))
                 return err;
               for (int op = 0; op < settings_.graphOps; ++op) {
                 if (llvm::Error err = copyWithEngine(r, engineBytes, branch))
@@ -151,18 +156,18 @@ public:
                 if (llvm::Error err = smPart())
                   return err;
               }
-              return (*side)->join(r);
+              return side.join(r);
             }
             for (int op = 0; op < settings_.graphOps; ++op) {
               if (llvm::Error err = launchExchange(exchange, r, exchangeParams))
                 return err;
-              if (llvm::Error err = (*side)->fork(r))
+              if (llvm::Error err = side.fork(r))
                 return err;
               if (llvm::Error err = copyWithEngine(r, engineBytes, branch))
                 return err;
               if (llvm::Error err = smPart())
                 return err;
-              if (llvm::Error err = (*side)->join(r))
+              if (llvm::Error err = side.join(r))
                 return err;
               if (llvm::Error err = launchExchange(exchange, r, exchangeParams))
                 return err;
@@ -434,6 +439,7 @@ private:
   LocalWorld& world_;
   Layout layout_;
   const SpeedOfLightSettings& settings_;
+  std::unique_ptr<SideBranches> side_; // made by the first split measured
 };
 
 } // namespace

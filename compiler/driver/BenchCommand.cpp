@@ -522,17 +522,11 @@ private:
 /// The names the table will hold, for the width of its variant column.
 std::vector<std::string> variantNames(const VariantPlan& plan) {
   std::vector<std::string> names;
-  auto nameOf = [](const std::string& spec, const std::string& sync, const std::string& launch) {
-    BenchRow row;
-    row.spec = spec;
-    row.sync = sync;
-    row.launch = launch;
-    return row.variant();
-  };
   for (const BenchVariant& variant : plan.variants)
-    names.push_back(nameOf(variant.spec, variant.sync, launchText(variant.compiled.launch)));
+    names.push_back(
+        benchVariantName(variant.spec, variant.sync, launchText(variant.compiled.launch)));
   for (const JitFailure& failure : plan.jitFailures)
-    names.push_back(nameOf(failure.spec, failure.sync, failure.launch));
+    names.push_back(benchVariantName(failure.spec, failure.sync, failure.launch));
   return names;
 }
 
