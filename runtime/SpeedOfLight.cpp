@@ -20,10 +20,26 @@ namespace {
 constexpr uint64_t kVectorBytes = 16;
 /// Every byte of the probes' input (kSolPattern in the kernels): a received word is never 0.
 constexpr int kInputByte = 0x3f;
+/// The largest grid the trace has room for: every grid collc launches.
+constexpr uint64_t kMaxTracedBlocks = COLLC_MAX_BLOCKS;
+constexpr uint64_t kMaxTracedWarps = COLLC_MAX_BLOCKS * (1024 / 32);
 
-/// The kernel's trace record (SolTracePoint), as the host reads it.
+/// The kernel's trace records, as the host reads them: block 0's thread 0 (SolTracePoint), then
+/// the whole grid's, one per block (SolBlockPoint) and one per warp (SolWarpPoint; all 0: no
+/// vectors in that warp).
 struct TracePoint {
   uint64_t epoch, waited, pushed, arrived, ended;
+};
+struct BlockTracePoint {
+  uint64_t waited, ended;
+};
+struct WarpTracePoint {
+  uint64_t lastPushed, firstArrived, lastArrived;
+};
+/// The grid's extremes of one call, from its blocks' and warps' records.
+struct GridExtremes {
+  uint64_t firstWaited = ~0ull, lastWaited = 0, lastPushed = 0;
+  uint64_t firstArrived = ~0ull, lastArrived = 0, lastEnded = 0;
 };
 
 /// Which probe a measurement runs: where its flags, epochs and scratch are.
@@ -37,10 +53,12 @@ llvm::Error probeError(const llvm::Twine& message) {
 struct Layout {
   uint64_t in = 0, scratch = 0, slotBytes = 0;
   uint64_t exchangeFlags = 0, exchangeEpochs = 0;
-  uint64_t exchangeReadFlags = 0, exchangeReadEpochs = 0;
+  uint64_t exchangeReadFlags = 0, exchangeReadEpochs = 0, exchangeReadOut = 0;
   uint64_t copyFlags = 0, copyEpochs = 0;
   uint64_t sentinelScratch = 0, sentinelEpochs = 0; // three copies of nranks slots
   uint64_t trace = 0, traceCapacity = 0;            // TracePoint[traceCapacity]
+  uint64_t traceBlocks = 0; // BlockTracePoint[traceCapacity][blocks], for any grid
+  uint64_t traceWarps = 0;  // WarpTracePoint[traceCapacity][warps], for any grid
   uint64_t watchdog = 0;
   uint64_t end = 0;
 };
@@ -57,13 +75,17 @@ Layout layoutFor(int nranks, uint64_t maxBytes, int graphOps) {
   l.exchangeEpochs = align(l.exchangeFlags + flagBytes);
   l.exchangeReadFlags = align(l.exchangeEpochs + epochBytes);
   l.exchangeReadEpochs = align(l.exchangeReadFlags + flagBytes);
-  l.copyFlags = align(l.exchangeReadEpochs + epochBytes);
+  l.exchangeReadOut = align(l.exchangeReadEpochs + epochBytes);
+  l.copyFlags = align(l.exchangeReadOut + epochBytes); // a word per block, as the epochs
   l.copyEpochs = align(l.copyFlags + flagBytes);
   l.sentinelScratch = align(l.copyEpochs + epochBytes);
   l.sentinelEpochs = l.sentinelScratch + 3 * l.slotBytes * uint64_t(nranks);
   l.trace = align(l.sentinelEpochs + epochBytes);
   l.traceCapacity = uint64_t(std::max(graphOps, 1));
-  l.watchdog = align(l.trace + l.traceCapacity * sizeof(TracePoint));
+  l.traceBlocks = align(l.trace + l.traceCapacity * sizeof(TracePoint));
+  l.traceWarps =
+      align(l.traceBlocks + l.traceCapacity * kMaxTracedBlocks * sizeof(BlockTracePoint));
+  l.watchdog = align(l.traceWarps + l.traceCapacity * kMaxTracedWarps * sizeof(WarpTracePoint));
   l.end = align(l.watchdog + sizeof(collc_watchdog));
   return l;
 }
@@ -178,10 +200,14 @@ public:
     return timeCheckedCopy(graphs, bytes, "the split copy");
   }
 
-  /// Replays the sentinel copy twice with block 0's trace on and returns, per rank, the mean
-  /// time between its points over the second replay's calls.
+  /// Replays the sentinel copy twice with its trace on and returns, per rank, the mean time
+  /// between its points over the second replay's calls.
   llvm::Expected<std::vector<CallBreakdown>> trace(const LoadedKernel& kernel,
                                                    SpeedOfLightGrid grid, uint64_t bytes) {
+    if (uint64_t(grid.blocks) > kMaxTracedBlocks || grid.threads % 32 != 0 ||
+        uint64_t(grid.blocks) * uint64_t(grid.threads / 32) > kMaxTracedWarps)
+      return probeError(
+          fmt::format("the trace has no room for a {}x{} grid", grid.blocks, grid.threads));
     RankGraphs graphs(world_);
     if (llvm::Error err = capture(graphs, kernel, Probe::CopySentinel, grid, bytes, true))
       return err;
@@ -193,12 +219,42 @@ public:
       if (llvm::Error err = synchronize())
         return err;
     }
+    const size_t capacity = layout_.traceCapacity;
+    const size_t blocks = size_t(grid.blocks), warps = blocks * size_t(grid.threads / 32);
     for (int r : world_.localRanks()) {
-      std::vector<TracePoint> points(layout_.traceCapacity);
+      std::vector<TracePoint> points(capacity);
+      std::vector<BlockTracePoint> blockPoints(capacity * blocks);
+      std::vector<WarpTracePoint> warpPoints(capacity * warps);
       COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
-      COLLC_CUDA_TRY(cudaMemcpy(points.data(), world_.heapBase(r) + layout_.trace,
+      const char* base = world_.heapBase(r);
+      COLLC_CUDA_TRY(cudaMemcpy(points.data(), base + layout_.trace,
                                 points.size() * sizeof(TracePoint), cudaMemcpyDeviceToHost));
-      breakdown.push_back(breakdownOf(std::move(points)));
+      COLLC_CUDA_TRY(cudaMemcpy(blockPoints.data(), base + layout_.traceBlocks,
+                                blockPoints.size() * sizeof(BlockTracePoint),
+                                cudaMemcpyDeviceToHost));
+      COLLC_CUDA_TRY(cudaMemcpy(warpPoints.data(), base + layout_.traceWarps,
+                                warpPoints.size() * sizeof(WarpTracePoint),
+                                cudaMemcpyDeviceToHost));
+      // Slot k holds the call whose epoch is k + 1 modulo the capacity, as block 0's record does.
+      std::vector<GridExtremes> extremes(capacity);
+      for (size_t slot = 0; slot < capacity; ++slot) {
+        GridExtremes& e = extremes[slot];
+        for (size_t b = 0; b < blocks; ++b) {
+          const BlockTracePoint& point = blockPoints[slot * blocks + b];
+          e.firstWaited = std::min(e.firstWaited, point.waited);
+          e.lastWaited = std::max(e.lastWaited, point.waited);
+          e.lastEnded = std::max(e.lastEnded, point.ended);
+        }
+        for (size_t w = 0; w < warps; ++w) {
+          const WarpTracePoint& point = warpPoints[slot * warps + w];
+          if (point.lastArrived == 0)
+            continue; // no vectors in that warp
+          e.lastPushed = std::max(e.lastPushed, point.lastPushed);
+          e.firstArrived = std::min(e.firstArrived, point.firstArrived);
+          e.lastArrived = std::max(e.lastArrived, point.lastArrived);
+        }
+      }
+      breakdown.push_back(breakdownOf(std::move(points), extremes));
     }
     return breakdown;
   }
@@ -382,11 +438,15 @@ private:
                   : copyProbe                    ? layout_.copyEpochs
                   : probe == Probe::ExchangeRead ? layout_.exchangeReadEpochs
                                                  : layout_.exchangeEpochs));
+      if (probe == Probe::ExchangeRead)
+        p.out = base + layout_.exchangeReadOut; // what sol_exchange_read_write received
       p.watchdog = reinterpret_cast<collc_watchdog*>(base + layout_.watchdog);
       p.timeout_ns = settings_.timeoutNs;
       if (trace) {
         p.aux[0] = base + layout_.trace;
         p.aux[1] = reinterpret_cast<void*>(uintptr_t(layout_.traceCapacity));
+        p.aux[2] = base + layout_.traceBlocks;
+        p.aux[3] = base + layout_.traceWarps;
       }
     }
     return params;
@@ -411,19 +471,36 @@ private:
 
   /// Means over consecutive calls of one rank's trace (the records of the last replay: the
   /// highest epochs), in µs. A call's gap is from the previous call's end to its own wait's end.
-  static CallBreakdown breakdownOf(std::vector<TracePoint> points) {
+  /// The replay's first call is left out of both chains: it also waits for the other GPUs'
+  /// graphs to start, and the grid's chain runs through its inside.
+  static CallBreakdown breakdownOf(std::vector<TracePoint> points,
+                                   const std::vector<GridExtremes>& extremes) {
     std::sort(points.begin(), points.end(),
               [](const TracePoint& a, const TracePoint& b) { return a.epoch < b.epoch; });
+    auto gridOf = [&](const TracePoint& point) -> const GridExtremes& {
+      return extremes[(point.epoch - 1) % extremes.size()];
+    };
     CallBreakdown b;
     double pushed = 0, arrived = 0, ended = 0, gap = 0;
-    for (size_t k = 1; k < points.size(); ++k) {
+    // The whole grid's chain runs over the earlier call of each pair, to the later one's start.
+    double release = 0, lastPush = 0, firstArrival = 0, arrivals = 0, blockEnds = 0, gridGap = 0;
+    // Signed, so that a difference that comes out negative shows in the mean and does not wrap.
+    auto ns = [](uint64_t later, uint64_t earlier) { return double(int64_t(later - earlier)); };
+    for (size_t k = 2; k < points.size(); ++k) {
       const TracePoint &prev = points[k - 1], &call = points[k];
       if (prev.epoch == 0 || call.epoch != prev.epoch + 1)
         continue;
-      pushed += double(call.pushed - call.waited);
-      arrived += double(call.arrived - call.pushed);
-      ended += double(call.ended - call.arrived);
-      gap += double(call.waited - prev.ended);
+      pushed += ns(call.pushed, call.waited);
+      arrived += ns(call.arrived, call.pushed);
+      ended += ns(call.ended, call.arrived);
+      gap += ns(call.waited, prev.ended);
+      const GridExtremes &before = gridOf(prev), &after = gridOf(call);
+      release += ns(before.lastWaited, before.firstWaited);
+      lastPush += ns(before.lastPushed, before.firstWaited);
+      firstArrival += ns(before.firstArrived, before.firstWaited);
+      arrivals += ns(before.lastArrived, before.firstArrived);
+      blockEnds += ns(before.lastEnded, before.lastArrived);
+      gridGap += ns(after.firstWaited, before.lastEnded);
       ++b.calls;
     }
     if (b.calls == 0)
@@ -433,6 +510,12 @@ private:
     b.pushedToArrivedUs = arrived * perCallUs;
     b.arrivedToEndedUs = ended * perCallUs;
     b.endedToNextWaitedUs = gap * perCallUs;
+    b.grid.releaseSpreadUs = release * perCallUs;
+    b.grid.firstWaitedToLastPushedUs = lastPush * perCallUs;
+    b.grid.firstWaitedToFirstArrivedUs = firstArrival * perCallUs;
+    b.grid.arrivalSpreadUs = arrivals * perCallUs;
+    b.grid.lastArrivedToLastEndedUs = blockEnds * perCallUs;
+    b.grid.lastEndedToNextWaitedUs = gridGap * perCallUs;
     return b;
   }
 
@@ -504,6 +587,9 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
   auto exchangeRead = LoadedKernel::load(devices, image->image, "sol_exchange_read");
   if (!exchangeRead)
     return exchangeRead.takeError();
+  auto exchangeReadWrite = LoadedKernel::load(devices, image->image, "sol_exchange_read_write");
+  if (!exchangeReadWrite)
+    return exchangeReadWrite.takeError();
   auto copy = LoadedKernel::load(devices, image->image, "sol_copy_signal");
   if (!copy)
     return copy.takeError();
@@ -513,6 +599,9 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
   auto sentinel = LoadedKernel::load(devices, image->image, "sol_copy_sentinel");
   if (!sentinel)
     return sentinel.takeError();
+  auto sentinelTraced = LoadedKernel::load(devices, image->image, "sol_copy_sentinel_traced");
+  if (!sentinelTraced)
+    return sentinelTraced.takeError();
   // The heap comes zeroed: flags and epochs start at 0, and the sentinel copy's scratch holds its
   // sentinel (0). The input is the pattern the sentinel copy checks.
   auto world = LocalWorld::create(devices, layout.end);
@@ -545,6 +634,11 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
   if (!exchangeReadUs)
     return exchangeReadUs.takeError();
   report.exchangeReadUs = *exchangeReadUs;
+  say("flag exchange after an input read, writing what it received");
+  auto exchangeReadWriteUs = prober.time(**exchangeReadWrite, Probe::ExchangeRead, {1, 32}, 0);
+  if (!exchangeReadWriteUs)
+    return exchangeReadWriteUs.takeError();
+  report.exchangeReadWriteUs = *exchangeReadWriteUs;
   // The copy probe `probe` of `bytes` at every grid: the fastest time and its grid.
   auto bestGrid = [&](const LoadedKernel& kernel, Probe probe, const char* what, uint64_t bytes,
                       double& bestUs, SpeedOfLightGrid& best) -> llvm::Error {
@@ -571,7 +665,7 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
                                    floor.sentinelUs, floor.sentinelGrid))
       return err;
     say(fmt::format("sentinel copy {} B traced", bytes));
-    auto breakdown = prober.trace(**sentinel, floor.sentinelGrid, bytes);
+    auto breakdown = prober.trace(**sentinelTraced, floor.sentinelGrid, bytes);
     if (!breakdown)
       return breakdown.takeError();
     floor.breakdown = std::move(*breakdown);

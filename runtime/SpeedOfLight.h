@@ -9,6 +9,10 @@
 //   - exchange after a read: the same, but each flag carries a word of the input that thread 0
 //     reads after the wait, as a collective's first data must be read (the previous kernel may
 //     have written it): the least a collective costs that sends anything of its input;
+//   - the same, writing what arrived: after the peers' flags arrive, block 0 stores them into its
+//     own output, as a collective writes a result that depends on its peers' data (the kernel
+//     ends, and the next one's wait returns, only once that store is done): the least a
+//     collective costs that reads its input, sends it and writes a result from what it received;
 //   - copy + signal at each size: every rank stores `bytes` into every peer's memory with 16-byte
 //     vector stores, then each block fences and signals its peer block and waits for the peer's
 //     signal: the data movement of a one-shot AllReduce without its reduction (a two-shot moves
@@ -16,9 +20,12 @@
 //   - sentinel copy at each size: the same bytes, but the data is its own signal, as in collc's
 //     sentinel strategy (a received word reads 0 until it lands; the reader checks it and puts 0
 //     back; scratch rotates through three copies by epoch): a one-shot AllReduce without the
-//     reduction and without a separate flag. At its best grid the probe also runs with a trace:
-//     block 0's thread 0 records when each call passed its points, and the means say where a
-//     call's time goes (waiting for the previous kernel, pushing, waiting for the data, ending).
+//     reduction and without a separate flag. At its best grid the probe also runs with a trace
+//     (a separate kernel, so that the timed one carries none): block 0's thread 0 records when
+//     each call passed its points, and every block and warp its own, and the means say where a
+//     call's time goes (waiting for the previous kernel, pushing, waiting for the data, ending),
+//     for one thread and for the whole grid (how far apart the blocks start, how far apart the
+//     data arrives).
 //   - copy engine at each size: every rank's stream copies `bytes` into every peer's memory
 //     with cudaMemcpyAsync (the copy engines, no SM), all ranks at once and without any signal:
 //     the link's bandwidth with both directions loaded, for a copy engine, which no kernel's
@@ -65,14 +72,36 @@ struct SpeedOfLightSettings {
   std::function<void(const std::string& what)> progress;
 };
 
+/// The same calls over the whole grid: when the first and the last block or thread passed each
+/// point. The last four follow each other, so they sum to a call's period as block 0's four do;
+/// the first two lie beside them, inside the first of the four.
+struct GridBreakdown {
+  double releaseSpreadUs = 0;             // from the first block's wait returning to the last's
+  double firstWaitedToLastPushedUs = 0;   // from the first block's wait to the last thread's stores
+                                          // issued
+  double firstWaitedToFirstArrivedUs = 0; // from the first block's wait to the first thread's
+                                          // vectors from every peer landed
+  double arrivalSpreadUs = 0;             // from there until the last thread's had
+  double lastArrivedToLastEndedUs = 0;    // from there until the last block ended
+  double lastEndedToNextWaitedUs = 0;     // from there until the next call's first wait returned
+};
+
+/// A call's period as the whole grid's chain measures it.
+inline double gridPeriodUs(const GridBreakdown& g) {
+  return g.firstWaitedToFirstArrivedUs + g.arrivalSpreadUs + g.lastArrivedToLastEndedUs +
+         g.lastEndedToNextWaitedUs;
+}
+
 /// Where one rank's calls of the sentinel copy spend their time: means over consecutive calls, in
-/// µs, of block 0's thread 0 (globaltimer, so each figure is on one GPU's clock).
+/// µs, of block 0's thread 0 and of the whole grid (globaltimer, so each figure is on one GPU's
+/// clock).
 struct CallBreakdown {
   int calls = 0;                  // consecutive calls the means are over (0: no trace)
   double waitedToPushedUs = 0;    // from the previous kernel's end being seen to own stores issued
   double pushedToArrivedUs = 0;   // from there until its own vectors from every peer arrived
   double arrivedToEndedUs = 0;    // from there until the block's end
   double endedToNextWaitedUs = 0; // from that end to the next call's wait returning
+  GridBreakdown grid;             // the same calls, the whole grid
 };
 
 /// The copy engines and the SMs moving one copy between them at once, at one share of the bytes
@@ -107,6 +136,7 @@ struct SpeedOfLightReport {
   double emptyUs = 0;        // per launch of an empty kernel in a graph
   double exchangeUs = 0;     // per flag exchange between every pair of ranks
   double exchangeReadUs = 0; // the same, each flag carrying a word of input read after the wait
+  double exchangeReadWriteUs = 0; // the same, then storing what arrived into a local output
   std::vector<CopyFloor> copies;
 };
 
@@ -116,8 +146,9 @@ const std::vector<double>& splitEngineShares();
 /// least one and leaving the SMs at least one; 0 where `bytes` holds fewer than two vectors.
 uint64_t splitEngineBytes(uint64_t bytes, double share);
 
-/// The CUDA source of the probes (kernels sol_empty, sol_exchange, sol_exchange_read, sol_copy,
-/// sol_copy_signal, sol_copy_sentinel).
+/// The CUDA source of the probes (kernels sol_empty, sol_exchange, sol_exchange_read,
+/// sol_exchange_read_write, sol_copy,
+/// sol_copy_signal, sol_copy_sentinel, sol_copy_sentinel_traced).
 std::string speedOfLightSource();
 
 /// Measures the probes on `devices` (one process drives them all, peer access between every

@@ -8,9 +8,11 @@ const char* speedOfLightKernelText() {
   return R"cuda(
 typedef unsigned long long u64;
 
+// A "memory" clobber: a trace point stays where it is written, between the memory operations
+// and barriers it times.
 __device__ __forceinline__ u64 sol_now() {
   u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) : : "memory");
   return t;
 }
 // Flags are read and written past the caches: a peer's store must be seen when it lands.
@@ -28,21 +30,26 @@ __device__ __forceinline__ u64 *sol_flag(const collc_params &p, int owner, int b
 }
 /// Waits until the flag reaches this call's epoch (a peer is at most one call ahead), bounded by
 /// the watchdog's timeout: the first waiter to give up records where, and the host reports it.
-__device__ bool sol_wait(const collc_params &p, const u64 *flag, u64 epoch, int peer) {
-  if (sol_load(flag) >= epoch)
-    return true;
-  const u64 start = sol_now();
-  while (sol_load(flag) < epoch)
-    if (sol_now() - start > p.timeout_ns) {
-      if (atomicCAS(&p.watchdog->tripped, 0u, 1u) == 0u) {
-        p.watchdog->rank = p.rank;
-        p.watchdog->block = blockIdx.x;
-        p.watchdog->waiting_on_rank = peer;
-        p.watchdog->expected = epoch;
-        p.watchdog->observed = sol_load(flag);
+/// `seen`: the value that ended the wait, for a caller that checks it without another load.
+__device__ bool sol_wait(const collc_params &p, const u64 *flag, u64 epoch, int peer,
+                         u64 *seen = nullptr) {
+  u64 value = sol_load(flag);
+  if (value < epoch) {
+    const u64 start = sol_now();
+    while ((value = sol_load(flag)) < epoch)
+      if (sol_now() - start > p.timeout_ns) {
+        if (atomicCAS(&p.watchdog->tripped, 0u, 1u) == 0u) {
+          p.watchdog->rank = p.rank;
+          p.watchdog->block = blockIdx.x;
+          p.watchdog->waiting_on_rank = peer;
+          p.watchdog->expected = epoch;
+          p.watchdog->observed = value;
+        }
+        return false;
       }
-      return false;
-    }
+  }
+  if (seen)
+    *seen = value;
   return true;
 }
 /// Every block's thread 0: tell each peer's block b that this call (`epoch`) reached here, then
@@ -93,8 +100,12 @@ extern "C" __global__ void sol_exchange(const __grid_constant__ collc_params p) 
 /// The exchange, but each flag carries a word of the input read after the wait, as any
 /// collective's first data does (the previous kernel may have written it): the flag is the epoch
 /// only if the word is the input's pattern, so the store waits for the load. A wrong word makes
-/// the flag far from the epoch, which the waiting peer reports.
-extern "C" __global__ void sol_exchange_read(const __grid_constant__ collc_params p) {
+/// the flag far from the epoch, which the waiting peer reports. kWrite: then the block stores
+/// what it received into its own output (p.out, a word per block), as any collective writes a
+/// result that depends on its peers' data; the kernel, and so the next one's wait, ends only once
+/// that store is done.
+template <bool kWrite>
+__device__ __forceinline__ void sol_exchange_read_body(const collc_params &p) {
   const u64 epoch = sol_head(p);
   if (threadIdx.x == 0) {
     const u64 word = __ldcg(static_cast<const u64 *>(p.in));
@@ -102,21 +113,32 @@ extern "C" __global__ void sol_exchange_read(const __grid_constant__ collc_param
     for (int q = 0; q < p.nranks; ++q)
       if (q != p.rank)
         sol_store(sol_flag(p, q, blockIdx.x, p.rank), flag);
+    u64 received = 0;
     for (int q = 0; q < p.nranks; ++q) {
       if (q == p.rank)
         continue;
-      const u64 *from = sol_flag(p, p.rank, blockIdx.x, q);
-      if (!sol_wait(p, from, epoch, q))
+      u64 seen = 0;
+      if (!sol_wait(p, sol_flag(p, p.rank, blockIdx.x, q), epoch, q, &seen))
         break;
-      // The peer is at most one call ahead: a flag past that carried a wrong word.
-      const u64 seen = sol_load(from);
+      // The peer is at most one call ahead: a flag past that carried a wrong word. Checked on
+      // the value that ended the wait: loading the flag again would add a round trip to L2 to
+      // every call, which this floor must not carry (sessions 7 to 9 measured it with one).
       if (seen > epoch + 1 && atomicCAS(&p.watchdog->tripped, 0u, 2u) == 0u) {
         p.watchdog->rank = p.rank;
         p.watchdog->waiting_on_rank = q;
         p.watchdog->observed = seen ^ epoch;
       }
+      received ^= seen;
     }
+    if (kWrite)
+      static_cast<u64 *>(p.out)[blockIdx.x] = received;
   }
+}
+extern "C" __global__ void sol_exchange_read(const __grid_constant__ collc_params p) {
+  sol_exchange_read_body<false>(p);
+}
+extern "C" __global__ void sol_exchange_read_write(const __grid_constant__ collc_params p) {
+  sol_exchange_read_body<true>(p);
 }
 
 /// params.count: bytes this rank sends each peer; params.in: those bytes; the peer's slot for
@@ -197,18 +219,36 @@ __device__ bool sol_take_vector(const collc_params &p, uint4 *v, int peer) {
 struct SolTracePoint {
   u64 epoch, waited, pushed, arrived, ended;
 };
+/// The same call over the whole grid, one record per block and one per warp, each written by one
+/// thread with plain stores once its block is done: the host takes the extremes.
+struct SolBlockPoint {
+  u64 waited; // thread 0, once the wait returned
+  u64 ended;  // once every thread of the block had taken its vectors
+};
+struct SolWarpPoint {
+  u64 lastPushed;   // the warp's threads with vectors: the last to have stored them
+  u64 firstArrived; // the first whose vectors from every peer had all landed
+  u64 lastArrived;  // the last; all three 0 if no thread of the warp had vectors
+};
 
 /// Every rank stores params.count bytes into every peer; each thread then takes the vectors it
 /// expects from every peer. Scratch rotates through three copies by epoch (a peer may be a call
-/// ahead), each copy nranks slots of parity_stride bytes at scratch_offset[1]. With aux[0] set,
-/// block 0's thread 0 records a SolTracePoint per call, at (epoch - 1) % capacity; the capacity is
-/// aux[1], whose value (not a pointer) is the trace's capacity in records.
-extern "C" __global__ void sol_copy_sentinel(const __grid_constant__ collc_params p) {
+/// ahead), each copy nranks slots of parity_stride bytes at scratch_offset[1].
+///
+/// kTraced: the call also traces itself at slot (epoch - 1) % capacity, where the capacity is
+/// aux[1] (a value, not a pointer): block 0's thread 0 its SolTracePoint in aux[0], every block
+/// its SolBlockPoint in aux[2] (capacity x gridDim.x) and every warp its SolWarpPoint in aux[3]
+/// (capacity x the grid's warps; blocks are whole warps), after the block's last thread took its
+/// vectors. A separate kernel: the timer reads and their ordering cost the untraced copy 0.07 to
+/// 0.15 us per call even when a branch skips them (session 10).
+template <bool kTraced>
+__device__ __forceinline__ void sol_copy_sentinel_body(const collc_params &p) {
   const u64 epoch = sol_head(p);
-  const bool tracing = p.aux[0] && blockIdx.x == 0 && threadIdx.x == 0;
+  const bool tracingBlock0 = kTraced && blockIdx.x == 0 && threadIdx.x == 0;
   SolTracePoint point;
-  if (tracing)
-    point.waited = sol_now();
+  u64 waited = 0, pushed = 0;
+  if (kTraced)
+    waited = point.waited = sol_now();
   const u64 copy = epoch % 3;
   const u64 vectors = p.count / 16;
   const uint4 *in = static_cast<const uint4 *>(p.in);
@@ -221,8 +261,8 @@ extern "C" __global__ void sol_copy_sentinel(const __grid_constant__ collc_param
         reinterpret_cast<uint4 *>(p.heap[q] + p.scratch_offset[1] +
                                   (copy * p.nranks + p.rank) * p.parity_stride)[i] = v;
   }
-  if (tracing)
-    point.pushed = sol_now();
+  if (kTraced)
+    pushed = point.pushed = sol_now();
   bool ok = true;
   for (u64 i = first; ok && i < vectors; i += stride)
     for (int q = 0; ok && q < p.nranks; ++q)
@@ -232,14 +272,42 @@ extern "C" __global__ void sol_copy_sentinel(const __grid_constant__ collc_param
                                                        (copy * p.nranks + q) * p.parity_stride) +
                                  i,
                              q);
-  if (tracing)
-    point.arrived = sol_now();
-  if (tracing) {
-    point.epoch = epoch;
-    point.ended = sol_now();
-    const u64 capacity = reinterpret_cast<u64>(p.aux[1]);
-    static_cast<SolTracePoint *>(p.aux[0])[(epoch - 1) % capacity] = point;
+  if (!kTraced)
+    return;
+  const u64 arrived = sol_now();
+  point.arrived = arrived;
+  point.epoch = epoch;
+  point.ended = sol_now();
+  // Every record is written after the block's threads are all done: the trace's own work comes
+  // after every time the call measures, and no thread waits in a warp's reduction for another.
+  __syncthreads();
+  const u64 blockEnded = sol_now();
+  const u64 slot = (epoch - 1) % reinterpret_cast<u64>(p.aux[1]);
+  if (tracingBlock0)
+    static_cast<SolTracePoint *>(p.aux[0])[slot] = point;
+  if (threadIdx.x == 0)
+    static_cast<SolBlockPoint *>(p.aux[2])[slot * gridDim.x + blockIdx.x] = {waited, blockEnded};
+  // The warp's extremes on 32-bit offsets from lane 0's wait (the warp passed it together).
+  const bool took = first < vectors;
+  const u64 base = __shfl_sync(0xffffffffu, waited, 0);
+  const unsigned lastPushed = __reduce_max_sync(0xffffffffu, took ? unsigned(pushed - base) : 0u);
+  const unsigned firstArrived =
+      __reduce_min_sync(0xffffffffu, took ? unsigned(arrived - base) : ~0u);
+  const unsigned lastArrived = __reduce_max_sync(0xffffffffu, took ? unsigned(arrived - base) : 0u);
+  const bool any = __any_sync(0xffffffffu, took);
+  if (threadIdx.x % 32 == 0) {
+    const u64 warps = u64(gridDim.x) * (blockDim.x / 32);
+    SolWarpPoint &record = static_cast<SolWarpPoint *>(
+        p.aux[3])[slot * warps + u64(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32];
+    record = any ? SolWarpPoint{base + lastPushed, base + firstArrived, base + lastArrived}
+                 : SolWarpPoint{0, 0, 0};
   }
+}
+extern "C" __global__ void sol_copy_sentinel(const __grid_constant__ collc_params p) {
+  sol_copy_sentinel_body<false>(p);
+}
+extern "C" __global__ void sol_copy_sentinel_traced(const __grid_constant__ collc_params p) {
+  sol_copy_sentinel_body<true>(p);
 }
 )cuda";
 }

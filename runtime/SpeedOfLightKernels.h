@@ -1,6 +1,7 @@
 // The probes' kernels as CUDA text, on the collc_params ABI (prepend kernelAbiHeader() to
-// compile them): sol_empty, sol_exchange, sol_exchange_read, sol_copy, sol_copy_signal and
-// sol_copy_sentinel.
+// compile them): sol_empty, sol_exchange, sol_exchange_read, sol_exchange_read_write, sol_copy,
+// sol_copy_signal and
+// sol_copy_sentinel (and sol_copy_sentinel_traced, the same with its trace).
 #ifndef COLLC_RUNTIME_SPEEDOFLIGHTKERNELS_H
 #define COLLC_RUNTIME_SPEEDOFLIGHTKERNELS_H
 

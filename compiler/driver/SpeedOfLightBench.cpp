@@ -139,6 +139,29 @@ void printSentinelTraces(llvm::raw_ostream& out, const SpeedOfLightReport& repor
          "vectors from every peer landed;\narrived->ended: the rest of the thread's work; "
          "ended->next_waited: from that end until the next\ncall's wait for it returned, the "
          "kernel boundary. The sum is one call's period on that rank.\n";
+  out << "\nthe same calls over the whole grid: first and last block or thread at each point, in "
+         "us\n";
+  out << fmt::format("{:>8} {:>5} {:>8} {:>11} {:>22} {:>15} {:>20} {:>22} {:>7}\n", "bytes",
+                     "rank", "release", "last_push", "first_wait->first_in", "first->last_in",
+                     "last_in->last_ended", "last_ended->next_wait", "sum");
+  for (const CopyFloor& floor : report.copies)
+    for (size_t r = 0; r < floor.breakdown.size(); ++r) {
+      const GridBreakdown& g = floor.breakdown[r].grid;
+      out << fmt::format("{:>8} {:>5} {:>8.2f} {:>11.2f} {:>22.2f} {:>15.2f} {:>20.2f} {:>22.2f} "
+                         "{:>7.2f}\n",
+                         sizeText(floor.bytes), r, g.releaseSpreadUs, g.firstWaitedToLastPushedUs,
+                         g.firstWaitedToFirstArrivedUs, g.arrivalSpreadUs,
+                         g.lastArrivedToLastEndedUs, g.lastEndedToNextWaitedUs, gridPeriodUs(g));
+    }
+  out << "release: from the first block's wait returning to the last's; last_push: from the "
+         "first block's\nwait to the last thread's stores issued (both within the next column);\n"
+         "first_wait->first_in: from the first block's wait to the first thread whose "
+         "vectors from every\npeer had landed; first->last_in: to the last such thread; "
+         "last_in->last_ended: until the last\nblock ended; last_ended->next_wait: until the next "
+         "call's first wait returned. The sum is one\ncall's period on that rank. Each block "
+         "writes its records after its end is taken, so what the\ntrace costs falls in "
+         "last_ended->next_wait. Columns that compare times of different warps can\nbe off by "
+         "a few hundredths: the warps' readings of the timer disagree by that much.\n";
 }
 
 } // namespace
@@ -203,8 +226,12 @@ int runSpeedOfLightBench(const ParsedArguments& args) {
   out << fmt::format("empty kernel:                        {:8.2f} us\n", report->emptyUs);
   out << fmt::format("flag exchange (every pair of ranks): {:8.2f} us\n", report->exchangeUs);
   out << fmt::format("the same after an input read:        {:8.2f} us (each flag carries a word "
-                     "of the input, read after the wait)\n\n",
+                     "of the input, read after the wait)\n",
                      report->exchangeReadUs);
+  out << fmt::format("the same, writing what it received:  {:8.2f} us (a local store after the "
+                     "peer's flag arrived, which\n{:46}the next kernel waits for: the least any "
+                     "collective with a result costs)\n\n",
+                     report->exchangeReadWriteUs, "");
   printCopyFloors(out, *report);
   printSplitFloors(out, *report);
   printSentinelTraces(out, *report);
