@@ -3,6 +3,7 @@
 #include "compiler/CudaCodeGen.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
+#include "runtime/HostData.h"
 #include "runtime/Jit.h"
 #include "runtime/LoadedKernel.h"
 #include "runtime/LocalWorld.h"
@@ -56,6 +57,7 @@ struct Layout {
   uint64_t exchangeReadFlags = 0, exchangeReadEpochs = 0, exchangeReadOut = 0;
   uint64_t copyFlags = 0, copyEpochs = 0;
   uint64_t sentinelScratch = 0, sentinelEpochs = 0; // three copies of nranks slots
+  uint64_t sentinelOut = 0;                         // the hand-written AllReduce's output
   uint64_t trace = 0, traceCapacity = 0;            // TracePoint[traceCapacity]
   uint64_t traceBlocks = 0; // BlockTracePoint[traceCapacity][blocks], for any grid
   uint64_t traceWarps = 0;  // WarpTracePoint[traceCapacity][warps], for any grid
@@ -80,7 +82,8 @@ Layout layoutFor(int nranks, uint64_t maxBytes, int graphOps) {
   l.copyEpochs = align(l.copyFlags + flagBytes);
   l.sentinelScratch = align(l.copyEpochs + epochBytes);
   l.sentinelEpochs = l.sentinelScratch + 3 * l.slotBytes * uint64_t(nranks);
-  l.trace = align(l.sentinelEpochs + epochBytes);
+  l.sentinelOut = align(l.sentinelEpochs + epochBytes);
+  l.trace = align(l.sentinelOut + l.slotBytes);
   l.traceCapacity = uint64_t(std::max(graphOps, 1));
   l.traceBlocks = align(l.trace + l.traceCapacity * sizeof(TracePoint));
   l.traceWarps =
@@ -198,6 +201,39 @@ public:
           }))
         return err;
     return timeCheckedCopy(graphs, bytes, "the split copy");
+  }
+
+  /// Per-operation µs of the hand-written AllReduce (sol_allreduce_sentinel) of `bytes` at
+  /// `grid`; then every rank's output must hold the sum of every rank's input, each bf16 element
+  /// as the kernel adds it (its own, then each peer's, rounding each add).
+  llvm::Expected<double> timeHandWrittenAllReduce(const LoadedKernel& kernel, SpeedOfLightGrid grid,
+                                                  uint64_t bytes) {
+    ScopedDevice restore;
+    for (int r : world_.localRanks()) {
+      COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
+      COLLC_CUDA_TRY(cudaMemset(world_.heapBase(r) + layout_.sentinelOut, 0, bytes));
+      COLLC_CUDA_TRY(cudaDeviceSynchronize());
+    }
+    auto us = time(kernel, Probe::CopySentinel, grid, bytes);
+    if (!us)
+      return us.takeError();
+    const uint16_t element = uint16_t(kInputByte << 8 | kInputByte);
+    float sum = bf16ToFloat(element);
+    for (int peer = 1; peer < world_.nranks(); ++peer)
+      sum = bf16ToFloat(floatToBf16(sum + bf16ToFloat(element)));
+    const uint16_t expected = floatToBf16(sum);
+    for (int r : world_.localRanks()) {
+      std::vector<uint16_t> out(bytes / 2);
+      COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
+      COLLC_CUDA_TRY(cudaMemcpy(out.data(), world_.heapBase(r) + layout_.sentinelOut, bytes,
+                                cudaMemcpyDeviceToHost));
+      auto wrong = std::find_if(out.begin(), out.end(), [&](uint16_t e) { return e != expected; });
+      if (wrong != out.end())
+        return probeError(fmt::format(
+            "the hand-written AllReduce of {} bytes: rank {} element {} is {:#06x}, not {:#06x}",
+            bytes, r, wrong - out.begin(), *wrong, expected));
+    }
+    return *us;
   }
 
   /// Replays the sentinel copy twice with its trace on and returns, per rank, the mean time
@@ -440,6 +476,8 @@ private:
                                                  : layout_.exchangeEpochs));
       if (probe == Probe::ExchangeRead)
         p.out = base + layout_.exchangeReadOut; // what sol_exchange_read_write received
+      if (probe == Probe::CopySentinel)
+        p.out = base + layout_.sentinelOut; // sol_allreduce_sentinel's sums
       p.watchdog = reinterpret_cast<collc_watchdog*>(base + layout_.watchdog);
       p.timeout_ns = settings_.timeoutNs;
       if (trace) {
@@ -602,6 +640,9 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
   auto sentinelTraced = LoadedKernel::load(devices, image->image, "sol_copy_sentinel_traced");
   if (!sentinelTraced)
     return sentinelTraced.takeError();
+  auto handWritten = LoadedKernel::load(devices, image->image, "sol_allreduce_sentinel");
+  if (!handWritten)
+    return handWritten.takeError();
   // The heap comes zeroed: flags and epochs start at 0, and the sentinel copy's scratch holds its
   // sentinel (0). The input is the pattern the sentinel copy checks.
   auto world = LocalWorld::create(devices, layout.end);
@@ -664,6 +705,11 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
     if (llvm::Error err = bestGrid(**sentinel, Probe::CopySentinel, "sentinel copy", bytes,
                                    floor.sentinelUs, floor.sentinelGrid))
       return err;
+    say(fmt::format("hand-written one-shot sentinel AllReduce {} B", bytes));
+    auto handWrittenUs = prober.timeHandWrittenAllReduce(**handWritten, floor.sentinelGrid, bytes);
+    if (!handWrittenUs)
+      return handWrittenUs.takeError();
+    floor.handWrittenAllReduceUs = *handWrittenUs;
     say(fmt::format("sentinel copy {} B traced", bytes));
     auto breakdown = prober.trace(**sentinelTraced, floor.sentinelGrid, bytes);
     if (!breakdown)

@@ -26,6 +26,11 @@
 //     call's time goes (waiting for the previous kernel, pushing, waiting for the data, ending),
 //     for one thread and for the whole grid (how far apart the blocks start, how far apart the
 //     data arrives).
+//   - hand-written AllReduce at each size: the sentinel copy at its best grid, each thread also
+//     adding what it received to its own input (bf16, the first vector kept in registers from the
+//     push) and storing the sum into its output, checked after timing: a one-shot sentinel
+//     AllReduce of bf16 sum as lean as it can be written, against which collc's generated one
+//     reads;
 //   - copy engine at each size: every rank's stream copies `bytes` into every peer's memory
 //     with cudaMemcpyAsync (the copy engines, no SM), all ranks at once and without any signal:
 //     the link's bandwidth with both directions loaded, for a copy engine, which no kernel's
@@ -124,6 +129,7 @@ struct CopyFloor {
   SpeedOfLightGrid grid;                // that grid
   double sentinelUs = 0;                // the sentinel copy per operation, its best grid's
   SpeedOfLightGrid sentinelGrid;        // that grid
+  double handWrittenAllReduceUs = 0;    // the sentinel copy with a bf16 sum and its output, there
   std::vector<CallBreakdown> breakdown; // per rank, the sentinel copy at its grid, traced
   double copyEngineUs = 0;              // the copy engines' copy per operation
   double copyEngineOrderedUs = 0;       // the same between two flag exchanges, per operation
@@ -148,7 +154,7 @@ uint64_t splitEngineBytes(uint64_t bytes, double share);
 
 /// The CUDA source of the probes (kernels sol_empty, sol_exchange, sol_exchange_read,
 /// sol_exchange_read_write, sol_copy,
-/// sol_copy_signal, sol_copy_sentinel, sol_copy_sentinel_traced).
+/// sol_copy_signal, sol_copy_sentinel, sol_copy_sentinel_traced, sol_allreduce_sentinel).
 std::string speedOfLightSource();
 
 /// Measures the probes on `devices` (one process drives them all, peer access between every

@@ -187,9 +187,10 @@ __device__ __forceinline__ uint4 sol_load_vector(const uint4 *p) {
   return w;
 }
 __device__ __forceinline__ bool sol_arrived(uint4 w) { return w.x && w.y && w.z && w.w; }
-/// Waits for the vector at p to arrive from `peer`, checks it and puts the sentinel back; false
-/// once the watchdog's bound passed or the data is wrong (both recorded for the host).
-__device__ bool sol_take_vector(const collc_params &p, uint4 *v, int peer) {
+/// Waits for the vector at p to arrive from `peer`, checks it, hands it over in `got` and puts
+/// the sentinel back; false once the watchdog's bound passed or the data is wrong (both recorded
+/// for the host).
+__device__ bool sol_take_vector(const collc_params &p, uint4 *v, int peer, uint4 &got) {
   uint4 w = sol_load_vector(v);
   if (!sol_arrived(w)) {
     const u64 start = sol_now();
@@ -213,7 +214,20 @@ __device__ bool sol_take_vector(const collc_params &p, uint4 *v, int peer) {
     return false;
   }
   *v = make_uint4(0, 0, 0, 0);
+  got = w;
   return true;
+}
+/// Two bf16 per word, summed in float and rounded once, as collc's AllReduce of bf16 reduces.
+__device__ __forceinline__ unsigned sol_add_bf16x2(unsigned a, unsigned b) {
+  const float low = __uint_as_float(a << 16) + __uint_as_float(b << 16);
+  const float high = __uint_as_float(a & 0xffff0000u) + __uint_as_float(b & 0xffff0000u);
+  unsigned sum;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(sum) : "f"(high), "f"(low));
+  return sum;
+}
+__device__ __forceinline__ uint4 sol_add_bf16(uint4 a, uint4 b) {
+  return make_uint4(sol_add_bf16x2(a.x, b.x), sol_add_bf16x2(a.y, b.y),
+                    sol_add_bf16x2(a.z, b.z), sol_add_bf16x2(a.w, b.w));
 }
 /// One record of the trace: when block 0's thread 0 of a call passed each point (globaltimer ns).
 struct SolTracePoint {
@@ -241,7 +255,12 @@ struct SolWarpPoint {
 /// (capacity x the grid's warps; blocks are whole warps), after the block's last thread took its
 /// vectors. A separate kernel: the timer reads and their ordering cost the untraced copy 0.07 to
 /// 0.15 us per call even when a branch skips them (session 10).
-template <bool kTraced>
+///
+/// kReduce: a one-shot AllReduce of bf16 sum as lean as it can be written by hand. Each thread
+/// also adds what it took from every peer to its own vector (its own first, then each peer's in
+/// rank order, each add rounded) and stores the sum into p.out (params.count bytes, local). The first of a thread's
+/// vectors stays in registers from the push; a later one is read again.
+template <bool kTraced, bool kReduce = false>
 __device__ __forceinline__ void sol_copy_sentinel_body(const collc_params &p) {
   const u64 epoch = sol_head(p);
   const bool tracingBlock0 = kTraced && blockIdx.x == 0 && threadIdx.x == 0;
@@ -254,8 +273,11 @@ __device__ __forceinline__ void sol_copy_sentinel_body(const collc_params &p) {
   const uint4 *in = static_cast<const uint4 *>(p.in);
   const u64 first = u64(blockIdx.x) * blockDim.x + threadIdx.x;
   const u64 stride = u64(gridDim.x) * blockDim.x;
+  uint4 firstOwn = make_uint4(0, 0, 0, 0);
   for (u64 i = first; i < vectors; i += stride) {
     const uint4 v = __ldcg(in + i);
+    if (kReduce && i == first)
+      firstOwn = v;
     for (int q = 0; q < p.nranks; ++q)
       if (q != p.rank)
         reinterpret_cast<uint4 *>(p.heap[q] + p.scratch_offset[1] +
@@ -264,14 +286,24 @@ __device__ __forceinline__ void sol_copy_sentinel_body(const collc_params &p) {
   if (kTraced)
     pushed = point.pushed = sol_now();
   bool ok = true;
-  for (u64 i = first; ok && i < vectors; i += stride)
+  for (u64 i = first; ok && i < vectors; i += stride) {
+    uint4 sum = make_uint4(0, 0, 0, 0);
+    if (kReduce)
+      sum = i == first ? firstOwn : __ldcg(in + i);
     for (int q = 0; ok && q < p.nranks; ++q)
-      if (q != p.rank)
+      if (q != p.rank) {
+        uint4 got;
         ok = sol_take_vector(p,
                              reinterpret_cast<uint4 *>(p.heap[p.rank] + p.scratch_offset[1] +
                                                        (copy * p.nranks + q) * p.parity_stride) +
                                  i,
-                             q);
+                             q, got);
+        if (kReduce)
+          sum = sol_add_bf16(sum, got);
+      }
+    if (kReduce && ok)
+      static_cast<uint4 *>(p.out)[i] = sum;
+  }
   if (!kTraced)
     return;
   const u64 arrived = sol_now();
@@ -308,6 +340,9 @@ extern "C" __global__ void sol_copy_sentinel(const __grid_constant__ collc_param
 }
 extern "C" __global__ void sol_copy_sentinel_traced(const __grid_constant__ collc_params p) {
   sol_copy_sentinel_body<true>(p);
+}
+extern "C" __global__ void sol_allreduce_sentinel(const __grid_constant__ collc_params p) {
+  sol_copy_sentinel_body<false, true>(p);
 }
 )cuda";
 }

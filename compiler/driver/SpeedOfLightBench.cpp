@@ -47,21 +47,27 @@ std::string listText(const std::vector<std::string>& items) {
 
 /// The copies of every size: the SMs' (copy + signal, sentinel) and the copy engines'.
 void printCopyFloors(llvm::raw_ostream& out, const SpeedOfLightReport& report) {
-  out << fmt::format("{:>8} {:>15} {:>9} {:>18} {:>17} {:>9} {:>15} {:>18} {:>18}\n", "bytes",
-                     "copy+signal_us", "grid", "GB/s_per_direction", "sentinel_copy_us", "grid",
-                     "copy_engine_us", "GB/s_per_direction", "ce_exchanged_us");
+  out << fmt::format("{:>8} {:>15} {:>9} {:>18} {:>17} {:>9} {:>13} {:>15} {:>18} {:>18}\n",
+                     "bytes", "copy+signal_us", "grid", "GB/s_per_direction", "sentinel_copy_us",
+                     "grid", "allreduce_us", "copy_engine_us", "GB/s_per_direction",
+                     "ce_exchanged_us");
   for (const CopyFloor& floor : report.copies)
     out << fmt::format(
-        "{:>8} {:>15.2f} {:>9} {:>18.1f} {:>17.2f} {:>9} {:>15.2f} {:>18.1f} {:>18.2f}\n",
+        "{:>8} {:>15.2f} {:>9} {:>18.1f} {:>17.2f} {:>9} {:>13.2f} {:>15.2f} {:>18.1f} {:>18.2f}\n",
         sizeText(floor.bytes), floor.us, gridText(floor.grid), double(floor.bytes) / floor.us / 1e3,
-        floor.sentinelUs, gridText(floor.sentinelGrid), floor.copyEngineUs,
-        double(floor.bytes) / floor.copyEngineUs / 1e3, floor.copyEngineOrderedUs);
+        floor.sentinelUs, gridText(floor.sentinelGrid), floor.handWrittenAllReduceUs,
+        floor.copyEngineUs, double(floor.bytes) / floor.copyEngineUs / 1e3,
+        floor.copyEngineOrderedUs);
   out << "\ncopy+signal: every rank stores BYTES into every peer's memory (16-byte vectors), each "
          "block fences and\nsignals its peer block and waits for the peer's signal: a one-shot "
          "AllReduce without its reduction,\nand on 2 ranks the bytes a two-shot moves per "
          "direction. sentinel copy: the same bytes, the data its own\nsignal (a received word "
          "is 0 until it lands; the reader checks it and puts 0 back), as collc's sentinel\n"
-         "strategy moves them. copy engine: the same bytes copied by cudaMemcpyAsync, every "
+         "strategy moves them. allreduce: the sentinel copy at its grid, each thread also adding "
+         "what "
+         "it took\nto its own input (bf16) and storing the sum, checked: a one-shot AllReduce "
+         "written by hand, as lean\nas it can be, against which collc's own reads. "
+         "copy engine: the same bytes copied by cudaMemcpyAsync, every "
          "rank at once, no\nsignal and no SM: the link's bandwidth with both directions loaded "
          "(a bound on bandwidth, not on\nlatency). ce_exchanged: "
          "the same copies, each between two flag exchanges (before: the inputs\nare ready; "

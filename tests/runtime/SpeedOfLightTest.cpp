@@ -23,7 +23,8 @@ TEST(SpeedOfLight, ProbesCompileToACubinWithEveryKernel) {
   // (so that "sol_copy" is not found inside "sol_copy_signal").
   for (const char* kernel :
        {"sol_empty", "sol_exchange", "sol_exchange_read", "sol_exchange_read_write", "sol_copy",
-        "sol_copy_signal", "sol_copy_sentinel", "sol_copy_sentinel_traced"})
+        "sol_copy_signal", "sol_copy_sentinel", "sol_copy_sentinel_traced",
+        "sol_allreduce_sentinel"})
     EXPECT_NE(image->image.find(std::string(kernel) + '\0'), std::string::npos) << kernel;
 }
 
@@ -97,6 +98,8 @@ TEST(SpeedOfLightGpu, ProbesRunAndTheTraceAddsUpToTheMeasuredPeriod) {
   for (const CopyFloor& floor : report->copies) {
     SCOPED_TRACE(floor.bytes);
     EXPECT_GT(floor.sentinelUs, report->emptyUs);
+    // The hand-written AllReduce ran and its sums were checked (a wrong one is an error).
+    EXPECT_GT(floor.handWrittenAllReduceUs, report->emptyUs);
     // The copy engines' copy was checked whole by the probe; its time is a real one: no link
     // here carries 1 TB/s in one direction.
     EXPECT_GT(floor.copyEngineUs, 0);
