@@ -271,26 +271,8 @@ public:
       COLLC_CUDA_TRY(cudaMemcpy(warpPoints.data(), base + layout_.traceWarps,
                                 warpPoints.size() * sizeof(WarpTracePoint),
                                 cudaMemcpyDeviceToHost));
-      // Slot k holds the call whose epoch is k + 1 modulo the capacity, as block 0's record does.
-      std::vector<GridExtremes> extremes(capacity);
-      for (size_t slot = 0; slot < capacity; ++slot) {
-        GridExtremes& e = extremes[slot];
-        for (size_t b = 0; b < blocks; ++b) {
-          const BlockTracePoint& point = blockPoints[slot * blocks + b];
-          e.firstWaited = std::min(e.firstWaited, point.waited);
-          e.lastWaited = std::max(e.lastWaited, point.waited);
-          e.lastEnded = std::max(e.lastEnded, point.ended);
-        }
-        for (size_t w = 0; w < warps; ++w) {
-          const WarpTracePoint& point = warpPoints[slot * warps + w];
-          if (point.lastArrived == 0)
-            continue; // no vectors in that warp
-          e.lastPushed = std::max(e.lastPushed, point.lastPushed);
-          e.firstArrived = std::min(e.firstArrived, point.firstArrived);
-          e.lastArrived = std::max(e.lastArrived, point.lastArrived);
-        }
-      }
-      breakdown.push_back(breakdownOf(std::move(points), extremes));
+      breakdown.push_back(
+          breakdownOf(std::move(points), gridExtremesOf(blockPoints, blocks, warpPoints, warps)));
     }
     return breakdown;
   }
@@ -505,6 +487,34 @@ private:
           }))
         return err;
     return llvm::Error::success();
+  }
+
+  /// Each trace slot's extremes over the grid's `blocks` block records and `warps` warp records
+  /// (slot-major). Slot k holds the call whose epoch is k + 1 modulo the capacity, as block 0's
+  /// record does.
+  static std::vector<GridExtremes> gridExtremesOf(const std::vector<BlockTracePoint>& blockPoints,
+                                                  size_t blocks,
+                                                  const std::vector<WarpTracePoint>& warpPoints,
+                                                  size_t warps) {
+    std::vector<GridExtremes> extremes(blockPoints.size() / blocks);
+    for (size_t slot = 0; slot < extremes.size(); ++slot) {
+      GridExtremes& e = extremes[slot];
+      for (size_t b = 0; b < blocks; ++b) {
+        const BlockTracePoint& point = blockPoints[slot * blocks + b];
+        e.firstWaited = std::min(e.firstWaited, point.waited);
+        e.lastWaited = std::max(e.lastWaited, point.waited);
+        e.lastEnded = std::max(e.lastEnded, point.ended);
+      }
+      for (size_t w = 0; w < warps; ++w) {
+        const WarpTracePoint& point = warpPoints[slot * warps + w];
+        if (point.lastArrived == 0)
+          continue; // no vectors in that warp
+        e.lastPushed = std::max(e.lastPushed, point.lastPushed);
+        e.firstArrived = std::min(e.firstArrived, point.firstArrived);
+        e.lastArrived = std::max(e.lastArrived, point.lastArrived);
+      }
+    }
+    return extremes;
   }
 
   /// Means over consecutive calls of one rank's trace (the records of the last replay: the

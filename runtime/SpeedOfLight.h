@@ -153,8 +153,8 @@ const std::vector<double>& splitEngineShares();
 uint64_t splitEngineBytes(uint64_t bytes, double share);
 
 /// The CUDA source of the probes (kernels sol_empty, sol_exchange, sol_exchange_read,
-/// sol_exchange_read_write, sol_copy,
-/// sol_copy_signal, sol_copy_sentinel, sol_copy_sentinel_traced, sol_allreduce_sentinel).
+/// sol_exchange_read_write, sol_copy, sol_copy_signal, sol_copy_sentinel,
+/// sol_copy_sentinel_traced, sol_allreduce_sentinel).
 std::string speedOfLightSource();
 
 /// Measures the probes on `devices` (one process drives them all, peer access between every

@@ -245,6 +245,13 @@ struct SolWarpPoint {
   u64 lastArrived;  // the last; all three 0 if no thread of the warp had vectors
 };
 
+/// The sentinel copy's slot in rank `owner`'s heap that rank `from` fills in scratch copy `copy`.
+__device__ __forceinline__ uint4 *sol_sentinel_slot(const collc_params &p, int owner, u64 copy,
+                                                    int from) {
+  return reinterpret_cast<uint4 *>(p.heap[owner] + p.scratch_offset[1] +
+                                   (copy * p.nranks + from) * p.parity_stride);
+}
+
 /// Every rank stores params.count bytes into every peer; each thread then takes the vectors it
 /// expects from every peer. Scratch rotates through three copies by epoch (a peer may be a call
 /// ahead), each copy nranks slots of parity_stride bytes at scratch_offset[1].
@@ -258,8 +265,8 @@ struct SolWarpPoint {
 ///
 /// kReduce: a one-shot AllReduce of bf16 sum as lean as it can be written by hand. Each thread
 /// also adds what it took from every peer to its own vector (its own first, then each peer's in
-/// rank order, each add rounded) and stores the sum into p.out (params.count bytes, local). The first of a thread's
-/// vectors stays in registers from the push; a later one is read again.
+/// rank order, each add rounded) and stores the sum into p.out (params.count bytes, local). The
+/// first of a thread's vectors stays in registers from the push; a later one is read again.
 template <bool kTraced, bool kReduce = false>
 __device__ __forceinline__ void sol_copy_sentinel_body(const collc_params &p) {
   const u64 epoch = sol_head(p);
@@ -280,8 +287,7 @@ __device__ __forceinline__ void sol_copy_sentinel_body(const collc_params &p) {
       firstOwn = v;
     for (int q = 0; q < p.nranks; ++q)
       if (q != p.rank)
-        reinterpret_cast<uint4 *>(p.heap[q] + p.scratch_offset[1] +
-                                  (copy * p.nranks + p.rank) * p.parity_stride)[i] = v;
+        sol_sentinel_slot(p, q, copy, p.rank)[i] = v;
   }
   if (kTraced)
     pushed = point.pushed = sol_now();
@@ -293,11 +299,7 @@ __device__ __forceinline__ void sol_copy_sentinel_body(const collc_params &p) {
     for (int q = 0; ok && q < p.nranks; ++q)
       if (q != p.rank) {
         uint4 got;
-        ok = sol_take_vector(p,
-                             reinterpret_cast<uint4 *>(p.heap[p.rank] + p.scratch_offset[1] +
-                                                       (copy * p.nranks + q) * p.parity_stride) +
-                                 i,
-                             q, got);
+        ok = sol_take_vector(p, sol_sentinel_slot(p, p.rank, copy, q) + i, q, got);
         if (kReduce)
           sum = sol_add_bf16(sum, got);
       }
