@@ -17,10 +17,10 @@ set(COLLC_INSTALL_INCLUDEDIR include/collc)
 # (NcclLibrary.h, NcclTypes.h) or describe the tool's internals stay out: the installed set must
 # compile with LLVM's, fmt-free, and the CUDA runtime's headers alone (tests/install checks it).
 set(COLLC_PUBLIC_HEADERS
-    dsl/Types.h
+    abi/Types.h
     compiler/Compile.h
-    compiler/CompiledCollective.h
-    runtime/collc_abi.h
+    abi/CompiledCollective.h
+    abi/collc_abi.h
     runtime/CollectiveInstance.h
     runtime/CudaCheck.h
     runtime/Devices.h

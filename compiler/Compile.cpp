@@ -7,9 +7,9 @@
 #include "compiler/RowEpilogue.h"
 #include "compiler/Sema.h"
 #include "compiler/Verifier.h"
-#include "dsl/CollectiveShapes.h"
+#include "abi/CollectiveShapes.h"
 #include "dsl/Parser.h"
-#include "runtime/collc_abi.h"
+#include "abi/collc_abi.h"
 
 #include <algorithm>
 #include <llvm/Support/MemoryBuffer.h>

@@ -3,7 +3,7 @@
 #ifndef COLLC_COMPILER_COMPILE_H
 #define COLLC_COMPILER_COMPILE_H
 
-#include "compiler/CompiledCollective.h"
+#include "abi/CompiledCollective.h"
 
 #include <llvm/Support/Error.h>
 #include <llvm/Support/raw_ostream.h>

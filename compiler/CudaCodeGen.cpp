@@ -2,7 +2,7 @@
 
 #include "compiler/CudaPrelude.h"
 #include "compiler/RowPrelude.h"
-#include "dsl/CollectiveShapes.h"
+#include "abi/CollectiveShapes.h"
 #include "dsl/Diagnostics.h"
 
 #include <algorithm>

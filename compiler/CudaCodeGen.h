@@ -4,7 +4,7 @@
 #ifndef COLLC_COMPILER_CUDACODEGEN_H
 #define COLLC_COMPILER_CUDACODEGEN_H
 
-#include "compiler/CompiledCollective.h"
+#include "abi/CompiledCollective.h"
 #include "compiler/IR.h"
 
 #include <functional>
@@ -29,7 +29,7 @@ struct CodeGenTarget {
 };
 
 std::string kernelName(const ir::Program& program);
-/// The text of runtime/collc_abi.h (embedded at build time), which every generated kernel starts
+/// The text of abi/collc_abi.h (embedded at build time), which every generated kernel starts
 /// with; for hand-written kernels that take collc_params too (probes, tests).
 std::string_view kernelAbiHeader();
 std::string generateCuda(const ir::Program& program, const CodeGenTarget& target);

@@ -1,6 +1,6 @@
 #include "compiler/CudaPrelude.h"
 
-#include "dsl/Types.h"
+#include "abi/Types.h"
 
 #include <string>
 

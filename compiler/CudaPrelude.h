@@ -3,7 +3,7 @@
 #ifndef COLLC_COMPILER_CUDAPRELUDE_H
 #define COLLC_COMPILER_CUDAPRELUDE_H
 
-#include "dsl/Types.h"
+#include "abi/Types.h"
 
 namespace collc {
 

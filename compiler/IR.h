@@ -5,7 +5,7 @@
 #ifndef COLLC_COMPILER_IR_H
 #define COLLC_COMPILER_IR_H
 
-#include "dsl/Types.h"
+#include "abi/Types.h"
 
 #include <cstdint>
 #include <llvm/Support/SMLoc.h>

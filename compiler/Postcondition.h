@@ -4,7 +4,7 @@
 #ifndef COLLC_COMPILER_POSTCONDITION_H
 #define COLLC_COMPILER_POSTCONDITION_H
 
-#include "dsl/Types.h"
+#include "abi/Types.h"
 
 #include <cstdint>
 #include <optional>

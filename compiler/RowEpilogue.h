@@ -6,7 +6,7 @@
 #ifndef COLLC_COMPILER_ROWEPILOGUE_H
 #define COLLC_COMPILER_ROWEPILOGUE_H
 
-#include "compiler/CompiledCollective.h"
+#include "abi/CompiledCollective.h"
 #include "compiler/IR.h"
 #include "dsl/Diagnostics.h"
 

@@ -1,8 +1,8 @@
 #include "compiler/Sema.h"
 
 #include "compiler/RowEpilogue.h"
-#include "dsl/CollectiveShapes.h"
-#include "runtime/collc_abi.h"
+#include "abi/CollectiveShapes.h"
+#include "abi/collc_abi.h"
 
 #include <set>
 

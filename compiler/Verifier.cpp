@@ -3,7 +3,7 @@
 #include "compiler/ExpandSteps.h"
 #include "compiler/Postcondition.h"
 #include "compiler/RowEpilogue.h"
-#include "dsl/CollectiveShapes.h"
+#include "abi/CollectiveShapes.h"
 
 #include <algorithm>
 #include <set>

@@ -3,7 +3,7 @@
 #ifndef COLLC_DSL_AST_H
 #define COLLC_DSL_AST_H
 
-#include "dsl/Types.h"
+#include "abi/Types.h"
 
 #include <cstdint>
 #include <llvm/Support/SMLoc.h>

@@ -6,7 +6,7 @@
 #ifndef COLLC_RUNTIME_BENCHRESULTS_H
 #define COLLC_RUNTIME_BENCHRESULTS_H
 
-#include "dsl/Types.h"
+#include "abi/Types.h"
 
 #include <cstdint>
 #include <optional>

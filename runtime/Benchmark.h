@@ -6,7 +6,7 @@
 #ifndef COLLC_RUNTIME_BENCHMARK_H
 #define COLLC_RUNTIME_BENCHMARK_H
 
-#include "compiler/CompiledCollective.h"
+#include "abi/CompiledCollective.h"
 #include "runtime/BenchResults.h"
 #include "runtime/NcclCollective.h"
 #include "runtime/SymmetricWorld.h"

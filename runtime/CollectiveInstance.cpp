@@ -5,7 +5,7 @@
 #include "runtime/HeapSize.h"
 #include "runtime/NcclLibrary.h"
 #include "runtime/RankGraphs.h"
-#include "runtime/collc_abi.h"
+#include "abi/collc_abi.h"
 
 #include <algorithm>
 #include <chrono>

@@ -11,7 +11,7 @@
 #ifndef COLLC_RUNTIME_COLLECTIVEINSTANCE_H
 #define COLLC_RUNTIME_COLLECTIVEINSTANCE_H
 
-#include "compiler/CompiledCollective.h"
+#include "abi/CompiledCollective.h"
 #include "runtime/LoadedKernel.h"
 #include "runtime/LocalWorld.h"
 #include "runtime/SymmetricWorld.h"

@@ -1,6 +1,6 @@
 #include "runtime/CollectiveReference.h"
 
-#include "dsl/CollectiveShapes.h"
+#include "abi/CollectiveShapes.h"
 #include "runtime/ParallelChunks.h"
 
 #include <cmath>

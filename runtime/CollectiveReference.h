@@ -1,6 +1,6 @@
 // The float64 reference of every collective kind, for `collc run`, the GPU tests and the NCCL
 // baseline: what each output element of a rank must be, computed from every rank's input with the
-// layouts of dsl/CollectiveShapes.h (NCCL's), and a tolerant comparison. No CUDA here.
+// layouts of abi/CollectiveShapes.h (NCCL's), and a tolerant comparison. No CUDA here.
 #ifndef COLLC_RUNTIME_COLLECTIVEREFERENCE_H
 #define COLLC_RUNTIME_COLLECTIVEREFERENCE_H
 

@@ -15,7 +15,7 @@
 #ifndef COLLC_RUNTIME_DISPATCHER_H
 #define COLLC_RUNTIME_DISPATCHER_H
 
-#include "compiler/CompiledCollective.h"
+#include "abi/CompiledCollective.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/DispatchPlan.h"
 #include "runtime/SymmetricWorld.h"

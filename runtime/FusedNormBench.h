@@ -7,7 +7,7 @@
 #ifndef COLLC_RUNTIME_FUSEDNORMBENCH_H
 #define COLLC_RUNTIME_FUSEDNORMBENCH_H
 
-#include "compiler/CompiledCollective.h"
+#include "abi/CompiledCollective.h"
 #include "runtime/LocalWorld.h"
 
 #include <cstdint>

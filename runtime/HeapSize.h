@@ -3,7 +3,7 @@
 #ifndef COLLC_RUNTIME_HEAPSIZE_H
 #define COLLC_RUNTIME_HEAPSIZE_H
 
-#include "compiler/CompiledCollective.h"
+#include "abi/CompiledCollective.h"
 
 #include <cstdint>
 #include <vector>

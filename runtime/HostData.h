@@ -3,7 +3,7 @@
 #ifndef COLLC_RUNTIME_HOSTDATA_H
 #define COLLC_RUNTIME_HOSTDATA_H
 
-#include "dsl/Types.h"
+#include "abi/Types.h"
 
 #include <cstdint>
 #include <llvm/ADT/ArrayRef.h>

@@ -1,6 +1,6 @@
 #include "runtime/LaunchEnvironment.h"
 
-#include "runtime/collc_abi.h"
+#include "abi/collc_abi.h"
 
 #include <cstdlib>
 #include <llvm/ADT/StringRef.h>

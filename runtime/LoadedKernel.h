@@ -4,7 +4,7 @@
 #ifndef COLLC_RUNTIME_LOADEDKERNEL_H
 #define COLLC_RUNTIME_LOADEDKERNEL_H
 
-#include "runtime/collc_abi.h"
+#include "abi/collc_abi.h"
 
 #include <cuda_runtime_api.h>
 #include <llvm/Support/Error.h>

@@ -2,7 +2,7 @@
 
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
-#include "runtime/collc_abi.h"
+#include "abi/collc_abi.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 #include "runtime/NcclBaseline.h"
 
-#include "dsl/CollectiveShapes.h"
+#include "abi/CollectiveShapes.h"
 #include "runtime/Align.h"
 #include "runtime/CollectiveReference.h"
 #include "runtime/CudaCheck.h"

@@ -13,7 +13,7 @@
 #ifndef COLLC_RUNTIME_NCCLBASELINE_H
 #define COLLC_RUNTIME_NCCLBASELINE_H
 
-#include "dsl/Types.h"
+#include "abi/Types.h"
 #include "runtime/NcclCollective.h"
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "runtime/NcclCollective.h"
 
-#include "dsl/CollectiveShapes.h"
+#include "abi/CollectiveShapes.h"
 
 namespace collc {
 
@@ -33,7 +33,7 @@ std::string_view ncclCallName(CollectiveKind kind) {
 
 NcclCallShape ncclCallShape(CollectiveKind kind, uint64_t count, int nranks) {
   NcclCallShape shape;
-  // NCCL's count arguments are collc's n for every kind (dsl/CollectiveShapes.h is written so).
+  // NCCL's count arguments are collc's n for every kind (abi/CollectiveShapes.h is written so).
   shape.ncclCount = count;
   shape.inputElems = inputElems(kind, count, nranks);
   shape.outputElems = outputElems(kind, count, nranks);

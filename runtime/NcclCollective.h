@@ -1,14 +1,14 @@
 // Which NCCL call runs a collective of each kind, with what count and on buffers of what size, as
 // the NCCL baseline (runtime/NcclBaseline.h) and the NCCL engine of a process-per-GPU world
 // (CollectiveInstance::createNccl) run it; NcclLibrary::enqueue makes the calls. The buffers are
-// dsl/CollectiveShapes.h's, which follow NCCL's. AllToAll has no NCCL call of its own: it is one
+// abi/CollectiveShapes.h's, which follow NCCL's. AllToAll has no NCCL call of its own: it is one
 // ncclSend and one ncclRecv per rank (itself included), in one group, as nccl-tests measures it.
 // Pure: no NCCL, no CUDA here, so that the reports and their tests can use it anywhere.
 #ifndef COLLC_RUNTIME_NCCLCOLLECTIVE_H
 #define COLLC_RUNTIME_NCCLCOLLECTIVE_H
 
-#include "compiler/CompiledCollective.h"
-#include "dsl/Types.h"
+#include "abi/CompiledCollective.h"
+#include "abi/Types.h"
 
 #include <cstdint>
 #include <string>

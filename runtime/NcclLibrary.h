@@ -5,7 +5,7 @@
 #ifndef COLLC_RUNTIME_NCCLLIBRARY_H
 #define COLLC_RUNTIME_NCCLLIBRARY_H
 
-#include "dsl/Types.h"
+#include "abi/Types.h"
 #include "runtime/NcclCollective.h"
 
 #include <cstddef>

@@ -4,7 +4,7 @@
 #ifndef COLLC_RUNTIME_NCCLTYPES_H
 #define COLLC_RUNTIME_NCCLTYPES_H
 
-#include "dsl/Types.h"
+#include "abi/Types.h"
 
 #include <nccl.h>
 

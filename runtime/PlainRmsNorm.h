@@ -8,7 +8,7 @@
 #ifndef COLLC_RUNTIME_PLAINRMSNORM_H
 #define COLLC_RUNTIME_PLAINRMSNORM_H
 
-#include "compiler/CompiledCollective.h"
+#include "abi/CompiledCollective.h"
 
 #include <cstdint>
 #include <llvm/Support/Error.h>

@@ -8,7 +8,7 @@
 #include "runtime/ProcessIdentity.h"
 #include "runtime/Rendezvous.h"
 #include "runtime/Topology.h"
-#include "runtime/collc_abi.h"
+#include "abi/collc_abi.h"
 
 #include <chrono>
 #include <condition_variable>

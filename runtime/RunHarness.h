@@ -11,7 +11,7 @@
 #ifndef COLLC_RUNTIME_RUNHARNESS_H
 #define COLLC_RUNTIME_RUNHARNESS_H
 
-#include "compiler/CompiledCollective.h"
+#include "abi/CompiledCollective.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/SymmetricWorld.h"
 

@@ -8,7 +8,7 @@
 #ifndef COLLC_RUNTIME_TUNINGTABLE_H
 #define COLLC_RUNTIME_TUNINGTABLE_H
 
-#include "dsl/Types.h"
+#include "abi/Types.h"
 
 #include <cstdint>
 #include <limits>

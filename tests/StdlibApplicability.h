@@ -5,7 +5,7 @@
 #ifndef COLLC_TESTS_STDLIBAPPLICABILITY_H
 #define COLLC_TESTS_STDLIBAPPLICABILITY_H
 
-#include "dsl/CollectiveShapes.h"
+#include "abi/CollectiveShapes.h"
 #include "tests/StdlibStrategies.h"
 
 #include <string>

@@ -4,7 +4,7 @@
 #ifndef COLLC_TESTS_STDLIBSTRATEGIES_H
 #define COLLC_TESTS_STDLIBSTRATEGIES_H
 
-#include "dsl/Types.h"
+#include "abi/Types.h"
 
 namespace collc::tests {
 

@@ -4,7 +4,7 @@
 #include "runtime/BenchResults.h"
 #include "runtime/Devices.h"
 #include "runtime/Launcher.h"
-#include "runtime/collc_abi.h"
+#include "abi/collc_abi.h"
 
 #include <cstdlib>
 #include <fmt/format.h>

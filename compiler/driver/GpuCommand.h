@@ -6,7 +6,7 @@
 
 #include "Arguments.h"
 #include "compiler/Compile.h"
-#include "compiler/CompiledCollective.h"
+#include "abi/CompiledCollective.h"
 #include "runtime/BenchResults.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Jit.h"

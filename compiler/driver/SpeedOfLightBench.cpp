@@ -4,7 +4,7 @@
 #include "GpuCommand.h"
 #include "runtime/Devices.h"
 #include "runtime/SpeedOfLight.h"
-#include "runtime/collc_abi.h"
+#include "abi/collc_abi.h"
 
 #include <fmt/format.h>
 #include <llvm/Support/raw_ostream.h>

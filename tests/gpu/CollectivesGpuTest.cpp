@@ -7,7 +7,7 @@
 // include -0.0, subnormals, NaN, +-inf and large magnitudes; and a graph of 2,000 back-to-back
 // calls per variant with every call checked.
 #include "compiler/Compile.h"
-#include "dsl/CollectiveShapes.h"
+#include "abi/CollectiveShapes.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"

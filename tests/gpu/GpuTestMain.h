@@ -4,7 +4,7 @@
 #ifndef COLLC_TESTS_GPU_GPUTESTMAIN_H
 #define COLLC_TESTS_GPU_GPUTESTMAIN_H
 
-#include "compiler/CompiledCollective.h"
+#include "abi/CompiledCollective.h"
 #include "runtime/LocalWorld.h"
 
 #include <gtest/gtest.h>

@@ -21,8 +21,8 @@ set(prefix ${WORK_DIR}/prefix)
 run_step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 
 foreach(file bin/collc lib/libcollc.so include/collc/compiler/Compile.h
-        include/collc/runtime/CollectiveInstance.h include/collc/runtime/collc_abi.h
-        include/collc/dsl/Types.h share/collc/stdlib/allreduce_oneshot.coll
+        include/collc/runtime/CollectiveInstance.h include/collc/abi/collc_abi.h
+        include/collc/abi/Types.h share/collc/stdlib/allreduce_oneshot.coll
         lib/cmake/collc/collcConfig.cmake lib/cmake/collc/collcConfigVersion.cmake
         lib/cmake/collc/collcTargets.cmake)
   if(NOT EXISTS ${prefix}/${file})

@@ -3,7 +3,7 @@
 // and JSON written from synthetic rows.
 #include "runtime/BenchReport.h"
 
-#include "compiler/CompiledCollective.h"
+#include "abi/CompiledCollective.h"
 #include "compiler/driver/Arguments.h"
 #include "runtime/BenchResults.h"
 

@@ -3,7 +3,7 @@
 #include "runtime/CollectiveReference.h"
 
 #include "compiler/Postcondition.h"
-#include "dsl/CollectiveShapes.h"
+#include "abi/CollectiveShapes.h"
 
 #include <gtest/gtest.h>
 

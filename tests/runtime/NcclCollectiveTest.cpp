@@ -4,7 +4,7 @@
 // library that records them.
 #include "runtime/NcclCollective.h"
 
-#include "dsl/CollectiveShapes.h"
+#include "abi/CollectiveShapes.h"
 #include "runtime/NcclBaseline.h"
 #include "runtime/NcclLibrary.h"
 

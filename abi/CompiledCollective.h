@@ -1,9 +1,9 @@
 // What the compiler hands to the runtime: the generated CUDA source and everything the host needs
 // to allocate, launch and check one collective variant. Plain data; no compiler internals leak.
-#ifndef COLLC_COMPILER_COMPILEDCOLLECTIVE_H
-#define COLLC_COMPILER_COMPILEDCOLLECTIVE_H
+#ifndef COLLC_ABI_COMPILEDCOLLECTIVE_H
+#define COLLC_ABI_COMPILEDCOLLECTIVE_H
 
-#include "dsl/Types.h"
+#include "abi/Types.h"
 
 #include <cstdint>
 #include <functional>
@@ -88,11 +88,11 @@ struct CompiledCollective {
 
   uint64_t flagsBytes() const { return uint64_t(launch.blocks) * nranks * 8; }
   /// Elements of each rank's input and output buffer for a call of `count` elements (the kind's
-  /// shapes, dsl/CollectiveShapes.h: n, or n * nranks).
+  /// shapes, abi/CollectiveShapes.h: n, or n * nranks).
   uint64_t inputCount(uint64_t count) const;
   uint64_t outputCount(uint64_t count) const;
 };
 
 } // namespace collc
 
-#endif // COLLC_COMPILER_COMPILEDCOLLECTIVE_H
+#endif // COLLC_ABI_COMPILEDCOLLECTIVE_H

@@ -1,4 +1,4 @@
-#include "dsl/CollectiveShapes.h"
+#include "abi/CollectiveShapes.h"
 
 namespace collc {
 

@@ -13,10 +13,10 @@
 //
 // `n` is NCCL's count argument: sendcount (allgather), recvcount (reducescatter), count (the
 // others); for alltoall the elements each rank sends to each rank.
-#ifndef COLLC_DSL_COLLECTIVESHAPES_H
-#define COLLC_DSL_COLLECTIVESHAPES_H
+#ifndef COLLC_ABI_COLLECTIVESHAPES_H
+#define COLLC_ABI_COLLECTIVESHAPES_H
 
-#include "dsl/Types.h"
+#include "abi/Types.h"
 
 #include <cstdint>
 #include <string_view>
@@ -36,4 +36,4 @@ uint64_t outputElems(CollectiveKind kind, uint64_t count, int nranks);
 
 } // namespace collc
 
-#endif // COLLC_DSL_COLLECTIVESHAPES_H
+#endif // COLLC_ABI_COLLECTIVESHAPES_H

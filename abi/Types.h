@@ -1,7 +1,7 @@
 // The vocabulary shared by every stage: collective kinds, element types, reduction operators and
 // synchronization strategies, with their spellings in specs and on the command line.
-#ifndef COLLC_DSL_TYPES_H
-#define COLLC_DSL_TYPES_H
+#ifndef COLLC_ABI_TYPES_H
+#define COLLC_ABI_TYPES_H
 
 #include <optional>
 #include <string_view>
@@ -39,4 +39,4 @@ inline constexpr SyncKind kAllSyncKinds[] = {SyncKind::Barrier, SyncKind::Sentin
 
 } // namespace collc
 
-#endif // COLLC_DSL_TYPES_H
+#endif // COLLC_ABI_TYPES_H

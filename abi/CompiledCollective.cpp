@@ -1,6 +1,6 @@
-#include "compiler/CompiledCollective.h"
+#include "abi/CompiledCollective.h"
 
-#include "dsl/CollectiveShapes.h"
+#include "abi/CollectiveShapes.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "dsl/Types.h"
+#include "abi/Types.h"
 
 namespace collc {
 namespace {
