@@ -27,4 +27,9 @@ uint64_t outputElems(CollectiveKind kind, uint64_t count, int nranks) {
   return outputIsPerRankBlocks(kind) ? count * uint64_t(nranks) : count;
 }
 
+uint64_t chunkSize(uint64_t length, int nranks) {
+  const uint64_t perRank = (length + nranks - 1) / nranks;
+  return (perRank + kChunkAlignElems - 1) / kChunkAlignElems * kChunkAlignElems;
+}
+
 } // namespace collc

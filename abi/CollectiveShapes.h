@@ -34,6 +34,13 @@ bool outputIsPerRankBlocks(CollectiveKind kind);
 uint64_t inputElems(CollectiveKind kind, uint64_t count, int nranks);
 uint64_t outputElems(CollectiveKind kind, uint64_t count, int nranks);
 
+/// Chunks (`x.chunk(k)`, `chunk(x)` in specs) start at multiples of this many elements, so every
+/// chunk starts 16-byte aligned whatever the element type.
+inline constexpr uint64_t kChunkAlignElems = 8;
+/// Elements per chunk when `length` elements are split into `nranks` chunks: ceil(length /
+/// nranks) rounded up to kChunkAlignElems. The last chunks may be shorter, or empty.
+uint64_t chunkSize(uint64_t length, int nranks);
+
 } // namespace collc
 
 #endif // COLLC_ABI_COLLECTIVESHAPES_H

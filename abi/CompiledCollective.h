@@ -6,7 +6,6 @@
 #include "abi/Types.h"
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,23 +29,53 @@ struct LaunchShape {
 /// to the spec.
 std::string launchText(const LaunchShape& shape);
 
+/// A buffer's element count as a function of the call's count n, for one variant (nranks and the
+/// row length fixed): `perCount * n + constant`, or with `chunked` the size of one of nranks
+/// chunks of that (rounded up to kChunkAlignElems elements). Sizes in specs can say only this
+/// (dsl/README.md), so the runtime computes every size from plain numbers, without the compiler.
+struct ElementCount {
+  uint64_t perCount = 0;
+  uint64_t constant = 0;
+  bool chunked = false;
+  int nranks = 2;
+
+  uint64_t at(uint64_t count) const;
+};
+
+/// How a scratch buffer's elements are laid out in memory, chosen by the sync strategy.
+enum class ScratchStorage {
+  Elements,           // plain elements
+  Packets,            // LL: every 8 bytes of data travel in a 16-byte packet with two flags
+  AtomicLines,        // ll128_atomic: whole 128-byte lines
+  LineHeads,          // ll128_atomic: one element per 8 of slotElems (every line's first)
+  LL128Lines,         // LL128: 120 bytes of data in every 128-byte line
+  LL128LinesPerChunk, // LL128 with every one of nranks chunks of a slot starting a line
+};
+
 /// One symmetric scratch buffer of the spec. Its size depends on the element count of the call.
 struct ScratchBuffer {
   std::string name;
   int slots = 1;
-  /// Bytes of one copy (all slots) for a call of `count` elements.
-  std::function<uint64_t(uint64_t count)> bytes;
+  ElementCount slotElems; // elements of one slot
+  uint32_t elementBytes = 4;
+  ScratchStorage storage = ScratchStorage::Elements;
   /// What the buffer must hold before the first call, repeated every `fillWidth` bytes (2 or 4);
   /// fillWidth 0: zeros. The sentinel strategy pre-fills its receive buffers with -0.0.
   uint32_t fillBits = 0;
   int fillWidth = 0;
+
+  /// Bytes of one copy (all slots) for a call of `count` elements.
+  uint64_t bytes(uint64_t count) const;
 };
 
 /// A user buffer of the spec after the input and the output: a fused epilogue's residual, weight.
 struct AuxBuffer {
   std::string name;
-  std::function<uint64_t(uint64_t count)> elements; // for a call of `count` elements
+  ElementCount elems;
   bool written = false; // the collective writes it (else it only reads the caller's data)
+
+  /// Elements for a call of `count` elements.
+  uint64_t elements(uint64_t count) const { return elems.at(count); }
 };
 
 /// `residualOut = reduce(in, ...) + residualIn; out = rmsnorm(residualOut, weight)`, the fused

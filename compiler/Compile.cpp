@@ -1,15 +1,16 @@
 #include "compiler/Compile.h"
 
+#include "abi/CollectiveShapes.h"
+#include "abi/collc_abi.h"
 #include "compiler/CudaCodeGen.h"
+#include "compiler/ElementCounts.h"
 #include "compiler/ExpandSteps.h"
 #include "compiler/FormatSource.h"
 #include "compiler/Lower.h"
 #include "compiler/RowEpilogue.h"
 #include "compiler/Sema.h"
 #include "compiler/Verifier.h"
-#include "abi/CollectiveShapes.h"
 #include "dsl/Parser.h"
-#include "abi/collc_abi.h"
 
 #include <algorithm>
 #include <llvm/Support/MemoryBuffer.h>
@@ -280,46 +281,33 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   for (const ir::Buffer* buffer : program.scratchBuffers()) {
     ScratchBuffer scratch;
     scratch.name = buffer->name;
-    const int nranks = options.nranks;
-    const uint64_t elementBytes = sizeOf(options.dtype);
-    // LL stores 8 bytes of data in every 16-byte packet: twice the bytes, rounded up to packets.
-    const bool packets = buffer->access == ir::BufferAccess::LL;
-    // Accumulation lines are added and zeroed in whole 128-byte lines.
-    const bool lines = buffer->access == ir::BufferAccess::AtomicLines;
-    // LL128 lines carry 120 bytes of data in 128; with lines per chunk, every chunk starts a line.
-    const bool ll128 = buffer->access == ir::BufferAccess::LL128;
-    const bool linesPerChunk = buffer->linesPerChunk;
-    ir::Expr slots = buffer->slots, elems = buffer->slotElems;
     ir::Env env;
-    env.nranks = nranks;
-    scratch.slots = int(ir::evaluate(slots, env).value_or(1));
-    const ir::Expr chunkElems = ir::ExprNode::chunkSize(elems);
-    scratch.bytes = [slots, elems, chunkElems, nranks, elementBytes, packets, lines, ll128,
-                     linesPerChunk](uint64_t count) -> uint64_t {
-      ir::Env env;
-      env.nranks = nranks;
-      env.count = int64_t(count);
-      auto s = ir::evaluate(slots, env), e = ir::evaluate(elems, env);
-      if (!s || !e || *s < 0 || *e < 0)
-        internalError("scratch size does not evaluate for count " + std::to_string(count));
-      uint64_t slotBytes = uint64_t(*e) * elementBytes;
-      if (packets)
-        slotBytes = (slotBytes + 7) / 8 * 16;
-      if (lines)
-        slotBytes = (slotBytes + 127) / 128 * 128;
-      if (ll128) {
-        auto lineBytes = [](uint64_t bytes) { return (bytes + 119) / 120 * 128; };
-        if (linesPerChunk)
-          slotBytes =
-              uint64_t(nranks) * lineBytes(uint64_t(*ir::evaluate(chunkElems, env)) * elementBytes);
-        else
-          slotBytes = lineBytes(slotBytes);
-      }
-      return uint64_t(*s) * slotBytes;
-    };
+    env.nranks = options.nranks;
+    scratch.slots = int(ir::evaluate(buffer->slots, env).value_or(1));
+    scratch.slotElems = elementCount(buffer->slotElems, options.nranks, rowLength);
+    scratch.elementBytes = sizeOf(options.dtype);
+    switch (buffer->access) {
+    case ir::BufferAccess::Plain:
+    case ir::BufferAccess::Sentinel:
+      scratch.storage = ScratchStorage::Elements;
+      break;
+    case ir::BufferAccess::LL:
+      scratch.storage = ScratchStorage::Packets;
+      break;
+    case ir::BufferAccess::AtomicLines:
+      scratch.storage = ScratchStorage::AtomicLines;
+      break;
+    case ir::BufferAccess::LineHeads:
+      scratch.storage = ScratchStorage::LineHeads;
+      break;
+    case ir::BufferAccess::LL128:
+      scratch.storage =
+          buffer->linesPerChunk ? ScratchStorage::LL128LinesPerChunk : ScratchStorage::LL128Lines;
+      break;
+    }
     if (buffer->access == ir::BufferAccess::Sentinel) {
-      scratch.fillWidth = int(elementBytes);
-      scratch.fillBits = elementBytes == 4 ? 0x80000000u : 0x8000u; // -0.0
+      scratch.fillWidth = int(scratch.elementBytes);
+      scratch.fillBits = scratch.elementBytes == 4 ? 0x80000000u : 0x8000u; // -0.0
     }
     compiled.scratch.push_back(std::move(scratch));
   }

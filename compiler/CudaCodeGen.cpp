@@ -1,8 +1,8 @@
 #include "compiler/CudaCodeGen.h"
 
+#include "abi/CollectiveShapes.h"
 #include "compiler/CudaPrelude.h"
 #include "compiler/RowPrelude.h"
-#include "abi/CollectiveShapes.h"
 #include "dsl/Diagnostics.h"
 
 #include <algorithm>
@@ -176,6 +176,8 @@ private:
     case ir::BufferAccess::LL128:
       return fmt::format("ll128_load(params, {}, i, {}, epoch, {}, epoch)", pointer(region), len,
                          site);
+    case ir::BufferAccess::LineHeads:
+      internalError("line heads are read only by atomic_lines_take");
     }
     return "?";
   }
@@ -207,6 +209,7 @@ private:
     case ir::BufferAccess::LL128:
       return fmt::format("ll128_store({}, i, {}, {}, epoch);", pointer(region), len, value);
     case ir::BufferAccess::AtomicLines:
+    case ir::BufferAccess::LineHeads:
       internalError("accumulation lines are only added to (atomic_lines_add), never stored");
     }
     return "?";

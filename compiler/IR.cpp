@@ -269,6 +269,81 @@ std::optional<int64_t> evaluate(const Expr& e, const Env& env, std::string* why)
   }
 }
 
+namespace {
+
+/// a * n + b, with a and b known numbers.
+struct Linear {
+  int64_t a = 0, b = 0;
+};
+
+std::optional<Linear> linear(const Expr& e, const Env& env, std::string* why) {
+  auto fail = [&](const std::string& message) -> std::optional<Linear> {
+    if (why)
+      *why = message;
+    return std::nullopt;
+  };
+  switch (e->kind) {
+  case ExprKind::Count:
+    return Linear{1, 0};
+  case ExprKind::ChunkSize:
+  case ExprKind::ChunkBegin:
+  case ExprKind::ChunkLength:
+    return fail("chunk(...) must be the whole size (chunk(a * n + b)), not part of it");
+  case ExprKind::Add:
+  case ExprKind::Sub:
+  case ExprKind::Mul: {
+    auto x = linear(e->a, env, why);
+    auto y = x ? linear(e->b, env, why) : std::nullopt;
+    if (!x || !y)
+      return std::nullopt;
+    Linear r;
+    if (e->kind == ExprKind::Mul) {
+      if (x->a != 0 && y->a != 0)
+        return fail("n times n is not a size collc can prove for every n");
+      // (x.a n + x.b)(y.a n + y.b) with x.a y.a = 0.
+      int64_t left, right;
+      if (__builtin_mul_overflow(x->a, y->b, &left) || __builtin_mul_overflow(x->b, y->a, &right) ||
+          __builtin_add_overflow(left, right, &r.a) || __builtin_mul_overflow(x->b, y->b, &r.b))
+        return fail("integer overflow");
+      return r;
+    }
+    const int sign = e->kind == ExprKind::Add ? 1 : -1;
+    if (__builtin_add_overflow(x->a, sign * y->a, &r.a) ||
+        __builtin_add_overflow(x->b, sign * y->b, &r.b))
+      return fail("integer overflow");
+    return r;
+  }
+  default: {
+    // Anything else must not mention n: a number for this rank count and row length.
+    if (mentionsCount(e))
+      return fail("n may not be divided, nor taken a remainder of");
+    std::string reason;
+    if (auto value = evaluate(e, env, &reason))
+      return Linear{0, *value};
+    return fail(reason);
+  }
+  }
+}
+
+} // namespace
+
+bool mentionsCount(const Expr& e) {
+  return e && (e->kind == ExprKind::Count || mentionsCount(e->a) || mentionsCount(e->b));
+}
+
+std::optional<SizeForm> sizeForm(const Expr& e, const Env& env, std::string* why) {
+  const bool chunked = e->kind == ExprKind::ChunkSize;
+  auto form = linear(chunked ? e->a : e, env, why);
+  if (!form)
+    return std::nullopt;
+  if (form->a < 0 || form->b < 0) {
+    if (why)
+      *why = "a size must not shrink as n grows, nor be negative";
+    return std::nullopt;
+  }
+  return SizeForm{form->a, form->b, chunked};
+}
+
 std::string toC(const Expr& e) {
   switch (e->kind) {
   case ExprKind::Const:

@@ -5,6 +5,7 @@
 #ifndef COLLC_COMPILER_IR_H
 #define COLLC_COMPILER_IR_H
 
+#include "abi/CollectiveShapes.h"
 #include "abi/Types.h"
 
 #include <cstdint>
@@ -68,9 +69,11 @@ struct ExprNode {
   static Expr chunkLength(Expr length, Expr index);
 };
 
-inline constexpr int64_t kChunkAlignElems = 8;
+inline constexpr int64_t kChunkAlignElems = int64_t(collc::kChunkAlignElems);
 
 bool structurallyEqual(const Expr& x, const Expr& y);
+/// True if the expression mentions n.
+bool mentionsCount(const Expr& e);
 /// True if the expression mentions `rank` or a loop variable (i.e. differs between ranks).
 bool dependsOnRank(const Expr& e);
 
@@ -86,6 +89,19 @@ struct Env {
 
 /// Evaluates with overflow and division checks; on failure returns nullopt and says why.
 std::optional<int64_t> evaluate(const Expr& e, const Env& env, std::string* why = nullptr);
+
+/// A size as a function of n for one rank count and row length: `perCount * n + constant`, or the
+/// chunk size of that (`chunked`). The only way sizes may use n (Sema refuses any other), so that
+/// the runtime can compute sizes from plain numbers and the verifier's argument over every n holds.
+struct SizeForm {
+  int64_t perCount = 0;
+  int64_t constant = 0;
+  bool chunked = false;
+};
+/// The form of size expression `e` with env's nranks and row length, or nullopt (and why) where n
+/// appears otherwise (under a product with n, a division, a remainder, or a chunk(...) that is not
+/// the whole size) or the value is negative.
+std::optional<SizeForm> sizeForm(const Expr& e, const Env& env, std::string* why = nullptr);
 
 /// C expression text; `nranksText`/`countText`/`rankText` name those values in the target code.
 std::string toC(const Expr& e);
@@ -105,6 +121,9 @@ enum class BufferAccess {
   /// the first element of a line counts the adds (its value travels in the side buffer), and the
   /// owner takes the line once the count reaches nranks, then zeroes it for the next use.
   AtomicLines,
+  /// The first element of every line of an AtomicLines buffer of slotElems elements: one element
+  /// per 8 (the shortest line, 16-bit types), so it fits every type.
+  LineHeads,
   /// LL128 lines: 128 bytes carry 120 bytes of data and the call's 8-byte flag, written and read
   /// by 8 threads together; readers poll until the line's flag is the epoch.
   LL128,

@@ -1,5 +1,7 @@
 #include "compiler/RowEpilogue.h"
 
+#include "compiler/ElementCounts.h"
+
 #include <algorithm>
 
 namespace collc {
@@ -89,17 +91,7 @@ std::vector<AuxBuffer> describeAuxBuffers(const ir::Program& program, int nranks
     AuxBuffer described;
     described.name = buffer->name;
     described.written = std::find(written.begin(), written.end(), buffer.get()) != written.end();
-    ir::Expr elems = buffer->slotElems;
-    described.elements = [elems, nranks, rowLength](uint64_t count) -> uint64_t {
-      ir::Env env;
-      env.nranks = nranks;
-      env.count = int64_t(count);
-      env.rowLength = rowLength;
-      auto value = ir::evaluate(elems, env);
-      if (!value || *value < 0)
-        internalError("aux buffer size does not evaluate for count " + std::to_string(count));
-      return uint64_t(*value);
-    };
+    described.elems = elementCount(buffer->slotElems, nranks, rowLength);
     aux.push_back(std::move(described));
   }
   return aux;

@@ -1,8 +1,8 @@
 #include "compiler/Sema.h"
 
-#include "compiler/RowEpilogue.h"
 #include "abi/CollectiveShapes.h"
 #include "abi/collc_abi.h"
+#include "compiler/RowEpilogue.h"
 
 #include <set>
 
@@ -88,6 +88,7 @@ private:
       buffer->slotElems = lowerExpr(*decl.size, ExprContext::Size, {});
       buffer->slots =
           decl.slots ? lowerExpr(*decl.slots, ExprContext::Size, {}) : ExprNode::constant(1);
+      checkSizeForms(decl, buffer->slotElems, buffer->slots);
       if (decl.scratch) {
         buffer->role = ir::BufferRole::Scratch;
         buffer->scratchIndex = scratchBuffers++;
@@ -112,6 +113,30 @@ private:
       diags_.error(spec_.loc, article() +
                                   " needs an input and an output buffer: add 'buffers in: " +
                                   shapeText(true) + ", out: " + shapeText(false) + "'");
+  }
+
+  /// Sizes may use n only as `a * n + b` or `chunk(a * n + b)` (ir::SizeForm), for every rank
+  /// count the spec declares; slot counts not at all.
+  void checkSizeForms(const ast::BufferDecl& decl, const Expr& elems, const Expr& slots) {
+    if (slots && ir::mentionsCount(slots))
+      diags_.error(decl.slots->loc, "the number of slots of '" + decl.name +
+                                        "' may not depend on n; use nranks and integers");
+    if (!elems)
+      return;
+    for (int nranks = program_->minRanks; nranks <= program_->maxRanks; ++nranks) {
+      ir::Env env;
+      env.nranks = nranks;
+      env.rowLength = 1;
+      std::string why;
+      if (!ir::sizeForm(elems, env, &why)) {
+        diags_.error(decl.size->loc,
+                     "the size of '" + decl.name + "' cannot be proved for every n: " + why +
+                         " (nranks=" + std::to_string(nranks) +
+                         "); sizes may use n only as 'a * n + b' or 'chunk(a * n + b)', with a "
+                         "and b free of n");
+        return;
+      }
+    }
   }
 
   std::string kindName() const { return std::string(name(program_->kind)); }
@@ -218,7 +243,7 @@ private:
         step.repeatBegin = lowerExpr(*astStep.repeatLo, ExprContext::Size, {});
         step.repeatEnd = lowerExpr(*astStep.repeatHi, ExprContext::Size, {});
         // The steps are unrolled when the kernel is generated, where nranks is known but n is not.
-        if (mentionsCount(step.repeatBegin) || mentionsCount(step.repeatEnd))
+        if (ir::mentionsCount(step.repeatBegin) || ir::mentionsCount(step.repeatEnd))
           diags_.error(astStep.repeatLo->loc, "the repetitions of a step may depend on nranks but "
                                               "not on n, which is known only when the kernel runs");
         scope.push_back(astStep.repeatVar);
@@ -469,8 +494,15 @@ private:
     case ast::Expr::Kind::Integer:
       return ExprNode::constant(int64_t(e.value));
     case ast::Expr::Kind::Name:
-      if (e.name == "n")
+      if (e.name == "n") {
+        if (context == ExprContext::Index) {
+          diags_.error(e.loc, "'n' may size buffers but may not pick ranks, slots, chunks or "
+                              "blocks, bound a loop or decide an 'if': collc proves a spec for "
+                              "every n only where n decides nothing but sizes");
+          return nullptr;
+        }
         return ExprNode::count();
+      }
       if (!spec_.rowLengthName.empty() && e.name == spec_.rowLengthName)
         return ExprNode::rowLength();
       if (e.name == "nranks")
@@ -534,10 +566,6 @@ private:
       return nullptr;
     }
     return nullptr;
-  }
-
-  static bool mentionsCount(const Expr& e) {
-    return e && (e->kind == ExprKind::Count || mentionsCount(e->a) || mentionsCount(e->b));
   }
 
   static std::string refText(const ast::RegionRef& ref) {

@@ -1,11 +1,11 @@
 #include "runtime/CollectiveInstance.h"
 
+#include "abi/collc_abi.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
 #include "runtime/HeapSize.h"
 #include "runtime/NcclLibrary.h"
 #include "runtime/RankGraphs.h"
-#include "abi/collc_abi.h"
 
 #include <algorithm>
 #include <chrono>
@@ -66,9 +66,6 @@ CollectiveInstance::create(SymmetricWorld& world, const CompiledCollective& comp
     return instanceError(compiled, llvm::Twine(compiled.scratch.size()) +
                                        " scratch buffers; the ABI allows " +
                                        llvm::Twine(COLLC_MAX_SCRATCH));
-  for (const ScratchBuffer& buffer : compiled.scratch)
-    if (!buffer.bytes)
-      return instanceError(compiled, "scratch buffer '" + buffer.name + "' has no size");
   // The blocks of one rank wait for each other (and for the peers' blocks), so all of them must
   // be resident together: one block per multiprocessor at most is what we can promise.
   const std::vector<int>& local = world.localRanks();

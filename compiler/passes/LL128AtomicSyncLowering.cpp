@@ -161,11 +161,9 @@ bool lowerLL128AtomicSync(ir::Program& program, const VerifyResult& proof, Reduc
   side->name = acc->name + "_line_heads";
   side->role = ir::BufferRole::Scratch;
   side->slots = ExprNode::constant(1);
-  // One element per 128-byte line: at most 32 elements (f32) or 64 (16-bit) per line; sized for
-  // the smaller line (8 elements) so it fits every type.
-  side->slotElems = ExprNode::binary(
-      ExprKind::Div, ExprNode::binary(ExprKind::Add, acc->slotElems, ExprNode::constant(7)),
-      ExprNode::constant(8));
+  // One element per 128-byte line of the accumulation buffer (LineHeads storage).
+  side->slotElems = acc->slotElems;
+  side->access = ir::BufferAccess::LineHeads;
   side->loc = acc->loc;
   int scratchCount = 0;
   for (const auto& buffer : program.buffers)
