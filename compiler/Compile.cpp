@@ -10,6 +10,7 @@
 #include "compiler/RowEpilogue.h"
 #include "compiler/Sema.h"
 #include "compiler/Verifier.h"
+#include "compiler/ir/Visitor.h"
 #include "dsl/Parser.h"
 
 #include <algorithm>
@@ -58,9 +59,8 @@ namespace {
 
 /// Front end and verifier, shared by checkSpec and compileCollective.
 struct Checked {
-  std::unique_ptr<ast::Spec> ast; // lowering changes a program: a fresh one per variant comes
-                                  // from here (analyze), with the same proof
-  std::unique_ptr<ir::Program> program;
+  std::unique_ptr<ir::Program> program; // every variant is lowered from a copy of it
+
   VerifyResult proof;
 };
 
@@ -75,10 +75,8 @@ Checked parseAndVerify(Diagnostics& diags, const SpecSource& spec, llvm::raw_ost
   if (!program)
     return result;
   result.proof = verify(*program, diags);
-  if (result.proof.ok) {
+  if (result.proof.ok)
     result.program = std::move(program);
-    result.ast = std::move(ast);
-  }
   return result;
 }
 
@@ -103,92 +101,102 @@ void checkLaunchShape(const LaunchShape& shape, Diagnostics& diags, llvm::SMLoc 
           "whole_stores = " + std::to_string(shape.wholeStores) + " is invalid: must be 0 or 1");
 }
 
-void checkAtomics(const std::vector<ir::StmtPtr>& body, ReduceOp op, Diagnostics& diags) {
-  for (const auto& stmt : body) {
-    if (stmt->kind == ir::StmtKind::Loop)
-      checkAtomics(stmt->body, op, diags);
-    else if (stmt->kind == ir::StmtKind::AtomicAdd && op != ReduceOp::Sum)
-      diags.error(stmt->loc, "atomic_add accumulates with '+', so this spec cannot be compiled "
-                             "with op '" +
-                                 std::string(name(op)) + "'");
-  }
-}
+class AtomicsNeedSum : public ir::Visitor {
+public:
+  AtomicsNeedSum(ReduceOp op, Diagnostics& diags) : op_(op), diags_(diags) {}
 
-/// What lowering settled for one variant.
+private:
+  void visitAtomicAdd(const ir::AtomicAdd& s) override {
+    if (op_ != ReduceOp::Sum)
+      diags_.error(s.loc, "atomic_add accumulates with '+', so this spec cannot be compiled "
+                          "with op '" +
+                              std::string(name(op_)) + "'");
+  }
+  ReduceOp op_;
+  Diagnostics& diags_;
+};
+
+/// One variant, lowered: the program the printer prints and the choices it was lowered for.
 struct Lowered {
-  SyncKind sync = SyncKind::Barrier;
+  ir::Program program;
   LaunchShape launch;
   int root = 0;
   int64_t rowLength = 0;
 };
 
-/// The variant's choices checked against the verified `program`, then its steps expanded and
-/// lowered for them: all of compileCollective short of generating code. False on a user error
-/// (reported to `diags`).
-bool lowerVariant(ir::Program& program, const VerifyResult& proof, const CompileOptions& options,
-                  Diagnostics& diags, Lowered& lowered) {
+/// The variant's choices checked against the verified `spec`, then its steps expanded and lowered
+/// for them: all of compileCollective short of generating code. nullopt on a user error (reported
+/// to `diags`).
+std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult& proof,
+                                    const CompileOptions& options, Diagnostics& diags,
+                                    const ir::LineOf& lineOf) {
   // The variant's choices, each checked against what the spec allows.
-  if (options.nranks < program.minRanks || options.nranks > program.maxRanks)
-    diags.error(program.loc, "cannot compile for " + std::to_string(options.nranks) +
-                                 " ranks: the spec declares ranks " +
-                                 std::to_string(program.minRanks) + ".." +
-                                 std::to_string(program.maxRanks));
-  if (hasRoot(program.kind) && (options.root < 0 || options.root >= options.nranks))
-    diags.error(program.loc, "root " + std::to_string(options.root) + " is not a rank of a " +
-                                 std::to_string(options.nranks) + "-rank " +
-                                 std::string(name(program.kind)) + "; it must be 0.." +
-                                 std::to_string(options.nranks - 1));
-  const SyncKind sync = options.sync.value_or(program.defaultSync);
-  program.sync = sync;
+  if (options.nranks < spec.minRanks || options.nranks > spec.maxRanks)
+    diags.error(spec.loc, "cannot compile for " + std::to_string(options.nranks) +
+                              " ranks: the spec declares ranks " + std::to_string(spec.minRanks) +
+                              ".." + std::to_string(spec.maxRanks));
+  if (hasRoot(spec.kind) && (options.root < 0 || options.root >= options.nranks))
+    diags.error(spec.loc, "root " + std::to_string(options.root) + " is not a rank of a " +
+                              std::to_string(options.nranks) + "-rank " +
+                              std::string(name(spec.kind)) + "; it must be 0.." +
+                              std::to_string(options.nranks - 1));
+  ir::Program program = spec;
+  program.sync = options.sync.value_or(spec.defaultSync);
   if (options.sync)
     program.syncLoc = llvm::SMLoc(); // chosen on the command line: report at the collective
+  AtomicsNeedSum atomics(options.op, diags);
   for (const auto& step : program.steps)
-    checkAtomics(step.body, options.op, diags);
+    atomics.visitAll(step.body);
   LaunchShape launch;
-  launch.blocks = options.blocks.value_or(program.blocks);
-  launch.threads = options.threads.value_or(program.threads);
-  launch.vectorBytes = options.vectorBytes.value_or(program.vectorBytes);
-  launch.unroll = options.unroll.value_or(program.unroll);
-  launch.wholeStores = options.wholeStores.value_or(program.wholeStores);
-  checkLaunchShape(launch, diags, program.loc);
+  launch.blocks = options.blocks.value_or(spec.launch.blocks);
+  launch.threads = options.threads.value_or(spec.launch.threads);
+  launch.vectorBytes = options.vectorBytes.value_or(spec.launch.vectorBytes);
+  launch.unroll = options.unroll.value_or(spec.launch.unroll);
+  launch.wholeStores = options.wholeStores.value_or(spec.launch.wholeStores);
+  checkLaunchShape(launch, diags, spec.loc);
   // A vector narrower than one element means one element per operation.
   launch.vectorBytes = std::max<int>(launch.vectorBytes, sizeOf(options.dtype));
   if (diags.hasErrors())
-    return false;
+    return std::nullopt;
   auto steps = expandRepeatedSteps(program, options.nranks, diags);
   if (!steps)
-    return false;
+    return std::nullopt;
   program.steps = std::move(*steps);
-  const int root = hasRoot(program.kind) ? options.root : 0;
 
   LowerOptions lowerOptions;
   lowerOptions.dtype = options.dtype;
   lowerOptions.op = options.op;
   lowerOptions.vectorBytes = launch.vectorBytes;
   lowerOptions.unroll = launch.unroll;
+  lowerOptions.threads = launch.threads;
+  lowerOptions.rowLength = options.rowLength ? options.rowLength : spec.defaultRowLength;
   lowerOptions.experimentalLL128 = options.experimentalLL128;
+  lowerOptions.lineOf = lineOf;
   if (options.printIr && options.printIrAfterAll)
     lowerOptions.printAfterEach = options.printIr;
-  const int64_t rowLength = options.rowLength ? options.rowLength : program.defaultRowLength;
-  if (!lower(program, proof, lowerOptions, diags) || !checkRowLength(program, rowLength, diags))
-    return false;
+  auto lowered = lower(program, proof, lowerOptions, diags);
+  if (!lowered || !checkRowLength(*lowered, lowerOptions.rowLength, diags))
+    return std::nullopt;
   // Unroll multiplies the vectors of an element loop; LL128's line loops and row steps have
   // their own shape, which it would leave as it is.
-  const bool rowSteps = std::any_of(program.steps.begin(), program.steps.end(),
-                                    [](const ir::Step& step) { return step.byRows; });
-  if (launch.unroll > 1 && (program.lineLoops || rowSteps)) {
-    diags.error(program.loc,
-                "unroll = " + std::to_string(launch.unroll) +
-                    " does not apply to this variant: its loops " +
-                    (program.lineLoops ? "walk 128-byte lines (ll128)" : "go by rows") +
-                    ", one line or row at a time; use unroll = 1");
-    return false;
+  const bool rowSteps = std::any_of(lowered->steps.begin(), lowered->steps.end(),
+                                    [](const ir::Step& step) { return hasRowStatement(step); });
+  const bool lineLoops = lowered->uses(ir::Storage::LL128Lines);
+  if (launch.unroll > 1 && (lineLoops || rowSteps)) {
+    diags.error(spec.loc, "unroll = " + std::to_string(launch.unroll) +
+                              " does not apply to this variant: its loops " +
+                              (lineLoops ? "walk 128-byte lines (ll128)" : "go by rows") +
+                              ", one line or row at a time; use unroll = 1");
+    return std::nullopt;
   }
-  lowered.sync = sync;
-  lowered.launch = launch;
-  lowered.root = root;
-  lowered.rowLength = rowLength;
-  return true;
+  return Lowered{std::move(*lowered), launch, hasRoot(spec.kind) ? options.root : 0,
+                 lowerOptions.rowLength};
+}
+
+ir::LineOf lineOfIn(const llvm::SourceMgr& sources) {
+  return [&sources](llvm::SMLoc loc) {
+    return loc.isValid() ? sources.getLineAndColumn(loc).first : 0u;
+  };
 }
 
 } // namespace
@@ -200,23 +208,56 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics) {
   if (!checked.program)
     return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
   // The spec's own sync strategy and launch shape must also lower for every rank count, or emit,
-  // run and bench would refuse a spec that check called ok. The proof holds for every rank
-  // count; lowering changes the program, so each count gets a fresh one from the AST. A spec
-  // with rows and no default row length is lowered with rows of 4096 (a multiple of every
-  // vector width) for this.
+  // run and bench would refuse a spec that check called ok. A spec with rows and no default row
+  // length is lowered with rows of 4096 (a multiple of every vector width) for this.
   const ir::Program& verified = *checked.program;
   for (int nranks = verified.minRanks; nranks <= verified.maxRanks; ++nranks) {
     CompileOptions options;
     options.nranks = nranks;
     if (!verified.rowLengthName.empty() && verified.defaultRowLength == 0)
       options.rowLength = 4096;
-    auto program = analyze(*checked.ast, diags);
-    Lowered lowered;
-    if (!program || !lowerVariant(*program, checked.proof, options, diags, lowered))
+    if (!lowerVariant(verified, checked.proof, options, diags, lineOfIn(sources)))
       return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
   }
   return llvm::Error::success();
 }
+
+namespace {
+
+ScratchStorage storageOf(const ir::Buffer& buffer) {
+  switch (buffer.storage) {
+  case ir::Storage::Elements:
+    return ScratchStorage::Elements;
+  case ir::Storage::Packets:
+    return ScratchStorage::Packets;
+  case ir::Storage::AtomicLines:
+    return ScratchStorage::AtomicLines;
+  case ir::Storage::LineHeads:
+    return ScratchStorage::LineHeads;
+  case ir::Storage::LL128Lines:
+    return buffer.linesPerChunk ? ScratchStorage::LL128LinesPerChunk : ScratchStorage::LL128Lines;
+  }
+  internalError("unknown storage");
+}
+
+ScratchBuffer describeScratch(const ir::Buffer& buffer, const CompileOptions& options,
+                              int64_t rowLength) {
+  ScratchBuffer scratch;
+  scratch.name = buffer.name;
+  ir::Env env;
+  env.nranks = options.nranks;
+  scratch.slots = int(ir::evaluate(buffer.slots, env).value_or(1));
+  scratch.slotElems = elementCount(buffer.slotElems, options.nranks, rowLength);
+  scratch.elementBytes = sizeOf(options.dtype);
+  scratch.storage = storageOf(buffer);
+  if (buffer.filledWithNegativeZero) {
+    scratch.fillWidth = int(scratch.elementBytes);
+    scratch.fillBits = scratch.elementBytes == 4 ? 0x80000000u : 0x8000u; // -0.0
+  }
+  return scratch;
+}
+
+} // namespace
 
 llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
                                                      const CompileOptions& options,
@@ -229,17 +270,15 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   Checked checked = parseAndVerify(diags, spec, options.printAst);
   if (!checked.program)
     return fail();
-  ir::Program& program = *checked.program;
-
-  Lowered lowered;
-  if (!lowerVariant(program, checked.proof, options, diags, lowered))
+  auto lowered = lowerVariant(*checked.program, checked.proof, options, diags, lineOfIn(sources));
+  if (!lowered)
     return fail();
-  const SyncKind sync = lowered.sync;
-  const LaunchShape launch = lowered.launch;
-  const int root = lowered.root;
-  const int64_t rowLength = lowered.rowLength;
+  const ir::Program& program = lowered->program;
+  const LaunchShape launch = lowered->launch;
+  const int root = lowered->root;
+  const int64_t rowLength = lowered->rowLength;
   if (options.printIr && !options.printIrAfterAll)
-    ir::print(program, *options.printIr);
+    ir::print(program, *options.printIr, lineOfIn(sources));
 
   CodeGenTarget target;
   target.dtype = options.dtype;
@@ -252,9 +291,7 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   target.watchdog = options.watchdog;
   target.programmaticLaunch = options.programmaticLaunch;
   target.specFile = spec.bufferName;
-  target.lineOf = [&sources](llvm::SMLoc loc) {
-    return loc.isValid() ? sources.getLineAndColumn(loc).first : 0u;
-  };
+  target.lineOf = lineOfIn(sources);
 
   CompiledCollective compiled;
   compiled.specName = program.name;
@@ -265,11 +302,11 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   compiled.kind = program.kind;
   compiled.dtype = options.dtype;
   compiled.op = options.op;
-  compiled.sync = sync;
+  compiled.sync = program.sync;
   compiled.nranks = options.nranks;
   compiled.root = root;
   compiled.launch = launch;
-  compiled.syncPointsPerCall = program.syncPoints;
+  compiled.syncPointsPerCall = program.barriers;
   compiled.scratchCopies = program.scratchCopies;
   compiled.programmaticLaunch = options.programmaticLaunch;
   for (const auto& step : program.steps)
@@ -277,40 +314,9 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   compiled.rowLength = rowLength;
   compiled.eps = options.eps;
   compiled.aux = describeAuxBuffers(program, options.nranks, rowLength);
-  compiled.addRmsNorm = findAddRmsNorm(program);
-  for (const ir::Buffer* buffer : program.scratchBuffers()) {
-    ScratchBuffer scratch;
-    scratch.name = buffer->name;
-    ir::Env env;
-    env.nranks = options.nranks;
-    scratch.slots = int(ir::evaluate(buffer->slots, env).value_or(1));
-    scratch.slotElems = elementCount(buffer->slotElems, options.nranks, rowLength);
-    scratch.elementBytes = sizeOf(options.dtype);
-    switch (buffer->access) {
-    case ir::BufferAccess::Plain:
-    case ir::BufferAccess::Sentinel:
-      scratch.storage = ScratchStorage::Elements;
-      break;
-    case ir::BufferAccess::LL:
-      scratch.storage = ScratchStorage::Packets;
-      break;
-    case ir::BufferAccess::AtomicLines:
-      scratch.storage = ScratchStorage::AtomicLines;
-      break;
-    case ir::BufferAccess::LineHeads:
-      scratch.storage = ScratchStorage::LineHeads;
-      break;
-    case ir::BufferAccess::LL128:
-      scratch.storage =
-          buffer->linesPerChunk ? ScratchStorage::LL128LinesPerChunk : ScratchStorage::LL128Lines;
-      break;
-    }
-    if (buffer->access == ir::BufferAccess::Sentinel) {
-      scratch.fillWidth = int(scratch.elementBytes);
-      scratch.fillBits = scratch.elementBytes == 4 ? 0x80000000u : 0x8000u; // -0.0
-    }
-    compiled.scratch.push_back(std::move(scratch));
-  }
+  compiled.addRmsNorm = findAddRmsNorm(*checked.program);
+  for (ir::BufferId id : program.scratchBuffers())
+    compiled.scratch.push_back(describeScratch(program.buffer(id), options, rowLength));
   return compiled;
 }
 

@@ -38,13 +38,6 @@ public:
   }
 
 private:
-  /// A reduce's result held in a register for the statement after it (printLoopStmts).
-  struct Forwarded {
-    std::string pointer; // the region it was stored to, as pointer() prints it
-    std::string len;     // and its length, as lengthText() prints it
-    std::string name;    // the variable that holds it
-  };
-
   template <typename... Args> void line(fmt::format_string<Args...> format, Args&&... args) {
     out_ += fmt::format(format, std::forward<Args>(args)...);
     out_ += '\n';
@@ -54,10 +47,29 @@ private:
     return fmt::format("{}:{}", target_.specFile, target_.lineOf(loc));
   }
 
+  /// Elements per vector memory operation: the element loops' (vectorize gives all the same).
   int vectorElems() const {
-    return program_.steps.empty() || program_.steps[0].loops.empty()
-               ? std::max(1, target_.launch.vectorBytes / int(sizeOf(target_.dtype)))
-               : program_.steps[0].loops[0].vectorElems;
+    for (const auto& step : program_.steps)
+      for (const auto& stmt : step.body) {
+        if (stmt->kind == ir::StmtKind::ElementLoop)
+          return stmt->as<ir::ElementLoop>().vectorElems;
+        if (stmt->kind == ir::StmtKind::RowLoop)
+          for (const auto& inner : stmt->as<ir::RowLoop>().body)
+            if (inner->kind == ir::StmtKind::ElementLoop)
+              return inner->as<ir::ElementLoop>().vectorElems;
+      }
+    return std::max(1, target_.launch.vectorBytes / int(sizeOf(target_.dtype)));
+  }
+
+  /// Element loops walk LL128 lines (8 threads per line) rather than vectors.
+  bool lineLoops() const { return program_.uses(ir::Storage::LL128Lines); }
+
+  bool hasRowLoops() const {
+    for (const auto& step : program_.steps)
+      for (const auto& stmt : step.body)
+        if (stmt->kind == ir::StmtKind::RowLoop)
+          return true;
+    return false;
   }
 
   void printHeader() {
@@ -91,8 +103,8 @@ private:
          target_.watchdog ? "true" : "false");
     line("constexpr bool kWholeStores = {}; // a whole vector is one store instruction",
          target_.launch.wholeStores ? "true" : "false");
-    if (program_.syncPoints > 0)
-      line("constexpr int kSyncPoints = {}; // barriers per call", program_.syncPoints);
+    if (program_.barriers > 0)
+      line("constexpr int kSyncPoints = {}; // barriers per call", program_.barriers);
     line("constexpr int kScratchCopies = {}; // copies of the scratch region calls rotate through",
          program_.scratchCopies);
     line("typedef {} Word; // one vector of kVec elements",
@@ -102,35 +114,34 @@ private:
     out_ += elementHelpers(target_.dtype);
     out_ += combineFunction(target_.op);
     out_ += kPrelude;
-    if (program_.syncPoints > 0)
+    if (program_.barriers > 0)
       out_ += kBarrierPrelude;
-    if (uses(ir::BufferAccess::LL))
+    if (program_.uses(ir::Storage::Packets))
       out_ += kLLPrelude;
-    if (uses(ir::BufferAccess::AtomicLines)) {
+    if (program_.uses(ir::Storage::AtomicLines)) {
       out_ += vectorAtomicAdd(target_.dtype);
       out_ += kAtomicLinesPrelude;
     }
-    if (uses(ir::BufferAccess::Sentinel))
+    if (usesSentinels())
       out_ += kSentinelPrelude;
-    if (uses(ir::BufferAccess::LL128))
+    if (lineLoops())
       out_ += kLL128Prelude;
-    if (std::any_of(program_.steps.begin(), program_.steps.end(),
-                    [](const ir::Step& step) { return step.byRows; }))
+    if (hasRowLoops())
       out_ += kRowPrelude;
     line("}}  // namespace collc_kernel");
     line("using namespace collc_kernel;");
     line("");
   }
 
-  bool uses(ir::BufferAccess access) const {
+  bool usesSentinels() const {
     for (const auto& buffer : program_.buffers)
-      if (buffer->access == access)
+      if (buffer.filledWithNegativeZero)
         return true;
     return false;
   }
 
   std::string bufferBase(const ir::Region& region) {
-    const ir::Buffer* buffer = region.buffer;
+    const ir::Buffer* buffer = &program_.buffer(region);
     switch (buffer->role) {
     case ir::BufferRole::Input:
       return "buf_" + buffer->name;
@@ -149,68 +160,73 @@ private:
     std::string offset = ir::toC(region.offset);
     if (offset == "0")
       return bufferBase(region);
-    if (region.buffer->access == ir::BufferAccess::LL)
+    const ir::Buffer& buffer = program_.buffer(region);
+    if (buffer.storage == ir::Storage::Packets)
       return bufferBase(region) + " + ll_packet(" + offset + ")";
-    if (region.buffer->access == ir::BufferAccess::LL128)
-      return fmt::format("{} + {}_chunk_lines * ({}) * 8", bufferBase(region), region.buffer->name,
+    if (buffer.storage == ir::Storage::LL128Lines)
+      return fmt::format("{} + {}_chunk_lines * ({}) * 8", bufferBase(region), buffer.name,
                          ir::toC(region.offset->b));
     return bufferBase(region) + " + " + offset;
   }
 
-  /// An expression reading kVec elements at i of `region`, `len` of them valid: a plain load, or a
-  /// poll of data other ranks send.
-  std::string load(const ir::Region& region, const std::string& len, int step) {
-    const ir::Buffer* buffer = region.buffer;
-    std::string site = fmt::format("PollSite{{{}, -1, -1, {}, (long long)({})}}", step,
-                                   buffer->scratchIndex, ir::toC(region.slot));
-    switch (buffer->access) {
-    case ir::BufferAccess::Plain:
+  /// An expression reading kVec elements at i of `operand`, `len` of them valid.
+  std::string load(const ir::Operand& operand, const std::string& len) {
+    const ir::Region& region = operand.region;
+    const ir::Buffer& buffer = program_.buffer(region);
+    std::string site = fmt::format("PollSite{{{}, -1, -1, {}, (long long)({})}}", step_,
+                                   buffer.scratchIndex, ir::toC(region.slot));
+    switch (operand.load) {
+    case ir::LoadKind::Plain:
       return fmt::format("load_plain({}, i, {})", pointer(region), len);
-    case ir::BufferAccess::LL:
+    case ir::LoadKind::PollPacket:
       return fmt::format("ll_load(params, {}, i, {}, flag, {}, epoch)", pointer(region), len, site);
-    case ir::BufferAccess::Sentinel:
+    case ir::LoadKind::PollSentinel:
       return fmt::format("sentinel_load(params, {}, i, {}, {}, epoch)", pointer(region), len, site);
-    case ir::BufferAccess::AtomicLines:
+    case ir::LoadKind::TakeLine:
       return fmt::format("atomic_lines_take(params, {}, {}, i, {}, {}, epoch)", pointer(region),
                          sidePointer(region), len, site);
-    case ir::BufferAccess::LL128:
+    case ir::LoadKind::PollLine:
       return fmt::format("ll128_load(params, {}, i, {}, epoch, {}, epoch)", pointer(region), len,
                          site);
-    case ir::BufferAccess::LineHeads:
-      internalError("line heads are read only by atomic_lines_take");
+    case ir::LoadKind::Register:
+      return registerText(operand.reg);
     }
     return "?";
   }
+
+  /// A register of this thread; in a row loop that caches its rows, one vector of the row.
+  std::string registerText(const std::string& reg) const { return cachedRows_ ? reg + "[j]" : reg; }
 
   /// The elements of a region a thread may touch at i: the region's length, clipped in line loops
   /// to this thread's part of the line.
   std::string lengthText(const ir::Expr& length) const {
     if (inRowStep_) // every region of a step split by rows is whole rows (RowEpilogue.h)
       return "row_end";
-    return program_.lineLoops ? fmt::format("min_u64({}, lane_end)", ir::toC(length))
-                              : ir::toC(length);
+    return lineLoops() ? fmt::format("min_u64({}, lane_end)", ir::toC(length)) : ir::toC(length);
   }
 
   /// The side buffer of an accumulation-line region: the first element of each of its lines.
   std::string sidePointer(const ir::Region& region) {
-    return fmt::format("scratch_{}({}, 0)", region.buffer->side->name,
+    const ir::Buffer& side = program_.buffer(program_.buffer(region).side);
+    return fmt::format("scratch_{}({}, 0)", side.name,
                        region.owner ? ir::toC(region.owner) : "rank");
   }
 
   /// A statement writing `value` (kVec elements) at i of `region`, `len` of them valid.
-  std::string store(const ir::Region& region, const std::string& len, const std::string& value) {
-    switch (region.buffer->access) {
-    case ir::BufferAccess::Plain:
+  std::string store(ir::StoreKind kind, const ir::Region& region, const std::string& len,
+                    const std::string& value) {
+    switch (kind) {
+    case ir::StoreKind::Plain:
       return fmt::format("store_plain({}, i, {}, {});", pointer(region), len, value);
-    case ir::BufferAccess::LL:
+    case ir::StoreKind::FlaggedPacket:
       return fmt::format("ll_store({}, i, {}, {}, flag);", pointer(region), len, value);
-    case ir::BufferAccess::Sentinel:
+    case ir::StoreKind::Sentinel:
       return fmt::format("sentinel_store({}, i, {}, {});", pointer(region), len, value);
-    case ir::BufferAccess::LL128:
+    case ir::StoreKind::FlaggedLine:
       return fmt::format("ll128_store({}, i, {}, {}, epoch);", pointer(region), len, value);
-    case ir::BufferAccess::AtomicLines:
-    case ir::BufferAccess::LineHeads:
-      internalError("accumulation lines are only added to (atomic_lines_add), never stored");
+    case ir::StoreKind::LineAdd:
+      return fmt::format("atomic_lines_add({}, {}, i, {}, {});", pointer(region),
+                         sidePointer(region), len, value);
     }
     return "?";
   }
@@ -219,9 +235,10 @@ private:
     line("extern \"C\" __global__ void __launch_bounds__(kThreads)");
     line("{}(const __grid_constant__ collc_params params) {{", kernelName(program_));
     printHead();
-    if (uses(ir::BufferAccess::LL))
+    if (program_.uses(ir::Storage::Packets))
       line("const unsigned flag = unsigned(epoch); // in every packet this call sends");
-    for (const auto& buffer : program_.buffers) {
+    for (const auto& b : program_.buffers) {
+      const ir::Buffer* buffer = &b;
       if (buffer->role == ir::BufferRole::Input) {
         line("const Bits* const buf_{} = static_cast<const Bits*>(params.in); // {}", buffer->name,
              where(buffer->loc));
@@ -232,15 +249,15 @@ private:
         line("Bits* const buf_{} = static_cast<Bits*>(params.aux[{}]); // {}", buffer->name,
              buffer->auxIndex, where(buffer->loc));
       } else {
-        const bool packets = buffer->access == ir::BufferAccess::LL;
-        const bool ll128 = buffer->access == ir::BufferAccess::LL128;
+        const bool packets = buffer->storage == ir::Storage::Packets;
+        const bool ll128 = buffer->storage == ir::Storage::LL128Lines;
         line("// Scratch '{}' ({}): {} slot(s) of {} elements on every rank{}.", buffer->name,
              where(buffer->loc), ir::toC(buffer->slots), ir::toC(buffer->slotElems),
-             packets                                        ? ", as LL packets"
-             : ll128 && buffer->linesPerChunk               ? ", as LL128 lines, per chunk"
-             : ll128                                        ? ", as LL128 lines"
-             : buffer->access == ir::BufferAccess::Sentinel ? ", -0.0 until data arrives"
-                                                            : "");
+             packets                          ? ", as LL packets"
+             : ll128 && buffer->linesPerChunk ? ", as LL128 lines, per chunk"
+             : ll128                          ? ", as LL128 lines"
+             : buffer->filledWithNegativeZero ? ", -0.0 until data arrives"
+                                              : "");
         if (ll128) {
           // Lines of 8 uint4; with lines per chunk every chunk of a slot starts a line.
           if (buffer->linesPerChunk)
@@ -265,7 +282,7 @@ private:
         line("}};");
       }
     }
-    if (program_.lineLoops) {
+    if (lineLoops()) {
       line("// Element loops walk 128-byte lines: 8 threads per line, 120 bytes of data each.");
       line("const unsigned lane8 = threadIdx.x % 8;");
       line("const u64 first_line = (u64(blockIdx.x) * kThreads + threadIdx.x) / 8;");
@@ -322,42 +339,45 @@ private:
     step_ = step.index;
     line("");
     line("// Step '{}' ({}).", step.name, where(step.loc));
-    if (step.syncPointBefore >= 0) {
-      std::string waits;
-      for (const auto& wait : step.waits)
-        waits += (waits.empty() ? "" : ", ") + program_.steps[wait.step].name;
-      line("// wait {}: barrier {} ({} scope).", waits, step.syncPointBefore,
-           program_.barrierScope == ir::BarrierScope::Matched ? "per-block" : "all-block");
-      line("barrier<{}>(params, epoch, {}, {});",
-           program_.barrierScope == ir::BarrierScope::Full ? "true" : "false", step.syncPointBefore,
-           step.index);
-    }
-    if (step.byRows) {
-      printRowStep(step);
+    for (const auto& stmt : step.body)
+      printStmt(stmt);
+  }
+
+  void printBarrier(const ir::Barrier& barrier) {
+    std::string waits;
+    for (int step : barrier.orders)
+      waits += (waits.empty() ? "" : ", ") + program_.steps[size_t(step)].name;
+    line("// wait {}: barrier {} ({} scope).", waits, barrier.index,
+         barrier.scope == ir::BarrierScope::Matched ? "per-block" : "all-block");
+    line("barrier<{}>(params, epoch, {}, {});",
+         barrier.scope == ir::BarrierScope::Full ? "true" : "false", barrier.index, step_);
+  }
+
+  void printElementLoop(const ir::ElementLoop& loop) {
+    if (loop.shape == ir::LoopShape::RowVectors) {
+      printRowVectors(loop);
       return;
     }
-    for (const auto& loop : step.loops) {
+    if (loop.shape == ir::LoopShape::LL128Lines) {
+      // Every thread of a line stays in the loop while the line holds data, so that the line is
+      // stored and polled by its 8 threads together; thread 7 carries half a vector.
+      line("for (u64 line = first_line; line * kLL128LineElems < {}; line += line_stride) {{",
+           ir::toC(loop.bound));
+      line("const u64 i = line * kLL128LineElems + lane8 * kVec;");
+      line("const u64 lane_end = i + (lane8 == 7 ? kVec / 2 : kVec);");
+    } else {
       // With accumulation lines the loop runs to whole lines, so a line's 8 threads act together.
-      if (program_.lineLoops) {
-        // Every thread of a line stays in the loop while the line holds data, so that the line
-        // is stored and polled by its 8 threads together; thread 7 carries half a vector.
-        line("for (u64 line = first_line; line * kLL128LineElems < {}; line += line_stride) {{",
-             ir::toC(loop.bound));
-        line("const u64 i = line * kLL128LineElems + lane8 * kVec;");
-        line("const u64 lane_end = i + (lane8 == 7 ? kVec / 2 : kVec);");
-      } else {
-        const std::string bound = uses(ir::BufferAccess::AtomicLines)
-                                      ? "round_lines(" + ir::toC(loop.bound) + ")"
-                                      : ir::toC(loop.bound);
-        if (loop.unroll > 1) {
-          printUnrolledLoop(loop, bound);
-          continue;
-        }
-        line("for (u64 i = first; i < {}; i += stride) {{", bound);
+      const std::string bound = loop.shape == ir::LoopShape::WholeLines
+                                    ? "round_lines(" + ir::toC(loop.bound) + ")"
+                                    : ir::toC(loop.bound);
+      if (loop.unroll > 1) {
+        printUnrolledLoop(loop, bound);
+        return;
       }
-      printLoopStmts(loop.stmts);
-      line("}}");
+      line("for (u64 i = first; i < {}; i += stride) {{", bound);
     }
+    printBody(loop.body);
+    line("}}");
   }
 
   /// An element loop in which each thread takes `unroll` vectors, a stride apart, per iteration:
@@ -372,72 +392,97 @@ private:
     line("for (int i_unrolled = 0; i_unrolled < {}; ++i_unrolled) {{", loop.unroll);
     line("const u64 i = i_first + i_unrolled * stride;");
     line("if (i < {}) {{", bound);
-    printLoopStmts(loop.stmts);
+    printBody(loop.body);
     line("}}");
     line("}}");
     line("}}");
   }
 
+  void printBody(const std::vector<ir::Stmt>& body) {
+    for (const auto& stmt : body)
+      printStmt(stmt);
+  }
+
   void printStmt(const ir::Stmt& stmt) {
-    switch (stmt.kind) {
-    case ir::StmtKind::Loop:
-      if (stmt.conditional) {
-        // Conditions print as "(a == b)", already parenthesized.
-        line("if {} {{", ir::toC(stmt.end));
-        for (const auto& inner : stmt.body)
-          printStmt(*inner);
-        line("}}");
-        return;
-      }
-      line("#pragma unroll");
-      line("for (int v_i_{0} = {1}; v_i_{0} < {2}; ++v_i_{0}) {{", stmt.var, ir::toC(stmt.begin),
-           ir::toC(stmt.end));
-      line("const int v_{} = {};", stmt.var, ir::toC(stmt.value));
-      for (const auto& inner : stmt.body)
-        printStmt(*inner);
+    switch (stmt->kind) {
+    case ir::StmtKind::If: {
+      const auto& s = stmt->as<ir::If>();
+      // Conditions print as "(a == b)", already parenthesized.
+      line("if {} {{", ir::toC(s.condition));
+      printBody(s.body);
       line("}}");
       return;
-    case ir::StmtKind::Put:
-    case ir::StmtKind::Copy: {
-      const bool put = stmt.kind == ir::StmtKind::Put;
-      if (put)
-        line("// put {} -> {} ({})", stmt.sources[0].text, stmt.target.text, where(stmt.loc));
-      else
-        line("// {} = {} ({})", stmt.target.text, stmt.sources[0].text, where(stmt.loc));
-      std::string len = lengthText(put ? stmt.sources[0].length : stmt.target.length);
+    }
+    case ir::StmtKind::For: {
+      const auto& s = stmt->as<ir::For>();
+      line("#pragma unroll");
+      line("for (int {0} = {1}; {0} < {2}; ++{0}) {{", ir::toC(ir::ExprNode::var(s.index)),
+           ir::toC(s.begin), ir::toC(s.end));
+      line("const int {} = {};", ir::toC(ir::ExprNode::var(s.var)), ir::toC(s.value));
+      printBody(s.body);
+      line("}}");
+      return;
+    }
+    case ir::StmtKind::Put: {
+      const auto& s = stmt->as<ir::Put>();
+      const std::string len = lengthText(s.source.region.length);
+      if (s.store == ir::StoreKind::LineAdd) {
+        line("// {} -> {}: added as accumulation lines ({})", s.source.region.text, s.target.text,
+             where(s.loc));
+        line("{}", store(s.store, s.target, len, load(s.source, len)));
+        return;
+      }
+      line("// put {} -> {} ({})", s.source.region.text, s.target.text, where(s.loc));
       line("{{");
-      if (forwarded_ && pointer(stmt.sources[0]) == forwarded_->pointer && len == forwarded_->len)
-        line("const Vec v = {};", forwarded_->name);
-      else
-        line("const Vec v = {};", load(stmt.sources[0], len, step_));
-      line("{}", store(stmt.target, len, "v"));
+      line("const Vec v = {};", load(s.source, len));
+      line("{}", store(s.store, s.target, len, "v"));
       line("}}");
       return;
     }
     case ir::StmtKind::AtomicAdd: {
-      line("// atomic_add {} -> {} ({})", stmt.sources[0].text, stmt.target.text, where(stmt.loc));
-      std::string len = lengthText(stmt.sources[0].length);
-      line("atomic_add_plain({}, i, {}, {});", pointer(stmt.target), len,
-           load(stmt.sources[0], len, step_));
+      const auto& s = stmt->as<ir::AtomicAdd>();
+      line("// atomic_add {} -> {} ({})", s.source.region.text, s.target.text, where(s.loc));
+      const std::string len = lengthText(s.source.region.length);
+      line("atomic_add_plain({}, i, {}, {});", pointer(s.target), len, load(s.source, len));
       return;
     }
-    case ir::StmtKind::Reduce:
-      printReduce(stmt);
+    case ir::StmtKind::Assign: {
+      const auto& s = stmt->as<ir::Assign>();
+      if (s.reduce) {
+        printReduce(s);
+        return;
+      }
+      line("// {} = {} ({})", s.target.text, s.operands[0].region.text, where(s.loc));
+      const std::string len = lengthText(s.target.length);
+      line("{{");
+      line("const Vec v = {};", load(s.operands[0], len));
+      line("{}", store(s.store, s.target, len, "v"));
+      line("}}");
       return;
+    }
     case ir::StmtKind::RowNorm:
-      internalError("row-wise statements are printed by printRowStep, in a step split by rows");
-    case ir::StmtKind::AtomicLineAdd: {
-      line("// {} -> {}: added as accumulation lines ({})", stmt.sources[0].text, stmt.target.text,
-           where(stmt.loc));
-      std::string len = lengthText(stmt.sources[0].length);
-      line("atomic_lines_add({}, {}, i, {}, {});", pointer(stmt.target), sidePointer(stmt.target),
-           len, load(stmt.sources[0], len, step_));
+      printRowNorm(stmt->as<ir::RowNorm>());
+      return;
+    case ir::StmtKind::ElementLoop:
+      printElementLoop(stmt->as<ir::ElementLoop>());
+      return;
+    case ir::StmtKind::RowLoop:
+      printRowLoop(stmt->as<ir::RowLoop>());
+      return;
+    case ir::StmtKind::Barrier:
+      printBarrier(stmt->as<ir::Barrier>());
+      return;
+    case ir::StmtKind::Let: {
+      const auto& s = stmt->as<ir::Let>();
+      line("const Vec {} = {};", s.reg, load(s.value, lengthText(s.value.region.length)));
       return;
     }
     }
   }
 
-  void printReduce(const ir::Stmt& stmt) {
+  void printReduce(const ir::Assign& stmt) {
+    if (!stmt.keep.empty() && !cachedRows_)
+      line("Vec {}; // the reduced vector, sent on by the next statement", stmt.keep);
     std::string operandsText;
     for (const auto& operand : stmt.operands)
       operandsText += (operandsText.empty() ? "" : ", ") + operand.region.text;
@@ -452,12 +497,12 @@ private:
       // rank computes the same bits (floating-point addition is not associative). The own data is
       // read first, whatever the rank: a poll spins until the peer's data lands, and a load
       // issued after it would add a memory round trip to the wait on every rank but rank 0.
-      line("const Vec own = {};", load(ops[0].region, len, step_));
+      line("const Vec own = {};", load(ops[0], len));
       line("Vec operands[kRanks];");
       line("#pragma unroll");
-      line("for (int v_{0} = 0; v_{0} < kRanks; ++v_{0})", ops[1].setVar);
-      line("operands[v_{}] = v_{} == rank ? own : {};", ops[1].setVar, ops[1].setVar,
-           load(ops[1].region, len, step_));
+      const std::string q = ir::toC(ir::ExprNode::var(ops[1].setVar));
+      line("for (int {0} = 0; {0} < kRanks; ++{0})", q);
+      line("operands[{0}] = {0} == rank ? own : {1};", q, load(ops[1], len));
       line("Acc acc = to_acc(operands[0]);");
       line("#pragma unroll");
       line("for (int k = 1; k < kRanks; ++k)");
@@ -477,14 +522,15 @@ private:
     line("int next = 0;");
     for (const auto& operand : ops) {
       if (!operand.set) {
-        line("operands[next++] = {};", load(operand.region, len, step_));
+        line("operands[next++] = {};", load(operand, len));
         continue;
       }
       bool peers = *operand.set == ir::LoopRange::Peers;
       line("#pragma unroll");
       line("for (int j = {}; j < kRanks; ++j) {{", peers ? 1 : 0);
-      line("const int v_{} = {};", operand.setVar, peers ? "(rank + j) % kRanks" : "j");
-      line("operands[next++] = {};", load(operand.region, len, step_));
+      line("const int {} = {};", ir::toC(ir::ExprNode::var(operand.setVar)),
+           peers ? "(rank + j) % kRanks" : "j");
+      line("operands[next++] = {};", load(operand, len));
       line("}}");
     }
     line("Acc acc = to_acc(operands[0]);");
@@ -497,82 +543,34 @@ private:
 
   /// `+ a + b` after a reduce: added in float to the accumulator, whatever the operator, before
   /// the one rounding of the store.
-  void printAddendsAndStore(const ir::Stmt& stmt, const std::string& len) {
+  void printAddendsAndStore(const ir::Assign& stmt, const std::string& len) {
     for (const auto& addend : stmt.addends) {
-      line("{{ // + {}", addend.text);
-      line("const Vec addend = {};", load(addend, len, step_));
+      line("{{ // + {}", addend.region.text);
+      line("const Vec addend = {};", load(addend, len));
       line("#pragma unroll");
       line("for (int e = 0; e < kVec; ++e)");
       line("acc.v[e] += to_float(addend.bits[e]);");
       line("}}");
     }
-    if (cachedRows_ && stmt.target.buffer == cachedRows_) {
-      line("row_cache[j] = from_acc(acc);");
-      line("{}", store(stmt.target, len, "row_cache[j]"));
+    if (!stmt.keep.empty()) {
+      const std::string reg = registerText(stmt.keep);
+      line("{} = from_acc(acc);", reg);
+      line("{}", store(stmt.store, stmt.target, len, reg));
       return;
     }
-    if (forwarded_) {
-      line("{} = from_acc(acc);", forwarded_->name);
-      line("{}", store(stmt.target, len, forwarded_->name));
-      return;
-    }
-    line("{}", store(stmt.target, len, "from_acc(acc)"));
-  }
-
-  /// The statements of one element loop. A reduce whose result the next statement sends on (a
-  /// two-shot's reduced chunk, put to every peer) keeps that result in registers for it, instead
-  /// of the put reading back from memory what this thread has just stored: that read is an L2
-  /// round trip between the reduce and the send, on the critical path.
-  void printLoopStmts(const std::vector<ir::StmtPtr>& stmts) {
-    for (size_t k = 0; k < stmts.size(); ++k) {
-      const ir::Stmt& stmt = *stmts[k];
-      if (stmt.kind == ir::StmtKind::Reduce && k + 1 < stmts.size() &&
-          stmt.target.buffer->access == ir::BufferAccess::Plain) {
-        Forwarded value{pointer(stmt.target), lengthText(stmt.target.length),
-                        fmt::format("reduced_{}", forwardedCount_)};
-        if (onlySends(*stmts[k + 1], value, stmt.target.buffer)) {
-          ++forwardedCount_;
-          line("Vec {}; // the reduced vector, sent on by the next statement", value.name);
-          forwarded_ = value;
-          printStmt(stmt);
-          printStmt(*stmts[k + 1]);
-          forwarded_.reset();
-          ++k;
-          continue;
-        }
-      }
-      printStmt(stmt);
-    }
-  }
-
-  /// True if `stmt` only copies `value`'s region elsewhere (puts or copies, possibly in a loop),
-  /// writing nothing of `written`, the buffer the value was stored to.
-  bool onlySends(const ir::Stmt& stmt, const Forwarded& value, const ir::Buffer* written) {
-    if (stmt.kind == ir::StmtKind::Loop) {
-      for (const auto& inner : stmt.body)
-        if (!onlySends(*inner, value, written))
-          return false;
-      return !stmt.body.empty();
-    }
-    if (stmt.kind != ir::StmtKind::Put && stmt.kind != ir::StmtKind::Copy)
-      return false;
-    const ir::Region& source = stmt.sources[0];
-    const bool put = stmt.kind == ir::StmtKind::Put;
-    return stmt.target.buffer != written && source.buffer == written &&
-           pointer(source) == value.pointer &&
-           lengthText(put ? source.length : stmt.target.length) == value.len;
+    line("{}", store(stmt.store, stmt.target, len, "from_acc(acc)"));
   }
 
   /// A step split by rows: block b takes rows b, b + kBlocks, ...; for each, its threads walk the
   /// row's elements for the elementwise statements, and a row-wise statement sees the whole row.
-  void printRowStep(const ir::Step& step) {
+  void printRowLoop(const ir::RowLoop& loop) {
     inRowStep_ = true;
-    cachedRows_ = cachedRowBuffer(step);
+    cachedRows_ = loop.cachedVectors > 0;
     if (cachedRows_) {
       line("// Each thread keeps its {} vector(s) of the row in registers, from the statement",
-           rowIters());
+           loop.cachedVectors);
       line("// that computes them to the normalisation: no second and third pass over memory.");
-      line("constexpr int kRowIters = {};", rowIters());
+      line("constexpr int kRowIters = {};", loop.cachedVectors);
     }
     line("// Split by rows: one block per row at a time, so the block can reduce over the row.");
     line("for (u64 row = blockIdx.x; row < count / kHidden; row += kBlocks) {{");
@@ -580,81 +578,38 @@ private:
     line("const u64 row_end = row_begin + kHidden;");
     if (cachedRows_)
       line("Vec row_cache[kRowIters];");
-    for (const auto& loop : step.loops) {
-      if (loop.stmts.size() == 1 && loop.stmts[0]->kind == ir::StmtKind::RowNorm) {
-        printRowNorm(*loop.stmts[0]);
-        continue;
-      }
-      if (cachedRows_) {
-        // Unrolled, so that every vector's loads (and polls) are in flight together.
-        line("#pragma unroll");
-        line("for (int j = 0; j < kRowIters; ++j) {{");
-        line("const u64 i = row_begin + (u64(j) * kThreads + threadIdx.x) * kVec;");
-        line("if (i < row_end) {{");
-      } else {
-        line("for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{");
-      }
-      for (const auto& stmt : loop.stmts)
-        printStmt(*stmt);
-      if (cachedRows_)
-        line("}}");
-      line("}}");
-    }
+    printBody(loop.body);
     line("}}");
     inRowStep_ = false;
-    cachedRows_ = nullptr;
+    cachedRows_ = false;
   }
 
-  /// Vectors of a row per thread: a thread handles elements i, i + kThreads * kVec, ...
-  int rowIters() const {
-    const int64_t perPass = int64_t(target_.launch.threads) * vectorElems();
-    return int((target_.rowLength + perPass - 1) / perPass);
-  }
-
-  /// The buffer whose rows the step normalises, when a thread can keep its part of a row in
-  /// registers: one reduce of the step computes it (so its value is at hand when it is stored) and
-  /// a thread's part is at most kMaxCachedRowIters vectors (register pressure). Null otherwise.
-  const ir::Buffer* cachedRowBuffer(const ir::Step& step) const {
-    constexpr int kMaxCachedRowIters = 8;
-    if (rowIters() > kMaxCachedRowIters)
-      return nullptr;
-    const ir::Buffer* rows = nullptr;
-    for (const auto& loop : step.loops)
-      for (const auto& stmt : loop.stmts)
-        if (stmt->kind == ir::StmtKind::RowNorm)
-          rows = rows ? nullptr : stmt->sources[0].buffer;
-    if (!rows)
-      return nullptr;
-    // Exactly one writer, a reduce at the top of its loop (not inside an 'if' or a rank loop).
-    int topLevelReduces = 0, writers = 0;
-    for (const auto& loop : step.loops)
-      for (const auto& stmt : loop.stmts) {
-        writers += countWriters(*stmt, rows);
-        topLevelReduces +=
-            stmt->kind == ir::StmtKind::Reduce && stmt->target.buffer == rows ? 1 : 0;
-      }
-    return writers == 1 && topLevelReduces == 1 ? rows : nullptr;
-  }
-
-  static int countWriters(const ir::Stmt& stmt, const ir::Buffer* buffer) {
-    if (stmt.kind == ir::StmtKind::Loop) {
-      int writers = 0;
-      for (const auto& inner : stmt.body)
-        writers += countWriters(*inner, buffer);
-      return writers;
+  /// The elementwise statements of a row step, over the row's elements.
+  void printRowVectors(const ir::ElementLoop& loop) {
+    if (cachedRows_) {
+      // Unrolled, so that every vector's loads (and polls) are in flight together.
+      line("#pragma unroll");
+      line("for (int j = 0; j < kRowIters; ++j) {{");
+      line("const u64 i = row_begin + (u64(j) * kThreads + threadIdx.x) * kVec;");
+      line("if (i < row_end) {{");
+    } else {
+      line("for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{");
     }
-    return stmt.kind != ir::StmtKind::RowNorm && stmt.target.buffer == buffer ? 1 : 0;
+    printBody(loop.body);
+    if (cachedRows_)
+      line("}}");
+    line("}}");
   }
 
   /// out = rmsnorm(y) * weight over one row: the sum of squares in float, reduced over the block,
   /// then each element scaled in float and rounded once. y comes from the registers its reduce
   /// left it in (cachedRows_), else it is read twice more from memory (L2).
-  void printRowNorm(const ir::Stmt& stmt) {
-    const ir::Region& rows = stmt.sources[0];
-    const ir::Region& weight = stmt.sources[1];
+  void printRowNorm(const ir::RowNorm& stmt) {
+    const ir::Region& rows = stmt.rows.region;
+    const ir::Region& weight = stmt.weight.region;
     line("// {} = rmsnorm({}, {}) ({})", stmt.target.text, rows.text, weight.text, where(stmt.loc));
     line("{{");
-    if (cachedRows_) {
+    if (stmt.rows.load == ir::LoadKind::Register) {
       // The same rounded values the reduce stored, so the result is the same bits as reading
       // them back; the weight's loads start before the block reduction waits.
       line("float sum_sq = 0.0f;");
@@ -666,7 +621,7 @@ private:
       line("w[j] = load_plain({}, i - row_begin, kHidden);", pointer(weight));
       line("#pragma unroll");
       line("for (int e = 0; e < kVec; ++e) {{");
-      line("const float x = to_float(row_cache[j].bits[e]);");
+      line("const float x = to_float({}[j].bits[e]);", stmt.rows.reg);
       line("sum_sq += x * x;");
       line("}}");
       line("}}");
@@ -679,9 +634,10 @@ private:
       line("Vec normed;");
       line("#pragma unroll");
       line("for (int e = 0; e < kVec; ++e)");
-      line("normed.bits[e] = from_float(to_float(row_cache[j].bits[e]) * scale * "
-           "to_float(w[j].bits[e]));");
-      line("{}", store(stmt.target, "row_end", "normed"));
+      line("normed.bits[e] = from_float(to_float({}[j].bits[e]) * scale * "
+           "to_float(w[j].bits[e]));",
+           stmt.rows.reg);
+      line("{}", store(stmt.store, stmt.target, "row_end", "normed"));
       line("}}");
       line("}}");
       line("}}");
@@ -691,7 +647,7 @@ private:
     line("__syncthreads();");
     line("float sum_sq = 0.0f;");
     line("for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{");
-    line("const Vec y = {};", load(rows, "row_end", step_));
+    line("const Vec y = {};", load(stmt.rows, "row_end"));
     line("#pragma unroll");
     line("for (int e = 0; e < kVec; ++e) {{");
     line("const float x = to_float(y.bits[e]);");
@@ -700,13 +656,13 @@ private:
     line("}}");
     line("const float scale = rsqrtf(block_sum(sum_sq) / float(kHidden) + kEps);");
     line("for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{");
-    line("const Vec y = {};", load(rows, "row_end", step_));
+    line("const Vec y = {};", load(stmt.rows, "row_end"));
     line("const Vec w = load_plain({}, i - row_begin, kHidden);", pointer(weight));
     line("Vec normed;");
     line("#pragma unroll");
     line("for (int e = 0; e < kVec; ++e)");
     line("normed.bits[e] = from_float(to_float(y.bits[e]) * scale * to_float(w.bits[e]));");
-    line("{}", store(stmt.target, "row_end", "normed"));
+    line("{}", store(stmt.store, stmt.target, "row_end", "normed"));
     line("}}");
     line("}}");
   }
@@ -714,11 +670,9 @@ private:
   const ir::Program& program_;
   const CodeGenTarget& target_;
   std::string out_;
-  int step_ = 0;           // the step being printed, for the watchdog's record
-  bool inRowStep_ = false; // printing a step split by rows: lengths end at the row's end
-  const ir::Buffer* cachedRows_ = nullptr; // in a row step: the rows kept in row_cache
-  std::optional<Forwarded> forwarded_;
-  int forwardedCount_ = 0; // names each forwarded value of the kernel apart
+  int step_ = 0;            // the step being printed, for the watchdog's record
+  bool inRowStep_ = false;  // printing a step split by rows: lengths end at the row's end
+  bool cachedRows_ = false; // in a row step whose threads keep their vectors of the row
 };
 
 } // namespace

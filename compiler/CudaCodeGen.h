@@ -5,7 +5,7 @@
 #define COLLC_COMPILER_CUDACODEGEN_H
 
 #include "abi/CompiledCollective.h"
-#include "compiler/IR.h"
+#include "compiler/ir/IR.h"
 
 #include <functional>
 #include <string>

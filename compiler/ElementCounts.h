@@ -4,7 +4,7 @@
 #define COLLC_COMPILER_ELEMENTCOUNTS_H
 
 #include "abi/CompiledCollective.h"
-#include "compiler/IR.h"
+#include "compiler/ir/IR.h"
 
 namespace collc {
 

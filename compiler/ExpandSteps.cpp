@@ -1,5 +1,7 @@
 #include "compiler/ExpandSteps.h"
 
+#include "compiler/ir/Visitor.h"
+
 namespace collc {
 namespace {
 
@@ -32,44 +34,31 @@ Expr substitute(const Expr& e, const std::string& var, int64_t value) {
   }
 }
 
-ir::Region substitute(ir::Region region, const std::string& var, int64_t value) {
-  region.owner = substitute(region.owner, var, value);
-  region.slot = substitute(region.slot, var, value);
-  region.offset = substitute(region.offset, var, value);
-  region.length = substitute(region.length, var, value);
-  region.bound = substitute(region.bound, var, value);
-  return region;
-}
+/// Replaces the repetition variable by its value everywhere; an `if` whose condition became 1 is
+/// replaced by its body, one whose condition became 0 disappears.
+class Substitution : public ir::Mutator {
+public:
+  Substitution(std::string var, int64_t value) : var_(std::move(var)), value_(value) {}
 
-/// Appends `stmt` with `var` = `value` to `out`: an `if` whose condition became 1 is replaced by
-/// its body, one whose condition became 0 disappears.
-void substitute(const ir::StmtPtr& stmt, const std::string& var, int64_t value,
-                std::vector<ir::StmtPtr>& out) {
-  auto copy = std::make_shared<ir::Stmt>(*stmt);
-  copy->begin = substitute(stmt->begin, var, value);
-  copy->end = substitute(stmt->end, var, value);
-  copy->value = substitute(stmt->value, var, value);
-  if (stmt->kind == ir::StmtKind::Loop) {
-    copy->body.clear();
-    for (const auto& inner : stmt->body)
-      substitute(inner, var, value, copy->body);
-    if (stmt->conditional && copy->end->kind == ExprKind::Const) {
-      if (copy->end->value != 0)
-        out.insert(out.end(), copy->body.begin(), copy->body.end());
-      return;
+  void mutateInto(const ir::Stmt& stmt, std::vector<ir::Stmt>& out) override {
+    if (stmt->kind == ir::StmtKind::If) {
+      const auto& s = stmt->as<ir::If>();
+      Expr condition = mutateExpr(s.condition);
+      if (condition->kind == ExprKind::Const) {
+        if (condition->value != 0)
+          for (const ir::Stmt& inner : s.body)
+            mutateInto(inner, out);
+        return;
+      }
     }
-    out.push_back(copy);
-    return;
+    ir::Mutator::mutateInto(stmt, out);
   }
-  copy->target = substitute(stmt->target, var, value);
-  for (auto& source : copy->sources)
-    source = substitute(source, var, value);
-  for (auto& operand : copy->operands)
-    operand.region = substitute(operand.region, var, value);
-  for (auto& addend : copy->addends)
-    addend = substitute(addend, var, value);
-  out.push_back(copy);
-}
+
+private:
+  Expr mutateExpr(const Expr& e) override { return substitute(e, var_, value_); }
+  std::string var_;
+  int64_t value_;
+};
 
 } // namespace
 
@@ -116,8 +105,8 @@ std::optional<std::vector<ir::Step>> expandRepeatedSteps(const ir::Program& prog
         for (int target : expanded[wait.step])
           copy.waits.push_back({target, wait.loc});
       }
-      for (const auto& stmt : step.body)
-        substitute(stmt, repeated ? step.repeatVar : std::string(), value, copy.body);
+      Substitution substitution(repeated ? step.repeatVar : std::string(), value);
+      copy.body = substitution.mutateAll(step.body);
       expanded[step.index].push_back(copy.index);
       steps.push_back(std::move(copy));
     }

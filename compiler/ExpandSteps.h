@@ -9,7 +9,7 @@
 #ifndef COLLC_COMPILER_EXPANDSTEPS_H
 #define COLLC_COMPILER_EXPANDSTEPS_H
 
-#include "compiler/IR.h"
+#include "compiler/ir/IR.h"
 #include "dsl/Diagnostics.h"
 
 #include <optional>

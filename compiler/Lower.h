@@ -1,12 +1,14 @@
-// The lowering pipeline: one short function naming each pass in order.
+// The lowering pipeline: one short function naming each pass in order, from the verified spec
+// (steps expanded for the variant's rank count) to the program the printer prints.
 #ifndef COLLC_COMPILER_LOWER_H
 #define COLLC_COMPILER_LOWER_H
 
-#include "compiler/IR.h"
 #include "compiler/Verifier.h"
+#include "compiler/ir/IR.h"
 #include "dsl/Diagnostics.h"
 
 #include <llvm/Support/raw_ostream.h>
+#include <optional>
 
 namespace collc {
 
@@ -15,15 +17,18 @@ struct LowerOptions {
   ReduceOp op = ReduceOp::Sum;
   int vectorBytes = 16;
   int unroll = 1;
+  int threads = 512;
+  int64_t rowLength = 0;
   bool experimentalLL128 = false; // CompileOptions::experimentalLL128
   /// If set, the IR is printed here after every pass.
   llvm::raw_ostream* printAfterEach = nullptr;
+  ir::LineOf lineOf;
 };
 
-/// Lowers `program` for the strategy in program.sync. False (with diagnostics) if the strategy
+/// `program` lowered for the strategy in program.sync; nullopt (with diagnostics) if the strategy
 /// cannot synchronize this spec.
-bool lower(ir::Program& program, const VerifyResult& proof, const LowerOptions& options,
-           Diagnostics& diags);
+std::optional<ir::Program> lower(const ir::Program& program, const VerifyResult& proof,
+                                 const LowerOptions& options, Diagnostics& diags);
 
 } // namespace collc
 

@@ -1,97 +1,105 @@
 #include "compiler/RowEpilogue.h"
 
 #include "compiler/ElementCounts.h"
+#include "compiler/ir/Visitor.h"
 
 #include <algorithm>
 
 namespace collc {
 namespace {
 
-bool isWholeRowsBuffer(const ir::Region& region) {
-  return region.buffer->role != ir::BufferRole::Scratch || !region.owner
+bool isWholeRowsBuffer(const ir::Program& program, const ir::Region& region) {
+  return program.buffer(region).role != ir::BufferRole::Scratch || !region.owner
              ? ir::structurallyEqual(region.length, ir::ExprNode::count()) &&
                    ir::structurallyEqual(region.offset, ir::ExprNode::constant(0))
              : false;
 }
 
-void requireWholeRows(const ir::Region& region, const char* role, Diagnostics& diags) {
-  if (!isWholeRowsBuffer(region))
+void requireWholeRows(const ir::Program& program, const ir::Region& region, const char* role,
+                      Diagnostics& diags) {
+  if (!isWholeRowsBuffer(program, region))
     diags.error(region.loc, std::string(role) + " '" + region.text +
                                 "' must be a whole buffer of n elements (n / row length rows): "
                                 "a step with 'rmsnorm' is split by rows, not by chunks");
 }
 
-void checkRowNorm(const ir::Program& program, const ir::Stmt& stmt, Diagnostics& diags) {
+void checkRowNorm(const ir::Program& program, const ir::RowNorm& stmt, Diagnostics& diags) {
   if (program.rowLengthName.empty()) {
     diags.error(stmt.loc, "'rmsnorm' works row by row: declare the row length in the header, "
                           "e.g. 'rows hidden', and give it with --hidden");
     return;
   }
-  requireWholeRows(stmt.target, "the target", diags);
-  requireWholeRows(stmt.sources[0], "the rows", diags);
-  const ir::Region& weight = stmt.sources[1];
+  requireWholeRows(program, stmt.target, "the target", diags);
+  requireWholeRows(program, stmt.rows.region, "the rows", diags);
+  const ir::Region& weight = stmt.weight.region;
   if (!ir::structurallyEqual(weight.length, ir::ExprNode::rowLength()) ||
       !ir::structurallyEqual(weight.offset, ir::ExprNode::constant(0)))
     diags.error(weight.loc, "the weight '" + weight.text + "' must hold one row: declare it as '" +
-                                weight.buffer->name + ": T[" + program.rowLengthName + "]'");
-  if (stmt.target.buffer->role == ir::BufferRole::Scratch)
+                                program.buffer(weight).name + ": T[" + program.rowLengthName +
+                                "]'");
+  if (program.buffer(stmt.target).role == ir::BufferRole::Scratch)
     diags.error(stmt.target.loc, "'rmsnorm' writes user memory (the output or another user "
                                  "buffer), not scratch '" +
                                      stmt.target.text + "'");
 }
 
 /// A statement sharing its step with a row-wise one: the block that owns a row computes it.
-void checkRowStepStatement(const ir::Stmt& stmt, Diagnostics& diags) {
-  if (stmt.kind != ir::StmtKind::Copy && stmt.kind != ir::StmtKind::Reduce) {
-    diags.error(stmt.loc, "a step with 'rmsnorm' is split by rows; its other statements must be "
-                          "local assignments ('y = reduce(...) + r'); move this one to a step "
-                          "of its own");
+void checkRowStepStatement(const ir::Program& program, const ir::Stmt& stmt, Diagnostics& diags) {
+  if (stmt->kind != ir::StmtKind::Assign) {
+    diags.error(stmt->loc, "a step with 'rmsnorm' is split by rows; its other statements must be "
+                           "local assignments ('y = reduce(...) + r'); move this one to a step "
+                           "of its own");
     return;
   }
-  requireWholeRows(stmt.target, "the target", diags);
-  for (const auto& source : stmt.sources)
-    requireWholeRows(source, "the operand", diags);
-  for (const auto& operand : stmt.operands)
-    requireWholeRows(operand.region, "the operand", diags);
-  for (const auto& addend : stmt.addends)
-    requireWholeRows(addend, "the operand", diags);
+  const auto& assign = stmt->as<ir::Assign>();
+  requireWholeRows(program, assign.target, "the target", diags);
+  for (const auto& operand : assign.operands)
+    requireWholeRows(program, operand.region, "the operand", diags);
+  for (const auto& addend : assign.addends)
+    requireWholeRows(program, addend.region, "the operand", diags);
 }
 
-void refuseNestedRowNorms(const std::vector<ir::StmtPtr>& body, Diagnostics& diags) {
-  for (const auto& stmt : body) {
-    if (stmt->kind == ir::StmtKind::RowNorm)
-      diags.error(stmt->loc, "'rmsnorm' must be a statement of the step itself, not inside a "
-                             "loop or an 'if'");
-    if (stmt->kind == ir::StmtKind::Loop)
-      refuseNestedRowNorms(stmt->body, diags);
-  }
-}
+class NestedRowNorms : public ir::Visitor {
+public:
+  explicit NestedRowNorms(Diagnostics& diags) : diags_(diags) {}
 
-void collectWrittenBuffers(const std::vector<ir::StmtPtr>& body,
-                           std::vector<const ir::Buffer*>& written) {
-  for (const auto& stmt : body) {
-    if (stmt->kind == ir::StmtKind::Loop)
-      collectWrittenBuffers(stmt->body, written);
-    else if (stmt->target.buffer)
-      written.push_back(stmt->target.buffer);
+private:
+  void visitRowNorm(const ir::RowNorm& s) override {
+    diags_.error(s.loc, "'rmsnorm' must be a statement of the step itself, not inside a loop or "
+                        "an 'if'");
   }
-}
+  Diagnostics& diags_;
+};
+
+/// The buffers a statement (or those nested in it) writes.
+class WrittenBuffers : public ir::Visitor {
+public:
+  std::vector<ir::BufferId> written;
+
+private:
+  void visitPut(const ir::Put& s) override { written.push_back(s.target.buffer); }
+  void visitAtomicAdd(const ir::AtomicAdd& s) override { written.push_back(s.target.buffer); }
+  void visitAssign(const ir::Assign& s) override { written.push_back(s.target.buffer); }
+  void visitRowNorm(const ir::RowNorm& s) override { written.push_back(s.target.buffer); }
+};
 
 } // namespace
 
 std::vector<AuxBuffer> describeAuxBuffers(const ir::Program& program, int nranks,
                                           int64_t rowLength) {
-  std::vector<const ir::Buffer*> written;
+  WrittenBuffers writes;
   for (const auto& step : program.steps)
-    collectWrittenBuffers(step.body, written);
+    writes.visitAll(step.body);
   std::vector<AuxBuffer> aux;
-  for (const auto& buffer : program.buffers) {
-    if (buffer->role != ir::BufferRole::Aux)
+  for (size_t id = 0; id < program.buffers.size(); ++id) {
+    const ir::Buffer& buffer = program.buffers[id];
+    if (buffer.role != ir::BufferRole::Aux)
       continue;
     AuxBuffer described;
-    described.name = buffer->name;
-    described.written = std::find(written.begin(), written.end(), buffer.get()) != written.end();
-    described.elems = elementCount(buffer->slotElems, nranks, rowLength);
+    described.name = buffer.name;
+    described.written = std::find(writes.written.begin(), writes.written.end(), ir::BufferId(id)) !=
+                        writes.written.end();
+    described.elems = elementCount(buffer.slotElems, nranks, rowLength);
     aux.push_back(std::move(described));
   }
   return aux;
@@ -99,23 +107,26 @@ std::vector<AuxBuffer> describeAuxBuffers(const ir::Program& program, int nranks
 
 std::optional<AddRmsNormEpilogue> findAddRmsNorm(const ir::Program& program) {
   for (const auto& step : program.steps) {
-    const ir::Stmt* norm = nullptr;
+    const ir::RowNorm* norm = nullptr;
     for (const auto& stmt : step.body)
       if (stmt->kind == ir::StmtKind::RowNorm)
-        norm = stmt.get();
-    if (!norm || norm->target.buffer->role != ir::BufferRole::Output)
+        norm = &stmt->as<ir::RowNorm>();
+    if (!norm || program.buffer(norm->target).role != ir::BufferRole::Output)
       continue;
-    const ir::Buffer* rows = norm->sources[0].buffer;
-    const ir::Buffer* weight = norm->sources[1].buffer;
+    const ir::Buffer& rows = program.buffer(norm->rows.region);
+    const ir::Buffer& weight = program.buffer(norm->weight.region);
     for (const auto& stmt : step.body) {
-      if (stmt->kind != ir::StmtKind::Reduce || stmt->target.buffer != rows ||
-          stmt->addends.size() != 1)
+      if (stmt->kind != ir::StmtKind::Assign)
         continue;
-      const ir::Buffer* residual = stmt->addends[0].buffer;
-      if (rows->role != ir::BufferRole::Aux || weight->role != ir::BufferRole::Aux ||
-          residual->role != ir::BufferRole::Aux)
+      const auto& assign = stmt->as<ir::Assign>();
+      if (!assign.reduce || assign.target.buffer != norm->rows.region.buffer ||
+          assign.addends.size() != 1)
         continue;
-      return AddRmsNormEpilogue{residual->auxIndex, rows->auxIndex, weight->auxIndex};
+      const ir::Buffer& residual = program.buffer(assign.addends[0].region);
+      if (rows.role != ir::BufferRole::Aux || weight.role != ir::BufferRole::Aux ||
+          residual.role != ir::BufferRole::Aux)
+        continue;
+      return AddRmsNormEpilogue{residual.auxIndex, rows.auxIndex, weight.auxIndex};
     }
   }
   return std::nullopt;
@@ -123,7 +134,7 @@ std::optional<AddRmsNormEpilogue> findAddRmsNorm(const ir::Program& program) {
 
 bool hasRowStatement(const ir::Step& step) {
   for (const auto& stmt : step.body)
-    if (stmt->kind == ir::StmtKind::RowNorm)
+    if (stmt->kind == ir::StmtKind::RowNorm || stmt->kind == ir::StmtKind::RowLoop)
       return true;
   return false;
 }
@@ -131,20 +142,21 @@ bool hasRowStatement(const ir::Step& step) {
 void checkRowStatements(const ir::Program& program, Diagnostics& diags) {
   if (!program.rowLengthName.empty())
     for (const auto& buffer : program.buffers)
-      if (buffer->name == program.rowLengthName)
-        diags.error(buffer->loc, "'" + buffer->name + "' names the row length ('rows " +
-                                     buffer->name + "'); a buffer cannot have that name");
+      if (buffer.name == program.rowLengthName)
+        diags.error(buffer.loc, "'" + buffer.name + "' names the row length ('rows " + buffer.name +
+                                    "'); a buffer cannot have that name");
+  NestedRowNorms nested(diags);
   for (const auto& step : program.steps) {
     for (const auto& stmt : step.body)
-      if (stmt->kind == ir::StmtKind::Loop)
-        refuseNestedRowNorms(stmt->body, diags);
+      if (stmt->kind == ir::StmtKind::For || stmt->kind == ir::StmtKind::If)
+        nested.visit(stmt);
     if (!hasRowStatement(step))
       continue;
     for (const auto& stmt : step.body) {
       if (stmt->kind == ir::StmtKind::RowNorm)
-        checkRowNorm(program, *stmt, diags);
+        checkRowNorm(program, stmt->as<ir::RowNorm>(), diags);
       else
-        checkRowStepStatement(*stmt, diags);
+        checkRowStepStatement(program, stmt, diags);
     }
   }
 }
@@ -174,7 +186,7 @@ bool checkRowLength(const ir::Program& program, int64_t rowLength, Diagnostics& 
     return false;
   }
   for (const auto& step : program.steps) {
-    if (!step.byRows)
+    if (!hasRowStatement(step))
       continue;
     if (program.sync == SyncKind::LL128 || program.sync == SyncKind::LL128Atomic) {
       diags.error(program.syncLoc.isValid() ? program.syncLoc : program.loc,
@@ -184,14 +196,22 @@ bool checkRowLength(const ir::Program& program, int64_t rowLength, Diagnostics& 
                       "lines; use barrier, ll or sentinel");
       return false;
     }
-    for (const auto& loop : step.loops)
-      if (rowLength % loop.vectorElems != 0) {
-        diags.error(loc, "row length " + std::to_string(rowLength) + " is not a multiple of " +
-                             std::to_string(loop.vectorElems) +
-                             " elements, the vector width of this variant: a vector would "
-                             "straddle two rows; choose a smaller --vector");
-        return false;
+    for (const auto& stmt : step.body) {
+      if (stmt->kind != ir::StmtKind::RowLoop)
+        continue;
+      for (const auto& inner : stmt->as<ir::RowLoop>().body) {
+        if (inner->kind != ir::StmtKind::ElementLoop)
+          continue;
+        const int vectorElems = inner->as<ir::ElementLoop>().vectorElems;
+        if (rowLength % vectorElems != 0) {
+          diags.error(loc, "row length " + std::to_string(rowLength) + " is not a multiple of " +
+                               std::to_string(vectorElems) +
+                               " elements, the vector width of this variant: a vector would "
+                               "straddle two rows; choose a smaller --vector");
+          return false;
+        }
       }
+    }
   }
   return true;
 }

@@ -7,7 +7,7 @@
 #define COLLC_COMPILER_ROWEPILOGUE_H
 
 #include "abi/CompiledCollective.h"
-#include "compiler/IR.h"
+#include "compiler/ir/IR.h"
 #include "dsl/Diagnostics.h"
 
 #include <cstdint>

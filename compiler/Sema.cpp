@@ -3,6 +3,7 @@
 #include "abi/CollectiveShapes.h"
 #include "abi/collc_abi.h"
 #include "compiler/RowEpilogue.h"
+#include "compiler/ir/Visitor.h"
 
 #include <set>
 
@@ -73,7 +74,7 @@ private:
     int userBuffers = 0;
     int scratchBuffers = 0;
     for (const auto& decl : spec_.buffers) {
-      if (program_->find(decl.name)) {
+      if (program_->find(decl.name) >= 0) {
         diags_.error(decl.loc, "buffer '" + decl.name + "' is declared twice");
         continue;
       }
@@ -82,16 +83,16 @@ private:
                      "element type must be 'T', the element type of the variant being compiled "
                      "(chosen with --dtype); found '" +
                          decl.elementType + "'");
-      auto buffer = std::make_unique<ir::Buffer>();
-      buffer->name = decl.name;
-      buffer->loc = decl.loc;
-      buffer->slotElems = lowerExpr(*decl.size, ExprContext::Size, {});
-      buffer->slots =
+      ir::Buffer buffer;
+      buffer.name = decl.name;
+      buffer.loc = decl.loc;
+      buffer.slotElems = lowerExpr(*decl.size, ExprContext::Size, {});
+      buffer.slots =
           decl.slots ? lowerExpr(*decl.slots, ExprContext::Size, {}) : ExprNode::constant(1);
-      checkSizeForms(decl, buffer->slotElems, buffer->slots);
+      checkSizeForms(decl, buffer.slotElems, buffer.slots);
       if (decl.scratch) {
-        buffer->role = ir::BufferRole::Scratch;
-        buffer->scratchIndex = scratchBuffers++;
+        buffer.role = ir::BufferRole::Scratch;
+        buffer.scratchIndex = scratchBuffers++;
         if (scratchBuffers == COLLC_MAX_SCRATCH + 1)
           diags_.error(decl.loc, "too many scratch buffers; at most " +
                                      std::to_string(COLLC_MAX_SCRATCH) + " are supported");
@@ -100,11 +101,11 @@ private:
         ++userBuffers;
         // The first user buffer is the input, the second the output; their sizes are the kind's
         // (CollectiveShapes.h).
-        buffer->role = userBuffers == 1 ? ir::BufferRole::Input : ir::BufferRole::Output;
+        buffer.role = userBuffers == 1 ? ir::BufferRole::Input : ir::BufferRole::Output;
         if (userBuffers > 2) // after the input and the output: aux buffers (RowEpilogue.h)
-          declareAuxBuffer(decl, *buffer, userBuffers - 3);
-        else if (buffer->slotElems)
-          checkUserBufferShape(decl, buffer->slotElems, userBuffers == 1);
+          declareAuxBuffer(decl, buffer, userBuffers - 3);
+        else if (buffer.slotElems)
+          checkUserBufferShape(decl, buffer.slotElems, userBuffers == 1);
         hasSlots_.insert({decl.name, false});
       }
       program_->buffers.push_back(std::move(buffer));
@@ -203,21 +204,21 @@ private:
       if (knob.name == "blocks") {
         if (require(value >= 1 && value <= COLLC_MAX_BLOCKS,
                     "must be 1.." + std::to_string(COLLC_MAX_BLOCKS)))
-          program_->blocks = value;
+          program_->launch.blocks = value;
       } else if (knob.name == "threads") {
         if (require(value >= 32 && value <= 1024 && value % 32 == 0,
                     "must be a multiple of 32 in 32..1024"))
-          program_->threads = value;
+          program_->launch.threads = value;
       } else if (knob.name == "vector") {
         if (require(value == 2 || value == 4 || value == 8 || value == 16,
                     "must be 2, 4, 8 or 16 bytes"))
-          program_->vectorBytes = value;
+          program_->launch.vectorBytes = value;
       } else if (knob.name == "unroll") {
         if (require(value >= 1 && value <= 8, "must be 1..8"))
-          program_->unroll = value;
+          program_->launch.unroll = value;
       } else if (knob.name == "whole_stores") {
         if (require(value == 0 || value == 1, "must be 0 or 1"))
-          program_->wholeStores = value;
+          program_->launch.wholeStores = value;
       } else {
         diags_.error(knob.loc, "unknown launch knob '" + knob.name +
                                    "'; expected blocks, threads, vector, unroll or whole_stores");
@@ -278,150 +279,143 @@ private:
     }
   }
 
-  ir::StmtPtr lowerStmt(const ast::Stmt& stmt, std::vector<std::string>& scope) {
-    auto node = std::make_shared<ir::Stmt>();
-    node->loc = stmt.loc;
+  ir::Stmt lowerStmt(const ast::Stmt& stmt, std::vector<std::string>& scope) {
     switch (stmt.kind) {
     case ast::Stmt::Kind::Wait:
       diags_.error(stmt.loc, "'wait' must be a statement of the step itself, not inside a loop "
                              "or an 'if'");
       return nullptr;
     case ast::Stmt::Kind::If: {
-      // An `if` is a loop that runs its body once or never: every later stage already handles
-      // loops whose trip count depends on the rank.
-      node->kind = ir::StmtKind::Loop;
-      node->conditional = true;
-      node->var = "if" + std::to_string(setCounter_++);
-      node->range = ir::LoopRange::Interval;
-      node->begin = ExprNode::constant(0);
-      node->value = ExprNode::constant(0);
       Expr lhs = lowerExpr(*stmt.lo, ExprContext::Index, scope);
       Expr rhs = lowerExpr(*stmt.hi, ExprContext::Index, scope);
-      for (const auto& inner : stmt.body)
-        if (auto lowered = lowerStmt(*inner, scope))
-          node->body.push_back(std::move(lowered));
+      std::vector<ir::Stmt> body = lowerBody(stmt.body, scope);
       if (!lhs || !rhs)
         return nullptr;
-      node->end = ExprNode::binary(stmt.compare == '=' ? ExprKind::Eq : ExprKind::Ne, lhs, rhs);
-      return node;
+      return std::make_shared<ir::If>(
+          stmt.loc, ExprNode::binary(stmt.compare == '=' ? ExprKind::Eq : ExprKind::Ne, lhs, rhs),
+          std::move(body));
     }
     case ast::Stmt::Kind::For: {
-      node->kind = ir::StmtKind::Loop;
       if (std::find(scope.begin(), scope.end(), stmt.var) != scope.end()) {
         diags_.error(stmt.varLoc, "loop variable '" + stmt.var + "' shadows an outer one");
         return nullptr;
       }
-      node->var = stmt.var;
-      Expr index = ExprNode::var("i_" + stmt.var);
+      const std::string indexName = "i_" + stmt.var;
+      Expr index = ExprNode::var(indexName);
+      ir::LoopRange range = ir::LoopRange::Interval;
+      Expr begin, end, value = index;
       if (stmt.rangeSet == "peers") {
-        node->range = ir::LoopRange::Peers;
-        node->begin = ExprNode::constant(1);
-        node->end = ExprNode::nranks();
-        node->value = ExprNode::binary(ExprKind::Mod,
-                                       ExprNode::binary(ExprKind::Add, ExprNode::rank(), index),
-                                       ExprNode::nranks());
+        range = ir::LoopRange::Peers;
+        begin = ExprNode::constant(1);
+        end = ExprNode::nranks();
+        value = ExprNode::binary(ExprKind::Mod,
+                                 ExprNode::binary(ExprKind::Add, ExprNode::rank(), index),
+                                 ExprNode::nranks());
       } else if (stmt.rangeSet == "ranks") {
-        node->range = ir::LoopRange::Ranks;
-        node->begin = ExprNode::constant(0);
-        node->end = ExprNode::nranks();
-        node->value = index;
+        range = ir::LoopRange::Ranks;
+        begin = ExprNode::constant(0);
+        end = ExprNode::nranks();
       } else {
-        node->range = ir::LoopRange::Interval;
-        node->begin = lowerExpr(*stmt.lo, ExprContext::Index, scope);
-        node->end = lowerExpr(*stmt.hi, ExprContext::Index, scope);
-        node->value = index;
-        if (node->begin && node->end &&
-            (ir::dependsOnRank(node->begin) || ir::dependsOnRank(node->end)))
+        begin = lowerExpr(*stmt.lo, ExprContext::Index, scope);
+        end = lowerExpr(*stmt.hi, ExprContext::Index, scope);
+        if (begin && end && (ir::dependsOnRank(begin) || ir::dependsOnRank(end)))
           diags_.error(stmt.loc, "loop bounds must be the same on every rank (use n, nranks "
                                  "and constants; index with rank inside the loop)");
       }
       scope.push_back(stmt.var);
-      for (const auto& inner : stmt.body)
-        if (auto lowered = lowerStmt(*inner, scope))
-          node->body.push_back(std::move(lowered));
+      std::vector<ir::Stmt> body = lowerBody(stmt.body, scope);
       scope.pop_back();
-      if (!node->begin || !node->end)
+      if (!begin || !end)
         return nullptr;
-      return node;
+      return std::make_shared<ir::For>(stmt.loc, stmt.var, indexName, range, begin, end, value,
+                                       std::move(body));
     }
     case ast::Stmt::Kind::Put:
     case ast::Stmt::Kind::AtomicAdd: {
-      node->kind = stmt.kind == ast::Stmt::Kind::Put ? ir::StmtKind::Put : ir::StmtKind::AtomicAdd;
       auto source = lowerRegion(stmt.sources[0], scope, /*remote=*/false);
       auto target = lowerRegion(stmt.target, scope, /*remote=*/true);
       if (!source || !target)
         return nullptr;
-      node->sources.push_back(*source);
-      node->target = *target;
-      return node;
+      ir::Operand operand;
+      operand.region = *source;
+      if (stmt.kind == ast::Stmt::Kind::Put)
+        return std::make_shared<ir::Put>(stmt.loc, operand, *target);
+      return std::make_shared<ir::AtomicAdd>(stmt.loc, operand, *target);
     }
     case ast::Stmt::Kind::Copy:
     case ast::Stmt::Kind::Reduce: {
-      node->kind = stmt.kind == ast::Stmt::Kind::Copy ? ir::StmtKind::Copy : ir::StmtKind::Reduce;
       auto target = lowerRegion(stmt.target, scope, /*remote=*/false);
       bool ok = target.has_value();
-      if (target)
-        node->target = *target;
-      for (const auto& operand : stmt.sources) {
+      std::vector<ir::Operand> operands, addends;
+      for (const auto& ref : stmt.sources) {
         std::vector<std::string> operandScope = scope;
-        ir::ReduceOperand lowered;
-        if (operand.slotSet) {
-          lowered.set = *operand.slotSet == "peers" ? ir::LoopRange::Peers : ir::LoopRange::Ranks;
-          lowered.setVar = "q" + std::to_string(setCounter_++);
-          operandScope.push_back(lowered.setVar);
+        ir::Operand operand;
+        if (ref.slotSet) {
+          operand.set = *ref.slotSet == "peers" ? ir::LoopRange::Peers : ir::LoopRange::Ranks;
+          operand.setVar = "q" + std::to_string(setCounter_++);
+          operandScope.push_back(operand.setVar);
         }
-        auto region = lowerRegion(operand, operandScope, /*remote=*/false, lowered.setVar);
+        auto region = lowerRegion(ref, operandScope, /*remote=*/false, operand.setVar);
         if (!region) {
           ok = false;
           continue;
         }
-        lowered.region = *region;
-        if (node->kind == ir::StmtKind::Copy)
-          node->sources.push_back(*region);
-        else
-          node->operands.push_back(lowered);
+        operand.region = *region;
+        operands.push_back(operand);
       }
-      for (const auto& addend : stmt.addends) {
-        auto region = lowerRegion(addend, scope, /*remote=*/false);
+      for (const auto& ref : stmt.addends) {
+        auto region = lowerRegion(ref, scope, /*remote=*/false);
         ok &= region.has_value();
-        if (region)
-          node->addends.push_back(*region);
+        if (region) {
+          ir::Operand addend;
+          addend.region = *region;
+          addends.push_back(addend);
+        }
       }
+      if (!ok)
+        return nullptr;
       // `x = a + b` is a reduce of the one operand `a` (which is `a` whatever the operator)
       // followed by the addends: one code path adds in float and rounds once.
-      if (ok && node->kind == ir::StmtKind::Copy && !node->addends.empty()) {
-        node->kind = ir::StmtKind::Reduce;
-        node->operands.push_back(ir::ReduceOperand{node->sources[0], std::nullopt, ""});
-        node->sources.clear();
-      }
-      return ok ? node : nullptr;
+      const bool reduce = stmt.kind == ast::Stmt::Kind::Reduce || !addends.empty();
+      return std::make_shared<ir::Assign>(stmt.loc, *target, reduce, std::move(operands),
+                                          std::move(addends));
     }
     case ast::Stmt::Kind::RowNorm: {
-      node->kind = ir::StmtKind::RowNorm;
       auto target = lowerRegion(stmt.target, scope, /*remote=*/false);
       auto rows = lowerRegion(stmt.sources[0], scope, /*remote=*/false);
       auto weight = lowerRegion(stmt.sources[1], scope, /*remote=*/false);
       if (!target || !rows || !weight)
         return nullptr;
-      node->target = *target;
-      node->sources = {*rows, *weight};
-      return node;
+      ir::Operand rowsOperand, weightOperand;
+      rowsOperand.region = *rows;
+      weightOperand.region = *weight;
+      return std::make_shared<ir::RowNorm>(stmt.loc, *target, rowsOperand, weightOperand);
     }
     }
     return nullptr;
   }
 
+  std::vector<ir::Stmt> lowerBody(const std::vector<ast::StmtPtr>& body,
+                                  std::vector<std::string>& scope) {
+    std::vector<ir::Stmt> lowered;
+    for (const auto& inner : body)
+      if (auto stmt = lowerStmt(*inner, scope))
+        lowered.push_back(std::move(stmt));
+    return lowered;
+  }
+
   std::optional<ir::Region> lowerRegion(const ast::RegionRef& ref,
                                         const std::vector<std::string>& scope, bool remote,
                                         const std::string& setVar = "") {
-    const ir::Buffer* buffer = program_->find(ref.name);
-    if (!buffer) {
+    const ir::BufferId id = program_->find(ref.name);
+    if (id < 0) {
       diags_.error(ref.nameLoc, "unknown buffer '" + ref.name + "'");
       return std::nullopt;
     }
+    const ir::Buffer* buffer = &program_->buffer(id);
     bool ok = true;
     ir::Region region;
-    region.buffer = buffer;
+    region.buffer = id;
     region.loc = ref.loc;
     region.text = refText(ref);
     if (remote) {
@@ -604,18 +598,24 @@ private:
 };
 
 /// Writes into the input buffer are refused: the caller's data must survive the collective.
-void checkWrites(const ir::Program& program, const std::vector<ir::StmtPtr>& body,
-                 Diagnostics& diags) {
-  for (const auto& stmt : body) {
-    if (stmt->kind == ir::StmtKind::Loop) {
-      checkWrites(program, stmt->body, diags);
-      continue;
-    }
-    if (stmt->target.buffer && stmt->target.buffer->role == ir::BufferRole::Input)
-      diags.error(stmt->target.loc, "'" + stmt->target.buffer->name +
-                                        "' is the collective's input, which it must not modify");
+class InputWrites : public ir::Visitor {
+public:
+  InputWrites(const ir::Program& program, Diagnostics& diags) : program_(program), diags_(diags) {}
+
+private:
+  void check(const ir::Region& target) {
+    const ir::Buffer& buffer = program_.buffer(target);
+    if (buffer.role == ir::BufferRole::Input)
+      diags_.error(target.loc,
+                   "'" + buffer.name + "' is the collective's input, which it must not modify");
   }
-}
+  void visitPut(const ir::Put& s) override { check(s.target); }
+  void visitAtomicAdd(const ir::AtomicAdd& s) override { check(s.target); }
+  void visitAssign(const ir::Assign& s) override { check(s.target); }
+  void visitRowNorm(const ir::RowNorm& s) override { check(s.target); }
+  const ir::Program& program_;
+  Diagnostics& diags_;
+};
 
 } // namespace
 
@@ -624,8 +624,9 @@ std::unique_ptr<ir::Program> analyze(const ast::Spec& spec, Diagnostics& diags) 
   auto program = analyzer.run();
   if (!program)
     return nullptr;
+  InputWrites inputWrites(*program, diags);
   for (const auto& step : program->steps)
-    checkWrites(*program, step.body, diags);
+    inputWrites.visitAll(step.body);
   checkRowStatements(*program, diags);
   if (diags.hasErrors())
     return nullptr;

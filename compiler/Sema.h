@@ -4,7 +4,7 @@
 #ifndef COLLC_COMPILER_SEMA_H
 #define COLLC_COMPILER_SEMA_H
 
-#include "compiler/IR.h"
+#include "compiler/ir/IR.h"
 #include "dsl/AST.h"
 #include "dsl/Diagnostics.h"
 

@@ -1,9 +1,9 @@
 #include "compiler/Verifier.h"
 
+#include "abi/CollectiveShapes.h"
 #include "compiler/ExpandSteps.h"
 #include "compiler/Postcondition.h"
 #include "compiler/RowEpilogue.h"
-#include "abi/CollectiveShapes.h"
 
 #include <algorithm>
 #include <set>
@@ -94,7 +94,7 @@ public:
         env.root = root_;
         env.rowLength = rowLength_;
         for (const auto& stmt : steps_[s].body)
-          execute(*stmt, env);
+          execute(stmt, env);
       }
     }
     checkWaitsMatched();
@@ -135,7 +135,8 @@ private:
     env.rowLength = rowLength_;
     memory_.assign(nranks_, {});
     for (int r = 0; r < nranks_; ++r) {
-      for (const auto& buffer : program_.buffers) {
+      for (const auto& b : program_.buffers) {
+        const ir::Buffer* buffer = &b;
         int64_t slots = eval(buffer->slots, env, buffer->loc);
         int64_t elems = eval(buffer->slotElems, env, buffer->loc);
         if (slots < 1 || elems < 0)
@@ -168,13 +169,6 @@ private:
     }
   }
 
-  int bufferIndex(const ir::Buffer* buffer) const {
-    for (size_t i = 0; i < program_.buffers.size(); ++i)
-      if (program_.buffers[i].get() == buffer)
-        return int(i);
-    internalError("region refers to a buffer outside the program");
-  }
-
   ResolvedRegion resolve(const ir::Region& region, const ir::Env& env) {
     ResolvedRegion r;
     r.owner = region.owner ? int(eval(region.owner, env, region.loc)) : env.rank;
@@ -182,7 +176,7 @@ private:
         (eval(region.owner, env, region.loc) < 0 || eval(region.owner, env, region.loc) >= nranks_))
       fail(region.loc, "peer " + std::to_string(eval(region.owner, env, region.loc)) + " of '" +
                            region.text + "' is not a rank on rank " + std::to_string(env.rank));
-    r.bufferIndex = bufferIndex(region.buffer);
+    r.bufferIndex = region.buffer;
     r.slot = eval(region.slot, env, region.loc);
     r.offset = eval(region.offset, env, region.loc);
     r.length = eval(region.length, env, region.loc);
@@ -190,7 +184,7 @@ private:
     const auto& slots = memory_[r.owner][r.bufferIndex];
     if (r.slot < 0 || r.slot >= int64_t(slots.size()))
       fail(region.loc, "slot " + std::to_string(r.slot) + " of '" + region.text +
-                           "' is out of range: '" + region.buffer->name + "' has " +
+                           "' is out of range: '" + program_.buffer(region).name + "' has " +
                            std::to_string(slots.size()) + " slots (on rank " +
                            std::to_string(env.rank) + ")");
     int64_t size = int64_t(slots[r.slot].size());
@@ -283,11 +277,18 @@ private:
     return c.value;
   }
 
-  void write(const ir::Stmt& stmt, const ResolvedRegion& r, int64_t j, int64_t index, int64_t bound,
+  /// What a write needs of its statement.
+  struct Writer {
+    llvm::SMLoc loc;
+    const ir::Region& target;
+    bool atomic;
+  };
+
+  void write(const Writer& stmt, const ResolvedRegion& r, int64_t j, int64_t index, int64_t bound,
              std::vector<Contribution> value) {
     Cell& c = cell(r, j);
     const ir::Region& region = stmt.target;
-    bool atomic = stmt.kind == ir::StmtKind::AtomicAdd;
+    bool atomic = stmt.atomic;
     const std::string what = "'" + region.text + "' (element " + std::to_string(r.offset + j) +
                              ") on rank " + std::to_string(r.owner);
     if (atomic && !c.written)
@@ -325,7 +326,7 @@ private:
     usesAtomics_ |= atomic;
     if (r.owner != rank_) {
       remotelyWritten_.insert(r.bufferIndex);
-    } else if (stmt.target.buffer->role == ir::BufferRole::Scratch) {
+    } else if (program_.buffer(stmt.target).role == ir::BufferRole::Scratch) {
       locallyWritten_.insert(r.bufferIndex);
     }
     c.reads = 0;
@@ -349,78 +350,90 @@ private:
   }
 
   void execute(const ir::Stmt& stmt, ir::Env& env) {
-    switch (stmt.kind) {
-    case ir::StmtKind::AtomicLineAdd:
-      internalError("the verifier runs before lowering, which alone makes atomic line adds");
-    case ir::StmtKind::Loop: {
-      int64_t begin = eval(stmt.begin, env, stmt.loc), end = eval(stmt.end, env, stmt.loc);
+    switch (stmt->kind) {
+    case ir::StmtKind::ElementLoop:
+    case ir::StmtKind::RowLoop:
+    case ir::StmtKind::Barrier:
+    case ir::StmtKind::Let:
+      internalError("the verifier runs on the spec's statements, before lowering");
+    case ir::StmtKind::If: {
+      const auto& s = stmt->as<ir::If>();
+      if (eval(s.condition, env, s.loc) != 0)
+        for (const auto& inner : s.body)
+          execute(inner, env);
+      return;
+    }
+    case ir::StmtKind::For: {
+      const auto& s = stmt->as<ir::For>();
+      int64_t begin = eval(s.begin, env, s.loc), end = eval(s.end, env, s.loc);
       if (end - begin > kMaxLoopTrips)
-        fail(stmt.loc, "loop runs " + std::to_string(end - begin) + " times; at most " +
-                           std::to_string(kMaxLoopTrips) + " are supported");
-      std::string indexVar = "i_" + stmt.var;
+        fail(s.loc, "loop runs " + std::to_string(end - begin) + " times; at most " +
+                        std::to_string(kMaxLoopTrips) + " are supported");
       for (int64_t i = begin; i < end; ++i) {
-        env.vars[indexVar] = i;
-        env.vars[stmt.var] = eval(stmt.value, env, stmt.loc);
-        for (const auto& inner : stmt.body)
-          execute(*inner, env);
+        env.vars[s.index] = i;
+        env.vars[s.var] = eval(s.value, env, s.loc);
+        for (const auto& inner : s.body)
+          execute(inner, env);
       }
-      env.vars.erase(indexVar);
-      env.vars.erase(stmt.var);
+      env.vars.erase(s.index);
+      env.vars.erase(s.var);
       return;
     }
     case ir::StmtKind::Put:
     case ir::StmtKind::AtomicAdd: {
-      ResolvedRegion src = resolve(stmt.sources[0], env);
-      ResolvedRegion dst = resolve(stmt.target, env);
+      const bool atomic = stmt->kind == ir::StmtKind::AtomicAdd;
+      const ir::Operand& source =
+          atomic ? stmt->as<ir::AtomicAdd>().source : stmt->as<ir::Put>().source;
+      const ir::Region& target =
+          atomic ? stmt->as<ir::AtomicAdd>().target : stmt->as<ir::Put>().target;
+      ResolvedRegion src = resolve(source.region, env);
+      ResolvedRegion dst = resolve(target, env);
       if (dst.length < src.length)
-        fail(stmt.loc, "destination '" + stmt.target.text + "' holds " +
-                           std::to_string(dst.length) + " elements but the source '" +
-                           stmt.sources[0].text + "' has " + std::to_string(src.length));
+        fail(stmt->loc, "destination '" + target.text + "' holds " + std::to_string(dst.length) +
+                            " elements but the source '" + source.region.text + "' has " +
+                            std::to_string(src.length));
       for (int64_t j = 0; j < src.length; ++j) {
-        auto value = read(stmt.sources[0], src, j, j, src.bound);
-        write(stmt, dst, j, j, src.bound, value);
+        auto value = read(source.region, src, j, j, src.bound);
+        write({stmt->loc, target, atomic}, dst, j, j, src.bound, value);
       }
       return;
     }
-    case ir::StmtKind::Copy:
-    case ir::StmtKind::Reduce: {
-      ResolvedRegion dst = resolve(stmt.target, env);
+    case ir::StmtKind::Assign: {
+      const auto& s = stmt->as<ir::Assign>();
+      ResolvedRegion dst = resolve(s.target, env);
       // Expand operands: a slot set binds its variable to every rank of the set.
       std::vector<std::pair<const ir::Region*, ResolvedRegion>> inputs;
       auto addOperand = [&](const ir::Region& region) {
         ResolvedRegion resolved = resolve(region, env);
         if (resolved.length < dst.length)
           fail(region.loc, "operand '" + region.text + "' has " + std::to_string(resolved.length) +
-                               " elements but the target '" + stmt.target.text + "' needs " +
+                               " elements but the target '" + s.target.text + "' needs " +
                                std::to_string(dst.length));
         inputs.push_back({&region, resolved});
       };
-      if (stmt.kind == ir::StmtKind::Copy) {
-        addOperand(stmt.sources[0]);
-      } else {
-        for (const auto& operand : stmt.operands) {
-          if (!operand.set) {
-            addOperand(operand.region);
-            continue;
-          }
-          for (int i = 0; i < nranks_; ++i) {
-            int q = *operand.set == ir::LoopRange::Peers ? (env.rank + 1 + i) % nranks_ : i;
-            if (*operand.set == ir::LoopRange::Peers && i == nranks_ - 1)
-              break;
-            env.vars[operand.setVar] = q;
-            addOperand(operand.region);
-          }
-          env.vars.erase(operand.setVar);
+      for (const auto& operand : s.operands) {
+        if (!operand.set) {
+          addOperand(operand.region);
+          continue;
         }
+        for (int i = 0; i < nranks_; ++i) {
+          int q = *operand.set == ir::LoopRange::Peers ? (env.rank + 1 + i) % nranks_ : i;
+          if (*operand.set == ir::LoopRange::Peers && i == nranks_ - 1)
+            break;
+          env.vars[operand.setVar] = q;
+          addOperand(operand.region);
+        }
+        env.vars.erase(operand.setVar);
       }
       std::vector<std::pair<const ir::Region*, ResolvedRegion>> addends;
-      for (const auto& addend : stmt.addends) {
-        ResolvedRegion resolved = resolve(addend, env);
+      for (const auto& addend : s.addends) {
+        ResolvedRegion resolved = resolve(addend.region, env);
         if (resolved.length < dst.length)
-          fail(addend.loc, "'" + addend.text + "' has " + std::to_string(resolved.length) +
-                               " elements but the target '" + stmt.target.text + "' needs " +
-                               std::to_string(dst.length));
-        addends.push_back({&addend, resolved});
+          fail(addend.region.loc, "'" + addend.region.text + "' has " +
+                                      std::to_string(resolved.length) +
+                                      " elements but the target '" + s.target.text + "' needs " +
+                                      std::to_string(dst.length));
+        addends.push_back({&addend.region, resolved});
       }
       for (int64_t j = 0; j < dst.length; ++j) {
         std::vector<Contribution> value;
@@ -432,12 +445,13 @@ private:
           const auto& part = read(*region, resolved, j, thread(j), threadBound(dst.bound));
           value.insert(value.end(), part.begin(), part.end());
         }
-        write(stmt, dst, j, thread(j), threadBound(dst.bound), std::move(value));
+        write({s.loc, s.target, false}, dst, j, thread(j), threadBound(dst.bound),
+              std::move(value));
       }
       return;
     }
     case ir::StmtKind::RowNorm:
-      executeRowNorm(stmt, env);
+      executeRowNorm(stmt->as<ir::RowNorm>(), env);
       return;
     }
   }
@@ -453,10 +467,12 @@ private:
   /// computed on this rank (a row-wise statement reads its rows twice, which data-arrival
   /// buffers do not allow). The value kept is y[t, k]'s own plus weight[k]'s, so that the
   /// postcondition can check the output element by element.
-  void executeRowNorm(const ir::Stmt& stmt, ir::Env& env) {
+  void executeRowNorm(const ir::RowNorm& stmt, ir::Env& env) {
+    const ir::Region& rowsRegion = stmt.rows.region;
+    const ir::Region& weightRegion = stmt.weight.region;
     ResolvedRegion dst = resolve(stmt.target, env);
-    ResolvedRegion rows = resolve(stmt.sources[0], env);
-    ResolvedRegion weight = resolve(stmt.sources[1], env);
+    ResolvedRegion rows = resolve(rowsRegion, env);
+    ResolvedRegion weight = resolve(weightRegion, env);
     const int64_t h = rowLength_;
     if (rows.length < dst.length || weight.length < h)
       fail(stmt.loc, "'rmsnorm' needs rows of " + std::to_string(dst.length) +
@@ -465,19 +481,19 @@ private:
       std::vector<std::vector<Contribution>> values;
       for (int64_t k = 0; k < h; ++k) {
         const int64_t j = t * h + k;
-        const auto& value = read(stmt.sources[0], rows, j, t, -h);
+        const auto& value = read(rowsRegion, rows, j, t, -h);
         const Cell& c = cell(rows, j);
-        const std::string what = "row " + std::to_string(t) + " of '" + stmt.sources[0].text +
+        const std::string what = "row " + std::to_string(t) + " of '" + rowsRegion.text +
                                  "' on rank " + std::to_string(rank_);
         if (c.writerRank != rank_)
-          fail(stmt.sources[0].loc,
+          fail(rowsRegion.loc,
                "'rmsnorm' reads " + what + ", whose element " + std::to_string(j) + " rank " +
                    std::to_string(c.writerRank) +
                    " wrote; a row-wise statement reads rows this rank computed: reduce into a "
                    "local buffer first");
         auto expected = expectedOutput(program_.kind, rank_, root_, nranks_, count_, j);
         if (expected && inputPart(value) != *expected) {
-          diags_.error(stmt.sources[0].loc,
+          diags_.error(rowsRegion.loc,
                        "'rmsnorm' reads " + what + " before the row is complete: element " +
                            std::to_string(j) + " holds " + describe(inputPart(value)) +
                            "; every element of a row must be fully reduced before the row is "
@@ -491,9 +507,9 @@ private:
       }
       for (int64_t k = 0; k < h; ++k) {
         std::vector<Contribution> value = values[k];
-        const auto& w = read(stmt.sources[1], weight, k, t, -h);
+        const auto& w = read(weightRegion, weight, k, t, -h);
         value.insert(value.end(), w.begin(), w.end());
-        write(stmt, dst, t * h + k, t, -h, std::move(value));
+        write({stmt.loc, stmt.target, false}, dst, t * h + k, t, -h, std::move(value));
       }
     }
   }
@@ -504,10 +520,10 @@ private:
     std::string text;
     for (size_t k = 0; k < value.size(); ++k) {
       const int tag = value[k].first / kAuxTag;
-      std::string buffer = program_.input()->name;
+      std::string buffer = program_.buffer(program_.input()).name;
       for (const auto& b : program_.buffers)
-        if (tag > 0 && b->auxIndex == tag - 1)
-          buffer = b->name;
+        if (tag > 0 && b.auxIndex == tag - 1)
+          buffer = b.name;
       text += (k ? ", " : "") + buffer + "[" + std::to_string(value[k].second) + "] of rank " +
               std::to_string(value[k].first % kAuxTag);
     }
@@ -546,18 +562,19 @@ private:
   /// The output, and (for an allreduce) every aux buffer of n elements the spec writes: a fused
   /// epilogue's residual out must hold the allreduce's result as much as the output does.
   void checkPostcondition() {
-    for (const auto& buffer : program_.buffers) {
-      if (buffer->role == ir::BufferRole::Output)
-        checkOutput(buffer.get());
-      if (buffer->role != ir::BufferRole::Aux || program_.kind != CollectiveKind::AllReduce)
+    for (size_t id = 0; id < program_.buffers.size(); ++id) {
+      const ir::Buffer& buffer = program_.buffers[id];
+      if (buffer.role == ir::BufferRole::Output)
+        checkOutput(ir::BufferId(id));
+      if (buffer.role != ir::BufferRole::Aux || program_.kind != CollectiveKind::AllReduce)
         continue;
-      const int index = bufferIndex(buffer.get());
+      const int index = int(id);
       bool written = false;
       for (int r = 0; r < nranks_; ++r)
         for (const Cell& c : memory_[r][index][0])
           written |= c.writerStep >= 0;
       if (written && int64_t(memory_[0][index][0].size()) == count_)
-        checkOutput(buffer.get());
+        checkOutput(ir::BufferId(id));
     }
   }
 
@@ -570,8 +587,9 @@ private:
     return true;
   }
 
-  void checkOutput(const ir::Buffer* out) {
-    const int outIndex = bufferIndex(out);
+  void checkOutput(ir::BufferId outId) {
+    const ir::Buffer* out = &program_.buffer(outId);
+    const int outIndex = outId;
     for (int r = 0; r < nranks_; ++r) {
       const auto& cells = memory_[r][outIndex][0];
       for (int64_t i = 0; i < int64_t(cells.size()); ++i) {
@@ -585,8 +603,8 @@ private:
           message += " is never written";
         } else {
           message += " holds " + describe(c.value);
-          message +=
-              "; " + describeExpectedOutput(program_.kind, program_.input()->name, *expected);
+          message += "; " + describeExpectedOutput(
+                                program_.kind, program_.buffer(program_.input()).name, *expected);
         }
         diags_.error(program_.loc, message + where());
         if (c.written)

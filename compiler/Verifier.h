@@ -11,7 +11,7 @@
 #ifndef COLLC_COMPILER_VERIFIER_H
 #define COLLC_COMPILER_VERIFIER_H
 
-#include "compiler/IR.h"
+#include "compiler/ir/IR.h"
 #include "dsl/Diagnostics.h"
 
 #include <set>

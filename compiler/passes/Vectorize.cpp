@@ -1,26 +1,26 @@
+#include "compiler/ir/Visitor.h"
 #include "compiler/passes/Passes.h"
 
-#include <algorithm>
-
 namespace collc {
+namespace {
 
-void vectorize(ir::Program& program, DType dtype, int vectorBytes, int unroll) {
-  // An LL packet carries 8 bytes of data: a thread must fill whole packet halves, or two threads
-  // would write the same packet.
-  for (const auto& buffer : program.buffers)
-    if (buffer->access == ir::BufferAccess::LL)
-      vectorBytes = std::max(vectorBytes, 8);
-  // Accumulation lines and LL128 lines are 128 bytes moved by 8 threads together: 16 bytes each.
-  for (const auto& buffer : program.buffers)
-    if (buffer->access == ir::BufferAccess::AtomicLines ||
-        buffer->access == ir::BufferAccess::LL128)
-      vectorBytes = 16;
-  const int elems = std::max(1, vectorBytes / int(sizeOf(dtype)));
-  for (auto& step : program.steps)
-    for (auto& loop : step.loops) {
-      loop.vectorElems = elems;
-      loop.unroll = unroll;
-    }
+class Vectorizer : public ir::Mutator {
+public:
+  Vectorizer(int vectorElems, int unroll) : vectorElems_(vectorElems), unroll_(unroll) {}
+
+private:
+  ir::Stmt mutateElementLoop(const ir::ElementLoop& s) override {
+    return std::make_shared<ir::ElementLoop>(s.loc, s.bound, s.shape, vectorElems_, unroll_,
+                                             s.body);
+  }
+  int vectorElems_, unroll_;
+};
+
+} // namespace
+
+ir::Program vectorize(const ir::Program& program, int vectorElems, int unroll) {
+  Vectorizer vectorizer(vectorElems, unroll);
+  return ir::mutateSteps(program, vectorizer);
 }
 
 } // namespace collc

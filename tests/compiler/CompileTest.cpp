@@ -437,7 +437,7 @@ TEST(Compile, PrintsTheIRAfterEveryPass) {
   compileOk("allreduce_twoshot", options);
   for (const char* pass : {"sema", "partition", "barrier sync lowering", "vectorize"})
     EXPECT_NE(out.str().find(std::string("// ----- IR after ") + pass), std::string::npos) << pass;
-  EXPECT_NE(out.str().find("barrier scope matched"), std::string::npos);
+  EXPECT_NE(out.str().find("barrier 0 matched"), std::string::npos);
 }
 
 } // namespace

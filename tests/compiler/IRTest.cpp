@@ -1,4 +1,4 @@
-#include "compiler/IR.h"
+#include "compiler/ir/IR.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,320 @@
+#include "compiler/ir/IR.h"
+
+#include "compiler/ir/Visitor.h"
+
+#include <llvm/Support/raw_ostream.h>
+
+namespace collc::ir {
+
+BufferId Program::find(const std::string& name) const {
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].name == name)
+      return BufferId(i);
+  return -1;
+}
+
+BufferId Program::input() const {
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].role == BufferRole::Input)
+      return BufferId(i);
+  return -1;
+}
+
+BufferId Program::output() const {
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].role == BufferRole::Output)
+      return BufferId(i);
+  return -1;
+}
+
+std::vector<BufferId> Program::scratchBuffers() const {
+  std::vector<BufferId> result;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].role == BufferRole::Scratch)
+      result.push_back(BufferId(i));
+  std::sort(result.begin(), result.end(), [&](BufferId a, BufferId b) {
+    return buffers[size_t(a)].scratchIndex < buffers[size_t(b)].scratchIndex;
+  });
+  return result;
+}
+
+bool Program::uses(Storage storage) const {
+  for (const Buffer& buffer : buffers)
+    if (buffer.storage == storage)
+      return true;
+  return false;
+}
+
+namespace {
+
+const char* roleName(BufferRole role) {
+  switch (role) {
+  case BufferRole::Input:
+    return "input";
+  case BufferRole::Output:
+    return "output";
+  case BufferRole::Aux:
+    return "aux";
+  case BufferRole::Scratch:
+    return "scratch";
+  }
+  return "?";
+}
+
+const char* storageName(Storage storage) {
+  switch (storage) {
+  case Storage::Elements:
+    return "elements";
+  case Storage::Packets:
+    return "ll-packets";
+  case Storage::AtomicLines:
+    return "atomic-lines";
+  case Storage::LineHeads:
+    return "line-heads";
+  case Storage::LL128Lines:
+    return "ll128-lines";
+  }
+  return "?";
+}
+
+const char* loadName(LoadKind load) {
+  switch (load) {
+  case LoadKind::Plain:
+    return "load";
+  case LoadKind::PollPacket:
+    return "poll_packets";
+  case LoadKind::PollSentinel:
+    return "poll_sentinel";
+  case LoadKind::TakeLine:
+    return "take_lines";
+  case LoadKind::PollLine:
+    return "poll_ll128_line";
+  case LoadKind::Register:
+    return "register";
+  }
+  return "?";
+}
+
+const char* storeName(StoreKind store) {
+  switch (store) {
+  case StoreKind::Plain:
+    return "store";
+  case StoreKind::FlaggedPacket:
+    return "store_flagged_packets";
+  case StoreKind::Sentinel:
+    return "store_sentinel";
+  case StoreKind::LineAdd:
+    return "add_lines";
+  case StoreKind::FlaggedLine:
+    return "store_flagged_ll128_line";
+  }
+  return "?";
+}
+
+const char* rangeName(LoopRange range) {
+  switch (range) {
+  case LoopRange::Peers:
+    return "peers";
+  case LoopRange::Ranks:
+    return "ranks";
+  case LoopRange::Interval:
+    return "interval";
+  }
+  return "?";
+}
+
+const char* shapeName(LoopShape shape) {
+  switch (shape) {
+  case LoopShape::Vectors:
+    return "vectors";
+  case LoopShape::WholeLines:
+    return "vectors to whole 128-byte lines";
+  case LoopShape::LL128Lines:
+    return "ll128 lines, 8 threads each";
+  case LoopShape::RowVectors:
+    return "the row's vectors";
+  }
+  return "?";
+}
+
+class StmtPrinter : public Visitor {
+public:
+  StmtPrinter(const Program& program, llvm::raw_ostream& out, unsigned indent, const LineOf& lineOf)
+      : program_(program), out_(out), indent_(indent), lineOf_(lineOf) {}
+
+private:
+  void begin() { out_.indent(indent_); }
+  void end(llvm::SMLoc loc) {
+    if (lineOf_ && loc.isValid())
+      out_ << "  @" << lineOf_(loc);
+    out_ << "\n";
+  }
+  void nested(const std::vector<Stmt>& body) {
+    indent_ += 2;
+    visitAll(body);
+    indent_ -= 2;
+  }
+  void region(const Region& r) {
+    if (r.owner) {
+      out_ << "rank(";
+      print(r.owner, out_);
+      out_ << ").";
+    }
+    out_ << program_.buffer(r).name << "[slot ";
+    print(r.slot, out_);
+    out_ << ", +";
+    print(r.offset, out_);
+    out_ << ", len ";
+    print(r.length, out_);
+    out_ << "]";
+  }
+  void operand(const Operand& o) {
+    if (o.set)
+      out_ << "for " << o.setVar << " in " << rangeName(*o.set) << ": ";
+    out_ << loadName(o.load) << " ";
+    if (o.load == LoadKind::Register)
+      out_ << o.reg << " = ";
+    region(o.region);
+  }
+
+  void visitFor(const For& s) override {
+    begin();
+    out_ << "for " << s.var << " = ";
+    print(s.value, out_);
+    out_ << " for " << s.index << " in [";
+    print(s.begin, out_);
+    out_ << ", ";
+    print(s.end, out_);
+    out_ << ") " << rangeName(s.range);
+    end(s.loc);
+    nested(s.body);
+  }
+  void visitIf(const If& s) override {
+    begin();
+    out_ << "if ";
+    print(s.condition, out_);
+    end(s.loc);
+    nested(s.body);
+  }
+  void visitPut(const Put& s) override {
+    begin();
+    out_ << "put " << storeName(s.store) << " ";
+    region(s.target);
+    out_ << " <- ";
+    operand(s.source);
+    end(s.loc);
+  }
+  void visitAtomicAdd(const AtomicAdd& s) override {
+    begin();
+    out_ << "atomic_add ";
+    region(s.target);
+    out_ << " <- ";
+    operand(s.source);
+    end(s.loc);
+  }
+  void visitAssign(const Assign& s) override {
+    begin();
+    out_ << (s.reduce ? "reduce " : "copy ") << storeName(s.store) << " ";
+    region(s.target);
+    if (!s.keep.empty())
+      out_ << " keep " << s.keep;
+    out_ << " <- ";
+    if (s.reduce)
+      out_ << "op(";
+    for (size_t i = 0; i < s.operands.size(); ++i) {
+      out_ << (i ? ", " : "");
+      operand(s.operands[i]);
+    }
+    if (s.reduce)
+      out_ << ")";
+    for (const Operand& addend : s.addends) {
+      out_ << " + ";
+      operand(addend);
+    }
+    end(s.loc);
+  }
+  void visitRowNorm(const RowNorm& s) override {
+    begin();
+    out_ << "rmsnorm " << storeName(s.store) << " ";
+    region(s.target);
+    out_ << " <- rows of ";
+    operand(s.rows);
+    out_ << " weight ";
+    operand(s.weight);
+    end(s.loc);
+  }
+  void visitElementLoop(const ElementLoop& s) override {
+    begin();
+    out_ << "element loop i < ";
+    print(s.bound, out_);
+    out_ << " over " << shapeName(s.shape) << ", vector " << s.vectorElems << " unroll "
+         << s.unroll;
+    end(s.loc);
+    nested(s.body);
+  }
+  void visitRowLoop(const RowLoop& s) override {
+    begin();
+    out_ << "row loop: block b takes rows b, b + blocks, ...";
+    if (s.cachedVectors)
+      out_ << "; a thread keeps its " << s.cachedVectors << " vector(s) of the row in registers";
+    end(s.loc);
+    nested(s.body);
+  }
+  void visitBarrier(const Barrier& s) override {
+    begin();
+    out_ << "barrier " << s.index << " "
+         << (s.scope == BarrierScope::Matched ? "matched (block b waits for block b)"
+                                              : "full (every block waits for every block)")
+         << " after";
+    for (int step : s.orders)
+      out_ << " " << program_.steps[size_t(step)].name;
+    end(s.loc);
+  }
+  void visitLet(const Let& s) override {
+    begin();
+    out_ << "let " << s.reg << " = ";
+    operand(s.value);
+    end(s.loc);
+  }
+
+  const Program& program_;
+  llvm::raw_ostream& out_;
+  unsigned indent_;
+  const LineOf& lineOf_;
+};
+
+} // namespace
+
+void print(const Stmt& stmt, const Program& program, llvm::raw_ostream& out, unsigned indent,
+           const LineOf& lineOf) {
+  StmtPrinter printer(program, out, indent, lineOf);
+  printer.visit(stmt);
+}
+
+void print(const Program& p, llvm::raw_ostream& out, const LineOf& lineOf) {
+  out << "program " << p.name << " kind " << name(p.kind) << " ranks " << p.minRanks << ".."
+      << p.maxRanks << " sync " << name(p.sync) << " barriers " << p.barriers << " copies "
+      << p.scratchCopies << "\n";
+  for (const Buffer& b : p.buffers) {
+    out << "  buffer " << b.name << " " << roleName(b.role) << " " << storageName(b.storage)
+        << (b.linesPerChunk ? " per-chunk" : "") << (b.polled ? " polled" : "") << " slots ";
+    print(b.slots, out);
+    out << " x ";
+    print(b.slotElems, out);
+    if (b.side >= 0)
+      out << " heads in " << p.buffer(b.side).name;
+    out << "\n";
+  }
+  for (const Step& step : p.steps) {
+    out << "  step " << step.index << " " << step.name;
+    for (const Wait& w : step.waits)
+      out << " wait " << p.steps[size_t(w.step)].name;
+    if (lineOf && step.loc.isValid())
+      out << "  @" << lineOf(step.loc);
+    out << "\n";
+    for (const Stmt& stmt : step.body)
+      print(stmt, p, out, 4, lineOf);
+  }
+}
+
+} // namespace collc::ir
