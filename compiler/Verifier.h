@@ -1,12 +1,16 @@
-// The verifier proves a spec before any code is generated, by running its data flow symbolically
-// for every rank count it declares and several element counts: each element of each buffer holds
-// the multiset of (rank, index) contributions that reached it. It checks
+// The verifier proves a spec before any code is generated, and checks the program each strategy
+// lowers it to, by running the data flow for every rank count the spec declares, every root, and
+// every count n (verify/Simulation.h): each element holds the multiset of (rank, index)
+// contributions that reached it. It checks
 //  - the collective's postcondition (AllReduce: every rank's out[i] holds every rank's in[i] once),
 //  - bounds of every access,
-//  - that every read of data another rank wrote is ordered after the write by a `wait`,
+//  - that every read of data another rank (or thread) wrote is ordered after the write,
 //  - that no two writes race on one location in one step, and no write races a read,
 //  - that scratch is never read before it is written,
-//  - that every `wait` is matched: something the waited step writes is read after the wait.
+//  - that every `wait` orders something for some rank count and n,
+//  - in the lowered program: the same, with barriers and polls instead of waits, and the rules of
+//    the strategy's unit (packets, polled elements, accumulation lines).
+// Why the finitely many runs cover every n: verify/Affine.h and dsl/README.md.
 // A failed proof is an error at the offending statement naming the rank count and n that break.
 #ifndef COLLC_COMPILER_VERIFIER_H
 #define COLLC_COMPILER_VERIFIER_H
@@ -15,10 +19,13 @@
 #include "dsl/Diagnostics.h"
 
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace collc {
 
-/// What the proof found out about the spec's data flow, over every rank count and n it tried.
+/// What the proof found out about the spec's data flow, over every rank count and n.
 /// The sync lowering passes decide from these facts whether their strategy applies.
 struct VerifyResult {
   bool ok = false;
@@ -44,9 +51,21 @@ struct VerifyResult {
   /// Scratch buffers (by Program::buffers index) that other ranks write with put / atomic_add,
   /// and those this rank also writes itself.
   std::set<int> remotelyWritten, locallyWritten;
+  /// The output may be the input's memory (an in-place call): proved like the rest.
+  bool inPlace = false;
+  /// Aux buffers that may be the same memory: (written, read) names, proved like the rest.
+  std::vector<std::pair<std::string, std::string>> auxAliases;
+  /// Runs made (configurations of rank count, root and count) and the work they took.
+  int64_t runs = 0;
+  int64_t work = 0;
 };
 
+/// Proves `program` (as Sema built it) for every rank count it declares.
 VerifyResult verify(const ir::Program& program, Diagnostics& diags);
+
+/// Checks `lowered` (the program a strategy lowered for `nranks`) for every root and every n:
+/// reports, as the strategy's, every rule it breaks; true if none.
+bool verifyLowered(const ir::Program& lowered, int nranks, DType dtype, Diagnostics& diags);
 
 } // namespace collc
 

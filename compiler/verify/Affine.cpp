@@ -1,0 +1,162 @@
+#include "compiler/verify/Affine.h"
+
+#include <algorithm>
+
+namespace collc::proof {
+namespace {
+
+int64_t checked(bool overflow, int64_t value) {
+  if (overflow)
+    throw AffineError{"integer overflow"};
+  return value;
+}
+
+/// floor(a / b) for b != 0, exact for negative values too.
+int64_t floorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0)))
+    --q;
+  return q;
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) {
+  return -floorDiv(-a, b);
+}
+
+} // namespace
+
+int Arith::compare(const Affine& a, const Affine& b) {
+  const Affine d = sub(a, b);
+  if (d.u == 0)
+    return d.v < 0 ? -1 : d.v > 0 ? 1 : 0;
+  if (!symbolic_)
+    throw AffineError{"a value that depends on n in a run with n fixed"};
+  // u * q + v has the sign of u for every q > -v / u.
+  threshold_ = std::max(threshold_, floorDiv(-d.v, d.u) + 1);
+  return d.u < 0 ? -1 : 1;
+}
+
+Affine Arith::add(const Affine& a, const Affine& b) {
+  int64_t u, v;
+  bool overflow = __builtin_add_overflow(a.u, b.u, &u);
+  overflow |= __builtin_add_overflow(a.v, b.v, &v);
+  return Affine{checked(overflow, u), checked(overflow, v)};
+}
+
+Affine Arith::sub(const Affine& a, const Affine& b) {
+  int64_t u, v;
+  bool overflow = __builtin_sub_overflow(a.u, b.u, &u);
+  overflow |= __builtin_sub_overflow(a.v, b.v, &v);
+  return Affine{checked(overflow, u), checked(overflow, v)};
+}
+
+Affine Arith::mul(const Affine& a, int64_t c) {
+  int64_t u, v;
+  bool overflow = __builtin_mul_overflow(a.u, c, &u);
+  overflow |= __builtin_mul_overflow(a.v, c, &v);
+  return Affine{checked(overflow, u), checked(overflow, v)};
+}
+
+std::optional<Affine> evaluate(const ir::Expr& e, const Bindings& env, Arith& arith,
+                               std::string* why) {
+  auto fail = [&](const std::string& message) -> std::optional<Affine> {
+    if (why)
+      *why = message;
+    return std::nullopt;
+  };
+  using ir::ExprKind;
+  switch (e->kind) {
+  case ExprKind::Const:
+    return Affine::constant(e->value);
+  case ExprKind::Rank:
+    return Affine::constant(env.rank);
+  case ExprKind::NRanks:
+    return Affine::constant(env.nranks);
+  case ExprKind::Count:
+    return env.count;
+  case ExprKind::Root:
+    return Affine::constant(env.root);
+  case ExprKind::RowLength:
+    return Affine::constant(env.rowLength);
+  case ExprKind::Var: {
+    auto it = env.vars.find(e->name);
+    if (it == env.vars.end())
+      return fail("unbound variable '" + e->name + "'");
+    return Affine::constant(it->second);
+  }
+  case ExprKind::ChunkSize:
+  case ExprKind::ChunkBegin:
+  case ExprKind::ChunkLength: {
+    auto length = evaluate(e->a, env, arith, why);
+    if (!length)
+      return std::nullopt;
+    if (arith.less(*length, Affine::constant(0)) ||
+        (length->isConstant() && length->v > (int64_t(1) << 50)))
+      return fail("chunk of a negative or huge length");
+    // chunk_size(x) = ceil(ceil(x / R) / 8) * 8 = 8 * ceil(x / 8R).
+    const int64_t period = int64_t(kChunkAlignElems) * env.nranks;
+    if (length->u % period != 0)
+      throw AffineError{"a chunk of a size whose part in n is not a multiple of 8 * nranks"};
+    const Affine size{length->u / period * int64_t(kChunkAlignElems),
+                      ceilDiv(length->v, period) * int64_t(kChunkAlignElems)};
+    if (e->kind == ExprKind::ChunkSize)
+      return size;
+    auto index = evaluate(e->b, env, arith, why);
+    if (!index)
+      return std::nullopt;
+    if (!index->isConstant())
+      throw AffineError{"a chunk index that depends on n"};
+    if (index->v < 0 || index->v >= env.nranks)
+      return fail("chunk " + std::to_string(index->v) +
+                  " does not exist: there are nranks = " + std::to_string(env.nranks) + " chunks");
+    const Affine begin = arith.min(*length, Arith::mul(size, index->v));
+    if (e->kind == ExprKind::ChunkBegin)
+      return begin;
+    return Arith::sub(arith.min(*length, Arith::mul(size, index->v + 1)), begin);
+  }
+  default:
+    break;
+  }
+  auto a = evaluate(e->a, env, arith, why);
+  if (!a)
+    return std::nullopt;
+  auto b = evaluate(e->b, env, arith, why);
+  if (!b)
+    return std::nullopt;
+  switch (e->kind) {
+  case ExprKind::Add:
+    return Arith::add(*a, *b);
+  case ExprKind::Sub:
+    return Arith::sub(*a, *b);
+  case ExprKind::Mul:
+    if (!a->isConstant() && !b->isConstant())
+      throw AffineError{"n times n"};
+    return a->isConstant() ? Arith::mul(*b, a->v) : Arith::mul(*a, b->v);
+  case ExprKind::Div:
+  case ExprKind::Mod: {
+    if (!b->isConstant())
+      throw AffineError{"a division by a value that depends on n"};
+    if (b->v == 0)
+      return fail("division by zero");
+    if (arith.less(*a, Affine::constant(0)) || b->v < 0)
+      return fail("division of a negative value");
+    if (a->u % b->v != 0)
+      throw AffineError{"a division of n's part by " + std::to_string(b->v) +
+                        ", which does not divide 8 * nranks"};
+    // (u q + v) / d = (u / d) q + v / d and (u q + v) % d = v % d when d divides u.
+    if (e->kind == ExprKind::Div)
+      return Affine{a->u / b->v, floorDiv(a->v, b->v)};
+    return Affine::constant(a->v - floorDiv(a->v, b->v) * b->v);
+  }
+  case ExprKind::Min:
+    return arith.min(*a, *b);
+  case ExprKind::Eq:
+    return Affine::constant(arith.equal(*a, *b) ? 1 : 0);
+  case ExprKind::Ne:
+    return Affine::constant(arith.equal(*a, *b) ? 0 : 1);
+  default:
+    return fail("not a binary operator");
+  }
+}
+
+} // namespace collc::proof

@@ -1,0 +1,80 @@
+// Integers that depend on n, for the verifier. For one rank count R the verifier writes the count
+// as n = M * q + s (M = 8R, 0 <= s < M) and runs a spec twice over: once for a fixed q (every value
+// is a plain number), and once for q itself (every value is u * q + v). Sizes may use n only as
+// a * n + b or chunk(a * n + b) (Sema), so every offset and length of every region is such an
+// affine value: chunk(x) = 8 * ceil(x / M) is exact because M divides the q part of x.
+//
+// In the symbolic run a comparison of two values is decided for all large q (by u, then v), and
+// the run records from which q on that decision holds. Everything the run decides goes through
+// these comparisons, so its outcome holds for every q from the largest such bound on; the verifier
+// runs every smaller q on its own (Verifier.cpp, dsl/README.md's "What the verifier proves").
+#ifndef COLLC_COMPILER_VERIFY_AFFINE_H
+#define COLLC_COMPILER_VERIFY_AFFINE_H
+
+#include "compiler/ir/Expr.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace collc::proof {
+
+/// u * q + v. With a fixed q every value has u = 0.
+struct Affine {
+  int64_t u = 0, v = 0;
+
+  static Affine constant(int64_t v) { return Affine{0, v}; }
+  bool isConstant() const { return u == 0; }
+  bool identical(const Affine& other) const { return u == other.u && v == other.v; }
+};
+
+/// Thrown where an operation overflows or leaves the affine values (an internal limit, reported
+/// as a verification error by the caller).
+struct AffineError {
+  std::string why;
+};
+
+class Arith {
+public:
+  /// q symbolic (true) or every value a number (false).
+  explicit Arith(bool symbolic) : symbolic_(symbolic) {}
+  bool symbolic() const { return symbolic_; }
+
+  /// -1, 0 or 1: the sign of a - b, for every q >= threshold() (symbolic), or now (concrete).
+  int compare(const Affine& a, const Affine& b);
+  bool less(const Affine& a, const Affine& b) { return compare(a, b) < 0; }
+  bool lessEqual(const Affine& a, const Affine& b) { return compare(a, b) <= 0; }
+  bool equal(const Affine& a, const Affine& b) { return compare(a, b) == 0; }
+  Affine min(const Affine& a, const Affine& b) { return lessEqual(a, b) ? a : b; }
+  Affine max(const Affine& a, const Affine& b) { return lessEqual(a, b) ? b : a; }
+
+  static Affine add(const Affine& a, const Affine& b);
+  static Affine sub(const Affine& a, const Affine& b);
+  static Affine mul(const Affine& a, int64_t c);
+
+  /// The smallest q from which every comparison made so far keeps its outcome (0 if none
+  /// depends on q).
+  int64_t threshold() const { return threshold_; }
+
+private:
+  bool symbolic_;
+  int64_t threshold_ = 0;
+};
+
+/// The values an expression's free names take.
+struct Bindings {
+  int64_t rank = 0, nranks = 2, root = 0, rowLength = 0;
+  Affine count;
+  std::map<std::string, int64_t> vars;
+};
+
+/// Evaluates `e` (AffineError where a division leaves the affine values, or overflow); nullopt
+/// with `why` for the spec's own errors (division by zero, a chunk that does not exist, an
+/// unbound name).
+std::optional<Affine> evaluate(const ir::Expr& e, const Bindings& env, Arith& arith,
+                               std::string* why);
+
+} // namespace collc::proof
+
+#endif // COLLC_COMPILER_VERIFY_AFFINE_H

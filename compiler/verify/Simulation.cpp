@@ -1,0 +1,1075 @@
+#include "compiler/verify/Simulation.h"
+
+#include "compiler/Postcondition.h"
+#include "compiler/RowEpilogue.h"
+#include "compiler/ir/Visitor.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+namespace collc::proof {
+namespace {
+
+constexpr int64_t kMaxLoopTrips = 1024;
+constexpr int64_t kMaxSlots = 64;
+
+/// One element of some rank's input (tag 0) or aux buffer (tag k: aux buffer k - 1) that reached
+/// an element: its index there is the element's position plus `shift`. A weight's element is
+/// `anyIndex`: which one it is matters to no rule (the printed index is the row position).
+struct Contribution {
+  int rank = 0;
+  int tag = 0;
+  Affine shift;
+  bool anyIndex = false;
+};
+
+bool orderedBefore(const Contribution& a, const Contribution& b) {
+  return std::tie(a.tag, a.rank, a.anyIndex, a.shift.u, a.shift.v) <
+         std::tie(b.tag, b.rank, b.anyIndex, b.shift.u, b.shift.v);
+}
+
+using Value = std::vector<Contribution>; // sorted by orderedBefore
+
+/// Which thread touches an element: the element's index within the statement's element range
+/// (its position minus `origin`) in loops of `bound`; or, in a step split by rows, the block
+/// that owns the element's row.
+struct Thread {
+  bool row = false;
+  Affine origin, bound;
+};
+
+struct Cell {
+  Value value;
+  bool written = false;
+  bool atomic = false;
+  int writerStep = -2; // -1: present before the collective starts (the caller's data)
+  int writerRank = -1;
+  Thread writer;
+  llvm::SMLoc writerLoc;
+  int readStep = -2;
+  int lastAccessStep = -2;
+  int lastAccessRank = -1;
+  Thread lastAccess;
+  int reads = 0;  // reads by other ranks since the last write
+  int writes = 0; // writes in this call (the lowered program's units are written once)
+  int adds = 0;   // accumulation-line adds in this call
+};
+
+/// Elements [start, next segment's start) that fare alike.
+struct Segment {
+  Affine start;
+  Cell cell;
+};
+
+struct Slot {
+  Affine size;
+  std::vector<Segment> segments; // the first starts at 0
+};
+using SlotPtr = std::shared_ptr<Slot>;
+
+struct Resolved {
+  int owner = 0;
+  ir::BufferId buffer = -1;
+  int64_t slotIndex = 0;
+  Affine offset, length, bound;
+  Slot* slot = nullptr;
+};
+
+/// A region read by a statement: where, as which thread, and how.
+struct Read {
+  const ir::Operand* operand;
+  Resolved where;
+};
+
+class Run {
+public:
+  Run(const ir::Program& program, const std::vector<ir::Step>& steps, const RunConfig& config,
+      Arith& arith, Diagnostics* diags)
+      : program_(program), steps_(steps), config_(config), arith_(arith), diags_(diags) {}
+
+  RunFacts run() {
+    allocate();
+    for (size_t s = 0; s < steps_.size(); ++s) {
+      step_ = int(s);
+      // In the spec a step with a row-wise statement is split by rows; the lowered program says
+      // so with a row loop.
+      rowStep_ = !config_.lowered && hasRowStatement(steps_[s]);
+      for (const auto& wait : steps_[s].waits)
+        waited_.insert(wait.step);
+      for (int r = 0; r < config_.nranks; ++r) {
+        rank_ = r;
+        Bindings env;
+        env.rank = r;
+        env.nranks = config_.nranks;
+        env.count = config_.count;
+        env.root = config_.root;
+        env.rowLength = config_.rowLength;
+        barrier_.reset();
+        for (const auto& stmt : steps_[s].body)
+          execute(stmt, env);
+      }
+    }
+    checkPostcondition();
+    // Data a peer wrote and nobody read would greet a later call's reader as if it had arrived.
+    for (int r = 0; r < config_.nranks; ++r)
+      for (const auto& slots : memory_[size_t(r)])
+        for (const auto& slot : slots)
+          for (const Segment& segment : slot->segments) {
+            const Cell& c = segment.cell;
+            if (c.writerStep >= 0 && c.writerRank != r && c.reads == 0)
+              facts_.remoteDataReadOnce = false;
+          }
+    return facts_;
+  }
+
+private:
+  // ------------------------------------------------------------------ reporting
+  std::string where() const {
+    std::string text =
+        " (nranks=" + std::to_string(config_.nranks) + ", n=" + std::to_string(config_.count.v) +
+        (hasRoot(program_.kind) ? ", root=" + std::to_string(config_.root) : "") + ")";
+    return text;
+  }
+
+  /// The text of a rule broken in the lowered program starts by naming the strategy.
+  std::string lead() const {
+    if (!config_.lowered)
+      return "";
+    return "sync strategy '" + std::string(name(program_.sync)) + "' cannot synchronize '" +
+           program_.name + "': in the program it lowers to, ";
+  }
+
+  [[noreturn]] void fail(llvm::SMLoc loc, const std::string& message) {
+    if (diags_)
+      diags_->error(loc, lead() + message + where());
+    throw RunFailed{};
+  }
+
+  [[noreturn]] void failWithNote(llvm::SMLoc loc, const std::string& message, llvm::SMLoc noteLoc,
+                                 const std::string& note) {
+    if (diags_) {
+      diags_->error(loc, lead() + message + where());
+      if (noteLoc.isValid())
+        diags_->note(noteLoc, note);
+    }
+    throw RunFailed{};
+  }
+
+  /// A number for a message; only runs that report print them, and those have q fixed.
+  static std::string number(const Affine& a) { return std::to_string(a.v); }
+
+  void spend(int64_t work) {
+    facts_.work += work;
+    if (config_.budget > 0 && facts_.work > config_.budget)
+      throw AffineError{"budget"};
+  }
+
+  // ------------------------------------------------------------------ evaluation
+  Affine evalAffine(const ir::Expr& e, const Bindings& env, llvm::SMLoc loc) {
+    std::string why;
+    auto value = evaluate(e, env, arith_, &why);
+    if (!value)
+      fail(loc, "cannot evaluate expression: " + why);
+    return *value;
+  }
+
+  int64_t evalInt(const ir::Expr& e, const Bindings& env, llvm::SMLoc loc) {
+    Affine value = evalAffine(e, env, loc);
+    if (!value.isConstant())
+      throw AffineError{"an index, bound or condition that depends on n"};
+    return value.v;
+  }
+
+  // ------------------------------------------------------------------ memory
+  void allocate() {
+    Bindings env;
+    env.nranks = config_.nranks;
+    env.count = config_.count;
+    env.root = config_.root;
+    env.rowLength = config_.rowLength;
+    memory_.assign(size_t(config_.nranks), {});
+    for (int r = 0; r < config_.nranks; ++r) {
+      auto& buffers = memory_[size_t(r)];
+      buffers.resize(program_.buffers.size());
+      for (size_t b = 0; b < program_.buffers.size(); ++b) {
+        const ir::Buffer& buffer = program_.buffers[b];
+        const int64_t slots = evalInt(buffer.slots, env, buffer.loc);
+        const Affine elems = evalAffine(buffer.slotElems, env, buffer.loc);
+        if (slots < 1 || arith_.less(elems, Affine::constant(0)))
+          fail(buffer.loc, "buffer '" + buffer.name + "' has a negative or empty size");
+        if (slots > kMaxSlots)
+          fail(buffer.loc, "buffer '" + buffer.name + "' is too large to verify (" +
+                               std::to_string(slots) + " slots)");
+        for (int64_t s = 0; s < slots; ++s) {
+          auto slot = std::make_shared<Slot>();
+          slot->size = elems;
+          Cell cell;
+          if (buffer.role == ir::BufferRole::Input || buffer.role == ir::BufferRole::Aux) {
+            const int tag = buffer.role == ir::BufferRole::Input ? 0 : buffer.auxIndex + 1;
+            cell.value = {Contribution{r, tag, Affine::constant(0), false}};
+            cell.written = true;
+            cell.writerStep = -1;
+            cell.writerRank = r;
+          }
+          slot->segments.push_back(Segment{Affine::constant(0), cell});
+          buffers[b].push_back(slot);
+        }
+      }
+      for (const auto& [alias, original] : config_.aliases)
+        buffers[size_t(alias)] = buffers[size_t(original)];
+    }
+  }
+
+  /// The index of the segment holding position p (0 <= p < size).
+  size_t locate(const Slot& slot, const Affine& p) {
+    size_t lo = 0, hi = slot.segments.size();
+    while (hi - lo > 1) {
+      const size_t mid = (lo + hi) / 2;
+      if (arith_.lessEqual(slot.segments[mid].start, p))
+        lo = mid;
+      else
+        hi = mid;
+    }
+    return lo;
+  }
+
+  /// Makes p the start of a segment (nothing at 0 or at the end).
+  void split(Slot& slot, const Affine& p) {
+    if (arith_.lessEqual(p, Affine::constant(0)) || arith_.lessEqual(slot.size, p))
+      return;
+    const size_t i = locate(slot, p);
+    if (arith_.equal(slot.segments[i].start, p))
+      return;
+    spend(1);
+    Segment copy = slot.segments[i];
+    copy.start = p;
+    slot.segments.insert(slot.segments.begin() + long(i) + 1, copy);
+  }
+
+  Affine segmentEnd(const Slot& slot, size_t i) const {
+    return i + 1 < slot.segments.size() ? slot.segments[i + 1].start : slot.size;
+  }
+
+  Resolved resolve(const ir::Region& region, const Bindings& env) {
+    Resolved r;
+    r.owner = region.owner ? int(evalInt(region.owner, env, region.loc)) : int(env.rank);
+    if (region.owner && (r.owner < 0 || r.owner >= config_.nranks))
+      fail(region.loc, "peer " + std::to_string(r.owner) + " of '" + region.text +
+                           "' is not a rank on rank " + std::to_string(env.rank));
+    r.buffer = region.buffer;
+    r.slotIndex = evalInt(region.slot, env, region.loc);
+    r.offset = evalAffine(region.offset, env, region.loc);
+    r.length = evalAffine(region.length, env, region.loc);
+    r.bound = evalAffine(region.bound, env, region.loc);
+    const auto& slots = memory_[size_t(r.owner)][size_t(r.buffer)];
+    const ir::Buffer& buffer = program_.buffer(region);
+    if (r.slotIndex < 0 || r.slotIndex >= int64_t(slots.size()))
+      fail(region.loc, "slot " + std::to_string(r.slotIndex) + " of '" + region.text +
+                           "' is out of range: '" + buffer.name + "' has " +
+                           std::to_string(slots.size()) + " slots (on rank " +
+                           std::to_string(env.rank) + ")");
+    r.slot = slots[size_t(r.slotIndex)].get();
+    const Affine end = Arith::add(r.offset, r.length);
+    if (arith_.less(r.offset, Affine::constant(0)) || arith_.less(r.length, Affine::constant(0)) ||
+        arith_.less(r.slot->size, end))
+      fail(region.loc, "'" + region.text + "' on rank " + std::to_string(env.rank) +
+                           " covers elements [" + number(r.offset) + ", " + number(end) +
+                           ") of a slot of " + number(r.slot->size));
+    if (config_.lowered && buffer.storage == ir::Storage::Packets &&
+        arith_.less(Affine::constant(0), r.length)) {
+      // A packet carries packetElems elements of one writer: a region that starts inside a
+      // packet would share it with whatever fills the packet's first elements.
+      const int64_t units = config_.packetElems;
+      if (r.offset.u % units != 0)
+        throw AffineError{"a packet boundary that moves with n"};
+      if ((r.offset.v % units + units) % units != 0)
+        fail(region.loc, "'" + region.text + "' on rank " + std::to_string(env.rank) +
+                             " starts at element " + number(r.offset) + " of '" + buffer.name +
+                             "', inside a 16-byte packet (" + std::to_string(units) +
+                             " elements of data) whose first elements another region holds: two "
+                             "writers would store one packet; use 'barrier' or 'sentinel'");
+    }
+    return r;
+  }
+
+  /// Splits the slot so that [offset + a, offset + b) for each relative boundary is whole
+  /// segments.
+  void splitAt(const Resolved& r, const std::vector<Affine>& relative) {
+    for (const Affine& a : relative)
+      split(*r.slot, Arith::add(r.offset, a));
+  }
+
+  /// The relative positions in (0, length) where some segment of `r` begins.
+  void boundariesOf(const Resolved& r, const Affine& length, std::vector<Affine>& out) {
+    split(*r.slot, r.offset);
+    split(*r.slot, Arith::add(r.offset, length));
+    const size_t first = locate(*r.slot, r.offset);
+    for (size_t i = first + 1; i < r.slot->segments.size(); ++i) {
+      const Affine rel = Arith::sub(r.slot->segments[i].start, r.offset);
+      if (!arith_.less(rel, length))
+        break;
+      out.push_back(rel);
+    }
+  }
+
+  /// The relative boundaries of all `regions` over [0, length), sorted and without repeats.
+  std::vector<Affine> pieces(const std::vector<Resolved>& regions, const Affine& length) {
+    std::vector<Affine> cuts;
+    for (const Resolved& r : regions)
+      boundariesOf(r, length, cuts);
+    std::sort(cuts.begin(), cuts.end(),
+              [&](const Affine& a, const Affine& b) { return arith_.less(a, b); });
+    std::vector<Affine> unique;
+    for (const Affine& c : cuts)
+      if (unique.empty() || !arith_.equal(unique.back(), c))
+        unique.push_back(c);
+    for (const Resolved& r : regions)
+      splitAt(r, unique);
+    unique.insert(unique.begin(), Affine::constant(0));
+    spend(int64_t(unique.size()) * int64_t(regions.size()));
+    return unique; // piece k is [unique[k], unique[k + 1] or length)
+  }
+
+  Cell& cellAt(const Resolved& r, const Affine& relative) {
+    Slot& slot = *r.slot;
+    return slot.segments[locate(slot, Arith::add(r.offset, relative))].cell;
+  }
+
+  /// A statement that reads and writes one slot at different offsets races with itself: one
+  /// thread reads an element another writes, unordered. Reports it at the first such element.
+  void checkSelfOverlap(const Resolved& read, const Resolved& written, const Affine& length,
+                        const ir::Region& region) {
+    if (read.slot != written.slot || arith_.equal(read.offset, written.offset) ||
+        arith_.lessEqual(length, Affine::constant(0)))
+      return;
+    const Affine readEnd = Arith::add(read.offset, length);
+    const Affine writeEnd = Arith::add(written.offset, length);
+    if (arith_.lessEqual(readEnd, written.offset) || arith_.lessEqual(writeEnd, read.offset))
+      return;
+    const Affine first = arith_.max(read.offset, written.offset);
+    fail(region.loc, "reads " + what(region, first, rank_) +
+                         ", which another thread of this rank writes in the same step (a race); "
+                         "split the step and wait for the first part");
+  }
+
+  std::string what(const ir::Region& region, const Affine& element, int rank) const {
+    return "'" + region.text + "' (element " + number(element) + ") on rank " +
+           std::to_string(rank);
+  }
+
+  // ------------------------------------------------------------------ rules
+  bool sameThread(const Thread& a, const Thread& b) {
+    if (a.row || b.row)
+      return a.row && b.row;
+    return arith_.equal(a.origin, b.origin) && arith_.equal(a.bound, b.bound);
+  }
+
+  const std::string& stepName(int step) const { return steps_[size_t(step)].name; }
+  /// What a `wait` names: a repetition `ring[s=2]` of a repeated step is waited for as `ring`.
+  std::string waitName(int step) const {
+    const std::string& name = stepName(step);
+    return name.substr(0, name.find('['));
+  }
+
+  /// Whether this step is ordered after `step` (spec: a `wait`; lowered: a barrier).
+  bool orderedAfter(int step) const {
+    if (config_.lowered)
+      return barrier_.has_value() && step < step_;
+    return waited_.count(step) != 0;
+  }
+
+  void markWaitUsed(int writerStep) {
+    if (config_.lowered)
+      return;
+    // The latest wait for writerStep up to now is the one that orders this access.
+    for (int t = step_; t > writerStep; --t)
+      for (const auto& wait : steps_[size_t(t)].waits)
+        if (wait.step == writerStep) {
+          facts_.usedWaits.insert({t, wait.loc.getPointer()});
+          return;
+        }
+  }
+
+  /// A dependency across ranks that only a matched barrier orders must stay within one thread.
+  template <typename Text> void requireMatchedThread(bool same, llvm::SMLoc loc, Text what) {
+    if (config_.lowered && barrier_ && *barrier_ == ir::BarrierScope::Matched && !same)
+      fail(loc, what() + " crosses threads, but its barrier orders only block b after block b "
+                         "of the peers");
+  }
+
+  /// Reads the segment at relative position `at` of `r` as `thread`: checks that the read is
+  /// ordered after the write it reads and records the access. Returns the value, its shifts made
+  /// relative to the statement's element index.
+  Value read(const ir::Operand& operand, const Resolved& r, const Affine& at,
+             const Thread& thread) {
+    const ir::Region& region = operand.region;
+    Cell& c = cellAt(r, at);
+    const Affine element = Arith::add(r.offset, at);
+    auto text = [&] { return what(region, element, rank_); };
+    if (!c.written)
+      fail(region.loc, "reads " + text() + " before anything writes it");
+    const bool polled = config_.lowered && isPoll(operand.load);
+    if (config_.lowered && program_.buffer(region).polled)
+      checkPolledRead(operand, c, region, text);
+    const bool same = sameThread(c.writer, thread);
+    if (c.writerStep >= 0) {
+      if (c.writerRank != rank_) {
+        if (c.writerStep == step_)
+          fail(region.loc, "race: reads " + text() + " while rank " + std::to_string(c.writerRank) +
+                               " writes it in the same step; move the read to a later step that "
+                               "waits for '" +
+                               stepName(step_) + "'");
+        if (!polled && !orderedAfter(c.writerStep))
+          failWithNote(region.loc,
+                       "reads " + text() + ", which rank " + std::to_string(c.writerRank) +
+                           " wrote in step '" + stepName(c.writerStep) +
+                           "', without waiting for it; add 'wait " + waitName(c.writerStep) +
+                           "' to this step",
+                       c.writerLoc, "written here");
+        if (!polled)
+          requireMatchedThread(same, region.loc, [&] { return "reading " + text(); });
+        markWaitUsed(c.writerStep);
+        facts_.indexAligned &= same;
+        facts_.dataEdges.insert({c.writerRank, rank_});
+        facts_.remoteDataReadOnce &= ++c.reads <= 1;
+      } else if (!same) {
+        if (c.writerStep == step_)
+          fail(region.loc, "reads " + text() +
+                               ", which another thread of this rank writes in the same step (a "
+                               "race); split the step and wait for the first part");
+        if (!orderedAfter(c.writerStep))
+          failWithNote(region.loc,
+                       "reads " + text() + ", which this rank wrote in step '" +
+                           stepName(c.writerStep) +
+                           "' over a different element range, without waiting for it; add "
+                           "'wait " +
+                           waitName(c.writerStep) + "'",
+                       c.writerLoc, "written here");
+        markWaitUsed(c.writerStep);
+        facts_.indexAligned = false;
+        facts_.localAligned = false;
+      }
+    }
+    c.readStep = step_;
+    c.lastAccessStep = step_;
+    c.lastAccessRank = rank_;
+    c.lastAccess = thread;
+    Value value = c.value;
+    for (Contribution& contribution : value)
+      contribution.shift = Arith::add(contribution.shift, r.offset);
+    return value;
+  }
+
+  static bool isPoll(ir::LoadKind load) {
+    return load == ir::LoadKind::PollPacket || load == ir::LoadKind::PollSentinel ||
+           load == ir::LoadKind::TakeLine || load == ir::LoadKind::PollLine;
+  }
+
+  /// The lowered program's rules for data a peer wrote: it is read by polling, and what is polled
+  /// was written exactly once in the call (accumulation lines: added once by every rank).
+  template <typename Text>
+  void checkPolledRead(const ir::Operand& operand, const Cell& c, const ir::Region& region,
+                       Text text) {
+    const ir::Buffer& buffer = program_.buffer(region);
+    if (!buffer.polled)
+      return;
+    if (!isPoll(operand.load))
+      fail(region.loc, "reads " + text() + ", which a peer writes, without polling for it");
+    if (operand.load == ir::LoadKind::TakeLine) {
+      if (c.adds != config_.nranks)
+        fail(region.loc, "takes " + text() + " after " + std::to_string(c.adds) +
+                             " accumulation adds, but the line is complete after exactly " +
+                             std::to_string(config_.nranks));
+      return;
+    }
+    if (c.writes != 1)
+      fail(region.loc, "polls " + text() + ", which is written " + std::to_string(c.writes) +
+                           " times in one call: every write carries the call's flag, so the "
+                           "reader may take any of them");
+  }
+
+  /// Writes `value` (shifts relative to the element index) to the segment at relative position
+  /// `at` of `r`, as `thread`, with the rules of overlapping writes and write-after-read.
+  void write(llvm::SMLoc loc, const ir::Region& region, const Resolved& r, const Affine& at,
+             const Thread& thread, Value value, bool atomic, ir::StoreKind store) {
+    Cell& c = cellAt(r, at);
+    const Affine element = Arith::add(r.offset, at);
+    auto text = [&] { return what(region, element, r.owner); };
+    const bool lineAdd = store == ir::StoreKind::LineAdd;
+    if (atomic && !c.written)
+      fail(loc, "atomic_add into " + text() + " before anything initializes it");
+    if (c.writerStep == step_ && c.writerRank >= 0) {
+      const bool same = c.writerRank == rank_ && sameThread(c.writer, thread);
+      const bool accumulating = (atomic && c.atomic) || lineAdd;
+      if (!accumulating && !same)
+        failWithNote(loc,
+                     "race: " + text() + " is written by rank " + std::to_string(c.writerRank) +
+                         " and by rank " + std::to_string(rank_) + " in step '" + stepName(step_) +
+                         "'",
+                     c.writerLoc, "the other write");
+    }
+    if (r.owner != rank_ && c.readStep == step_)
+      fail(loc, "race: rank " + std::to_string(rank_) + " writes " + text() +
+                    " while that rank reads it in the same step");
+    if (r.owner != rank_ && c.lastAccessStep >= 0 && c.lastAccessStep < step_ &&
+        c.lastAccessRank != rank_) {
+      bool ordered = false;
+      if (config_.lowered) {
+        ordered = orderedAfter(c.lastAccessStep);
+      } else {
+        for (int w : waited_)
+          if (w >= c.lastAccessStep) {
+            ordered = true;
+            markWaitUsed(w);
+            break;
+          }
+      }
+      if (!ordered)
+        fail(loc, "rank " + std::to_string(rank_) + " overwrites " + text() + ", which rank " +
+                      std::to_string(c.lastAccessRank) + " used in step '" +
+                      stepName(c.lastAccessStep) + "', without waiting for that step");
+      const bool same = sameThread(c.lastAccess, thread);
+      requireMatchedThread(same, loc, [&] { return "overwriting " + text(); });
+      facts_.remoteWriteOrdering = true;
+      facts_.indexAligned &= same;
+    }
+    facts_.usesAtomics |= atomic;
+    const ir::Buffer& buffer = program_.buffer(region);
+    if (r.owner != rank_)
+      facts_.remotelyWritten.insert(r.buffer);
+    else if (buffer.role == ir::BufferRole::Scratch && !lineAdd)
+      facts_.locallyWritten.insert(r.buffer);
+    if (config_.lowered && buffer.polled && !lineAdd && c.writes >= 1)
+      fail(loc, "writes " + text() +
+                    " a second time in one call: a peer polls it, and both writes carry the "
+                    "call's flag, so the peer may take the first");
+    c.reads = 0;
+    for (Contribution& contribution : value)
+      contribution.shift = Arith::sub(contribution.shift, r.offset);
+    // An atomic add accumulates onto what the element holds; a plain write replaces it.
+    if (atomic || (lineAdd && c.adds > 0)) {
+      c.value.insert(c.value.end(), value.begin(), value.end());
+      std::sort(c.value.begin(), c.value.end(), orderedBefore);
+    } else {
+      c.value = std::move(value);
+    }
+    c.written = true;
+    c.atomic = atomic;
+    c.writes += lineAdd ? 0 : 1;
+    c.adds += lineAdd ? 1 : 0;
+    c.writerStep = step_;
+    c.writerRank = rank_;
+    c.writer = thread;
+    c.writerLoc = loc;
+    c.lastAccessStep = step_;
+    c.lastAccessRank = rank_;
+    c.lastAccess = thread;
+  }
+
+  // ------------------------------------------------------------------ statements
+  void execute(const ir::Stmt& stmt, Bindings& env) {
+    spend(1);
+    switch (stmt->kind) {
+    case ir::StmtKind::If: {
+      const auto& s = stmt->as<ir::If>();
+      if (evalInt(s.condition, env, s.loc) != 0)
+        for (const auto& inner : s.body)
+          execute(inner, env);
+      return;
+    }
+    case ir::StmtKind::For: {
+      const auto& s = stmt->as<ir::For>();
+      const int64_t begin = evalInt(s.begin, env, s.loc), end = evalInt(s.end, env, s.loc);
+      if (end - begin > kMaxLoopTrips)
+        fail(s.loc, "loop runs " + std::to_string(end - begin) + " times; at most " +
+                        std::to_string(kMaxLoopTrips) + " are supported");
+      for (int64_t i = begin; i < end; ++i) {
+        env.vars[s.index] = i;
+        env.vars[s.var] = evalInt(s.value, env, s.loc);
+        for (const auto& inner : s.body)
+          execute(inner, env);
+      }
+      env.vars.erase(s.index);
+      env.vars.erase(s.var);
+      return;
+    }
+    case ir::StmtKind::Put: {
+      const auto& s = stmt->as<ir::Put>();
+      transfer(s.loc, s.source, s.target, false, s.store, env);
+      return;
+    }
+    case ir::StmtKind::AtomicAdd: {
+      const auto& s = stmt->as<ir::AtomicAdd>();
+      transfer(s.loc, s.source, s.target, true, ir::StoreKind::Plain, env);
+      return;
+    }
+    case ir::StmtKind::Assign:
+      assign(stmt->as<ir::Assign>(), env);
+      return;
+    case ir::StmtKind::RowNorm:
+      rowNorm(stmt->as<ir::RowNorm>(), env);
+      return;
+    case ir::StmtKind::ElementLoop:
+      // A thread's registers live for its element loop; in a row loop, for the whole row.
+      if (!rowStep_)
+        registers_.clear();
+      for (const auto& inner : stmt->as<ir::ElementLoop>().body)
+        execute(inner, env);
+      if (!rowStep_)
+        registers_.clear();
+      return;
+    case ir::StmtKind::RowLoop:
+      rowStep_ = true;
+      registers_.clear();
+      for (const auto& inner : stmt->as<ir::RowLoop>().body)
+        execute(inner, env);
+      registers_.clear();
+      rowStep_ = false;
+      return;
+    case ir::StmtKind::Barrier:
+      barrier_ = stmt->as<ir::Barrier>().scope;
+      return;
+    case ir::StmtKind::Let:
+      let(stmt->as<ir::Let>(), env);
+      return;
+    }
+  }
+
+  /// Elements a register holds, by the element index of the statement that filled it.
+  struct Register {
+    std::vector<std::pair<Affine, Value>> pieces; // [start, next start), last to `length`
+    Affine length;
+  };
+
+  void keep(const std::string& reg, const std::vector<Affine>& cuts, const Affine& length,
+            const std::vector<Value>& values) {
+    Register& r = registers_[reg];
+    r.length = length;
+    r.pieces.clear();
+    for (size_t k = 0; k < cuts.size(); ++k)
+      r.pieces.push_back({cuts[k], values[k]});
+  }
+
+  /// The register's value at relative position `at` (a statement reading it with the same
+  /// element index as the one that filled it).
+  Value fromRegister(const ir::Operand& operand, const Affine& at) {
+    auto it = registers_.find(operand.reg);
+    if (it == registers_.end() || !arith_.less(at, it->second.length))
+      fail(operand.region.loc, "reads register '" + operand.reg + "' for element " + number(at) +
+                                   " of '" + operand.region.text +
+                                   "' before this thread filled it");
+    const auto& pieces = it->second.pieces;
+    size_t k = 0;
+    while (k + 1 < pieces.size() && arith_.lessEqual(pieces[k + 1].first, at))
+      ++k;
+    return pieces[k].second;
+  }
+
+  /// Register pieces must line up with the statement's pieces: cut the statement at them.
+  void registerCuts(const ir::Operand& operand, std::vector<Affine>& cuts) {
+    auto it = registers_.find(operand.reg);
+    if (it == registers_.end())
+      return;
+    for (const auto& piece : it->second.pieces)
+      cuts.push_back(piece.first);
+  }
+
+  std::vector<Affine> normalize(std::vector<Affine> cuts, const Affine& length) {
+    std::sort(cuts.begin(), cuts.end(),
+              [&](const Affine& a, const Affine& b) { return arith_.less(a, b); });
+    std::vector<Affine> unique;
+    for (const Affine& c : cuts)
+      if (arith_.less(c, length) && (unique.empty() || !arith_.equal(unique.back(), c)))
+        unique.push_back(c);
+    if (unique.empty() || !arith_.equal(unique.front(), Affine::constant(0)))
+      unique.insert(unique.begin(), Affine::constant(0));
+    return unique;
+  }
+
+  void transfer(llvm::SMLoc loc, const ir::Operand& source, const ir::Region& target, bool atomic,
+                ir::StoreKind store, const Bindings& env) {
+    const ir::Region& from = source.region;
+    Resolved src = resolve(from, env);
+    Resolved dst = resolve(target, env);
+    if (arith_.less(dst.length, src.length))
+      fail(loc, "destination '" + target.text + "' holds " + number(dst.length) +
+                    " elements but the source '" + from.text + "' has " + number(src.length));
+    const Affine length = src.length;
+    if (arith_.lessEqual(length, Affine::constant(0)))
+      return;
+    const bool fromReg = source.load == ir::LoadKind::Register;
+    if (!fromReg)
+      checkSelfOverlap(src, dst, length, from);
+    std::vector<Resolved> regions = {dst};
+    if (!fromReg)
+      regions.push_back(src);
+    std::vector<Affine> cuts = pieces(regions, length);
+    if (fromReg) {
+      registerCuts(source, cuts);
+      cuts = normalize(cuts, length);
+      splitAt(dst, cuts);
+    }
+    const Thread reader{false, src.offset, src.bound};
+    const Thread writer{false, dst.offset, src.bound};
+    for (const Affine& at : cuts) {
+      Value value = fromReg ? fromRegister(source, at) : read(source, src, at, reader);
+      write(loc, target, dst, at, writer, std::move(value), atomic, store);
+    }
+  }
+
+  void assign(const ir::Assign& s, Bindings& env) {
+    Resolved dst = resolve(s.target, env);
+    const Affine length = dst.length;
+    // Operands: a slot set binds its variable to every rank of the set.
+    std::vector<std::pair<const ir::Operand*, Resolved>> inputs;
+    auto add = [&](const ir::Operand& operand, const char* role) {
+      Resolved r = resolve(operand.region, env);
+      if (arith_.less(r.length, length))
+        fail(operand.region.loc, std::string(role) + "'" + operand.region.text + "' has " +
+                                     number(r.length) + " elements but the target '" +
+                                     s.target.text + "' needs " + number(length));
+      inputs.push_back({&operand, r});
+    };
+    for (const auto& operand : s.operands) {
+      if (!operand.set) {
+        add(operand, "operand ");
+        continue;
+      }
+      for (int i = 0; i < config_.nranks; ++i) {
+        const int q = *operand.set == ir::LoopRange::Peers ? (rank_ + 1 + i) % config_.nranks : i;
+        if (*operand.set == ir::LoopRange::Peers && i == config_.nranks - 1)
+          break;
+        env.vars[operand.setVar] = q;
+        add(operand, "operand ");
+      }
+      env.vars.erase(operand.setVar);
+    }
+    for (const auto& addend : s.addends)
+      add(addend, "");
+    if (arith_.lessEqual(length, Affine::constant(0)))
+      return;
+    std::vector<Resolved> regions = {dst};
+    for (const auto& [operand, r] : inputs)
+      if (operand->load != ir::LoadKind::Register) {
+        checkSelfOverlap(r, dst, length, operand->region);
+        regions.push_back(r);
+      }
+    std::vector<Affine> cuts = pieces(regions, length);
+    bool registers = false;
+    for (const auto& [operand, r] : inputs)
+      if (operand->load == ir::LoadKind::Register) {
+        registerCuts(*operand, cuts);
+        registers = true;
+      }
+    if (registers) {
+      cuts = normalize(cuts, length);
+      for (const Resolved& r : regions)
+        splitAt(r, cuts);
+    }
+    std::vector<Value> kept;
+    for (const Affine& at : cuts) {
+      Value value;
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        const auto& [operand, r] = inputs[k];
+        const Thread reader = rowStep_ ? Thread{true, {}, {}} : Thread{false, r.offset, dst.bound};
+        Value part = operand->load == ir::LoadKind::Register ? fromRegister(*operand, at)
+                                                             : read(*operand, r, at, reader);
+        value.insert(value.end(), part.begin(), part.end());
+      }
+      std::sort(value.begin(), value.end(), orderedBefore);
+      if (!s.keep.empty())
+        kept.push_back(value);
+      const Thread writer = rowStep_ ? Thread{true, {}, {}} : Thread{false, dst.offset, dst.bound};
+      write(s.loc, s.target, dst, at, writer, std::move(value), false, s.store);
+    }
+    if (!s.keep.empty())
+      keep(s.keep, cuts, length, kept);
+  }
+
+  void let(const ir::Let& s, const Bindings& env) {
+    Resolved r = resolve(s.value.region, env);
+    const Affine length = r.length;
+    if (arith_.lessEqual(length, Affine::constant(0)))
+      return;
+    std::vector<Affine> cuts = pieces({r}, length);
+    std::vector<Value> values;
+    const Thread reader{false, r.offset, r.bound};
+    for (const Affine& at : cuts)
+      values.push_back(read(s.value, r, at, reader));
+    keep(s.reg, cuts, length, values);
+  }
+
+  /// `out = rmsnorm(y, weight)`: out[t, k] depends on every element of row t of y and on
+  /// weight[k]. The row must be complete when it is read: every element holds what the
+  /// collective's output would (for an allreduce, in[j] of every rank exactly once), and was
+  /// computed on this rank (a row-wise statement reads its rows twice, which data-arrival
+  /// buffers do not allow). The value kept is y[t, k]'s own plus weight[k]'s, so that the
+  /// postcondition can check the output element by element.
+  void rowNorm(const ir::RowNorm& s, const Bindings& env) {
+    const ir::Region& rowsRegion = s.rows.region;
+    Resolved dst = resolve(s.target, env);
+    Resolved rows = resolve(rowsRegion, env);
+    Resolved weight = resolve(s.weight.region, env);
+    const Affine h = Affine::constant(config_.rowLength);
+    if (arith_.less(rows.length, dst.length) || arith_.less(weight.length, h))
+      fail(s.loc, "'rmsnorm' needs rows of " + number(dst.length) + " elements and a weight of " +
+                      number(h));
+    const Thread rowThread{true, {}, {}};
+    // The weight is read whole; only whose it is matters to the rules (Contribution::anyIndex).
+    Value weightValue;
+    if (arith_.less(Affine::constant(0), h)) {
+      for (const Affine& at : pieces({weight}, h)) {
+        Value part = read(s.weight, weight, at, rowThread);
+        for (Contribution& c : part)
+          if (c.tag > 0)
+            weightValue.push_back(Contribution{c.rank, c.tag, Affine::constant(0), true});
+      }
+      std::sort(weightValue.begin(), weightValue.end(), orderedBefore);
+      weightValue.erase(std::unique(weightValue.begin(), weightValue.end(),
+                                    [](const Contribution& a, const Contribution& b) {
+                                      return a.rank == b.rank && a.tag == b.tag;
+                                    }),
+                        weightValue.end());
+    }
+    if (arith_.lessEqual(dst.length, Affine::constant(0)))
+      return;
+    // The expected contributions change at block boundaries for some kinds: cut there too.
+    splitAtBlocks(rows);
+    std::vector<Affine> cuts = pieces({dst, rows}, dst.length);
+    if (s.rows.load == ir::LoadKind::Register) {
+      registerCuts(s.rows, cuts);
+      cuts = normalize(cuts, dst.length);
+      splitAt(dst, cuts);
+      splitAt(rows, cuts);
+    }
+    for (const Affine& at : cuts) {
+      const Affine j = Arith::add(rows.offset, at);
+      const std::string row = "row " + number(rowOf(j)) + " of '" + rowsRegion.text + "' on rank " +
+                              std::to_string(rank_);
+      Value value = s.rows.load == ir::LoadKind::Register ? fromRegister(s.rows, at)
+                                                          : read(s.rows, rows, at, rowThread);
+      const Cell& c = cellAt(rows, at);
+      if (s.rows.load != ir::LoadKind::Register && c.writerRank != rank_)
+        fail(rowsRegion.loc, "'rmsnorm' reads " + row + ", whose element " + number(j) + " rank " +
+                                 std::to_string(c.writerRank) +
+                                 " wrote; a row-wise statement reads rows this rank computed: "
+                                 "reduce into a local buffer first");
+      const Value absolute = toAbsolute(value, rows.offset);
+      auto expected = expectedAt(rank_, j);
+      if (expected && !sameInput(inputPart(absolute), *expected))
+        failWithNote(rowsRegion.loc,
+                     "'rmsnorm' reads " + row + " before the row is complete: element " +
+                         number(j) + " holds " + describe(inputPart(absolute), j) +
+                         "; every element of a row must be fully reduced before the row is "
+                         "normalised",
+                     c.writerStep >= 0 ? c.writerLoc : llvm::SMLoc(), "last written here");
+      value.insert(value.end(), weightValue.begin(), weightValue.end());
+      std::sort(value.begin(), value.end(), orderedBefore);
+      write(s.loc, s.target, dst, at, rowThread, std::move(value), false, s.store);
+    }
+  }
+
+  Affine rowOf(const Affine& element) const {
+    return config_.rowLength > 0 ? Affine{0, element.v / config_.rowLength} : element;
+  }
+
+  /// A value read at a region's element index (read()) as held at the element's position:
+  /// shifts relative to the position in the slot.
+  static Value toAbsolute(Value value, const Affine& regionOffset) {
+    for (Contribution& c : value)
+      c.shift = Arith::sub(c.shift, regionOffset);
+    return value;
+  }
+
+  // ------------------------------------------------------------------ postcondition
+  static Value inputPart(const Value& value) {
+    Value part;
+    for (const Contribution& c : value)
+      if (c.tag == 0)
+        part.push_back(c);
+    return part;
+  }
+
+  /// What element `element` of the output must hold on `rank` (shifts relative to the element),
+  /// or nullopt where the kind leaves it unspecified. Valid for a whole segment that does not
+  /// cross a block boundary (splitAtBlocks).
+  std::optional<Value> expectedAt(int rank, const Affine& element) {
+    const Affine n = config_.count;
+    Value expected;
+    auto every = [&](const Affine& shift) {
+      for (int q = 0; q < config_.nranks; ++q)
+        expected.push_back(Contribution{q, 0, shift, false});
+    };
+    switch (program_.kind) {
+    case CollectiveKind::Reduce:
+      if (rank != config_.root)
+        return std::nullopt;
+      [[fallthrough]];
+    case CollectiveKind::AllReduce:
+      every(Affine::constant(0));
+      break;
+    case CollectiveKind::ReduceScatter:
+      every(Arith::mul(n, rank));
+      break;
+    case CollectiveKind::Broadcast:
+      expected.push_back(Contribution{config_.root, 0, Affine::constant(0), false});
+      break;
+    case CollectiveKind::AllGather:
+    case CollectiveKind::AllToAll: {
+      const int block = blockOf(element);
+      Affine shift = Arith::mul(n, -block);
+      if (program_.kind == CollectiveKind::AllToAll)
+        shift = Arith::add(shift, Arith::mul(n, rank));
+      expected.push_back(Contribution{block, 0, shift, false});
+      break;
+    }
+    }
+    std::sort(expected.begin(), expected.end(), orderedBefore);
+    return expected;
+  }
+
+  /// The block k (k * n <= element < (k + 1) * n) of an element of a buffer of n * nranks.
+  int blockOf(const Affine& element) {
+    int k = 0;
+    while (k + 1 < config_.nranks && arith_.lessEqual(Arith::mul(config_.count, k + 1), element))
+      ++k;
+    return k;
+  }
+
+  /// Splits a buffer of the output's shape at the blocks' boundaries (where expectations change).
+  void splitAtBlocks(const Resolved& r) {
+    if (!outputIsPerRankBlocks(program_.kind))
+      return;
+    for (int k = 1; k < config_.nranks; ++k)
+      split(*r.slot, Arith::mul(config_.count, k));
+  }
+
+  /// `got` holds exactly `expected` (both with shifts relative to the element's position).
+  bool sameInput(const Value& got, const Value& expected) {
+    if (got.size() != expected.size())
+      return false;
+    // Sorted alike when equal for every large q; record every pairing's threshold too, so that
+    // no coincidence at some q goes unnoticed.
+    bool same = true;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const Contribution& a = got[i];
+      const Contribution& b = expected[i];
+      same &= a.rank == b.rank && a.tag == b.tag && arith_.equal(a.shift, b.shift);
+    }
+    for (const Contribution& a : got)
+      for (const Contribution& b : expected)
+        if (a.rank == b.rank && a.tag == b.tag)
+          (void)arith_.equal(a.shift, b.shift);
+    return same;
+  }
+
+  /// Aux contributions in an output element come from the rank's own buffers, at most once each.
+  static bool auxIsLocal(const Value& value, int rank) {
+    std::set<int> seen;
+    for (const Contribution& c : value)
+      if (c.tag > 0 && (c.rank != rank || !seen.insert(c.tag).second))
+        return false;
+    return true;
+  }
+
+  std::string describe(const Value& value, const Affine& element) const {
+    if (value.empty())
+      return "no input";
+    std::string text;
+    for (size_t k = 0; k < value.size(); ++k) {
+      const Contribution& c = value[k];
+      std::string buffer = program_.buffer(program_.input()).name;
+      for (const auto& b : program_.buffers)
+        if (c.tag > 0 && b.auxIndex == c.tag - 1)
+          buffer = b.name;
+      const int64_t index =
+          c.anyIndex ? (config_.rowLength > 0 ? element.v % config_.rowLength : element.v)
+                     : element.v + c.shift.v;
+      text += (k ? ", " : "") + buffer + "[" + std::to_string(index) + "] of rank " +
+              std::to_string(c.rank);
+    }
+    return text;
+  }
+
+  /// The output, and (for an allreduce) every aux buffer of n elements the spec writes: a fused
+  /// epilogue's residual out must hold the allreduce's result as much as the output does.
+  void checkPostcondition() {
+    for (size_t id = 0; id < program_.buffers.size(); ++id) {
+      const ir::Buffer& buffer = program_.buffers[id];
+      if (buffer.role == ir::BufferRole::Output) {
+        checkOutput(ir::BufferId(id));
+        continue;
+      }
+      if (buffer.role != ir::BufferRole::Aux || program_.kind != CollectiveKind::AllReduce)
+        continue;
+      bool written = false;
+      for (int r = 0; r < config_.nranks; ++r)
+        for (const Segment& segment : memory_[size_t(r)][id][0]->segments)
+          written |= segment.cell.writerStep >= 0;
+      if (written && arith_.equal(memory_[0][id][0]->size, config_.count))
+        checkOutput(ir::BufferId(id));
+    }
+  }
+
+  void checkOutput(ir::BufferId id) {
+    const ir::Buffer& out = program_.buffer(id);
+    for (int r = 0; r < config_.nranks; ++r) {
+      Slot& slot = *memory_[size_t(r)][size_t(id)][0];
+      if (outputIsPerRankBlocks(program_.kind))
+        for (int k = 1; k < config_.nranks; ++k)
+          split(slot, Arith::mul(config_.count, k));
+      for (size_t i = 0; i < slot.segments.size(); ++i) {
+        if (arith_.lessEqual(segmentEnd(slot, i), slot.segments[i].start))
+          continue; // empty
+        const Segment& segment = slot.segments[i];
+        const Cell& c = segment.cell;
+        const Affine element = segment.start;
+        auto expected = expectedAt(r, element);
+        if (!expected)
+          continue;
+        if (c.written && sameInput(inputPart(c.value), *expected) && auxIsLocal(c.value, r))
+          continue;
+        std::string message = "postcondition fails: " + out.name + "[" + number(element) +
+                              "] on rank " + std::to_string(r);
+        if (!c.written) {
+          message += " is never written";
+        } else {
+          message += " holds " + describe(c.value, element);
+          std::vector<collc::Contribution> plain;
+          for (const Contribution& e : *expected)
+            plain.push_back({e.rank, element.v + e.shift.v});
+          message += "; " + describeExpectedOutput(program_.kind,
+                                                   program_.buffer(program_.input()).name, plain);
+        }
+        failWithNote(program_.loc, message, c.written ? c.writerLoc : llvm::SMLoc(),
+                     "last written here");
+      }
+    }
+  }
+
+  const ir::Program& program_;
+  const std::vector<ir::Step>& steps_;
+  const RunConfig& config_;
+  Arith& arith_;
+  Diagnostics* diags_;
+  RunFacts facts_;
+  int step_ = 0;
+  int rank_ = 0;
+  bool rowStep_ = false;
+  std::set<int> waited_;
+  std::optional<ir::BarrierScope> barrier_; // the lowered step's barrier, if it has one
+  std::map<std::string, Register> registers_;
+  // memory_[rank][buffer][slot]
+  std::vector<std::vector<std::vector<SlotPtr>>> memory_;
+};
+
+} // namespace
+
+RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps,
+                  const RunConfig& config, Arith& arith, Diagnostics* diags) {
+  Run run(program, steps, config, arith, diags);
+  return run.run();
+}
+
+} // namespace collc::proof

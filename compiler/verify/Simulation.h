@@ -1,0 +1,62 @@
+// One run of a program's data flow for one configuration (rank count, root, count n), element by
+// element in effect, with every element of a buffer holding the multiset of (rank, input index)
+// contributions that reached it. Elements that fare alike are kept together as segments of a
+// slot, so a run costs as much as its statements and their boundaries, not as n: that is what
+// lets the verifier run every count's residue with n symbolic (Affine.h).
+//
+// The same run checks the spec (its `wait`s order what it reads) and the lowered program (its
+// barriers and polls do), the latter with the rules of the unit each strategy works in: a packet
+// or element a peer writes is written once per call, packets of different writers never share 16
+// bytes, accumulation lines receive every rank's add exactly once before they are taken.
+#ifndef COLLC_COMPILER_VERIFY_SIMULATION_H
+#define COLLC_COMPILER_VERIFY_SIMULATION_H
+
+#include "compiler/Verifier.h"
+#include "compiler/ir/IR.h"
+#include "compiler/verify/Affine.h"
+#include "dsl/Diagnostics.h"
+
+#include <set>
+#include <vector>
+
+namespace collc::proof {
+
+/// Thrown when a run has found (and, in a run that reports, reported) a broken rule.
+struct RunFailed {};
+
+struct RunConfig {
+  int nranks = 2;
+  int root = 0;
+  Affine count;          // n
+  int64_t rowLength = 0; // a spec with rows: the row length of this run
+  /// Buffers that are the same memory as another: (alias, original). The alias starts holding
+  /// the original's data (an in-place call: out is in, residual_out is residual).
+  std::vector<std::pair<ir::BufferId, ir::BufferId>> aliases;
+  /// Run the lowered program (barriers, polls, flagged stores) rather than the spec.
+  bool lowered = false;
+  /// Elements per LL packet half (8 bytes of data) for the lowered run's packet rules.
+  int packetElems = 2;
+  /// Work this run may do before it gives up (the spec is too large to verify).
+  int64_t budget = 0;
+};
+
+/// What one run found out about the data flow (VerifyResult's facts, for this configuration).
+struct RunFacts {
+  bool indexAligned = true, localAligned = true, remoteWriteOrdering = false, usesAtomics = false;
+  bool remoteDataReadOnce = true;
+  std::set<std::pair<int, int>> dataEdges; // (writer rank, reader rank) of data read remotely
+  std::set<int> remotelyWritten, locallyWritten;
+  /// (step, wait's location) of every `wait` that ordered something.
+  std::set<std::pair<int, const char*>> usedWaits;
+  int64_t work = 0;
+};
+
+/// Runs `steps` (the program's, expanded for config.nranks) once. `diags` null: quiet (a symbolic
+/// run reports nothing; the caller reruns the failing configuration with numbers to report it).
+/// Throws RunFailed (after reporting) on a broken rule, AffineError on an internal limit.
+RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps,
+                  const RunConfig& config, Arith& arith, Diagnostics* diags);
+
+} // namespace collc::proof
+
+#endif // COLLC_COMPILER_VERIFY_SIMULATION_H
