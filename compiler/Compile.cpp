@@ -176,7 +176,7 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
     lowerOptions.printAfterEach = options.printIr;
   auto lowered = lower(program, proof, lowerOptions, diags);
   if (!lowered || !checkRowLength(*lowered, lowerOptions.rowLength, diags) ||
-      !verifyLowered(*lowered, options.nranks, options.dtype, diags))
+      !verifyLowered(program, *lowered, options.nranks, options.dtype, diags))
     return std::nullopt;
   // Unroll multiplies the vectors of an element loop; LL128's line loops and row steps have
   // their own shape, which it would leave as it is.

@@ -133,6 +133,16 @@ private:
     line("");
   }
 
+  /// The C name of a scratch buffer's address function, and the prefix of its constants: a spec's
+  /// `x` is `scratch_x`; a buffer the compiler made (its name has a '.') is `gen_...`.
+  static std::string scratchName(const ir::Buffer& buffer) {
+    if (!buffer.generated)
+      return "scratch_" + buffer.name;
+    std::string name = "gen_" + buffer.name;
+    std::replace(name.begin(), name.end(), '.', '_');
+    return name;
+  }
+
   bool usesSentinels() const {
     for (const auto& buffer : program_.buffers)
       if (buffer.filledWithNegativeZero)
@@ -149,7 +159,7 @@ private:
     case ir::BufferRole::Aux:
       return "buf_" + buffer->name;
     case ir::BufferRole::Scratch:
-      return fmt::format("scratch_{}({}, {})", buffer->name,
+      return fmt::format("{}({}, {})", scratchName(*buffer),
                          region.owner ? ir::toC(region.owner) : "rank", ir::toC(region.slot));
     }
     return "?";
@@ -164,7 +174,7 @@ private:
     if (buffer.storage == ir::Storage::Packets)
       return bufferBase(region) + " + ll_packet(" + offset + ")";
     if (buffer.storage == ir::Storage::LL128Lines)
-      return fmt::format("{} + {}_chunk_lines * ({}) * 8", bufferBase(region), buffer.name,
+      return fmt::format("{} + {}_chunk_lines * ({}) * 8", bufferBase(region), scratchName(buffer),
                          ir::toC(region.offset->b));
     return bufferBase(region) + " + " + offset;
   }
@@ -208,7 +218,7 @@ private:
   /// The side buffer of an accumulation-line region: the first element of each of its lines.
   std::string sidePointer(const ir::Region& region) {
     const ir::Buffer& side = program_.buffer(program_.buffer(region).side);
-    return fmt::format("scratch_{}({}, 0)", side.name,
+    return fmt::format("{}({}, 0)", scratchName(side),
                        region.owner ? ir::toC(region.owner) : "rank");
   }
 
@@ -249,6 +259,7 @@ private:
         line("Bits* const buf_{} = static_cast<Bits*>(params.aux[{}]); // {}", buffer->name,
              buffer->auxIndex, where(buffer->loc));
       } else {
+        const std::string scratch = scratchName(*buffer);
         const bool packets = buffer->storage == ir::Storage::Packets;
         const bool ll128 = buffer->storage == ir::Storage::LL128Lines;
         line("// Scratch '{}' ({}): {} slot(s) of {} elements on every rank{}.", buffer->name,
@@ -261,21 +272,21 @@ private:
         if (ll128) {
           // Lines of 8 uint4; with lines per chunk every chunk of a slot starts a line.
           if (buffer->linesPerChunk)
-            line("const u64 {}_chunk_lines = ll128_lines(chunk_size({}));", buffer->name,
+            line("const u64 {}_chunk_lines = ll128_lines(chunk_size({}));", scratch,
                  ir::toC(buffer->slotElems));
-          line("const u64 {}_slot_units = {} * 8;", buffer->name,
-               buffer->linesPerChunk ? fmt::format("kRanks * {}_chunk_lines", buffer->name)
+          line("const u64 {}_slot_units = {} * 8;", scratch,
+               buffer->linesPerChunk ? fmt::format("kRanks * {}_chunk_lines", scratch)
                                      : fmt::format("ll128_lines({})", ir::toC(buffer->slotElems)));
         } else if (packets)
-          line("const u64 {}_slot_packets = ({} * sizeof(Bits) + 7) / 8;", buffer->name,
+          line("const u64 {}_slot_packets = ({} * sizeof(Bits) + 7) / 8;", scratch,
                ir::toC(buffer->slotElems));
         else
-          line("const u64 {}_slot_elems = {};", buffer->name, ir::toC(buffer->slotElems));
+          line("const u64 {}_slot_elems = {};", scratch, ir::toC(buffer->slotElems));
         // A scratch buffer may go unused for some rank counts (a ring's partial sums at 2 ranks).
-        line("[[maybe_unused]] auto scratch_{} = [&](int owner, u64 slot) {{", buffer->name);
+        line("[[maybe_unused]] auto {} = [&](int owner, u64 slot) {{", scratch);
         line("return reinterpret_cast<{}*>(params.heap[owner] + params.scratch_offset[{}] +",
              packets || ll128 ? "uint4" : "Bits", buffer->scratchIndex);
-        line("copy * params.parity_stride) + slot * {}_slot_{};", buffer->name,
+        line("copy * params.parity_stride) + slot * {}_slot_{};", scratch,
              ll128     ? "units"
              : packets ? "packets"
                        : "elems");

@@ -300,7 +300,9 @@ private:
         diags_.error(stmt.varLoc, "loop variable '" + stmt.var + "' shadows an outer one");
         return nullptr;
       }
-      const std::string indexName = "i_" + stmt.var;
+      // Names the compiler makes start with '%', which no name in a spec can: they never
+      // capture (or are captured by) a spec's names.
+      const std::string indexName = "%i." + stmt.var;
       Expr index = ExprNode::var(indexName);
       ir::LoopRange range = ir::LoopRange::Interval;
       Expr begin, end, value = index;
@@ -352,7 +354,7 @@ private:
         ir::Operand operand;
         if (ref.slotSet) {
           operand.set = *ref.slotSet == "peers" ? ir::LoopRange::Peers : ir::LoopRange::Ranks;
-          operand.setVar = "q" + std::to_string(setCounter_++);
+          operand.setVar = "%q" + std::to_string(setCounter_++);
           operandScope.push_back(operand.setVar);
         }
         auto region = lowerRegion(ref, operandScope, /*remote=*/false, operand.setVar);

@@ -239,11 +239,14 @@ VerifyResult verify(const ir::Program& program, Diagnostics& diags) {
   return result;
 }
 
-bool verifyLowered(const ir::Program& lowered, int nranks, DType dtype, Diagnostics& diags) {
+bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
+                   Diagnostics& diags) {
   RunConfig config;
   config.nranks = nranks;
   config.lowered = true;
   config.packetElems = int(8 / sizeOf(dtype));
+  config.reference = &spec;
+  config.referenceSteps = &spec.steps;
   int64_t work = 0;
   Sweep sweep(lowered, lowered.steps, config, &diags, work);
   return sweep.run();

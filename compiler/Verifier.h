@@ -63,9 +63,11 @@ struct VerifyResult {
 /// Proves `program` (as Sema built it) for every rank count it declares.
 VerifyResult verify(const ir::Program& program, Diagnostics& diags);
 
-/// Checks `lowered` (the program a strategy lowered for `nranks`) for every root and every n:
-/// reports, as the strategy's, every rule it breaks; true if none.
-bool verifyLowered(const ir::Program& lowered, int nranks, DType dtype, Diagnostics& diags);
+/// Checks `lowered`, the program a strategy lowered `spec` (its steps expanded) to for `nranks`,
+/// for every root and every n: it breaks no rule and computes what the spec computes. Reports, as
+/// the strategy's, what it finds; true if nothing.
+bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
+                   Diagnostics& diags);
 
 } // namespace collc
 

@@ -235,6 +235,9 @@ bool Parser::parseBufferDecl(ast::Spec& spec, bool scratch) {
 }
 
 bool Parser::parseStep(ast::Spec& spec) {
+  if (spec.steps.size() >= kMaxSteps)
+    return fail(tok_.loc, "the spec has more than " + llvm::Twine(kMaxSteps) +
+                              " steps; collc refuses specs that large");
   advance(); // 'step'
   ast::Step step;
   if (!expectName(step.name, step.loc, "a step"))
@@ -289,6 +292,10 @@ ast::StmtPtr Parser::parseStmt() {
   DepthGuard guard(depth_);
   if (depth_ > kMaxNesting)
     return fail(tok_.loc, "statements nested too deeply"), nullptr;
+  if (++statements_ > kMaxStatements)
+    return fail(tok_.loc, "the spec has more than " + llvm::Twine(kMaxStatements) +
+                              " statements; collc refuses specs that large"),
+           nullptr;
   auto stmt = std::make_unique<ast::Stmt>();
   stmt->loc = tok_.loc;
   if (tok_.isWord("wait")) {
@@ -352,6 +359,10 @@ ast::StmtPtr Parser::parseStmt() {
       if (!expect(TokenKind::LParen, "after 'reduce'"))
         return nullptr;
       do {
+        if (stmt->sources.size() >= kMaxOperands)
+          return fail(tok_.loc,
+                      "a statement may have at most " + llvm::Twine(kMaxOperands) + " operands"),
+                 nullptr;
         ast::RegionRef operand;
         if (!parseRegion(operand, /*allowSlotSet=*/true))
           return nullptr;
@@ -383,6 +394,9 @@ bool Parser::parseAddends(ast::Stmt& stmt) {
     advance();
     if (tok_.isWord("reduce"))
       return fail(tok_.loc, "'reduce(...)' must come first in a sum: write 'x = reduce(...) + a'");
+    if (stmt.sources.size() + stmt.addends.size() >= kMaxOperands)
+      return fail(tok_.loc,
+                  "a statement may have at most " + llvm::Twine(kMaxOperands) + " operands");
     ast::RegionRef addend;
     if (!parseRegion(addend, /*allowSlotSet=*/false))
       return false;
@@ -501,12 +515,27 @@ bool Parser::parseRegion(ast::RegionRef& region, bool allowSlotSet) {
   return true;
 }
 
+/// Counts an operator of the top-level expression being parsed: false (after reporting) past the
+/// limit, which bounds the depth of every expression tree (a chain of `+` is a tree as deep as it
+/// is long).
+bool Parser::countOperator() {
+  if (++exprOperators_ <= kMaxExprOperators)
+    return true;
+  return fail(tok_.loc, "expression has more than " + llvm::Twine(kMaxExprOperators) +
+                            " operators; collc refuses expressions that long");
+}
+
 ast::ExprPtr Parser::parseExpr() {
   DepthGuard guard(depth_);
   if (depth_ > kMaxNesting)
     return fail(tok_.loc, "expression nested too deeply"), nullptr;
+  if (exprLevel_ == 0)
+    exprOperators_ = 0;
+  DepthGuard level(exprLevel_);
   auto lhs = parseTerm();
   while (lhs && (tok_.is(TokenKind::Plus) || tok_.is(TokenKind::Minus))) {
+    if (!countOperator())
+      return nullptr;
     auto node = std::make_unique<ast::Expr>();
     node->kind = ast::Expr::Kind::Binary;
     node->loc = tok_.loc;
@@ -526,6 +555,8 @@ ast::ExprPtr Parser::parseTerm() {
   auto lhs = parsePrimary();
   while (lhs &&
          (tok_.is(TokenKind::Star) || tok_.is(TokenKind::Slash) || tok_.is(TokenKind::Percent))) {
+    if (!countOperator())
+      return nullptr;
     auto node = std::make_unique<ast::Expr>();
     node->kind = ast::Expr::Kind::Binary;
     node->loc = tok_.loc;
@@ -588,6 +619,17 @@ ast::ExprPtr Parser::parsePrimary() {
 
 std::unique_ptr<ast::Spec> parseSpecText(Diagnostics& diags, llvm::StringRef text,
                                          llvm::StringRef bufferName) {
+  if (text.size() > kMaxSpecBytes) {
+    // Refused before the text is read: report at its start.
+    unsigned id = diags.sources().AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBufferCopy(text.take_front(200), bufferName), llvm::SMLoc());
+    diags.error(llvm::SMLoc::getFromPointer(diags.sources().getMemoryBuffer(id)->getBufferStart()),
+                "the spec is " + std::to_string(text.size()) +
+                    " bytes; collc reads specs of at "
+                    "most " +
+                    std::to_string(kMaxSpecBytes) + " bytes");
+    return nullptr;
+  }
   unsigned id = diags.sources().AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(text, bufferName), llvm::SMLoc());
   Parser parser(diags, id);

@@ -38,15 +38,26 @@ private:
   bool parseRegion(ast::RegionRef& region, bool allowSlotSet);
   bool parseRemoteRegion(ast::RegionRef& region);
   ast::ExprPtr parseExpr();
+  bool countOperator();
   ast::ExprPtr parseTerm();
   ast::ExprPtr parsePrimary();
 
   Diagnostics& diags_;
   Lexer lexer_;
   Token tok_;
-  unsigned depth_ =
-      0; // nesting of expressions and loops: bounded so no input can exhaust the stack
+  // Bounds that keep every later stage's recursion and work in check, whatever the input.
+  unsigned depth_ = 0;         // nesting of expressions and statements
+  unsigned exprLevel_ = 0;     // parseExpr calls in progress: 1 at a top-level expression
+  unsigned exprOperators_ = 0; // operators of the top-level expression being parsed
+  unsigned statements_ = 0;    // statements of the spec
 };
+
+/// Limits on what a spec may be, each refused with an error at its place.
+inline constexpr size_t kMaxSpecBytes = 1 << 20;
+inline constexpr unsigned kMaxExprOperators = 256;
+inline constexpr unsigned kMaxStatements = 4096;
+inline constexpr unsigned kMaxSteps = 256;
+inline constexpr size_t kMaxOperands = 64; // of one reduce or sum
 
 /// Convenience: parse `text` registered under `bufferName` in the diagnostics' SourceMgr.
 std::unique_ptr<ast::Spec> parseSpecText(Diagnostics& diags, llvm::StringRef text,

@@ -344,6 +344,14 @@ std::optional<SizeForm> sizeForm(const Expr& e, const Env& env, std::string* why
   return SizeForm{form->a, form->b, chunked};
 }
 
+std::string cName(const std::string& var) {
+  if (var.empty() || var[0] != '%')
+    return "v_" + var;
+  std::string name = "g_" + var.substr(1);
+  std::replace(name.begin(), name.end(), '.', '_');
+  return name;
+}
+
 std::string toC(const Expr& e) {
   switch (e->kind) {
   case ExprKind::Const:
@@ -359,7 +367,7 @@ std::string toC(const Expr& e) {
   case ExprKind::RowLength:
     return "kHidden";
   case ExprKind::Var:
-    return "v_" + e->name;
+    return cName(e->name);
   case ExprKind::ChunkSize:
     return "chunk_size(" + toC(e->a) + ")";
   case ExprKind::ChunkBegin:

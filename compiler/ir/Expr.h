@@ -98,6 +98,10 @@ struct SizeForm {
 /// the whole size) or the value is negative.
 std::optional<SizeForm> sizeForm(const Expr& e, const Env& env, std::string* why = nullptr);
 
+/// The C name of a variable: a spec's `x` is `v_x`; a name the compiler made (`%q0`, `%i.p`:
+/// '%' cannot start a name in a spec) is `g_q0`, `g_i_p`. The two never meet.
+std::string cName(const std::string& var);
+
 /// C expression text; `nranksText`/`countText`/`rankText` name those values in the target code.
 std::string toC(const Expr& e);
 void print(const Expr& e, llvm::raw_ostream& out);

@@ -175,7 +175,7 @@ public:
     // The slots become one accumulation buffer and a side buffer with each line's first element.
     const ir::Buffer& slots = program.buffer(rs->slots);
     ir::Buffer side;
-    side.name = slots.name + "_line_heads";
+    side.name = slots.name + ".line_heads";
     side.generated = true;
     side.role = ir::BufferRole::Scratch;
     side.slots = ExprNode::constant(1);

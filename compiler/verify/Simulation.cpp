@@ -542,8 +542,8 @@ private:
       facts_.locallyWritten.insert(r.buffer);
     if (config_.lowered && buffer.polled && !lineAdd && c.writes >= 1)
       fail(loc, "writes " + text() +
-                    " a second time in one call: a peer polls it, and both writes carry the "
-                    "call's flag, so the peer may take the first");
+                    " a second time in one call: a peer polls it and takes whichever write it "
+                    "sees first");
     c.reads = 0;
     for (Contribution& contribution : value)
       contribution.shift = Arith::sub(contribution.shift, r.offset);
@@ -976,8 +976,10 @@ private:
   std::string describe(const Value& value, const Affine& element) const {
     if (value.empty())
       return "no input";
+    // Long sums are cut short: the first terms say what went wrong.
+    constexpr size_t kShown = 16;
     std::string text;
-    for (size_t k = 0; k < value.size(); ++k) {
+    for (size_t k = 0; k < value.size() && k < kShown; ++k) {
       const Contribution& c = value[k];
       std::string buffer = program_.buffer(program_.input()).name;
       for (const auto& b : program_.buffers)
@@ -989,6 +991,8 @@ private:
       text += (k ? ", " : "") + buffer + "[" + std::to_string(index) + "] of rank " +
               std::to_string(c.rank);
     }
+    if (value.size() > kShown)
+      text += " and " + std::to_string(value.size() - kShown) + " more";
     return text;
   }
 
@@ -1048,6 +1052,49 @@ private:
     }
   }
 
+public:
+  /// After both have run: every user buffer the spec writes holds in this run what it holds in
+  /// `spec`'s (the lowered program computes what the spec does). Reports the first difference.
+  void compareWith(Run& spec) {
+    for (size_t id = 0; id < program_.buffers.size(); ++id) {
+      const ir::Buffer& buffer = program_.buffers[id];
+      if (buffer.role != ir::BufferRole::Output && buffer.role != ir::BufferRole::Aux)
+        continue;
+      for (int r = 0; r < config_.nranks; ++r) {
+        Slot& mine = *memory_[size_t(r)][id][0];
+        Slot& theirs = *spec.memory_[size_t(r)][id][0];
+        // Cut both at each other's boundaries, then compare segment by segment.
+        for (const Segment& segment : theirs.segments)
+          split(mine, segment.start);
+        for (const Segment& segment : mine.segments)
+          split(theirs, segment.start);
+        for (size_t i = 0; i < mine.segments.size(); ++i) {
+          const Cell& got = mine.segments[i].cell;
+          const Cell& want = theirs.segments[locate(theirs, mine.segments[i].start)].cell;
+          if (got.written == want.written && sameValue(got.value, want.value))
+            continue;
+          const Affine element = mine.segments[i].start;
+          fail(program_.loc, buffer.name + "[" + number(element) + "] on rank " +
+                                 std::to_string(r) + " holds " +
+                                 (got.written ? describe(got.value, element) : "nothing") +
+                                 ", but the spec computes " +
+                                 (want.written ? describe(want.value, element) : "nothing"));
+        }
+      }
+    }
+  }
+
+private:
+  bool sameValue(const Value& a, const Value& b) {
+    if (a.size() != b.size())
+      return false;
+    bool same = true;
+    for (size_t i = 0; i < a.size(); ++i)
+      same &= a[i].rank == b[i].rank && a[i].tag == b[i].tag && a[i].anyIndex == b[i].anyIndex &&
+              (a[i].anyIndex || arith_.equal(a[i].shift, b[i].shift));
+    return same;
+  }
+
   const ir::Program& program_;
   const std::vector<ir::Step>& steps_;
   const RunConfig& config_;
@@ -1069,7 +1116,20 @@ private:
 RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps,
                   const RunConfig& config, Arith& arith, Diagnostics* diags) {
   Run run(program, steps, config, arith, diags);
-  return run.run();
+  if (!config.reference)
+    return run.run();
+  RunConfig specConfig = config;
+  specConfig.lowered = false;
+  specConfig.reference = nullptr;
+  Run spec(*config.reference, *config.referenceSteps, specConfig, arith, nullptr);
+  try {
+    spec.run();
+  } catch (const RunFailed&) {
+    internalError("the spec breaks a rule in a configuration its proof covers");
+  }
+  RunFacts facts = run.run();
+  run.compareWith(spec);
+  return facts;
 }
 
 } // namespace collc::proof

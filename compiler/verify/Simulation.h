@@ -38,6 +38,10 @@ struct RunConfig {
   int packetElems = 2;
   /// Work this run may do before it gives up (the spec is too large to verify).
   int64_t budget = 0;
+  /// A lowered run: the spec it was lowered from (its steps expanded for the same rank count),
+  /// whose results it must reproduce.
+  const ir::Program* reference = nullptr;
+  const std::vector<ir::Step>* referenceSteps = nullptr;
 };
 
 /// What one run found out about the data flow (VerifyResult's facts, for this configuration).

@@ -254,7 +254,7 @@ TEST(Compile, LL128AtomicShrinksTheScratchToOneAccumulationBuffer) {
   ASSERT_EQ(compiled.scratch.size(), 3u);
   EXPECT_EQ(compiled.scratch[0].bytes(4096), 1024u * 2u);
   EXPECT_EQ(compiled.scratch[1].bytes(4096), 4096u * 2u * 2u);
-  EXPECT_EQ(compiled.scratch[2].name, "inbox_line_heads");
+  EXPECT_EQ(compiled.scratch[2].name, "inbox.line_heads");
   EXPECT_EQ(compiled.scratch[2].bytes(4096), 128u * 2u);
   EXPECT_NE(compiled.cudaSource.find("red.relaxed.sys.global.add.noftz.v4.bf16x2"),
             std::string::npos);
