@@ -1,8 +1,7 @@
 #include "compiler/CudaCodeGen.h"
 
 #include "abi/CollectiveShapes.h"
-#include "compiler/CudaPrelude.h"
-#include "compiler/RowPrelude.h"
+#include "compiler/DevicePrelude.h"
 #include "dsl/Diagnostics.h"
 
 #include <algorithm>
@@ -69,11 +68,9 @@ private:
     line("");
     out_ += std::string(kernelAbiHeader());
     line("");
-    line("#include <cuda_fp16.h>");
-    line("#include <cuda_bf16.h>");
-    line("");
     // A named namespace: nvcc warns about unused functions of an anonymous one.
     line("namespace collc_kernel {{");
+    out_ += deviceFile(kTypesFile);
     line("typedef {} T; // the element type of this variant", cudaTypeName(target_.dtype));
     line("constexpr int kRanks = {};", target_.nranks);
     if (hasRoot(program_.kind))
@@ -99,24 +96,23 @@ private:
          wordType(vectorElems() * int(sizeOf(target_.dtype))));
     line("constexpr int kChunkAlign = {}; // chunks start at multiples of this many elements",
          ir::kChunkAlignElems);
-    out_ += elementHelpers(target_.dtype);
-    out_ += combineFunction(target_.op);
-    out_ += kPrelude;
+    out_ += deviceFile(elementFile(target_.dtype));
+    out_ += deviceFile(combineFile(target_.op));
+    for (std::string_view file : kCommonDeviceFiles)
+      out_ += deviceFile(file);
     if (program_.syncPoints > 0)
-      out_ += kBarrierPrelude;
+      out_ += deviceFile(kBarrierFile);
     if (uses(ir::BufferAccess::LL))
-      out_ += kLLPrelude;
-    if (uses(ir::BufferAccess::AtomicLines)) {
-      out_ += vectorAtomicAdd(target_.dtype);
-      out_ += kAtomicLinesPrelude;
-    }
+      out_ += deviceFile(kLLFile);
+    if (uses(ir::BufferAccess::AtomicLines))
+      out_ += deviceFile(kAtomicLinesFile);
     if (uses(ir::BufferAccess::Sentinel))
-      out_ += kSentinelPrelude;
+      out_ += deviceFile(kSentinelFile);
     if (uses(ir::BufferAccess::LL128))
-      out_ += kLL128Prelude;
+      out_ += deviceFile(kLL128File);
     if (std::any_of(program_.steps.begin(), program_.steps.end(),
                     [](const ir::Step& step) { return step.byRows; }))
-      out_ += kRowPrelude;
+      out_ += deviceFile(kRowsFile);
     line("}}  // namespace collc_kernel");
     line("using namespace collc_kernel;");
     line("");
