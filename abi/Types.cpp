@@ -74,9 +74,9 @@ std::string_view cudaTypeName(DType type) {
   case DType::F32:
     return "float";
   case DType::F16:
-    return "__half";
+    return "f16";
   case DType::BF16:
-    return "__nv_bfloat16";
+    return "bf16";
   }
   return "?";
 }

@@ -28,7 +28,8 @@ std::optional<SyncKind> parseSyncKind(std::string_view text);
 
 /// Bytes of one element.
 unsigned sizeOf(DType type);
-/// The CUDA type that stores one element (float, __half, __nv_bfloat16).
+/// The CUDA type of one element in a generated kernel: float, or f16 and bf16 (2-byte storage
+/// types the kernel's prelude defines, compiler/device/types.cuh).
 std::string_view cudaTypeName(DType type);
 
 /// Every value of each enum, for loops in tests and the tuner.

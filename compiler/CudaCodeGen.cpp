@@ -1,13 +1,14 @@
 #include "compiler/CudaCodeGen.h"
 
 #include "abi/CollectiveShapes.h"
-#include "compiler/CudaPrelude.h"
-#include "compiler/RowPrelude.h"
+#include "compiler/DevicePrelude.h"
+#include "compiler/ir/Visitor.h"
 #include "dsl/Diagnostics.h"
 
 #include <algorithm>
 #include <fmt/format.h>
 #include <optional>
+#include <set>
 
 namespace collc {
 
@@ -24,6 +25,90 @@ const char* wordType(int vectorBytes) {
   default:
     return "unsigned short";
   }
+}
+
+/// The device helper files the program's operations print as (DevicePrelude.h), in the order
+/// they are pasted.
+class HelperFiles : public ir::Visitor {
+public:
+  std::vector<std::string_view> files() const {
+    std::vector<std::string_view> ordered;
+    for (std::string_view file :
+         {kBarrierFile, kLLFile, kAtomicLinesFile, kSentinelFile, kLL128File, kRowsFile})
+      if (used_.count(file))
+        ordered.push_back(file);
+    return ordered;
+  }
+
+private:
+  void load(const ir::Operand& o) {
+    switch (o.load) {
+    case ir::LoadKind::PollPacket:
+      used_.insert(kLLFile);
+      break;
+    case ir::LoadKind::PollSentinel:
+      used_.insert(kSentinelFile);
+      break;
+    case ir::LoadKind::TakeLine:
+      used_.insert(kAtomicLinesFile);
+      break;
+    case ir::LoadKind::PollLine:
+      used_.insert(kLL128File);
+      break;
+    case ir::LoadKind::Plain:
+    case ir::LoadKind::Register:
+      break;
+    }
+  }
+  void store(ir::StoreKind kind) {
+    switch (kind) {
+    case ir::StoreKind::FlaggedPacket:
+      used_.insert(kLLFile);
+      break;
+    case ir::StoreKind::Sentinel:
+      used_.insert(kSentinelFile);
+      break;
+    case ir::StoreKind::LineAdd:
+      used_.insert(kAtomicLinesFile);
+      break;
+    case ir::StoreKind::FlaggedLine:
+      used_.insert(kLL128File);
+      break;
+    case ir::StoreKind::Plain:
+      break;
+    }
+  }
+  void visitPut(const ir::Put& s) override {
+    load(s.source);
+    store(s.store);
+  }
+  void visitAtomicAdd(const ir::AtomicAdd& s) override { load(s.source); }
+  void visitAssign(const ir::Assign& s) override {
+    for (const auto& o : s.operands)
+      load(o);
+    for (const auto& o : s.addends)
+      load(o);
+    store(s.store);
+  }
+  void visitRowNorm(const ir::RowNorm& s) override {
+    load(s.rows);
+    load(s.weight);
+    store(s.store);
+  }
+  void visitLet(const ir::Let& s) override { load(s.value); }
+  void visitRowLoop(const ir::RowLoop& s) override {
+    used_.insert(kRowsFile);
+    visitAll(s.body);
+  }
+  void visitBarrier(const ir::Barrier&) override { used_.insert(kBarrierFile); }
+  std::set<std::string_view> used_;
+};
+
+std::vector<std::string_view> helperFiles(const ir::Program& program) {
+  HelperFiles helpers;
+  for (const auto& step : program.steps)
+    helpers.visitAll(step.body);
+  return helpers.files();
 }
 
 class Printer {
@@ -81,11 +166,9 @@ private:
     line("");
     out_ += std::string(kernelAbiHeader());
     line("");
-    line("#include <cuda_fp16.h>");
-    line("#include <cuda_bf16.h>");
-    line("");
     // A named namespace: nvcc warns about unused functions of an anonymous one.
     line("namespace collc_kernel {{");
+    out_ += deviceFile(kTypesFile);
     line("typedef {} T; // the element type of this variant", cudaTypeName(target_.dtype));
     line("constexpr int kRanks = {};", target_.nranks);
     if (hasRoot(program_.kind))
@@ -111,23 +194,12 @@ private:
          wordType(vectorElems() * int(sizeOf(target_.dtype))));
     line("constexpr int kChunkAlign = {}; // chunks start at multiples of this many elements",
          ir::kChunkAlignElems);
-    out_ += elementHelpers(target_.dtype);
-    out_ += combineFunction(target_.op);
-    out_ += kPrelude;
-    if (program_.barriers > 0)
-      out_ += kBarrierPrelude;
-    if (program_.uses(ir::Storage::Packets))
-      out_ += kLLPrelude;
-    if (program_.uses(ir::Storage::AtomicLines)) {
-      out_ += vectorAtomicAdd(target_.dtype);
-      out_ += kAtomicLinesPrelude;
-    }
-    if (usesSentinels())
-      out_ += kSentinelPrelude;
-    if (lineLoops())
-      out_ += kLL128Prelude;
-    if (hasRowLoops())
-      out_ += kRowPrelude;
+    out_ += deviceFile(elementFile(target_.dtype));
+    out_ += deviceFile(combineFile(target_.op));
+    for (std::string_view file : kCommonDeviceFiles)
+      out_ += deviceFile(file);
+    for (std::string_view file : helperFiles(program_))
+      out_ += deviceFile(file);
     line("}}  // namespace collc_kernel");
     line("using namespace collc_kernel;");
     line("");

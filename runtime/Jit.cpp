@@ -11,7 +11,6 @@
 #include <llvm/ADT/SmallString.h>
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/ADT/StringRef.h>
-#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
 #include <nvrtc.h>
 #include <optional>
@@ -51,8 +50,6 @@ llvm::Expected<std::string> nvrtcArch(const std::string& arch, JitOutput output)
 std::vector<std::string> nvrtcOptions(const std::string& gpuArch, const JitOptions& options) {
   std::vector<std::string> result = {"-std=c++17", "--gpu-architecture=" + gpuArch,
                                      "-default-device"};
-  if (!cudaIncludeDir().empty())
-    result.push_back("-I" + cudaIncludeDir());
   result.insert(result.end(), options.extraOptions.begin(), options.extraOptions.end());
   return result;
 }
@@ -146,13 +143,10 @@ llvm::Expected<Compiled> runNvrtc(std::string_view source, std::string_view prog
   status = nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
   std::string log = programLog(program.get());
   if (status != NVRTC_SUCCESS) {
-    std::string hint;
-    if (cudaIncludeDir().empty() && log.find("could not open source file") != std::string::npos)
-      hint = "note: no CUDA include directory was found; set CUDA_HOME to the CUDA toolkit\n";
-    return jitError(fmt::format(
-        "NVRTC failed to compile '{}' ({}):\n{}{}{}options: {}\nsource:\n{}", name,
-        nvrtcGetErrorString(status), log, !log.empty() && log.back() != '\n' ? "\n" : "", hint,
-        joinOptions(options), numberedSource(source)));
+    return jitError(fmt::format("NVRTC failed to compile '{}' ({}):\n{}{}options: {}\nsource:\n{}",
+                                name, nvrtcGetErrorString(status), log,
+                                !log.empty() && log.back() != '\n' ? "\n" : "",
+                                joinOptions(options), numberedSource(source)));
   }
   llvm::Expected<std::string> image = programImage(program.get(), output);
   if (!image)
@@ -196,29 +190,6 @@ std::string defaultCacheDir() {
   }
   llvm::sys::path::append(path, "collc");
   return std::string(path);
-}
-
-const std::string& cudaIncludeDir() {
-  static const std::string dir = [] {
-    std::vector<std::string> candidates;
-    for (const char* variable : {"CUDA_HOME", "CUDA_PATH"}) {
-      std::string root = envOrEmpty(variable);
-      if (!root.empty())
-        candidates.push_back(root + "/include");
-    }
-#ifdef COLLC_CUDA_INCLUDE_DIR
-    candidates.push_back(COLLC_CUDA_INCLUDE_DIR);
-#endif
-    candidates.push_back("/usr/local/cuda/include");
-    candidates.push_back("/usr/local/cuda-13.0/targets/x86_64-linux/include");
-    // NVRTC 13 has no built-in copy of the half-precision headers, so look for the one file every
-    // generated kernel may need.
-    for (const std::string& candidate : candidates)
-      if (llvm::sys::fs::exists(candidate + "/cuda_fp16.h"))
-        return candidate;
-    return std::string();
-  }();
-  return dir;
 }
 
 llvm::Expected<JitResult> compileCuda(std::string_view source, std::string_view programName,

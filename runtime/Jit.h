@@ -36,8 +36,8 @@ struct JitResult {
 };
 
 /// Compiles `source` (named `programName` in NVRTC messages) with NVRTC. The options are always
-/// -std=c++17, --gpu-architecture=<arch, or compute_XX for PTX>, -default-device, -I<CUDA include
-/// dir> where one is found (so <cuda_fp16.h> and <cuda_bf16.h> work), then options.extraOptions.
+/// -std=c++17, --gpu-architecture=<arch, or compute_XX for PTX>, -default-device, then
+/// options.extraOptions; no include directory (generated kernels include no header).
 /// On a failed compile the error holds the NVRTC log, the full option list and the source with
 /// line numbers. A cache that cannot be written never fails the compile (one warning on stderr).
 llvm::Expected<JitResult> compileCuda(std::string_view source, std::string_view programName,
@@ -48,11 +48,6 @@ std::string nvrtcVersionString();
 
 /// $COLLC_CACHE_DIR, else $XDG_CACHE_HOME/collc, else ~/.cache/collc; empty if there is no home.
 std::string defaultCacheDir();
-
-/// The CUDA toolkit include directory handed to NVRTC, or empty if none was found. Tried in order:
-/// $CUDA_HOME/include, $CUDA_PATH/include, the build machine's toolkit, /usr/local/cuda/include,
-/// /usr/local/cuda-13.0/targets/x86_64-linux/include.
-const std::string& cudaIncludeDir();
 
 } // namespace collc
 

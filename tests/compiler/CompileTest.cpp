@@ -76,7 +76,7 @@ TEST(Compile, OneShotScratchAndLaunch) {
   EXPECT_EQ(compiled.stepNames, (std::vector<std::string>{"push", "reduce"}));
   EXPECT_EQ(compiled.launch.blocks, 8); // the spec's launch default
   EXPECT_NE(compiled.cudaSource.find("constexpr int kRanks = 4;"), std::string::npos);
-  EXPECT_NE(compiled.cudaSource.find("typedef __nv_bfloat16 T;"), std::string::npos);
+  EXPECT_NE(compiled.cudaSource.find("typedef bf16 T;"), std::string::npos);
 }
 
 TEST(Compile, TwoShotScratchIsAboutOneChunkPerRankPlusTheResult) {

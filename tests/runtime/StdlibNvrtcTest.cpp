@@ -5,6 +5,7 @@
 #include "tests/StdlibApplicability.h"
 #include "tests/StdlibStrategies.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace collc {
@@ -79,6 +80,51 @@ INSTANTIATE_TEST_SUITE_P(AllStdlibVariants, StdlibNvrtc, testing::ValuesIn(allVa
                                   std::string(name(info.param.op)) + "_" +
                                   std::to_string(info.param.nranks) + "ranks";
                          });
+
+// Generated kernels include no toolkit header, and the JIT hands NVRTC no include directory: a
+// kernel of each element type and strategy compiles for every architecture collc targets. Before
+// sm_90 without programmatic dependent launch (griddepcontrol needs sm_90); ll128_atomic needs
+// sm_90's vector atomics (red.v4) and says so.
+TEST(GeneratedKernels, CompileWithNoHeaderForEveryArchitecture) {
+  struct Case {
+    const char* spec;
+    SyncKind sync;
+  };
+  const Case cases[] = {
+      {"allreduce_twoshot", SyncKind::Barrier},  {"allreduce_oneshot", SyncKind::LL},
+      {"allreduce_twoshot", SyncKind::Sentinel}, {"allreduce_rmsnorm", SyncKind::LL},
+      {"allreduce_twoshot", SyncKind::LL128},    {"allreduce_twoshot", SyncKind::LL128Atomic}};
+  for (const char* arch : {"sm_80", "sm_89", "sm_90", "sm_100"})
+    for (DType dtype : kAllDTypes)
+      for (const Case& c : cases) {
+        SCOPED_TRACE(fmt::format("{} {} {} {}", c.spec, name(c.sync), name(dtype), arch));
+        auto spec = loadSpec(c.spec);
+        ASSERT_TRUE(bool(spec));
+        const bool sm90 = std::string(arch) == "sm_90" || std::string(arch) == "sm_100";
+        CompileOptions options;
+        options.dtype = dtype;
+        options.sync = c.sync;
+        options.experimentalLL128 = true;
+        options.programmaticLaunch = sm90;
+        std::string diagnostics;
+        llvm::raw_string_ostream out(diagnostics);
+        auto compiled = compileCollective(*spec, options, out);
+        ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError()) << out.str();
+        EXPECT_EQ(compiled->cudaSource.find("#include"), std::string::npos);
+        JitOptions jit;
+        jit.arch = arch;
+        jit.useCache = false;
+        auto cubin = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, jit);
+        if (c.sync == SyncKind::LL128Atomic && !sm90) {
+          ASSERT_FALSE(bool(cubin));
+          const std::string message = llvm::toString(cubin.takeError());
+          EXPECT_NE(message.find("needs sm_90 or newer"), std::string::npos) << message;
+          continue;
+        }
+        ASSERT_TRUE(bool(cubin)) << llvm::toString(cubin.takeError());
+        EXPECT_EQ(cubin->log.find("warning"), std::string::npos) << cubin->log;
+      }
+}
 
 // What whole_stores changes in the machine code, checked in the PTX: the one-shot's push of
 // loaded data is split into 32-bit stores without it (NVVM's choice for the plain store of a

@@ -1,14 +1,10 @@
-#include "compiler/RowPrelude.h"
+// Steps split by rows (RowEpilogue.h): a block owns a whole row at a time and reduces over it,
+// for rmsnorm. Needs kThreads, a multiple of 32.
 
-namespace collc {
-
-const char* const kRowPrelude = R"cuda(
-// ---- Rows: a block owns a whole row at a time and reduces over it.
-
-/// The sum of x over the threads of the block, returned to every thread, in float. Warps reduce
-/// with shuffles, then warp 0 reduces the warps' sums. Every thread of the block must call it
-/// (it synchronizes the block), and may call it again right away: the last barrier keeps the next
-/// call from overwriting the shared sums before every thread has read this one's.
+// The sum of x over the threads of the block, returned to every thread, in float. Warps reduce
+// with shuffles, then warp 0 reduces the warps' sums. Every thread of the block must call it
+// (it synchronizes the block), and may call it again right away: the last barrier keeps the next
+// call from overwriting the shared sums before every thread has read this one's.
 __device__ __forceinline__ float block_sum(float x) {
   __shared__ float warp_sums[kThreads / 32];
   __shared__ float total;
@@ -32,6 +28,3 @@ __device__ __forceinline__ float block_sum(float x) {
   __syncthreads();
   return result;
 }
-)cuda";
-
-} // namespace collc
