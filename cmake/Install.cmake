@@ -31,6 +31,7 @@ set(COLLC_PUBLIC_HEADERS
     runtime/LocalWorld.h
     runtime/ProcessWorld.h
     runtime/RunHarness.h
+    runtime/SharedGpuWorld.h
     runtime/SpeedOfLight.h
     runtime/SymmetricWorld.h
     runtime/VersionInfo.h

@@ -1,6 +1,7 @@
 #include "runtime/CollectiveInstance.h"
 
 #include "abi/collc_abi.h"
+#include "runtime/CoResidency.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
 #include "runtime/HeapSize.h"
@@ -67,18 +68,22 @@ CollectiveInstance::create(SymmetricWorld& world, const CompiledCollective& comp
                                        " scratch buffers; the ABI allows " +
                                        llvm::Twine(COLLC_MAX_SCRATCH));
   // The blocks of one rank wait for each other (and for the peers' blocks), so all of them must
-  // be resident together: one block per multiprocessor at most is what we can promise.
+  // be resident together, those of every rank that shares the GPU included (CoResidency.h).
   const std::vector<int>& local = world.localRanks();
-  for (int r : local) {
-    int sms = multiprocessorCount(world.device(r));
-    if (shape.blocks > sms)
-      return instanceError(compiled, llvm::Twine(shape.blocks) + " blocks, but GPU " +
-                                         llvm::Twine(world.device(r)) + " has " + llvm::Twine(sms) +
-                                         " multiprocessors: blocks that wait on each other must "
-                                         "all be resident");
-  }
+  std::vector<int> localDevices;
+  for (int r : local)
+    localDevices.push_back(world.device(r));
+  const std::vector<GpuRanks> gpus = ranksPerGpu(localDevices);
+  for (const GpuRanks& gpu : gpus)
+    if (std::string problem = coResidencyProblem(shape.blocks, gpu.ranks, gpu.device,
+                                                 multiprocessorCount(gpu.device));
+        !problem.empty())
+      return instanceError(compiled, problem);
 
   std::unique_ptr<CollectiveInstance> instance(new CollectiveInstance(world, compiled));
+  // A programmatic launch makes the next kernel resident while this one runs: on a shared GPU it
+  // would hold SMs a peer's kernel needs (SharedGpuWorld.h).
+  instance->programmaticLaunch_ = compiled.programmaticLaunch && !ranksShareAGpu(gpus);
   instance->maxCount_ = maxCount;
   instance->timeoutNs_ = timeoutNs;
   instance->heapBegin_ = instance->heapEnd_ = world.heapUsed();
@@ -352,7 +357,7 @@ llvm::Error CollectiveInstance::launch(int rank, const void* in, void* out,
   for (size_t k = 0; k < aux.size(); ++k)
     params.aux[k] = aux[k];
   return kernel_->launch(slot, dim3(compiled_.launch.blocks), dim3(compiled_.launch.threads),
-                         params, stream, compiled_.programmaticLaunch);
+                         params, stream, programmaticLaunch_);
 }
 
 llvm::Error CollectiveInstance::checkWatchdogs() {

@@ -35,7 +35,8 @@ public:
   enum class Engine { CollcKernel, Nccl };
 
   /// Checks that `compiled` fits `world` and the ABI limits (ranks, blocks, scratch buffers; all
-  /// blocks must be resident at once because they wait on each other), loads `cubin`, and
+  /// blocks must be resident at once because they wait on each other: those of every rank that
+  /// shares a GPU together, runtime/CoResidency.h), loads `cubin`, and
   /// allocates scratch for calls of up to `maxCount` elements. A poll in the kernel gives up after
   /// `timeoutNs` (0: never) and records why in the rank's watchdog.
   static llvm::Expected<std::unique_ptr<CollectiveInstance>>
@@ -113,6 +114,7 @@ private:
   uint64_t flagsOffset_ = 0;
   uint64_t heapBegin_ = 0, heapEnd_ = 0; // this instance's part of the world's heap
   Engine engine_ = Engine::CollcKernel;
+  bool programmaticLaunch_ = false;   // the compiled kernel's, unless ranks share a GPU
   const NcclLibrary* nccl_ = nullptr; // the NCCL engine's library
   // Per local rank (index i is world.localRanks()[i]), as is the kernel's slot i:
   std::vector<DeviceBuffer> epochs_;        // unsigned long long[blocks]

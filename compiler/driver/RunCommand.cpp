@@ -2,12 +2,14 @@
 #include "GpuCommand.h"
 #include "runtime/BenchReport.h"
 #include "runtime/Benchmark.h"
+#include "runtime/CoResidency.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
 #include "runtime/HeapSize.h"
 #include "runtime/LocalWorld.h"
 #include "runtime/ProcessWorld.h"
 #include "runtime/RunHarness.h"
+#include "runtime/SharedGpuWorld.h"
 
 #include <fmt/format.h>
 #include <llvm/Support/raw_ostream.h>
@@ -17,7 +19,8 @@ namespace collc::driver {
 
 const Command kRunCommand{
     "run",
-    "run SPEC [--ranks=R | --procs=N] [--dtype=T] [--op=O] [--count=N] [options]",
+    "run SPEC [--ranks=R | --procs=N | --ranks=R --one-gpu] [--dtype=T] [--op=O] [--count=N]\n"
+    "                 [options]",
     "Run one variant on R GPUs of this process (or one process per GPU): fresh random inputs,\n"
     "every element checked against a float64 host reference, then the per-operation latency\n"
     "measured in a CUDA graph.",
@@ -37,12 +40,23 @@ const Command kRunCommand{
     "COLLC_RENDEZVOUS (file:/PATH or tcp:HOST:PORT, where rank 0 leaves the NCCL id). When the\n"
     "ranks are not all on one node with peer access (or COLLC_TREAT_EACH_GPU_AS_NODE=1 /\n"
     "COLLC_NODE_SIZE=K says so) the collective is handed wholly to NCCL, and the log says so.\n"
+    "\n"
+    "Many ranks on one GPU: --one-gpu --ranks R runs the R ranks as R co-resident kernels on\n"
+    "GPU 0, each rank's heap a region of its memory, the kernels unchanged: 2- to 8-rank\n"
+    "correctness on any single GPU. The blocks of all ranks must fit the GPU's multiprocessors\n"
+    "together; where the spec's own launch does not, it is compiled with as many blocks per rank\n"
+    "as fit, and the log says so. Its timings mean nothing (the ranks divide one GPU between\n"
+    "them): the results table says so; use --no-time to check correctness only.\n"
+    "\n"
     "Without a GPU this says so and exits with status 1; 'collc emit --emit=cubin' still works.\n",
     [] {
       std::vector<OptionSpec> options = {
           {"count", "N", "elements per rank (K/M/G suffixes allowed; default 262144)"},
           {"no-time", "", "check correctness only"},
-          {"nccl", "", "also time NCCL's same collective in this run"}};
+          {"nccl", "", "also time NCCL's same collective in this run"},
+          {"one-gpu", "",
+           "run the --ranks R ranks as co-resident kernels on GPU 0: for correctness only, "
+           "timings mean nothing"}};
       for (const auto& more : {timingOptions(), procsOptions(), variantOptions()})
         options.insert(options.end(), more.begin(), more.end());
       options.push_back({"help", "", "show this help"});
@@ -260,6 +274,91 @@ int runProcess(RunSettings& settings, const std::string& specName, const LaunchE
   return kSuccess;
 }
 
+// ---- --one-gpu: every rank a co-resident kernel on GPU 0 (runtime/SharedGpuWorld.h).
+
+/// Why --one-gpu cannot go with the other options given; empty when it can.
+std::string oneGpuConflict(const ParsedArguments& args, const RunSettings& settings) {
+  if (!settings.ranksGiven)
+    return "--one-gpu needs --ranks R: how many ranks share the GPU";
+  if (args.has("procs") || args.has("procs-timeout"))
+    return "--one-gpu runs every rank in this process; leave --procs out";
+  if (settings.nccl)
+    return "--one-gpu cannot run NCCL, which puts one rank on each GPU; leave --nccl out";
+  return "";
+}
+
+/// Compiles the spec for R ranks sharing `device`: with the spec's own blocks where all ranks'
+/// fit the GPU's multiprocessors, else (unless --blocks chose) with as many as fit, said in the
+/// log.
+int compileForOneGpu(RunSettings& settings, const std::string& specName, int device,
+                     CompiledCollective& compiled) {
+  CompileOptions& options = settings.compile;
+  if (int status = compileForRun(specName, options, settings.run.count, compiled);
+      status != kSuccess)
+    return status;
+  const int multiprocessors = multiprocessorCount(device);
+  const int most = maxCoResidentBlocksPerRank(multiprocessors, options.nranks);
+  if (options.blocks || most < 1 || compiled.launch.blocks <= most)
+    return kSuccess; // CollectiveInstance::create refuses what does not fit, with the numbers
+  llvm::errs() << fmt::format("collc run: {} ranks of {} blocks would not all be resident on GPU "
+                              "{}'s {} multiprocessors; compiled with {} blocks per rank instead "
+                              "(--blocks chooses)\n",
+                              options.nranks, compiled.launch.blocks, device, multiprocessors,
+                              most);
+  options.blocks = most;
+  return compileForRun(specName, options, settings.run.count, compiled);
+}
+
+/// --one-gpu: one process drives R ranks on GPU 0, a SharedGpuWorld.
+int runOneGpu(const ParsedArguments& args, RunSettings& settings, const std::string& specName) {
+  if (std::string conflict = oneGpuConflict(args, settings); !conflict.empty())
+    return usageError(conflict);
+  if (auto env = parseLaunchEnvironment(processEnvironment()); !env)
+    return reportError(env.takeError());
+  else if (*env)
+    return usageError("--one-gpu runs every rank in this process, but this one was started by a "
+                      "launcher (" +
+                      (*env)->source + " is set)");
+  requestWorkQueuePerStream(); // before anything starts CUDA
+  auto gpus = gpuCount();
+  if (!gpus) {
+    llvm::errs() << "collc run: " << llvm::toString(gpus.takeError()) << "\n";
+    return kUserError;
+  }
+  const int device = 0;
+  const uint64_t count = settings.run.count;
+  CompiledCollective compiled;
+  if (int status = compileForOneGpu(settings, specName, device, compiled); status != kSuccess)
+    return status;
+  auto image = compileForDevice(compiled, device);
+  if (!image)
+    return reportError(image.takeError());
+  auto world =
+      SharedGpuWorld::create(settings.compile.nranks, device, heapBytesFor(compiled, count));
+  if (!world)
+    return reportError(world.takeError());
+  auto instance = CollectiveInstance::create(**world, compiled, image->image, count,
+                                             uint64_t(settings.timeoutSeconds * 1e9));
+  if (!instance)
+    return reportError(instance.takeError());
+  llvm::errs() << fmt::format("running {} ({} {}, {} ranks, {} blocks x {} threads), {} elements "
+                              "({} bytes) per rank: {}...\n",
+                              compiled.specName, name(compiled.dtype), name(compiled.op),
+                              compiled.nranks, compiled.launch.blocks, compiled.launch.threads,
+                              count, count * sizeOf(compiled.dtype), (*world)->pathDescription());
+  auto report = runAndCheck(**world, **instance, compiled, settings.run);
+  if (!report)
+    return reportError(report.takeError());
+  if (int status = reportCorrectness(*report, std::nullopt); status != kSuccess)
+    return status;
+  if (!settings.run.time)
+    return kSuccess;
+  llvm::outs() << fmt::format("timings mean nothing here: {} ranks share one GPU (--one-gpu)\n",
+                              compiled.nranks);
+  printTable(settings, compiled, report->usPerOp, {});
+  return kSuccess;
+}
+
 } // namespace
 
 int runRun(const ParsedArguments& args) {
@@ -268,6 +367,8 @@ int runRun(const ParsedArguments& args) {
   if (!parseSettings(args, settings, error))
     return usageError(error);
   const std::string specName = args.positionals()[0];
+  if (args.has("one-gpu"))
+    return runOneGpu(args, settings, specName);
   auto role = chooseWorldRole(args);
   if (!role)
     return reportError(role.takeError());

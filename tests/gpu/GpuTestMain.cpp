@@ -35,6 +35,15 @@ std::string& setupErrorText() {
   return text;
 }
 
+// Enough for every case of the many-ranks matrix (its largest scratch is a few MiB per rank),
+// small enough that 8 heaps on GPU 0 leave room for the LocalWorld's.
+constexpr size_t kSharedHeapBytesPerRank = size_t(128) << 20;
+
+std::unique_ptr<SharedGpuWorld>& sharedGpuWorldInstance() {
+  static std::unique_ptr<SharedGpuWorld> instance;
+  return instance;
+}
+
 class WorldEnvironment : public ::testing::Environment {
 public:
   void SetUp() override {
@@ -57,7 +66,10 @@ public:
     std::printf("gpu_tests: ranks on GPU 0 (%s, %s, %d SMs) and GPU 1 (%s)\n", gpuName(0).c_str(),
                 gpuArch(0).c_str(), multiprocessorCount(0), gpuName(1).c_str());
   }
-  void TearDown() override { sharedWorld().reset(); }
+  void TearDown() override {
+    sharedGpuWorldInstance().reset();
+    sharedWorld().reset();
+  }
 };
 
 } // namespace
@@ -70,6 +82,28 @@ const std::string& skipReason() {
 }
 const std::string& setupError() {
   return setupErrorText();
+}
+
+SharedGpuWorld* sharedGpuWorld(int nranks, std::string& skip, std::string& error) {
+  std::unique_ptr<SharedGpuWorld>& world = sharedGpuWorldInstance();
+  if (world && world->nranks() == nranks)
+    return world.get();
+  world.reset(); // one at a time: its heaps go before the next one's are allocated
+  llvm::Expected<int> count = gpuCount();
+  if (!count) {
+    skip = llvm::toString(count.takeError());
+    return nullptr;
+  }
+  llvm::Expected<std::unique_ptr<SharedGpuWorld>> created =
+      SharedGpuWorld::create(nranks, 0, kSharedHeapBytesPerRank);
+  if (!created) {
+    error = "could not build the world of " + std::to_string(nranks) +
+            " ranks on GPU 0: " + llvm::toString(created.takeError());
+    return nullptr;
+  }
+  world = std::move(*created);
+  std::printf("gpu_tests: %s\n", world->pathDescription().c_str());
+  return world.get();
 }
 
 const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op, SyncKind sync,
@@ -119,6 +153,8 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
 } // namespace collc::gputest
 
 int main(int argc, char** argv) {
+  // Before anything starts CUDA: the many-ranks tests give every rank's stream a queue of its own.
+  collc::requestWorkQueuePerStream();
   ::testing::InitGoogleTest(&argc, argv);
   ::testing::AddGlobalTestEnvironment(new collc::gputest::WorldEnvironment());
   return RUN_ALL_TESTS();

@@ -1,11 +1,13 @@
 // The one LocalWorld the GPU tests share (peer access and the symmetric heap are set up once per
 // process), and the rule every GPU test starts with: skip with the reason where there is no world
-// to run on, fail where GPUs exist but the world could not be built.
+// to run on, fail where GPUs exist but the world could not be built. Tests of many ranks on one GPU
+// get a SharedGpuWorld instead (sharedGpuWorld), which a machine with one GPU has too.
 #ifndef COLLC_TESTS_GPU_GPUTESTMAIN_H
 #define COLLC_TESTS_GPU_GPUTESTMAIN_H
 
 #include "abi/CompiledCollective.h"
 #include "runtime/LocalWorld.h"
+#include "runtime/SharedGpuWorld.h"
 
 #include <gtest/gtest.h>
 #include <string>
@@ -18,6 +20,12 @@ LocalWorld* world();
 const std::string& skipReason();
 /// Why building the world failed although the GPUs are there; empty otherwise.
 const std::string& setupError();
+
+/// `nranks` ranks on GPU 0 (a SharedGpuWorld), made on first use and kept until a test asks for
+/// another rank count (tests of one rank count run together); destroyed with the LocalWorld. Null
+/// with `skip` set where there is no GPU ("no GPU: ..."), or with `error` set where there is one
+/// but the world could not be built.
+SharedGpuWorld* sharedGpuWorld(int nranks, std::string& skip, std::string& error);
 
 /// A stdlib spec compiled for the shared world (2 ranks, its GPUs' arch), or why it could not be.
 struct Variant {

@@ -1,0 +1,46 @@
+// The element counts the many-ranks-on-one-GPU matrix runs: for R ranks, counts whose chunks (the
+// `x.chunk(k)` of specs, abi/CollectiveShapes.h) reach the last rank, since from 5 ranks on small
+// odd counts leave the last chunk empty (8 ranks, n = 197: chunks of 32 x 6, 5 and 0), and a
+// spec that mishandles it would pass. Pure arithmetic, checked on the CPU (SharedGpuWorldTest).
+#ifndef COLLC_TESTS_MANYRANKCOUNTS_H
+#define COLLC_TESTS_MANYRANKCOUNTS_H
+
+#include "abi/CollectiveShapes.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace collc::tests {
+
+/// Elements in chunk k of `length` elements split into `nranks` chunks.
+inline uint64_t chunkLength(uint64_t length, int nranks, int k) {
+  const uint64_t size = chunkSize(length, nranks);
+  const uint64_t begin = std::min(length, uint64_t(k) * size);
+  return std::min(length, uint64_t(k + 1) * size) - begin;
+}
+
+/// Whether the last chunk holds something, but fewer elements than a whole chunk.
+inline bool lastChunkPartial(uint64_t length, int nranks) {
+  const uint64_t last = chunkLength(length, nranks, nranks - 1);
+  return last > 0 && last < chunkSize(length, nranks);
+}
+
+/// For `nranks` ranks: 1 (only chunk 0 holds anything); 16 (R - 1) + 1, whose last chunk holds
+/// one element (chunks of 16); and 8 R k + 5 with k = 1031, every chunk whole but the last, which
+/// is long and partial (an odd count of many vectors per block).
+inline std::vector<uint64_t> manyRankCounts(int nranks) {
+  const uint64_t r = uint64_t(nranks);
+  return {1, 16 * (r - 1) + 1, 8 * r * 1031 + 5};
+}
+
+/// Token counts (whole rows) for a spec with rows: one row, R + 1 and 3 R + 2 (odd counts for odd
+/// R, a different pair at every rank count).
+inline std::vector<uint64_t> manyRankTokens(int nranks) {
+  const uint64_t r = uint64_t(nranks);
+  return {1, r + 1, 3 * r + 2};
+}
+
+} // namespace collc::tests
+
+#endif // COLLC_TESTS_MANYRANKCOUNTS_H

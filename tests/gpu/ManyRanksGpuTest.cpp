@@ -1,0 +1,306 @@
+// Many ranks on one GPU (SharedGpuWorld): every stdlib spec, with every strategy it accepts and
+// every element type, for 2 to 8 ranks running as co-resident kernels on GPU 0, checked against
+// the float64 references (runtime/CollectiveReference.h; RmsNormReference.h for the fused
+// RMSNorm). Each case runs three counts (tests/ManyRankCounts.h: 1, one element in the last chunk,
+// and a long partial last chunk; three row counts for the spec with rows), three eager calls each
+// (one instance: epochs 1 to 9), then one CUDA graph of four back-to-back calls per rank, every
+// call checked. The operator and the root vary with the rank count and the type, so that each
+// appears without multiplying the matrix. Where a spec's own blocks would not all be resident
+// next to its peers', it is compiled with as many as fit (CoResidency.h). Timings are not looked
+// at: they mean nothing here. A machine with one GPU runs all of this.
+#include "compiler/Compile.h"
+#include "runtime/CoResidency.h"
+#include "runtime/CollectiveInstance.h"
+#include "runtime/Devices.h"
+#include "runtime/Jit.h"
+#include "runtime/RunHarness.h"
+#include "tests/ManyRankCounts.h"
+#include "tests/StdlibApplicability.h"
+#include "tests/StdlibStrategies.h"
+#include "tests/gpu/GpuTestMain.h"
+
+#include <algorithm>
+#include <atomic>
+#include <llvm/Support/raw_ostream.h>
+#include <map>
+#include <ostream>
+#include <set>
+#include <thread>
+
+namespace collc {
+namespace {
+
+constexpr int kFewestRanks = 2;
+constexpr int kMostRanks = 8;
+// Calls in the replayed graph, each with its own buffers.
+constexpr int kGraphCalls = 4;
+
+struct ManyRankCase {
+  int nranks;
+  std::string spec;
+  SyncKind sync;
+  DType dtype;
+  ReduceOp op;
+  int root;
+};
+
+std::string caseName(const ManyRankCase& c) {
+  return "r" + std::to_string(c.nranks) + "_" + c.spec + "_" + std::string(name(c.sync)) + "_" +
+         std::string(name(c.dtype)) + "_" + std::string(name(c.op)) + "_root" +
+         std::to_string(c.root);
+}
+
+void PrintTo(const ManyRankCase& c, std::ostream* os) {
+  *os << caseName(c);
+}
+
+/// A spec with rows (the fused RMSNorm) is run with whole rows, finite inputs and sum.
+bool hasRows(const std::string& spec) {
+  return spec == "allreduce_rmsnorm";
+}
+
+std::vector<ManyRankCase> manyRankCases() {
+  std::vector<ManyRankCase> cases;
+  for (int nranks = kFewestRanks; nranks <= kMostRanks; ++nranks)
+    for (const tests::StdlibSpecFacts& facts : tests::kStdlibSpecs)
+      for (SyncKind sync : tests::kGpuStrategies)
+        for (size_t d = 0; d < std::size(kAllDTypes); ++d) {
+          ReduceOp op = ReduceOp::Sum;
+          if (reduces(facts.kind) && !hasRows(facts.name))
+            op = kAllReduceOps[(size_t(nranks) + d) % std::size(kAllReduceOps)];
+          if (!tests::strategyApplies(sync, op))
+            op = ReduceOp::Sum;
+          if (!tests::specAccepts(facts, sync, op))
+            continue;
+          const int root = hasRoot(facts.kind) ? int((size_t(nranks) - 1 + d) % size_t(nranks)) : 0;
+          cases.push_back({nranks, facts.name, sync, kAllDTypes[d], op, root});
+        }
+  return cases;
+}
+
+/// A case compiled for GPU 0, or why it could not be.
+struct ManyRankVariant {
+  CompiledCollective compiled;
+  std::string cubin;
+  std::string error;
+};
+
+/// The spec compiled for the case; with fewer blocks than its own where all ranks' would not fit.
+ManyRankVariant compileCase(const ManyRankCase& c, int multiprocessors) {
+  ManyRankVariant variant;
+  llvm::Expected<SpecSource> spec = loadSpec(c.spec);
+  if (!spec) {
+    variant.error = llvm::toString(spec.takeError());
+    return variant;
+  }
+  CompileOptions options;
+  options.dtype = c.dtype;
+  options.op = c.op;
+  options.nranks = c.nranks;
+  options.root = c.root;
+  options.sync = c.sync;
+  options.formatSource = false; // a third of the compile, and nobody reads these sources
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, llvm::errs());
+    if (!compiled) {
+      variant.error = "compile: " + llvm::toString(compiled.takeError());
+      return variant;
+    }
+    variant.compiled = std::move(*compiled);
+    const int most = maxCoResidentBlocksPerRank(multiprocessors, c.nranks);
+    if (variant.compiled.launch.blocks <= most || most < 1)
+      break;
+    options.blocks = most;
+  }
+  return variant;
+}
+
+/// The names of the cases this process runs (its filter and shard): ctest runs one per process,
+/// and that one should compile one kernel.
+std::set<std::string> casesToRun() {
+  std::set<std::string> names;
+  const ::testing::UnitTest& unit = *::testing::UnitTest::GetInstance();
+  for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+    const ::testing::TestSuite& suite = *unit.GetTestSuite(i);
+    for (int j = 0; j < suite.total_test_count(); ++j) {
+      const ::testing::TestInfo& info = *suite.GetTestInfo(j);
+      const std::string test = info.name();
+      if (info.should_run() && test.find('/') != std::string::npos)
+        names.insert(test.substr(test.rfind('/') + 1));
+    }
+  }
+  return names;
+}
+
+/// The case's variant. The first case of a rank count compiles every case of that count that this
+/// process runs: the specs one after another, then NVRTC on several threads (a rank count has
+/// about 75 kernels, a few hundred ms each where the cache does not have them).
+const ManyRankVariant& variantFor(const ManyRankCase& c) {
+  static std::map<std::string, ManyRankVariant> variants;
+  static std::set<int> compiledRankCounts;
+  if (compiledRankCounts.insert(c.nranks).second) {
+    const int multiprocessors = multiprocessorCount(0);
+    JitOptions jit;
+    if (std::string arch = gpuArch(0); !arch.empty())
+      jit.arch = arch;
+    const std::set<std::string> running = casesToRun();
+    std::vector<ManyRankVariant*> pending;
+    for (const ManyRankCase& each : manyRankCases()) {
+      const std::string name = caseName(each);
+      if (each.nranks != c.nranks || (name != caseName(c) && !running.count(name)))
+        continue;
+      ManyRankVariant& variant = variants[name];
+      variant = compileCase(each, multiprocessors);
+      if (variant.error.empty())
+        pending.push_back(&variant);
+    }
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next++) < pending.size();) {
+        ManyRankVariant& variant = *pending[i];
+        llvm::Expected<JitResult> cubin = compileCuda(
+            variant.compiled.cudaSource, variant.compiled.kernelName, JitOutput::Cubin, jit);
+        if (cubin)
+          variant.cubin = std::move(cubin->image);
+        else
+          variant.error = "NVRTC: " + llvm::toString(cubin.takeError());
+      }
+    };
+    const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+    std::vector<std::thread> workers;
+    for (unsigned t = 1; t < threads; ++t)
+      workers.emplace_back(work);
+    work();
+    for (std::thread& worker : workers)
+      worker.join();
+  }
+  return variants.at(caseName(c));
+}
+
+/// The element counts of the case: tests/ManyRankCounts.h, in whole rows for a spec with rows.
+std::vector<uint64_t> countsFor(const ManyRankCase& c, const CompiledCollective& compiled) {
+  if (compiled.rowLength <= 0)
+    return tests::manyRankCounts(c.nranks);
+  std::vector<uint64_t> counts;
+  for (uint64_t tokens : tests::manyRankTokens(c.nranks))
+    counts.push_back(tokens * uint64_t(compiled.rowLength));
+  return counts;
+}
+
+class ManyRanksOneGpu : public ::testing::TestWithParam<ManyRankCase> {
+protected:
+  void SetUp() override {
+    std::string skip, error;
+    world_ = gputest::sharedGpuWorld(GetParam().nranks, skip, error);
+    if (!world_) {
+      if (!error.empty())
+        FAIL() << error;
+      GTEST_SKIP() << skip;
+    }
+  }
+  SharedGpuWorld* world_ = nullptr;
+};
+
+TEST_P(ManyRanksOneGpu, EveryCallMatchesFloat64Reference) {
+  const ManyRankCase& c = GetParam();
+  const ManyRankVariant& variant = variantFor(c);
+  ASSERT_TRUE(variant.error.empty()) << variant.error;
+  const CompiledCollective& compiled = variant.compiled;
+  ASSERT_LE(compiled.launch.blocks * c.nranks, multiprocessorCount(0));
+  const bool rows = compiled.rowLength > 0;
+  ASSERT_EQ(rows, hasRows(c.spec));
+  const std::vector<uint64_t> counts = countsFor(c, compiled);
+  const uint64_t maxCount = *std::max_element(counts.begin(), counts.end());
+  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+      CollectiveInstance::create(*world_, compiled, variant.cubin, maxCount);
+  ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
+
+  const uint64_t caseSeed = uint64_t(c.nranks) * 1000003 + uint64_t(c.dtype) * 101 +
+                            uint64_t(c.sync) * 11 + uint64_t(c.op) * 7 + uint64_t(c.root);
+  for (uint64_t count : counts) {
+    SCOPED_TRACE("count " + std::to_string(count));
+    RunOptions options;
+    options.count = count;
+    options.time = false;
+    options.specialValues = !rows; // one NaN poisons a whole row's norm
+    options.seed = caseSeed + count;
+    llvm::Expected<RunReport> report = runAndCheck(*world_, **instance, compiled, options);
+    ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+    EXPECT_TRUE(report->correct) << report->firstMismatches;
+    EXPECT_EQ(report->checkedCalls, options.checks);
+  }
+  // Calls back to back in one graph per rank, replayed: a call that overtakes the previous one
+  // (a scratch copy, flag or epoch reused too early) corrupts some call's output.
+  SCOPED_TRACE("graph of " + std::to_string(kGraphCalls) + " calls of " +
+               std::to_string(counts.back()));
+  llvm::Expected<RunReport> report =
+      runGraphStress(*world_, **instance, compiled, counts.back(), kGraphCalls, caseSeed, !rows);
+  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  EXPECT_TRUE(report->correct) << report->firstMismatches;
+  EXPECT_EQ(report->checkedCalls, kGraphCalls);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stdlib, ManyRanksOneGpu, ::testing::ValuesIn(manyRankCases()),
+                         [](const ::testing::TestParamInfo<ManyRankCase>& info) {
+                           return caseName(info.param);
+                         });
+
+class ManyRanksOneGpuWorld : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string skip, error;
+    world_ = gputest::sharedGpuWorld(kMostRanks, skip, error);
+    if (!world_) {
+      if (!error.empty())
+        FAIL() << error;
+      GTEST_SKIP() << skip;
+    }
+  }
+  SharedGpuWorld* world_ = nullptr;
+};
+
+TEST_F(ManyRanksOneGpuWorld, SaysItsTimingsMeanNothing) {
+  const SharedGpuWorld* shared = world_;
+  const std::string path = shared->pathDescription();
+  EXPECT_NE(path.find("8 ranks share GPU 0"), std::string::npos) << path;
+  EXPECT_NE(path.find("Timings mean nothing"), std::string::npos) << path;
+  // Every rank's heap a region of its own, in one address space.
+  for (int r = 0; r + 1 < kMostRanks; ++r) {
+    EXPECT_EQ(shared->peerHeap(r, r + 1), shared->heapBase(r));
+    EXPECT_GE(shared->heapBase(r + 1) - shared->heapBase(r), std::ptrdiff_t(shared->heapBytes()));
+    EXPECT_EQ(shared->device(r), 0);
+    EXPECT_NE(shared->stream(r), shared->stream(r + 1));
+  }
+}
+
+// One block more per rank than fit next to the other ranks' is refused, with the numbers.
+TEST_F(ManyRanksOneGpuWorld, RefusesBlocksThatCannotAllBeResident) {
+  const int multiprocessors = multiprocessorCount(0);
+  const int blocks = maxCoResidentBlocksPerRank(multiprocessors, kMostRanks) + 1;
+  ASSERT_LE(blocks, COLLC_MAX_BLOCKS);
+  llvm::Expected<SpecSource> spec = loadSpec("allreduce_oneshot");
+  ASSERT_TRUE(bool(spec)) << llvm::toString(spec.takeError());
+  CompileOptions options;
+  options.nranks = kMostRanks;
+  options.blocks = blocks;
+  llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, llvm::errs());
+  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  JitOptions jit;
+  jit.arch = gpuArch(0);
+  llvm::Expected<JitResult> cubin =
+      compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, jit);
+  ASSERT_TRUE(bool(cubin)) << llvm::toString(cubin.takeError());
+  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+      CollectiveInstance::create(*world_, *compiled, cubin->image, 1024);
+  ASSERT_FALSE(bool(instance));
+  const std::string message = llvm::toString(instance.takeError());
+  EXPECT_NE(message.find("8 ranks share GPU 0 with " + std::to_string(blocks) + " blocks each: " +
+                         std::to_string(blocks * kMostRanks) + " blocks, but it has " +
+                         std::to_string(multiprocessors) + " multiprocessors"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("--blocks " + std::to_string(blocks - 1)), std::string::npos) << message;
+}
+
+} // namespace
+} // namespace collc

@@ -1,0 +1,177 @@
+// Many ranks on one GPU, the parts that need no GPU: the co-residency rule (every block of every
+// rank sharing a GPU resident at once), the carving of one allocation into the ranks' heaps, the
+// request for a hardware work queue per stream, and the counts the GPU matrix runs.
+#include "runtime/SharedGpuWorld.h"
+
+#include "runtime/CoResidency.h"
+#include "runtime/HeapSize.h"
+#include "tests/ManyRankCounts.h"
+
+#include <cstdlib>
+#include <gtest/gtest.h>
+#include <limits>
+#include <optional>
+#include <string>
+
+namespace collc {
+namespace {
+
+TEST(CoResidency, GroupsLocalRanksByGpu) {
+  std::vector<GpuRanks> gpus = ranksPerGpu({0, 1});
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[0].device, 0);
+  EXPECT_EQ(gpus[0].ranks, 1);
+  EXPECT_EQ(gpus[1].device, 1);
+  EXPECT_FALSE(ranksShareAGpu(gpus));
+
+  gpus = ranksPerGpu({3, 3, 3, 3, 3});
+  ASSERT_EQ(gpus.size(), 1u);
+  EXPECT_EQ(gpus[0].device, 3);
+  EXPECT_EQ(gpus[0].ranks, 5);
+  EXPECT_TRUE(ranksShareAGpu(gpus));
+
+  gpus = ranksPerGpu({2, 0, 2});
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[0].device, 2);
+  EXPECT_EQ(gpus[0].ranks, 2);
+  EXPECT_EQ(gpus[1].ranks, 1);
+  EXPECT_TRUE(ranksShareAGpu(gpus));
+  EXPECT_TRUE(ranksPerGpu({}).empty());
+}
+
+TEST(CoResidency, BlocksOfEveryRankOnAGpuMustFitItsMultiprocessors) {
+  // An H200 has 132: 8 ranks of 16 blocks fit, of 17 do not.
+  EXPECT_EQ(coResidencyProblem(16, 8, 0, 132), "");
+  EXPECT_EQ(coResidencyProblem(132, 1, 0, 132), "");
+  EXPECT_EQ(coResidencyProblem(44, 3, 0, 132), "");
+  EXPECT_EQ(maxCoResidentBlocksPerRank(132, 8), 16);
+  EXPECT_EQ(maxCoResidentBlocksPerRank(132, 5), 26);
+  EXPECT_EQ(maxCoResidentBlocksPerRank(4, 8), 0);
+  EXPECT_EQ(maxCoResidentBlocksPerRank(0, 2), 0);
+
+  const std::string shared = coResidencyProblem(17, 8, 0, 132);
+  EXPECT_NE(shared.find("8 ranks share GPU 0 with 17 blocks each: 136 blocks, but it has 132 "
+                        "multiprocessors"),
+            std::string::npos)
+      << shared;
+  EXPECT_NE(shared.find("at most 16 blocks per rank (--blocks 16)"), std::string::npos) << shared;
+
+  const std::string three = coResidencyProblem(45, 3, 1, 132);
+  EXPECT_NE(three.find("3 ranks share GPU 1 with 45 blocks each: 135 blocks"), std::string::npos)
+      << three;
+  EXPECT_NE(three.find("--blocks 44"), std::string::npos) << three;
+
+  // One rank per GPU: the rank's own blocks, as before ranks could share a GPU.
+  const std::string alone = coResidencyProblem(133, 1, 1, 132);
+  EXPECT_EQ(alone, "133 blocks, but GPU 1 has 132 multiprocessors: blocks that wait on each other "
+                   "must all be resident");
+
+  // More ranks than multiprocessors: not even one block each.
+  const std::string crowded = coResidencyProblem(1, 8, 0, 4);
+  EXPECT_NE(crowded.find("run at most 4 ranks"), std::string::npos) << crowded;
+
+  const std::string unknown = coResidencyProblem(1, 2, 0, 0);
+  EXPECT_NE(unknown.find("multiprocessor count of GPU 0 could not be read"), std::string::npos)
+      << unknown;
+}
+
+TEST(SharedHeapLayout, RegionsStartOnScratchPages) {
+  const uint64_t MiB = uint64_t(1) << 20;
+  llvm::Expected<SharedHeapLayout> layout = sharedHeapLayout(3, 1 * MiB);
+  ASSERT_TRUE(bool(layout)) << llvm::toString(layout.takeError());
+  EXPECT_EQ(layout->regionBytes, 1 * MiB);
+  EXPECT_EQ(layout->regionStride, kScratchAlign);
+  EXPECT_EQ(layout->totalBytes, 3 * kScratchAlign);
+  EXPECT_EQ(layout->allocationBytes, 4 * kScratchAlign);
+  EXPECT_EQ(layout->offset(0), 0u);
+  EXPECT_EQ(layout->offset(1), kScratchAlign);
+  EXPECT_EQ(layout->offset(2), 2 * kScratchAlign);
+
+  // One byte over a page takes two; a whole number of pages takes just those.
+  layout = sharedHeapLayout(8, kScratchAlign + 1);
+  ASSERT_TRUE(bool(layout)) << llvm::toString(layout.takeError());
+  EXPECT_EQ(layout->regionStride, 2 * kScratchAlign);
+  EXPECT_EQ(layout->offset(7), 14 * kScratchAlign);
+  EXPECT_EQ(layout->totalBytes, 16 * kScratchAlign);
+  layout = sharedHeapLayout(2, 256 * MiB);
+  ASSERT_TRUE(bool(layout)) << llvm::toString(layout.takeError());
+  EXPECT_EQ(layout->regionStride, 256 * MiB);
+  // Regions never overlap: each ends before the next begins, the last before the end.
+  EXPECT_LE(layout->offset(0) + layout->regionBytes, layout->offset(1));
+  EXPECT_LE(layout->offset(1) + layout->regionBytes, layout->totalBytes);
+}
+
+TEST(SharedHeapLayout, RefusesWhatCannotBeCarved) {
+  auto message = [](int nranks, uint64_t bytes) {
+    llvm::Expected<SharedHeapLayout> layout = sharedHeapLayout(nranks, bytes);
+    return layout ? std::string("accepted") : llvm::toString(layout.takeError());
+  };
+  EXPECT_NE(message(0, 1024).find("0 ranks asked for; 1 to 8 are supported"), std::string::npos);
+  EXPECT_NE(message(9, 1024).find("9 ranks asked for"), std::string::npos);
+  EXPECT_NE(message(2, 0).find("must not be empty"), std::string::npos);
+  const uint64_t huge = std::numeric_limits<uint64_t>::max() / 4;
+  EXPECT_NE(message(8, huge).find("do not fit in 64 bits"), std::string::npos);
+  EXPECT_EQ(message(1, 1), "accepted");
+}
+
+/// Sets or unsets one variable for a scope, and puts back what was there.
+class ScopedVariable {
+public:
+  ScopedVariable(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name))
+      old_ = old;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedVariable() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(SharedGpuWorld, AsksForAWorkQueuePerStreamUnlessTheUserChose) {
+  {
+    ScopedVariable unset("CUDA_DEVICE_MAX_CONNECTIONS", nullptr);
+    requestWorkQueuePerStream();
+    ASSERT_NE(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), nullptr);
+    EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "32");
+  }
+  ScopedVariable chosen("CUDA_DEVICE_MAX_CONNECTIONS", "12");
+  requestWorkQueuePerStream();
+  EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "12");
+}
+
+TEST(ManyRankCounts, ReachTheLastChunk) {
+  // Small odd counts leave the last chunks empty from 5 ranks on: 197 over 8 ranks is 32 x 6, 5, 0.
+  EXPECT_EQ(tests::chunkLength(197, 8, 6), 5u);
+  EXPECT_EQ(tests::chunkLength(197, 8, 7), 0u);
+  EXPECT_FALSE(tests::lastChunkPartial(197, 8));
+  for (int nranks = 2; nranks <= 8; ++nranks) {
+    SCOPED_TRACE("nranks " + std::to_string(nranks));
+    const std::vector<uint64_t> counts = tests::manyRankCounts(nranks);
+    ASSERT_EQ(counts.size(), 3u);
+    EXPECT_EQ(counts[0], 1u);
+    EXPECT_EQ(tests::chunkLength(counts[1], nranks, nranks - 1), 1u);
+    EXPECT_TRUE(tests::lastChunkPartial(counts[1], nranks));
+    EXPECT_TRUE(tests::lastChunkPartial(counts[2], nranks));
+    EXPECT_EQ(counts[2] % 2, 1u);
+    // Every chunk before the last is whole.
+    for (int k = 0; k + 1 < nranks; ++k)
+      EXPECT_EQ(tests::chunkLength(counts[2], nranks, k), chunkSize(counts[2], nranks));
+    uint64_t sum = 0;
+    for (int k = 0; k < nranks; ++k)
+      sum += tests::chunkLength(counts[2], nranks, k);
+    EXPECT_EQ(sum, counts[2]);
+  }
+}
+
+} // namespace
+} // namespace collc
