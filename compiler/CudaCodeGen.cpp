@@ -393,26 +393,20 @@ private:
     line("const u64 count = params.count;");
     line("// Each block counts its calls; the epoch names this call in every flag it writes.");
     line("const u64 epoch = load_epoch(params.epochs + blockIdx.x) + 1;");
-    line("// Scratch rotates through kScratchCopies copies so that the next call cannot overwrite");
-    line("// what a slower peer still reads of this one.");
+    line("// The scratch copy this call uses (the next call cannot overwrite what a peer reads).");
     line("const u64 copy = epoch % kScratchCopies;");
     line("// Every thread of the block has read the epoch before thread 0 overwrites it.");
     line(target_.launch.threads > 32 ? "__syncthreads();" : "__syncwarp();");
     line("if (threadIdx.x == 0) {{");
     line("store_epoch(params.epochs + blockIdx.x, epoch);");
     if (target_.programmaticLaunch) {
-      line("// Visible before the next kernel can start (below), which reads it early. An acq_rel");
-      line("// fence, not __threadfence's sequentially consistent one: this store is the thread's");
-      line("// only write so far, and it must be performed, not ordered against others'.");
+      line("// Performed before the next kernel may start, which reads the epoch early.");
       line("asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\");");
     }
     line("}}");
     if (!target_.programmaticLaunch)
       return;
-    line("// Launched as a programmatic dependent launch: wait until the previous kernel on the");
-    line("// stream (which may have produced the input) has finished, then let the next one be");
-    line("// scheduled so its launch hides behind this kernel. Thread 0 alone lets it, after its");
-    line("// fence: a block lets it at the first thread's griddepcontrol.launch_dependents.");
+    line("// Programmatic dependent launch: wait for the previous kernel, then let the next start.");
     line("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");");
     line("if (threadIdx.x == 0)");
     line("asm volatile(\"griddepcontrol.launch_dependents;\");");
@@ -650,9 +644,8 @@ private:
     inRowStep_ = true;
     cachedRows_ = loop.cachedVectors > 0;
     if (cachedRows_) {
-      line("// Each thread keeps its {} vector(s) of the row in registers, from the statement",
+      line("// Each thread keeps its {} vector(s) of the row in registers (row_cache).",
            loop.cachedVectors);
-      line("// that computes them to the normalisation: no second and third pass over memory.");
       line("constexpr int kRowIters = {};", loop.cachedVectors);
     }
     line("// Split by rows: one block per row at a time, so the block can reduce over the row.");

@@ -83,6 +83,50 @@ private:
   void visitRowNorm(const ir::RowNorm& s) override { written.push_back(s.target.buffer); }
 };
 
+bool mentionsRowLength(const ir::Expr& e) {
+  return e &&
+         (e->kind == ir::ExprKind::RowLength || mentionsRowLength(e->a) || mentionsRowLength(e->b));
+}
+
+/// A buffer sized by the row length may only be read as rmsnorm's weight: then no rule the
+/// verifier checks depends on the row length, which is what lets it prove a spec for rows of one
+/// element and every n (dsl/README.md, "What the verifier proves").
+class RowSizedBuffers : public ir::Visitor {
+public:
+  RowSizedBuffers(const ir::Program& program, Diagnostics& diags)
+      : program_(program), diags_(diags) {}
+
+private:
+  void check(const ir::Region& region) {
+    const ir::Buffer& buffer = program_.buffer(region);
+    if (mentionsRowLength(buffer.slotElems) || mentionsRowLength(buffer.slots))
+      diags_.error(region.loc, "'" + buffer.name + "' is sized by the row length ('" +
+                                   program_.rowLengthName +
+                                   "'); such a buffer may be used only as rmsnorm's weight");
+  }
+  void visitPut(const ir::Put& s) override {
+    check(s.source.region);
+    check(s.target);
+  }
+  void visitAtomicAdd(const ir::AtomicAdd& s) override {
+    check(s.source.region);
+    check(s.target);
+  }
+  void visitAssign(const ir::Assign& s) override {
+    check(s.target);
+    for (const auto& o : s.operands)
+      check(o.region);
+    for (const auto& o : s.addends)
+      check(o.region);
+  }
+  void visitRowNorm(const ir::RowNorm& s) override {
+    check(s.target);
+    check(s.rows.region);
+  }
+  const ir::Program& program_;
+  Diagnostics& diags_;
+};
+
 } // namespace
 
 std::vector<AuxBuffer> describeAuxBuffers(const ir::Program& program, int nranks,
@@ -145,6 +189,9 @@ void checkRowStatements(const ir::Program& program, Diagnostics& diags) {
       if (buffer.name == program.rowLengthName)
         diags.error(buffer.loc, "'" + buffer.name + "' names the row length ('rows " + buffer.name +
                                     "'); a buffer cannot have that name");
+  RowSizedBuffers rowSized(program, diags);
+  for (const auto& step : program.steps)
+    rowSized.visitAll(step.body);
   NestedRowNorms nested(diags);
   for (const auto& step : program.steps) {
     for (const auto& stmt : step.body)
