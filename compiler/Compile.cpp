@@ -14,6 +14,7 @@
 #include "dsl/Parser.h"
 
 #include <algorithm>
+#include <chrono>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
 
@@ -202,12 +203,23 @@ ir::LineOf lineOfIn(const llvm::SourceMgr& sources) {
 
 } // namespace
 
-llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics) {
+llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics,
+                      CheckReport* report) {
   llvm::SourceMgr sources;
   Diagnostics diags(sources, diagnostics);
+  const auto start = std::chrono::steady_clock::now();
   Checked checked = parseAndVerify(diags, spec, nullptr);
   if (!checked.program)
     return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+  if (report) {
+    report->minRanks = checked.program->minRanks;
+    report->maxRanks = checked.program->maxRanks;
+    report->runs = checked.proof.runs;
+    report->seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report->inPlace = checked.proof.inPlace;
+    report->auxAliases = checked.proof.auxAliases;
+  }
   // The spec's own sync strategy and launch shape must also lower for every rank count, or emit,
   // run and bench would refuse a spec that check called ok. A spec with rows and no default row
   // length is lowered with rows of 4096 (a multiple of every vector width) for this.

@@ -68,10 +68,22 @@ llvm::Expected<SpecSource> loadSpec(const std::string& nameOrPath);
 /// Stdlib spec names, sorted.
 std::vector<std::string> stdlibNames();
 
+/// What `collc check` says of a spec it accepts.
+struct CheckReport {
+  int minRanks = 2, maxRanks = 8;
+  int64_t runs = 0;     // configurations the proof ran (rank count, root, count or residue)
+  double seconds = 0;   // the proof's time
+  bool inPlace = false; // the output may be the input's memory
+  /// Aux buffers that may be the same memory: (written, read) names.
+  std::vector<std::pair<std::string, std::string>> auxAliases;
+};
+
 /// Parses, checks and verifies the spec for every rank count it declares, then lowers it with its
 /// own sync strategy and launch shape for each of them (so that a strategy the spec names but
-/// cannot use is refused here, at its `sync` clause); returns no code.
-llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics);
+/// cannot use is refused here, at its `sync` clause), checking each lowered program; returns no
+/// code. `report`, if given, receives what the proof found.
+llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics,
+                      CheckReport* report = nullptr);
 
 /// Parses, checks, verifies for every declared rank count and lowers the spec for one variant.
 /// Diagnostics (file:line:col: error: ...) go to `diagnostics`; on user error the returned
