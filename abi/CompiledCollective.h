@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace collc {
@@ -114,6 +115,11 @@ struct CompiledCollective {
   std::vector<AuxBuffer> aux;
   /// The epilogue the run harness can check against a float64 reference, if the spec has it.
   std::optional<AddRmsNormEpilogue> addRmsNorm;
+  /// The output may be the input's memory (an in-place call): the verifier proved it.
+  bool inPlace = false;
+  /// Aux buffers that may be the same memory, as (written, read) indices into `aux`: proved too.
+  /// A launch that passes the same memory for any other pair of buffers is refused.
+  std::vector<std::pair<int, int>> auxAliases;
 
   uint64_t flagsBytes() const { return uint64_t(launch.blocks) * nranks * 8; }
   /// Elements of each rank's input and output buffer for a call of `count` elements (the kind's

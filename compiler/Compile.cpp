@@ -328,6 +328,16 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   compiled.eps = options.eps;
   compiled.aux = describeAuxBuffers(program, options.nranks, rowLength);
   compiled.addRmsNorm = findAddRmsNorm(*checked.program);
+  compiled.inPlace = checked.proof.inPlace;
+  for (const auto& [written, read] : checked.proof.auxAliases) {
+    auto index = [&](const std::string& name) {
+      for (size_t k = 0; k < compiled.aux.size(); ++k)
+        if (compiled.aux[k].name == name)
+          return int(k);
+      internalError("an aliased buffer that is not an aux buffer: " + name);
+    };
+    compiled.auxAliases.push_back({index(written), index(read)});
+  }
   for (ir::BufferId id : program.scratchBuffers())
     compiled.scratch.push_back(describeScratch(program.buffer(id), options, rowLength));
   return compiled;
