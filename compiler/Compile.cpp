@@ -170,6 +170,7 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
   lowerOptions.vectorBytes = launch.vectorBytes;
   lowerOptions.unroll = launch.unroll;
   lowerOptions.threads = launch.threads;
+  lowerOptions.nranks = options.nranks;
   lowerOptions.rowLength = options.rowLength ? options.rowLength : spec.defaultRowLength;
   lowerOptions.experimentalLL128 = options.experimentalLL128;
   lowerOptions.lineOf = lineOf;

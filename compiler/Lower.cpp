@@ -37,7 +37,7 @@ std::optional<ir::Program> lower(const ir::Program& spec, const VerifyResult& pr
   dump(*program, "vectorize");
   program = forwardRegisters(*program);
   dump(*program, "forward registers");
-  program = hoistLoads(*program);
+  program = hoistLoads(*program, options.nranks);
   dump(*program, "hoist loads");
   program = cacheRows(*program, options.threads, options.rowLength);
   dump(*program, "cache rows");

@@ -18,6 +18,7 @@ struct LowerOptions {
   int vectorBytes = 16;
   int unroll = 1;
   int threads = 512;
+  int nranks = 2;
   int64_t rowLength = 0;
   bool experimentalLL128 = false; // CompileOptions::experimentalLL128
   /// If set, the IR is printed here after every pass.

@@ -19,10 +19,12 @@ bool regionMentions(const ir::Region& r, const std::string& var) {
          mentions(r.length, var);
 }
 
-/// The put a peer loop holds (alone), if its source is the same for every value of the loop's
-/// variable: a plain load of this rank's memory that nothing in the loop writes.
-const ir::Put* invariantPut(const ir::For& loop) {
-  if (loop.range == ir::LoopRange::Interval || loop.body.size() != 1 ||
+/// The put a peer loop holds (alone), if the loop runs more than once and the put's source is the
+/// same for every value of the loop's variable: a plain load of this rank's memory that nothing
+/// in the loop writes.
+const ir::Put* invariantPut(const ir::For& loop, int nranks) {
+  const int trips = loop.range == ir::LoopRange::Peers ? nranks - 1 : nranks;
+  if (loop.range == ir::LoopRange::Interval || trips < 2 || loop.body.size() != 1 ||
       loop.body[0]->kind != ir::StmtKind::Put)
     return nullptr;
   const auto& put = loop.body[0]->as<ir::Put>();
@@ -36,6 +38,9 @@ const ir::Put* invariantPut(const ir::For& loop) {
 /// In an element loop, a peer loop of puts that all send the same vector loads it once, before
 /// the loop, into a register (peer loops run at least once: nranks >= 2).
 class Hoisting : public ir::Mutator {
+public:
+  explicit Hoisting(int nranks) : nranks_(nranks) {}
+
 private:
   ir::Stmt mutateElementLoop(const ir::ElementLoop& s) override {
     if (s.shape == ir::LoopShape::RowVectors)
@@ -43,7 +48,7 @@ private:
     std::vector<ir::Stmt> body;
     for (const auto& stmt : s.body) {
       const ir::Put* put =
-          stmt->kind == ir::StmtKind::For ? invariantPut(stmt->as<ir::For>()) : nullptr;
+          stmt->kind == ir::StmtKind::For ? invariantPut(stmt->as<ir::For>(), nranks_) : nullptr;
       if (!put) {
         body.push_back(stmt);
         continue;
@@ -62,13 +67,14 @@ private:
     return std::make_shared<ir::ElementLoop>(s.loc, s.bound, s.shape, s.vectorElems, s.unroll,
                                              std::move(body));
   }
+  int nranks_;
   int count_ = 0; // names each register of the kernel apart
 };
 
 } // namespace
 
-ir::Program hoistLoads(const ir::Program& program) {
-  Hoisting hoisting;
+ir::Program hoistLoads(const ir::Program& program, int nranks) {
+  Hoisting hoisting(nranks);
   return ir::mutateSteps(program, hoisting);
 }
 

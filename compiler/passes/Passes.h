@@ -23,7 +23,8 @@ ir::Program forwardRegisters(const ir::Program& program);
 
 /// A peer loop of puts that all send the same vector (`for p in peers { put in -> p.slot[rank] }`)
 /// loads it once, before the loop, into a register: at 8 ranks that is one load instead of seven.
-ir::Program hoistLoads(const ir::Program& program);
+/// A loop that runs once (2 ranks) is left as it is.
+ir::Program hoistLoads(const ir::Program& program, int nranks);
 
 /// In a row loop whose rows one reduce computes, each thread keeps its vectors of the row in
 /// registers from that reduce to the normalisation (when it has few enough: register pressure).

@@ -52,6 +52,13 @@ TEST(HoistLoads, APeerLoopOfPutsLoadsTheInputOnce) {
   EXPECT_TRUE(has(ir, "<- register hoisted_0 = in[")) << ir;
 }
 
+TEST(HoistLoads, APeerLoopThatRunsOnceIsLeftAsItIs) {
+  CompileOptions options;
+  options.nranks = 2;
+  const std::string ir = loweredIr("allreduce_oneshot", options);
+  EXPECT_FALSE(has(ir, "hoisted_")) << ir;
+}
+
 TEST(HoistLoads, APutWhoseSourceDependsOnThePeerStaysInTheLoop) {
   CompileOptions options;
   options.nranks = 8;
