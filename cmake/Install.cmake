@@ -21,27 +21,21 @@ set(COLLC_PUBLIC_HEADERS
     compiler/Compile.h
     abi/CompiledCollective.h
     abi/collc_abi.h
+    pipeline/CompileDispatch.h
     runtime/CollectiveInstance.h
     runtime/CudaCheck.h
     runtime/Devices.h
-    runtime/HostData.h
+    runtime/DispatchPlan.h
+    runtime/Dispatcher.h
     runtime/Jit.h
     runtime/KernelCache.h
     runtime/LoadedKernel.h
     runtime/LocalWorld.h
     runtime/ProcessWorld.h
-    runtime/RunHarness.h
-    runtime/SpeedOfLight.h
     runtime/SymmetricWorld.h
+    runtime/TuningTable.h
     runtime/VersionInfo.h
     runtime/Watchdog.h)
-# The tuning table and dispatch by size (`collc tune` writes the table), landed alongside this
-# install set: taken only where present, so the install never names a file that is not there.
-foreach(header runtime/TuningTable.h runtime/DispatchPlan.h runtime/Dispatcher.h)
-  if(EXISTS ${PROJECT_SOURCE_DIR}/${header})
-    list(APPEND COLLC_PUBLIC_HEADERS ${header})
-  endif()
-endforeach()
 foreach(header ${COLLC_PUBLIC_HEADERS})
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${COLLC_INSTALL_INCLUDEDIR}/${dir}

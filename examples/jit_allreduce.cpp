@@ -12,9 +12,9 @@
 #include "runtime/CollectiveInstance.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
-#include "runtime/HostData.h"
 #include "runtime/Jit.h"
 #include "runtime/LocalWorld.h"
+#include "tools/harness/HostData.h"
 
 #include <algorithm>
 #include <chrono>

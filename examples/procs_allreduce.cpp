@@ -18,12 +18,12 @@
 #include "runtime/CollectiveInstance.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
-#include "runtime/HostData.h"
 #include "runtime/Jit.h"
-#include "runtime/LaunchEnvironment.h"
-#include "runtime/Launcher.h"
 #include "runtime/NcclLibrary.h"
 #include "runtime/ProcessWorld.h"
+#include "tools/harness/HostData.h"
+#include "tools/launch/ChildEnvironment.h"
+#include "tools/launch/Launcher.h"
 
 #include <cstdlib>
 #include <cstring>

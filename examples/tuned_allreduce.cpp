@@ -10,11 +10,12 @@
 //
 // Run: build/bin/tuned_allreduce [largest elements per rank]   (default 4 Mi, bf16)
 // Without a GPU it stops after step 1 and says why; that is not an error.
+#include "pipeline/CompileDispatch.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
 #include "runtime/Dispatcher.h"
-#include "runtime/HostData.h"
 #include "runtime/LocalWorld.h"
+#include "tools/harness/HostData.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -85,7 +86,7 @@ int main(int argc, char** argv) {
     request.gpu = "NVIDIA_H200";
     request.topology = "nvlink-p2p";
   }
-  DispatchProgram program = check(DispatchProgram::compile(request));
+  DispatchProgram program = check(compileDispatchProgram(request));
   llvm::outs() << "plan: " << program.description();
   if (!noRun.empty()) {
     llvm::outs() << noRun

@@ -5,7 +5,7 @@
 #include "runtime/Devices.h"
 #include "runtime/HeapSize.h"
 #include "runtime/NcclLibrary.h"
-#include "runtime/RankGraphs.h"
+#include "runtime/StreamPoll.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,9 +1,7 @@
 #include "runtime/Dispatcher.h"
 
-#include "compiler/Compile.h"
 #include "runtime/Devices.h"
 #include "runtime/HeapSize.h"
-#include "runtime/Jit.h"
 
 #include <cstdlib>
 #include <fmt/format.h>
@@ -34,41 +32,9 @@ llvm::Expected<std::optional<TuningTable>> loadTable(const DispatchRequest& requ
   return std::optional<TuningTable>(std::move(*table));
 }
 
-llvm::Expected<DispatchVariant> compileVariant(const TunedVariant& variant,
-                                               const DispatchRequest& request,
-                                               const std::string& arch) {
-  auto fail = [&](const std::string& why) {
-    return dispatchError("variant " + variant.text() + ": " + why);
-  };
-  auto spec = loadSpec(variant.spec);
-  if (!spec)
-    return fail(llvm::toString(spec.takeError()));
-  CompileOptions options;
-  options.dtype = request.dtype;
-  options.op = request.op;
-  options.nranks = request.nranks;
-  variant.applyTo(options);
-  std::string diagnostics;
-  llvm::raw_string_ostream diag(diagnostics);
-  auto compiled = compileCollective(*spec, options, diag);
-  if (!compiled) {
-    llvm::consumeError(compiled.takeError());
-    return fail("the compiler refused it:\n" + diag.str());
-  }
-  if (compiled->kind != request.collective)
-    return fail(
-        fmt::format("it is an {}, not an {}", name(compiled->kind), name(request.collective)));
-  JitOptions jit;
-  jit.arch = arch;
-  auto cubin = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, jit);
-  if (!cubin)
-    return fail("NVRTC: " + llvm::toString(cubin.takeError()));
-  return DispatchVariant{variant, std::move(*compiled), std::move(cubin->image)};
-}
-
 } // namespace
 
-llvm::Expected<DispatchProgram> DispatchProgram::compile(const DispatchRequest& request) {
+llvm::Expected<DispatchProgram> DispatchProgram::plan(const DispatchRequest& request) {
   if (request.maxCount == 0)
     return dispatchError("maxCount must be at least 1 element");
   if (request.nranks < 1)
@@ -103,20 +69,34 @@ llvm::Expected<DispatchProgram> DispatchProgram::compile(const DispatchRequest& 
   program.plan_ = chooseDispatchPlan(*table ? &**table : nullptr, query);
   program.query_ = query;
   program.table_ = std::move(*table);
-
-  std::string arch = request.arch;
-  if (arch.empty())
-    arch = haveGpu ? gpuArch(0) : "";
-  if (arch.empty())
-    arch = "sm_90";
-  for (const TunedVariant& variant : program.plan_.variants) {
-    auto compiled = compileVariant(variant, request, arch);
-    if (!compiled)
-      return llvm::joinErrors(compiled.takeError(),
-                              dispatchError("the plan came from " + program.plan_.source));
-    program.variants_.push_back(std::move(*compiled));
-  }
   return program;
+}
+
+llvm::Error DispatchProgram::setVariants(std::vector<DispatchVariant> variants) {
+  if (variants.size() != plan_.variants.size())
+    return dispatchError(fmt::format("the plan has {} variants, but {} were handed in",
+                                     plan_.variants.size(), variants.size()));
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const DispatchVariant& given = variants[i];
+    const CompiledCollective& compiled = given.compiled;
+    auto fail = [&](const std::string& why) {
+      return dispatchError("variant " + plan_.variants[i].text() + ": " + why);
+    };
+    if (given.variant != plan_.variants[i])
+      return fail("handed in as " + given.variant.text());
+    if (compiled.kind != request_.collective)
+      return fail(
+          fmt::format("it is an {}, not an {}", name(compiled.kind), name(request_.collective)));
+    if (compiled.dtype != request_.dtype || compiled.op != request_.op ||
+        compiled.nranks != request_.nranks)
+      return fail(fmt::format("compiled for {} {} and {} ranks, not {} {} and {}",
+                              name(compiled.dtype), name(compiled.op), compiled.nranks,
+                              name(request_.dtype), name(request_.op), request_.nranks));
+    if (given.cubin.empty())
+      return fail("no cubin");
+  }
+  variants_ = std::move(variants);
+  return llvm::Error::success();
 }
 
 uint64_t DispatchProgram::heapBytes() const {
@@ -135,6 +115,8 @@ Dispatcher::create(SymmetricWorld& world, DispatchProgram program, uint64_t time
   if (program.request().nranks != world.nranks())
     return dispatchError(fmt::format("compiled for {} ranks, but the world has {}",
                                      program.request().nranks, world.nranks()));
+  if (program.variants().size() != program.plan().variants.size() || program.variants().empty())
+    return dispatchError("the program's variants are not compiled (DispatchProgram::setVariants)");
   std::unique_ptr<Dispatcher> dispatcher(new Dispatcher(std::move(program)));
   for (const DispatchVariant& variant : dispatcher->program_.variants()) {
     auto instance = CollectiveInstance::create(world, variant.compiled, variant.cubin,

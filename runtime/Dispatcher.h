@@ -2,8 +2,9 @@
 // call runs the variant the tuning table (or the built-in rule) names for its size.
 //
 // Two steps, so that the heap can be sized before the world exists:
-//   1. DispatchProgram::compile: reads the table, makes the plan (runtime/DispatchPlan.h),
-//      compiles every variant the plan may pick and JIT-compiles it (disk cache). No GPU needed.
+//   1. A DispatchProgram: DispatchProgram::plan reads the table and makes the plan
+//      (runtime/DispatchPlan.h); then every variant the plan may pick is handed in compiled, with
+//      its cubin (compileDispatchProgram, pipeline/CompileDispatch.h, does both). No GPU needed.
 //   2. Dispatcher::create: one CollectiveInstance per variant in the world, all made up front.
 // After that a launch only picks an instance (a binary search over the plan's ranges, on the
 // host) and launches it: no allocation, no lock, no host synchronization. So launches are safe
@@ -60,18 +61,20 @@ struct DispatchVariant {
 /// Step 1: everything that needs no GPU.
 class DispatchProgram {
 public:
-  /// Reads the table, makes the plan and compiles each of its variants. A variant that does not
-  /// compile is an error that names it and the table row's source (a table edited by hand may
-  /// name a spec that no longer exists).
-  static llvm::Expected<DispatchProgram> compile(const DispatchRequest& request);
+  /// Reads the table and makes the plan; no variant is compiled yet (setVariants).
+  static llvm::Expected<DispatchProgram> plan(const DispatchRequest& request);
+  /// Hands in the plan's variants compiled: one per plan().variants, in that order, each of the
+  /// request's kind, element type, operator and rank count. An error names the first that is not.
+  llvm::Error setVariants(std::vector<DispatchVariant> variants);
 
   const DispatchPlan& plan() const { return plan_; }
+  /// Empty until setVariants.
   const std::vector<DispatchVariant>& variants() const { return variants_; }
   const DispatchRequest& request() const { return request_; }
   /// The key (GPU, ranks, topology, ...) the plan was chosen for, and the table read, if any.
   const DispatchQuery& query() const { return query_; }
   const std::optional<TuningTable>& table() const { return table_; }
-  /// Symmetric heap per rank that Dispatcher::create takes from the world.
+  /// Symmetric heap per rank that Dispatcher::create takes from the world (for the variants set).
   uint64_t heapBytes() const;
   /// Where the plan came from and which variant runs where, for logs.
   std::string description() const;
@@ -87,6 +90,7 @@ private:
 /// Step 2: the instances, and the launch.
 class Dispatcher {
 public:
+  /// `program` must have its variants set.
   static llvm::Expected<std::unique_ptr<Dispatcher>>
   create(SymmetricWorld& world, DispatchProgram program, uint64_t timeoutNs = 5'000'000'000);
   /// Nothing launched through it may still run, nor be replayed later from a graph.

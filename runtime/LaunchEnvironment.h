@@ -2,8 +2,8 @@
 // it: torchrun's RANK, WORLD_SIZE, LOCAL_RANK (and LOCAL_WORLD_SIZE), or Open MPI's
 // OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK, plus COLLC_RENDEZVOUS: where rank 0 leaves the NCCL
 // unique id for the others ("file:PATH" or "tcp:HOST:PORT", see Rendezvous.h). `collc run --procs
-// N` and launchProcesses() set the same variables for the children they start. Pure functions
-// over an environment lookup: tested without a GPU.
+// N` sets the same variables for the children it starts (tools/launch). Pure functions over an
+// environment lookup: tested without a GPU.
 #ifndef COLLC_RUNTIME_LAUNCHENVIRONMENT_H
 #define COLLC_RUNTIME_LAUNCHENVIRONMENT_H
 
@@ -11,8 +11,6 @@
 #include <llvm/Support/Error.h>
 #include <optional>
 #include <string>
-#include <utility>
-#include <vector>
 
 namespace collc {
 
@@ -45,18 +43,6 @@ llvm::Expected<int> parseNodeSizeOverride(const EnvironmentLookup& lookup, std::
 /// The GPU a rank of this process uses: LOCAL_RANK when that many GPUs are visible, device 0
 /// where the launcher left one GPU visible per process (CUDA_VISIBLE_DEVICES); otherwise an error.
 llvm::Expected<int> chooseDevice(const LaunchEnvironment& env, int visibleGpus);
-
-/// The variables a launcher sets for child `rank` of `worldSize` on this node: RANK, WORLD_SIZE,
-/// LOCAL_RANK, LOCAL_WORLD_SIZE, COLLC_RENDEZVOUS, NCCL_NVLS_ENABLE=0 (NVLink multicast stays
-/// off, see GPU.md) and COLLC_LAUNCHER_PID=`launcherPid`. An error if the launcher's own
-/// environment asks for NCCL_NVLS_ENABLE other than 0: the children would inherit the request.
-llvm::Expected<std::vector<std::pair<std::string, std::string>>>
-childEnvironment(int rank, int worldSize, const std::string& rendezvous, int launcherPid,
-                 const EnvironmentLookup& parent);
-
-/// True in a process that collc's launcher started (COLLC_LAUNCHER_PID is its parent's pid):
-/// such a process runs as one rank even though its command line asks for --procs.
-bool startedByCollcLauncher(const EnvironmentLookup& lookup, int parentPid);
 
 } // namespace collc
 

@@ -1,7 +1,5 @@
 #include "runtime/TuningTable.h"
 
-#include "compiler/Compile.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -231,15 +229,6 @@ bool matches(const TuningKey& key, const TuningQuery& query) {
          (key.topology == "*" || key.topology == query.topology) &&
          key.collective == query.collective && (!key.dtype || *key.dtype == query.dtype) &&
          (!key.op || *key.op == query.op);
-}
-
-void TunedVariant::applyTo(CompileOptions& options) const {
-  options.sync = sync;
-  options.blocks = blocks;
-  options.threads = threads;
-  options.vectorBytes = vectorBytes;
-  options.unroll = unroll;
-  options.wholeStores = wholeStores;
 }
 
 std::string TunedVariant::text() const {

@@ -20,8 +20,6 @@
 
 namespace collc {
 
-struct CompileOptions;
-
 /// "to" of a range that has no upper end (written `inf`).
 inline constexpr uint64_t kNoUpperBound = std::numeric_limits<uint64_t>::max();
 
@@ -72,9 +70,6 @@ struct TunedVariant {
   /// "allreduce_oneshot/sentinel 8x512 v16 u1", and " w1" with whole stores on; unset fields
   /// read "-".
   std::string text() const;
-  /// Sets the choices this variant makes (sync and launch shape) in `options`; the fields it
-  /// leaves unset stay unset there too, so the spec's own defaults apply.
-  void applyTo(CompileOptions& options) const;
   bool operator==(const TunedVariant& other) const;
   bool operator!=(const TunedVariant& other) const { return !(*this == other); }
   bool operator<(const TunedVariant& other) const;

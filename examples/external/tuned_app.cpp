@@ -6,6 +6,7 @@
 // It compiles every variant the plan may pick (no GPU needed) and prints the plan; where 2 GPUs
 // are visible it then runs calls of three sizes through one Dispatcher, each on the variant the
 // plan names for it, and checks the sums.
+#include "pipeline/CompileDispatch.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
 #include "runtime/Dispatcher.h"
@@ -31,7 +32,7 @@ int main(int argc, char** argv) {
   request.maxCount = counts[2];
   if (argc > 1)
     request.table = argv[1];
-  collc::DispatchProgram program = check(collc::DispatchProgram::compile(request));
+  collc::DispatchProgram program = check(collc::compileDispatchProgram(request));
   llvm::outs() << program.description() << "\n"
                << program.variants().size() << " variants compiled\n";
 

@@ -7,10 +7,10 @@
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
-#include "runtime/RunHarness.h"
 #include "tests/StdlibApplicability.h"
 #include "tests/StdlibStrategies.h"
 #include "tests/gpu/GpuTestMain.h"
+#include "tools/harness/RunHarness.h"
 
 #include <chrono>
 #include <llvm/Support/raw_ostream.h>

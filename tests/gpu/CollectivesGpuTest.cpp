@@ -1,20 +1,20 @@
 // The stdlib collectives other than the two AllReduces of AllReduceGpuTest (allgather,
 // reducescatter, broadcast, reduce, alltoall, and the rings), compiled for every sync strategy
 // that accepts them and JIT-compiled for the GPUs at hand, run on 2 GPUs and checked against the
-// float64 reference of their kind (runtime/CollectiveReference.h): every dtype, every op of the
-// kinds that reduce, every root of the kinds that have one, over sizes that hit the edges of the
-// vectorized paths and of the blocks (1, 7, 8, 9 elements, odd and large counts), with inputs that
-// include -0.0, subnormals, NaN, +-inf and large magnitudes; and a graph of 2,000 back-to-back
+// float64 reference of their kind (tools/harness/CollectiveReference.h): every dtype, every op of
+// the kinds that reduce, every root of the kinds that have one, over sizes that hit the edges of
+// the vectorized paths and of the blocks (1, 7, 8, 9 elements, odd and large counts), with inputs
+// that include -0.0, subnormals, NaN, +-inf and large magnitudes; and a graph of 2,000 back-to-back
 // calls per variant with every call checked.
-#include "compiler/Compile.h"
 #include "abi/CollectiveShapes.h"
+#include "compiler/Compile.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
-#include "runtime/RunHarness.h"
 #include "tests/StdlibApplicability.h"
 #include "tests/StdlibStrategies.h"
 #include "tests/gpu/GpuTestMain.h"
+#include "tools/harness/RunHarness.h"
 
 #include <llvm/Support/raw_ostream.h>
 #include <map>

@@ -3,9 +3,10 @@
 // built-in rule, a CUDA graph that captures calls of three sizes and is replayed with fresh
 // inputs, two host threads (one per rank) launching the same mixed sequence, and a table that
 // overrides the built-in rule.
+#include "pipeline/CompileDispatch.h"
 #include "runtime/Dispatcher.h"
-#include "runtime/HostData.h"
 #include "tests/gpu/GpuTestMain.h"
+#include "tools/harness/HostData.h"
 
 #include <cstdio>
 #include <fstream>
@@ -33,7 +34,7 @@ protected:
   std::unique_ptr<Dispatcher> makeDispatcher(DispatchRequest request) {
     LocalWorld& world = *gputest::world();
     request.nranks = world.nranks();
-    auto program = DispatchProgram::compile(request);
+    auto program = compileDispatchProgram(request);
     EXPECT_TRUE(bool(program)) << llvm::toString(program.takeError());
     if (!program)
       return nullptr;

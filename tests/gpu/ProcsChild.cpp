@@ -9,8 +9,8 @@
 #include "runtime/NcclLibrary.h"
 #include "runtime/ProcessWorld.h"
 #include "runtime/Rendezvous.h"
-#include "runtime/RunHarness.h"
 #include "tests/StdlibStrategies.h"
+#include "tools/harness/RunHarness.h"
 
 #include <chrono>
 #include <csignal>

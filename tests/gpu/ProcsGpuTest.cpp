@@ -12,10 +12,10 @@
 // Without two GPUs and NCCL every test skips and says why.
 #include "compiler/Compile.h"
 #include "runtime/Devices.h"
-#include "runtime/Launcher.h"
 #include "runtime/NcclLibrary.h"
 #include "tests/StdlibApplicability.h"
 #include "tests/StdlibStrategies.h"
+#include "tools/launch/Launcher.h"
 
 #include <cctype>
 #include <gtest/gtest.h>

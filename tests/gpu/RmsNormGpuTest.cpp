@@ -1,6 +1,6 @@
 // The fused AllReduce + residual add + RMSNorm (stdlib/allreduce_rmsnorm.coll) on 2 GPUs, through
 // the run harness: fresh random input, residual and weight for every call, and both outputs
-// (residual_out and out) checked against the float64 reference of runtime/RmsNormReference.h,
+// (residual_out and out) checked against the float64 reference of tools/harness/RmsNormReference.h,
 // eagerly and after a timed graph; hidden 4096 and 8192, 1 to 128 tokens, every type and the sync
 // strategies the spec is written for; a graph of back-to-back calls each with its own buffers;
 // and the harness's refusals (a count that is not whole rows, special values).
@@ -8,8 +8,8 @@
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
-#include "runtime/RunHarness.h"
 #include "tests/gpu/GpuTestMain.h"
+#include "tools/harness/RunHarness.h"
 
 #include <map>
 #include <ostream>

@@ -1,6 +1,5 @@
 // The launch environment of a process-per-GPU world: torchrun's and Open MPI's variables, the
-// rendezvous that must come with them, node-size overrides, the GPU a rank takes, and what a
-// launcher hands its children.
+// rendezvous that must come with them, node-size overrides and the GPU a rank takes.
 #include "runtime/LaunchEnvironment.h"
 
 #include <gtest/gtest.h>
@@ -137,33 +136,6 @@ TEST(LaunchEnvironment, DeviceChoice) {
   ASSERT_FALSE(bool(device));
   EXPECT_NE(llvm::toString(device.takeError()).find("needs GPU 3, but 2 are visible"),
             std::string::npos);
-}
-
-TEST(LaunchEnvironment, ChildEnvironmentRoundTrips) {
-  llvm::Expected<std::vector<std::pair<std::string, std::string>>> vars =
-      childEnvironment(1, 2, "file:/tmp/d/nccl-id", 4242, env({}));
-  ASSERT_TRUE(bool(vars)) << llvm::toString(vars.takeError());
-  std::map<std::string, std::string> child(vars->begin(), vars->end());
-  EXPECT_EQ(child["NCCL_NVLS_ENABLE"], "0");
-  EXPECT_EQ(child["COLLC_LAUNCHER_PID"], "4242");
-  // What the launcher sets is what a child parses.
-  llvm::Expected<std::optional<LaunchEnvironment>> parsed = parseLaunchEnvironment(env(child));
-  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
-  ASSERT_TRUE(parsed->has_value());
-  EXPECT_EQ((*parsed)->rank, 1);
-  EXPECT_EQ((*parsed)->worldSize, 2);
-  EXPECT_EQ((*parsed)->localRank, 1);
-  EXPECT_EQ((*parsed)->rendezvous, "file:/tmp/d/nccl-id");
-  EXPECT_TRUE(startedByCollcLauncher(env(child), 4242));
-  EXPECT_FALSE(startedByCollcLauncher(env(child), 4243));
-  EXPECT_FALSE(startedByCollcLauncher(env({}), 4242));
-}
-
-TEST(LaunchEnvironment, ChildEnvironmentRefusesNvlinkMulticast) {
-  llvm::Expected<std::vector<std::pair<std::string, std::string>>> vars =
-      childEnvironment(0, 2, "file:/tmp/x", 1, env({{"NCCL_NVLS_ENABLE", "1"}}));
-  ASSERT_FALSE(bool(vars));
-  EXPECT_NE(llvm::toString(vars.takeError()).find("NCCL_NVLS_ENABLE=1"), std::string::npos);
 }
 
 } // namespace

@@ -5,7 +5,6 @@
 #include "runtime/NcclCollective.h"
 
 #include "abi/CollectiveShapes.h"
-#include "runtime/NcclBaseline.h"
 #include "runtime/NcclLibrary.h"
 
 #include <gtest/gtest.h>
@@ -53,17 +52,6 @@ TEST(NcclCollective, ShapesFollowNcclsBuffers) {
   EXPECT_EQ(ncclCallShape(CollectiveKind::AllGather, 1000, 8).outputElems, 8000u);
   EXPECT_EQ(ncclCallShape(CollectiveKind::AllToAll, 1000, 8).callsPerOp, 16);
   EXPECT_EQ(ncclCallShape(CollectiveKind::AllReduce, 1000, 8).bufferElems(), 1000u);
-}
-
-TEST(NcclCollective, BaselineBuffersHoldTheLargerSide) {
-  NcclCollective collective;
-  collective.dtype = DType::BF16;
-  EXPECT_EQ(ncclBaselineBytes(collective, 512, 8), 1024u); // allreduce: n elements
-  collective.kind = CollectiveKind::ReduceScatter;
-  EXPECT_EQ(ncclBaselineBytes(collective, 512, 8), 8192u); // the input: n * nranks
-  collective.kind = CollectiveKind::AllGather;
-  collective.dtype = DType::F32;
-  EXPECT_EQ(ncclBaselineBytes(collective, 512, 2), 4096u); // the output: n * nranks
 }
 
 TEST(NcclCollective, DescriptionsNameTheCallAndRoot) {

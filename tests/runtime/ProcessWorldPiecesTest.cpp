@@ -5,14 +5,12 @@
 #include "runtime/ExchangeFrame.h"
 #include "runtime/ProcessIdentity.h"
 #include "runtime/ProcessWorld.h"
-#include "runtime/RunHarness.h"
 #include "runtime/SymmetricWorld.h"
 #include "runtime/Topology.h"
 
 #include <csignal>
 #include <cstdlib>
 #include <gtest/gtest.h>
-#include <set>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -195,18 +193,6 @@ TEST(SymmetricWorld, AllocatorAlignsExhaustsAndReleases) {
   ASSERT_TRUE(bool(wrong));
   llvm::consumeError(std::move(wrong));
   EXPECT_FALSE(bool(world.barrier("b")));
-}
-
-TEST(RunHarness, RankInputSeedsAreDistinctAndStable) {
-  std::set<uint64_t> seeds;
-  for (uint64_t seed : {1, 2})
-    for (uint64_t round = 0; round < 16; ++round)
-      for (int rank = 0; rank < 8; ++rank)
-        seeds.insert(rankInputSeed(seed, round, rank));
-  EXPECT_EQ(seeds.size(), 2u * 16 * 8);
-  // The same in every process: a fixed function of its arguments.
-  EXPECT_EQ(rankInputSeed(1, 0, 1), rankInputSeed(1, 0, 1));
-  EXPECT_NE(rankInputSeed(1, 0, 1), rankInputSeed(1, 1, 0));
 }
 
 TEST(ProcessWorld, SaysWhyItCannotStart) {
