@@ -31,6 +31,8 @@ set(COLLC_PUBLIC_HEADERS
     runtime/KernelCache.h
     runtime/LoadedKernel.h
     runtime/LocalWorld.h
+    runtime/Span.h
+    runtime/Status.h
     runtime/ProcessWorld.h
     runtime/SymmetricWorld.h
     runtime/TuningTable.h

@@ -45,7 +45,7 @@ float expectedSum(int nranks, uint64_t i) {
 
 /// Copies every rank's output back and counts elements that differ from the host reference.
 uint64_t countWrong(LocalWorld& world, const std::vector<DeviceBuffer>& outputs, uint64_t count,
-                    llvm::ExitOnError& check) {
+                    ExitOnError& check) {
   uint64_t wrong = 0;
   std::vector<uint16_t> host(count);
   for (int r = 0; r < world.nranks(); ++r) {
@@ -63,7 +63,9 @@ uint64_t countWrong(LocalWorld& world, const std::vector<DeviceBuffer>& outputs,
 } // namespace
 
 int main(int argc, char** argv) {
-  llvm::ExitOnError check("jit_allreduce: ");
+  ExitOnError check("jit_allreduce: ");
+  // The compiler speaks LLVM's errors (its C API, to come, will not).
+  llvm::ExitOnError checkCompile("jit_allreduce: ");
   const uint64_t count = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : uint64_t(1) << 20;
   if (count == 0) {
     llvm::errs() << "usage: jit_allreduce [elements per rank, > 0]\n";
@@ -74,8 +76,8 @@ int main(int argc, char** argv) {
   // Hopper) to show that everything up to the GPU works, then stop.
   std::string noRun;
   int nranks = 2;
-  if (llvm::Expected<int> gpus = gpuCount(); !gpus)
-    noRun = llvm::toString(gpus.takeError());
+  if (Expected<int> gpus = gpuCount(); !gpus)
+    noRun = toString(gpus.takeError());
   else if (*gpus < 2)
     noRun = "only 1 GPU visible (" + gpuName(0) + "); an AllReduce needs 2 or more";
   else
@@ -83,12 +85,12 @@ int main(int argc, char** argv) {
 
   // 1. The spec, by stdlib name (a path to a .coll file works too), compiled for our choices.
   //    Diagnostics, if any, go to stderr as file:line:col: error: ...
-  SpecSource spec = check(loadSpec("allreduce_oneshot"));
+  SpecSource spec = checkCompile(loadSpec("allreduce_oneshot"));
   CompileOptions options;
   options.dtype = DType::BF16;
   options.op = ReduceOp::Sum;
   options.nranks = nranks;
-  CompiledCollective compiled = check(compileCollective(spec, options, llvm::errs()));
+  CompiledCollective compiled = checkCompile(compileCollective(spec, options, llvm::errs()));
   llvm::outs() << "compiled " << compiled.specName << " for " << nranks
                << " ranks, bf16 sum: kernel " << compiled.kernelName << ", "
                << compiled.launch.blocks << " blocks x " << compiled.launch.threads

@@ -46,10 +46,10 @@ float inputValue(int rank, uint64_t i) {
 
 /// --procs N: this program becomes the launcher of N copies of itself.
 int launch(int processes, const std::vector<std::string>& args) {
-  llvm::Expected<int> gpus = gpuCount(); // main() made sure there is one
+  Expected<int> gpus = gpuCount(); // main() made sure there is one
   if (!gpus || *gpus < processes) {
     llvm::errs() << "procs_allreduce: --procs " << processes << " needs " << processes << " GPUs; "
-                 << (gpus ? std::to_string(*gpus) + " visible" : llvm::toString(gpus.takeError()))
+                 << (gpus ? std::to_string(*gpus) + " visible" : toString(gpus.takeError()))
                  << "\n";
     return 1;
   }
@@ -57,9 +57,9 @@ int launch(int processes, const std::vector<std::string>& args) {
   world.processes = processes;
   world.args = args;
   world.timeoutSeconds = 300;
-  llvm::Expected<LaunchOutcome> outcome = launchWorld(world, prefixedOutputSink());
+  Expected<LaunchOutcome> outcome = launchWorld(world, prefixedOutputSink());
   if (!outcome) {
-    llvm::errs() << "procs_allreduce: " << llvm::toString(outcome.takeError()) << "\n";
+    llvm::errs() << "procs_allreduce: " << toString(outcome.takeError()) << "\n";
     return 1;
   }
   if (outcome->exitCode != 0)
@@ -83,8 +83,8 @@ int main(int argc, char** argv) {
     llvm::errs() << "usage: procs_allreduce [--procs N] [elements per rank, > 0]\n";
     return 2;
   }
-  if (llvm::Expected<int> gpus = gpuCount(); !gpus) {
-    llvm::outs() << llvm::toString(gpus.takeError()) << "\nnothing to run here.\n";
+  if (Expected<int> gpus = gpuCount(); !gpus) {
+    llvm::outs() << toString(gpus.takeError()) << "\nnothing to run here.\n";
     return 0;
   }
   if (procs > 0 && !startedByCollcLauncher(processEnvironment(), int(getppid())))
@@ -94,10 +94,9 @@ int main(int argc, char** argv) {
   //    process makes it, in the same order.
   ProcessWorldOptions worldOptions;
   worldOptions.heapBytes = size_t(64) << 20;
-  llvm::Expected<std::unique_ptr<ProcessWorld>> created =
-      ProcessWorld::fromEnvironment(worldOptions);
+  Expected<std::unique_ptr<ProcessWorld>> created = ProcessWorld::fromEnvironment(worldOptions);
   if (!created) {
-    llvm::errs() << "procs_allreduce: " << llvm::toString(created.takeError()) << "\n"
+    llvm::errs() << "procs_allreduce: " << toString(created.takeError()) << "\n"
                  << "(start it with --procs N, or under torchrun / mpirun with COLLC_RENDEZVOUS "
                     "set)\n";
     return 1;
@@ -105,17 +104,19 @@ int main(int argc, char** argv) {
   ProcessWorld& world = **created;
   const int rank = world.rank(), nranks = world.nranks();
   const std::string me = "rank " + std::to_string(rank) + ": ";
-  llvm::ExitOnError check("procs_allreduce: " + me);
+  ExitOnError check("procs_allreduce: " + me);
+  // The compiler speaks LLVM's errors (its C API, to come, will not).
+  llvm::ExitOnError checkCompile("procs_allreduce: " + me);
   cudaStream_t stream = world.stream(rank);
   check(COLLC_CUDA_CHECK(cudaSetDevice(world.device(rank))));
 
   // 2. The spec for this many ranks, JIT-compiled for this process's GPU (cached on disk).
-  SpecSource spec = check(loadSpec("allreduce_oneshot"));
+  SpecSource spec = checkCompile(loadSpec("allreduce_oneshot"));
   CompileOptions options;
   options.dtype = DType::BF16;
   options.op = ReduceOp::Sum;
   options.nranks = nranks;
-  CompiledCollective compiled = check(compileCollective(spec, options, llvm::errs()));
+  CompiledCollective compiled = checkCompile(compileCollective(spec, options, llvm::errs()));
   JitOptions jit;
   jit.arch = gpuArch(world.device(rank));
   JitResult cubin =

@@ -12,13 +12,12 @@ namespace collc {
 
 namespace {
 
-llvm::Error dispatchError(const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "dispatch: " + message);
+Error dispatchError(const std::string& message) {
+  return makeError("dispatch: " + message);
 }
 
-llvm::Expected<DispatchVariant> compileVariant(const TunedVariant& variant,
-                                               const DispatchRequest& request,
-                                               const std::string& arch) {
+Expected<DispatchVariant> compileVariant(const TunedVariant& variant,
+                                         const DispatchRequest& request, const std::string& arch) {
   auto fail = [&](const std::string& why) {
     return dispatchError("variant " + variant.text() + ": " + why);
   };
@@ -44,7 +43,7 @@ llvm::Expected<DispatchVariant> compileVariant(const TunedVariant& variant,
   jit.arch = arch;
   auto cubin = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, jit);
   if (!cubin)
-    return fail("NVRTC: " + llvm::toString(cubin.takeError()));
+    return fail("NVRTC: " + toString(cubin.takeError()));
   return DispatchVariant{variant, std::move(*compiled), std::move(cubin->image)};
 }
 
@@ -52,9 +51,9 @@ llvm::Expected<DispatchVariant> compileVariant(const TunedVariant& variant,
 std::string targetArch(const DispatchRequest& request) {
   if (!request.arch.empty())
     return request.arch;
-  auto gpus = gpuCount();
+  Expected<int> gpus = gpuCount();
   if (!gpus) {
-    llvm::consumeError(gpus.takeError());
+    consumeError(gpus.takeError());
     return "sm_90";
   }
   std::string arch = gpuArch(0);
@@ -63,7 +62,7 @@ std::string targetArch(const DispatchRequest& request) {
 
 } // namespace
 
-llvm::Expected<DispatchProgram> compileDispatchProgram(const DispatchRequest& request) {
+Expected<DispatchProgram> compileDispatchProgram(const DispatchRequest& request) {
   auto program = DispatchProgram::plan(request);
   if (!program)
     return program.takeError();
@@ -72,11 +71,11 @@ llvm::Expected<DispatchProgram> compileDispatchProgram(const DispatchRequest& re
   for (const TunedVariant& variant : program->plan().variants) {
     auto compiled = compileVariant(variant, request, arch);
     if (!compiled)
-      return llvm::joinErrors(compiled.takeError(),
-                              dispatchError("the plan came from " + program->plan().source));
+      return joinErrors(compiled.takeError(),
+                        dispatchError("the plan came from " + program->plan().source));
     variants.push_back(std::move(*compiled));
   }
-  if (llvm::Error err = program->setVariants(std::move(variants)))
+  if (Error err = program->setVariants(std::move(variants)))
     return err;
   return program;
 }

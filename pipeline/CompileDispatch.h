@@ -4,8 +4,7 @@
 #define COLLC_PIPELINE_COMPILEDISPATCH_H
 
 #include "runtime/Dispatcher.h"
-
-#include <llvm/Support/Error.h>
+#include "runtime/Status.h"
 
 namespace collc {
 
@@ -13,7 +12,7 @@ namespace collc {
 /// GPU 0's architecture, or sm_90 without a GPU). A variant that does not compile is an error that
 /// names it and the table row's source (a table edited by hand may name a spec that no longer
 /// exists).
-llvm::Expected<DispatchProgram> compileDispatchProgram(const DispatchRequest& request);
+Expected<DispatchProgram> compileDispatchProgram(const DispatchRequest& request);
 
 } // namespace collc
 

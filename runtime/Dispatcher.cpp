@@ -4,27 +4,27 @@
 #include "runtime/HeapSize.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <fmt/format.h>
-#include <llvm/Support/FileSystem.h>
-#include <llvm/Support/raw_ostream.h>
 
 namespace collc {
 
 namespace {
 
-llvm::Error dispatchError(const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "dispatch: " + message.str());
+Error dispatchError(const std::string& message) {
+  return makeError("dispatch: " + message);
 }
 
 /// The table the request names, or none. A table named on purpose must exist; the default
 /// location may be empty (the built-in rule then applies).
-llvm::Expected<std::optional<TuningTable>> loadTable(const DispatchRequest& request) {
+Expected<std::optional<TuningTable>> loadTable(const DispatchRequest& request) {
   if (request.table == "none")
     return std::nullopt;
   const char* fromEnvironment = std::getenv("COLLC_TUNING_TABLE");
   const bool named = !request.table.empty() || (fromEnvironment && *fromEnvironment != '\0');
   const std::string path = request.table.empty() ? defaultTuningTablePath() : request.table;
-  if (path.empty() || (!named && !llvm::sys::fs::exists(path)))
+  std::error_code ec;
+  if (path.empty() || (!named && !std::filesystem::exists(path, ec)))
     return std::nullopt;
   auto table = readTuningTable(path);
   if (!table)
@@ -34,7 +34,7 @@ llvm::Expected<std::optional<TuningTable>> loadTable(const DispatchRequest& requ
 
 } // namespace
 
-llvm::Expected<DispatchProgram> DispatchProgram::plan(const DispatchRequest& request) {
+Expected<DispatchProgram> DispatchProgram::plan(const DispatchRequest& request) {
   if (request.maxCount == 0)
     return dispatchError("maxCount must be at least 1 element");
   if (request.nranks < 1)
@@ -45,7 +45,9 @@ llvm::Expected<DispatchProgram> DispatchProgram::plan(const DispatchRequest& req
 
   DispatchProgram program;
   program.request_ = request;
-  const bool haveGpu = bool(llvm::expectedToOptional(gpuCount()));
+  Expected<int> gpus = gpuCount();
+  const bool haveGpu = bool(gpus);
+  consumeError(gpus.takeError());
   DispatchQuery query;
   query.key.gpu = !request.gpu.empty() ? request.gpu
                   : haveGpu            ? gpuModelKey(gpuName(0))
@@ -72,7 +74,7 @@ llvm::Expected<DispatchProgram> DispatchProgram::plan(const DispatchRequest& req
   return program;
 }
 
-llvm::Error DispatchProgram::setVariants(std::vector<DispatchVariant> variants) {
+Error DispatchProgram::setVariants(std::vector<DispatchVariant> variants) {
   if (variants.size() != plan_.variants.size())
     return dispatchError(fmt::format("the plan has {} variants, but {} were handed in",
                                      plan_.variants.size(), variants.size()));
@@ -96,7 +98,7 @@ llvm::Error DispatchProgram::setVariants(std::vector<DispatchVariant> variants) 
       return fail("no cubin");
   }
   variants_ = std::move(variants);
-  return llvm::Error::success();
+  return Error::success();
 }
 
 uint64_t DispatchProgram::heapBytes() const {
@@ -110,7 +112,7 @@ std::string DispatchProgram::description() const {
   return plan_.source + "\n" + describePlan(plan_);
 }
 
-llvm::Expected<std::unique_ptr<Dispatcher>>
+Expected<std::unique_ptr<Dispatcher>>
 Dispatcher::create(SymmetricWorld& world, DispatchProgram program, uint64_t timeoutNs) {
   if (program.request().nranks != world.nranks())
     return dispatchError(fmt::format("compiled for {} ranks, but the world has {}",
@@ -122,8 +124,7 @@ Dispatcher::create(SymmetricWorld& world, DispatchProgram program, uint64_t time
     auto instance = CollectiveInstance::create(world, variant.compiled, variant.cubin,
                                                dispatcher->maxCount(), timeoutNs);
     if (!instance)
-      return llvm::joinErrors(dispatchError("variant " + variant.variant.text()),
-                              instance.takeError());
+      return joinErrors(dispatchError("variant " + variant.variant.text()), instance.takeError());
     dispatcher->instances_.push_back(std::move(*instance));
   }
   return dispatcher;
@@ -136,22 +137,21 @@ size_t Dispatcher::variantFor(uint64_t count) const {
   return program_.plan().variantFor(bytes);
 }
 
-llvm::Error Dispatcher::launch(int rank, const void* in, void* out, uint64_t count,
-                               cudaStream_t stream) const {
+Error Dispatcher::launch(int rank, const void* in, void* out, uint64_t count,
+                         cudaStream_t stream) const {
   if (count > maxCount())
     return dispatchError(fmt::format(
         "a call of {} elements; the dispatcher was made for at most {}", count, maxCount()));
   return instances_[variantFor(count)]->launch(rank, in, out, count, stream);
 }
 
-llvm::Error Dispatcher::synchronize(llvm::ArrayRef<cudaStream_t> streams,
-                                    double extraSeconds) const {
+Error Dispatcher::synchronize(Span<const cudaStream_t> streams, double extraSeconds) const {
   // The streams are the same for every instance: the first wait does the waiting, the others
   // only read their watchdogs.
   for (const auto& instance : instances_)
-    if (llvm::Error err = instance->synchronize(streams, extraSeconds))
+    if (Error err = instance->synchronize(streams, extraSeconds))
       return err;
-  return llvm::Error::success();
+  return Error::success();
 }
 
 Dispatcher::~Dispatcher() {
@@ -163,7 +163,7 @@ Dispatcher::~Dispatcher() {
 std::string localTopologyName(const std::vector<int>& devices) {
   auto gpus = gpuCount();
   if (!gpus) {
-    llvm::consumeError(gpus.takeError());
+    consumeError(gpus.takeError());
     return "unknown";
   }
   bool atomics = true;

@@ -19,12 +19,12 @@
 #include "abi/CompiledCollective.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/DispatchPlan.h"
+#include "runtime/Span.h"
+#include "runtime/Status.h"
 #include "runtime/SymmetricWorld.h"
 
 #include <cstdint>
 #include <cuda_runtime_api.h>
-#include <llvm/ADT/ArrayRef.h>
-#include <llvm/Support/Error.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,10 +62,10 @@ struct DispatchVariant {
 class DispatchProgram {
 public:
   /// Reads the table and makes the plan; no variant is compiled yet (setVariants).
-  static llvm::Expected<DispatchProgram> plan(const DispatchRequest& request);
+  static Expected<DispatchProgram> plan(const DispatchRequest& request);
   /// Hands in the plan's variants compiled: one per plan().variants, in that order, each of the
   /// request's kind, element type, operator and rank count. An error names the first that is not.
-  llvm::Error setVariants(std::vector<DispatchVariant> variants);
+  Error setVariants(std::vector<DispatchVariant> variants);
 
   const DispatchPlan& plan() const { return plan_; }
   /// Empty until setVariants.
@@ -91,7 +91,7 @@ private:
 class Dispatcher {
 public:
   /// `program` must have its variants set.
-  static llvm::Expected<std::unique_ptr<Dispatcher>>
+  static Expected<std::unique_ptr<Dispatcher>>
   create(SymmetricWorld& world, DispatchProgram program, uint64_t timeoutNs = 5'000'000'000);
   /// Nothing launched through it may still run, nor be replayed later from a graph.
   ~Dispatcher();
@@ -100,8 +100,7 @@ public:
 
   /// Enqueues rank's part of one call of `count` elements (<= maxCount) on `stream`, running the
   /// variant the plan names for count's size. As CollectiveInstance::launch otherwise.
-  llvm::Error launch(int rank, const void* in, void* out, uint64_t count,
-                     cudaStream_t stream) const;
+  Error launch(int rank, const void* in, void* out, uint64_t count, cudaStream_t stream) const;
 
   /// The index into program().variants() that a call of `count` elements runs.
   size_t variantFor(uint64_t count) const;
@@ -113,7 +112,7 @@ public:
 
   /// Waits for the streams and checks every instance's watchdogs (CollectiveInstance::
   /// synchronize for each).
-  llvm::Error synchronize(llvm::ArrayRef<cudaStream_t> streams, double extraSeconds = 0) const;
+  Error synchronize(Span<const cudaStream_t> streams, double extraSeconds = 0) const;
 
 private:
   explicit Dispatcher(DispatchProgram program) : program_(std::move(program)) {}

@@ -1,22 +1,22 @@
 #include "runtime/LaunchEnvironment.h"
 
 #include "abi/collc_abi.h"
+#include "runtime/TextParsing.h"
 
 #include <cstdlib>
-#include <llvm/ADT/StringRef.h>
 
 namespace collc {
 
 namespace {
 
-llvm::Error envError(const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+Error envError(const std::string& message) {
+  return makeError(message);
 }
 
 /// A non-negative decimal integer, or nullopt.
 std::optional<int> parseCount(const std::string& text) {
-  int value = 0;
-  if (llvm::StringRef(text).trim().getAsInteger(10, value) || value < 0)
+  std::optional<int> value = parseDecimal<int>(trim(text));
+  if (!value || *value < 0)
     return std::nullopt;
   return value;
 }
@@ -32,8 +32,7 @@ EnvironmentLookup processEnvironment() {
   };
 }
 
-llvm::Expected<std::optional<LaunchEnvironment>>
-parseLaunchEnvironment(const EnvironmentLookup& lookup) {
+Expected<std::optional<LaunchEnvironment>> parseLaunchEnvironment(const EnvironmentLookup& lookup) {
   // torchrun (and `collc run --procs`) first, then Open MPI's mpirun.
   struct Names {
     const char *rank, *size, *localRank, *localSize, *source;
@@ -94,7 +93,7 @@ parseLaunchEnvironment(const EnvironmentLookup& lookup) {
   return std::optional<LaunchEnvironment>();
 }
 
-llvm::Expected<int> parseNodeSizeOverride(const EnvironmentLookup& lookup, std::string& setting) {
+Expected<int> parseNodeSizeOverride(const EnvironmentLookup& lookup, std::string& setting) {
   int nodeSize = 0;
   setting.clear();
   if (std::optional<std::string> text = lookup("COLLC_NODE_SIZE"); text && !text->empty()) {
@@ -117,14 +116,14 @@ llvm::Expected<int> parseNodeSizeOverride(const EnvironmentLookup& lookup, std::
   return nodeSize;
 }
 
-llvm::Expected<int> chooseDevice(const LaunchEnvironment& env, int visibleGpus) {
+Expected<int> chooseDevice(const LaunchEnvironment& env, int visibleGpus) {
   if (env.localRank < visibleGpus)
     return env.localRank;
   if (visibleGpus == 1)
     return 0; // the launcher gave each process its own GPU through CUDA_VISIBLE_DEVICES
-  return envError("local rank " + llvm::Twine(env.localRank) + " (rank " + llvm::Twine(env.rank) +
-                  ") needs GPU " + llvm::Twine(env.localRank) + ", but " +
-                  llvm::Twine(visibleGpus) + " are visible to this process");
+  return envError("local rank " + std::to_string(env.localRank) + " (rank " +
+                  std::to_string(env.rank) + ") needs GPU " + std::to_string(env.localRank) +
+                  ", but " + std::to_string(visibleGpus) + " are visible to this process");
 }
 
 } // namespace collc

@@ -7,8 +7,9 @@
 #ifndef COLLC_RUNTIME_LAUNCHENVIRONMENT_H
 #define COLLC_RUNTIME_LAUNCHENVIRONMENT_H
 
+#include "runtime/Status.h"
+
 #include <functional>
-#include <llvm/Support/Error.h>
 #include <optional>
 #include <string>
 
@@ -32,17 +33,16 @@ struct LaunchEnvironment {
 /// nullopt when no launcher variables are set (this is not a process of a launched world); an
 /// error when they are set but wrong (not numbers, RANK >= WORLD_SIZE, COLLC_RENDEZVOUS missing
 /// or a world of more ranks than collc supports), saying which variable and what to set.
-llvm::Expected<std::optional<LaunchEnvironment>>
-parseLaunchEnvironment(const EnvironmentLookup& lookup);
+Expected<std::optional<LaunchEnvironment>> parseLaunchEnvironment(const EnvironmentLookup& lookup);
 
 /// The node size the environment forces: COLLC_NODE_SIZE=k (k >= 1), or 1 for
 /// COLLC_TREAT_EACH_GPU_AS_NODE=1; 0 when neither is set (nodes are then found by host).
 /// `setting` names the variable that decided, for the log. Both set and disagreeing is an error.
-llvm::Expected<int> parseNodeSizeOverride(const EnvironmentLookup& lookup, std::string& setting);
+Expected<int> parseNodeSizeOverride(const EnvironmentLookup& lookup, std::string& setting);
 
 /// The GPU a rank of this process uses: LOCAL_RANK when that many GPUs are visible, device 0
 /// where the launcher left one GPU visible per process (CUDA_VISIBLE_DEVICES); otherwise an error.
-llvm::Expected<int> chooseDevice(const LaunchEnvironment& env, int visibleGpus);
+Expected<int> chooseDevice(const LaunchEnvironment& env, int visibleGpus);
 
 } // namespace collc
 

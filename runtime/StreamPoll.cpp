@@ -2,12 +2,13 @@
 
 #include "runtime/CudaCheck.h"
 
+#include <fmt/format.h>
 #include <thread>
 
 namespace collc {
 
-llvm::Error pollStreams(llvm::ArrayRef<cudaStream_t> streams, llvm::ArrayRef<int> ranks,
-                        std::vector<bool>& done, std::chrono::steady_clock::time_point deadline) {
+Error pollStreams(Span<const cudaStream_t> streams, Span<const int> ranks, std::vector<bool>& done,
+                  std::chrono::steady_clock::time_point deadline) {
   for (;;) {
     bool all = true;
     for (size_t r = 0; r < streams.size(); ++r) {
@@ -19,17 +20,15 @@ llvm::Error pollStreams(llvm::ArrayRef<cudaStream_t> streams, llvm::ArrayRef<int
         continue;
       }
       if (status != cudaErrorNotReady) {
-        llvm::Error err = COLLC_CUDA_CHECK(status);
-        return llvm::joinErrors(llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                                        "work on rank %d's stream failed",
-                                                        ranks[r]),
-                                std::move(err));
+        Error err = COLLC_CUDA_CHECK(status);
+        return joinErrors(makeError(fmt::format("work on rank {}'s stream failed", ranks[r])),
+                          std::move(err));
       }
       (void)cudaGetLastError();
       all = false;
     }
     if (all || std::chrono::steady_clock::now() >= deadline)
-      return llvm::Error::success();
+      return Error::success();
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
 }

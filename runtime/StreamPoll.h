@@ -3,10 +3,11 @@
 #ifndef COLLC_RUNTIME_STREAMPOLL_H
 #define COLLC_RUNTIME_STREAMPOLL_H
 
+#include "runtime/Span.h"
+#include "runtime/Status.h"
+
 #include <chrono>
 #include <cuda_runtime_api.h>
-#include <llvm/ADT/ArrayRef.h>
-#include <llvm/Support/Error.h>
 #include <vector>
 
 namespace collc {
@@ -15,8 +16,8 @@ namespace collc {
 /// `deadline`; marks finished streams in `done` (a bounded wait: check `done` after it). An error
 /// from a stream (a kernel that faulted) is returned at once, naming the rank (streams[i] is rank
 /// ranks[i]'s).
-llvm::Error pollStreams(llvm::ArrayRef<cudaStream_t> streams, llvm::ArrayRef<int> ranks,
-                        std::vector<bool>& done, std::chrono::steady_clock::time_point deadline);
+Error pollStreams(Span<const cudaStream_t> streams, Span<const int> ranks, std::vector<bool>& done,
+                  std::chrono::steady_clock::time_point deadline);
 
 } // namespace collc
 

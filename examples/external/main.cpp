@@ -24,16 +24,19 @@
 int main(int argc, char** argv) {
   // Any collc error ends the program with its message; a spec error's diagnostics (file:line:col)
   // were printed to stderr already.
-  llvm::ExitOnError check("allreduce_app: ");
+  collc::ExitOnError check("allreduce_app: ");
+  // The compiler speaks LLVM's errors (its C API, to come, will not).
+  llvm::ExitOnError checkCompile("allreduce_app: ");
   const int nranks = 2;
   const uint64_t count = 4096;
 
-  collc::SpecSource spec = check(collc::loadSpec(argc > 1 ? argv[1] : "allreduce_oneshot"));
+  collc::SpecSource spec = checkCompile(collc::loadSpec(argc > 1 ? argv[1] : "allreduce_oneshot"));
   collc::CompileOptions options;
   options.nranks = nranks;
   options.dtype = collc::DType::F32;
   options.op = collc::ReduceOp::Sum;
-  collc::CompiledCollective compiled = check(collc::compileCollective(spec, options, llvm::errs()));
+  collc::CompiledCollective compiled =
+      checkCompile(collc::compileCollective(spec, options, llvm::errs()));
 
   if (compiled.kind != collc::CollectiveKind::AllReduce) {
     llvm::errs() << "allreduce_app: " << compiled.specName << " is of kind "
@@ -42,7 +45,7 @@ int main(int argc, char** argv) {
   }
 
   collc::JitOptions jit; // sm_90 unless a GPU says otherwise
-  llvm::Expected<int> gpus = collc::gpuCount();
+  collc::Expected<int> gpus = collc::gpuCount();
   if (gpus && *gpus >= nranks)
     jit.arch = collc::gpuArch(0);
   collc::JitResult cubin = check(
@@ -53,7 +56,7 @@ int main(int argc, char** argv) {
                << (cubin.cacheHit ? " (from the cache)" : "") << "\n";
 
   if (!gpus) {
-    llvm::outs() << llvm::toString(gpus.takeError()) << "; compiled to cubin, nothing to run\n";
+    llvm::outs() << collc::toString(gpus.takeError()) << "; compiled to cubin, nothing to run\n";
     return 0;
   }
   if (*gpus < nranks) {

@@ -11,16 +11,16 @@
 #include "runtime/Devices.h"
 #include "runtime/Dispatcher.h"
 #include "runtime/LocalWorld.h"
+#include "runtime/Status.h"
 
 #include <cstdint>
 #include <cuda_runtime_api.h>
-#include <llvm/Support/Error.h>
-#include <llvm/Support/raw_ostream.h>
+#include <iostream>
 #include <memory>
 #include <vector>
 
 int main(int argc, char** argv) {
-  llvm::ExitOnError check("tuned_app: ");
+  collc::ExitOnError check("tuned_app: ");
   const int nranks = 2;
   const uint64_t counts[] = {256, 64 * 1024, 1024 * 1024}; // 1 KiB, 256 KiB, 4 MiB of f32
 
@@ -33,16 +33,15 @@ int main(int argc, char** argv) {
   if (argc > 1)
     request.table = argv[1];
   collc::DispatchProgram program = check(collc::compileDispatchProgram(request));
-  llvm::outs() << program.description() << "\n"
-               << program.variants().size() << " variants compiled\n";
+  std::cout << program.description() << "\n" << program.variants().size() << " variants compiled\n";
 
-  llvm::Expected<int> gpus = collc::gpuCount();
+  collc::Expected<int> gpus = collc::gpuCount();
   if (!gpus) {
-    llvm::outs() << llvm::toString(gpus.takeError()) << "; compiled, nothing to run\n";
+    std::cout << collc::toString(gpus.takeError()) << "; compiled, nothing to run\n";
     return 0;
   }
   if (*gpus < nranks) {
-    llvm::outs() << "no GPU pair: " << *gpus << " GPU visible; compiled, nothing to run\n";
+    std::cout << "no GPU pair: " << *gpus << " GPU visible; compiled, nothing to run\n";
     return 0;
   }
 
@@ -83,8 +82,8 @@ int main(int argc, char** argv) {
         wrong += host[i] != float(2 * (i % 5) + 3);
     }
     const auto& variant = dispatcher->program().variants()[dispatcher->variantFor(count)];
-    llvm::outs() << count * 4 << " bytes: " << variant.variant.text() << ": "
-                 << (wrong ? "WRONG" : "correct") << "\n";
+    std::cout << count * 4 << " bytes: " << variant.variant.text() << ": "
+              << (wrong ? "WRONG" : "correct") << "\n";
     failures += wrong != 0;
   }
   return failures ? 1 : 0;

@@ -90,16 +90,16 @@ TEST_P(CollectivesGpu, MatchesFloat64Reference) {
   LocalWorld& world = *gputest::world();
   const Variant& variant = variantFor(c.spec, c.dtype, c.op, c.sync, c.root);
   ASSERT_TRUE(variant.error.empty()) << variant.error;
-  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+  Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(world, variant.compiled, variant.cubin, c.count);
-  ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
+  ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
   RunOptions options;
   options.count = c.count;
   options.time = false;
   options.specialValues = true;
   options.seed = c.count * 31 + static_cast<uint64_t>(c.dtype) * 7 + uint64_t(c.root);
-  llvm::Expected<RunReport> report = runAndCheck(world, **instance, variant.compiled, options);
-  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  Expected<RunReport> report = runAndCheck(world, **instance, variant.compiled, options);
+  ASSERT_TRUE(bool(report)) << toString(report.takeError());
   EXPECT_TRUE(report->correct) << report->firstMismatches;
   EXPECT_EQ(report->checkedCalls, options.checks);
 }
@@ -133,13 +133,13 @@ TEST_P(CollectivesGraphStressGpu, BackToBackCallsAllCorrect) {
   LocalWorld& world = *gputest::world();
   const Variant& variant = variantFor(c.spec, c.dtype, c.op, c.sync, c.root);
   ASSERT_TRUE(variant.error.empty()) << variant.error;
-  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+  Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(world, variant.compiled, variant.cubin, c.count);
-  ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
-  llvm::Expected<RunReport> report =
+  ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
+  Expected<RunReport> report =
       runGraphStress(world, **instance, variant.compiled, c.count, calls, /*seed=*/42,
                      /*specialValues=*/true);
-  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  ASSERT_TRUE(bool(report)) << toString(report.takeError());
   EXPECT_TRUE(report->correct) << report->firstMismatches;
   EXPECT_EQ(report->checkedCalls, calls);
   RecordProperty("us_per_call", std::to_string(report->usPerOp));

@@ -38,19 +38,18 @@ std::string& setupErrorText() {
 class WorldEnvironment : public ::testing::Environment {
 public:
   void SetUp() override {
-    llvm::Expected<int> count = gpuCount();
+    Expected<int> count = gpuCount();
     if (!count) {
-      skipReasonText() = llvm::toString(count.takeError());
+      skipReasonText() = toString(count.takeError());
       return;
     }
     if (*count < 2) {
       skipReasonText() = "needs 2 GPUs, found " + std::to_string(*count) + " (" + gpuName(0) + ")";
       return;
     }
-    llvm::Expected<std::unique_ptr<LocalWorld>> created =
-        LocalWorld::create({0, 1}, kHeapBytesPerRank);
+    Expected<std::unique_ptr<LocalWorld>> created = LocalWorld::create({0, 1}, kHeapBytesPerRank);
     if (!created) {
-      setupErrorText() = "could not build the 2-GPU world: " + llvm::toString(created.takeError());
+      setupErrorText() = "could not build the 2-GPU world: " + toString(created.takeError());
       return;
     }
     sharedWorld() = std::move(*created);
@@ -84,7 +83,7 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
     return variant;
   llvm::Expected<SpecSource> spec = loadSpec(specName);
   if (!spec) {
-    variant.error = llvm::toString(spec.takeError());
+    variant.error = toString(spec.takeError());
     return variant;
   }
   CompileOptions options;
@@ -100,16 +99,16 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
   options.wholeStores = wholeStores;
   llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, llvm::errs());
   if (!compiled) {
-    variant.error = "compile: " + llvm::toString(compiled.takeError());
+    variant.error = "compile: " + toString(compiled.takeError());
     return variant;
   }
   variant.compiled = std::move(*compiled);
   JitOptions jit;
   jit.arch = gpuArch(world()->device(0));
-  llvm::Expected<JitResult> cubin =
+  Expected<JitResult> cubin =
       compileCuda(variant.compiled.cudaSource, variant.compiled.kernelName, JitOutput::Cubin, jit);
   if (!cubin) {
-    variant.error = "NVRTC: " + llvm::toString(cubin.takeError());
+    variant.error = "NVRTC: " + toString(cubin.takeError());
     return variant;
   }
   variant.cubin = std::move(cubin->image);

@@ -31,9 +31,9 @@ namespace {
 /// Skips unless 2 GPUs and NCCL are there.
 #define REQUIRE_TWO_GPUS_AND_NCCL()                                                                \
   do {                                                                                             \
-    llvm::Expected<int> gpus = gpuCount();                                                         \
+    Expected<int> gpus = gpuCount();                                                               \
     if (!gpus)                                                                                     \
-      GTEST_SKIP() << llvm::toString(gpus.takeError());                                            \
+      GTEST_SKIP() << toString(gpus.takeError());                                                  \
     if (*gpus < 2)                                                                                 \
       GTEST_SKIP() << "no GPU pair: one process per GPU needs 2 GPUs, " << *gpus << " visible";    \
     if (ncclVersionString() == "not found")                                                        \
@@ -79,10 +79,10 @@ WorldRun runScenario(const std::vector<std::string>& scenario,
   launch.args.insert(launch.args.end(), scenario.begin(), scenario.end());
   launch.extraEnvironment = std::move(environment);
   launch.timeoutSeconds = timeoutSeconds;
-  llvm::Expected<LaunchOutcome> outcome = launchWorld(launch, capture(run, mutex));
+  Expected<LaunchOutcome> outcome = launchWorld(launch, capture(run, mutex));
   if (!outcome) {
     run.outcome.exitCode = -1;
-    run.outcome.failure = llvm::toString(outcome.takeError());
+    run.outcome.failure = toString(outcome.takeError());
   } else {
     run.outcome = std::move(*outcome);
   }
@@ -128,7 +128,7 @@ std::vector<SpecSync> specSyncCases() {
 std::string refusal(const SpecSync& c) {
   llvm::Expected<SpecSource> spec = loadSpec(c.spec);
   if (!spec)
-    return llvm::toString(spec.takeError());
+    return toString(spec.takeError());
   CompileOptions options;
   options.nranks = 2;
   options.sync = c.sync;
@@ -137,7 +137,7 @@ std::string refusal(const SpecSync& c) {
   llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, os);
   if (compiled)
     return "";
-  return os.str() + llvm::toString(compiled.takeError());
+  return os.str() + toString(compiled.takeError());
 }
 
 class ProcsMatrix : public ::testing::TestWithParam<SpecSync> {
@@ -230,9 +230,9 @@ TEST_F(ProcsGpu, AdoptsTheApplicationsCommunicator) {
 
 /// bin/collc next to this test binary (the build folder and the GPU bundle both have it).
 std::string collcTool() {
-  llvm::Expected<std::string> self = thisExecutable();
+  Expected<std::string> self = thisExecutable();
   if (!self) {
-    llvm::consumeError(self.takeError());
+    consumeError(self.takeError());
     return "";
   }
   std::string tool = self->substr(0, self->rfind('/') + 1) + "collc";
@@ -252,11 +252,11 @@ WorldRun runCollc(const std::vector<std::string>& args, int processes,
     spec.processes = 1;
     spec.timeoutSeconds = 300;
     spec.environment = [environment](int) { return environment; };
-    llvm::Expected<LaunchOutcome> outcome = launchProcesses(spec, capture(run, mutex));
+    Expected<LaunchOutcome> outcome = launchProcesses(spec, capture(run, mutex));
     if (outcome)
       run.outcome = std::move(*outcome);
     else
-      run.outcome.exitCode = -1, run.outcome.failure = llvm::toString(outcome.takeError());
+      run.outcome.exitCode = -1, run.outcome.failure = toString(outcome.takeError());
     return run;
   }
   WorldLaunch launch;
@@ -265,11 +265,11 @@ WorldRun runCollc(const std::vector<std::string>& args, int processes,
   launch.args = args;
   launch.extraEnvironment = std::move(environment);
   launch.timeoutSeconds = 300;
-  llvm::Expected<LaunchOutcome> outcome = launchWorld(launch, capture(run, mutex));
+  Expected<LaunchOutcome> outcome = launchWorld(launch, capture(run, mutex));
   if (outcome)
     run.outcome = std::move(*outcome);
   else
-    run.outcome.exitCode = -1, run.outcome.failure = llvm::toString(outcome.takeError());
+    run.outcome.exitCode = -1, run.outcome.failure = toString(outcome.takeError());
   return run;
 }
 

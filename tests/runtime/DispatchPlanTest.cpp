@@ -19,7 +19,7 @@ DispatchQuery h200Query() {
 
 TuningTable parse(const std::string& text) {
   auto table = parseTuningTable(text, "t.tsv");
-  EXPECT_TRUE(bool(table)) << llvm::toString(table.takeError());
+  EXPECT_TRUE(bool(table)) << toString(table.takeError());
   return table ? std::move(*table) : TuningTable{};
 }
 

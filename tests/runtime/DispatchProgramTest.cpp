@@ -37,14 +37,14 @@ struct TempTable {
 
 std::string errorOf(const DispatchRequest& request) {
   auto program = compileDispatchProgram(request);
-  return program ? "" : llvm::toString(program.takeError());
+  return program ? "" : toString(program.takeError());
 }
 
 TEST(DispatchProgram, TheDefaultRuleCompilesEveryVariant) {
   DispatchRequest request = h200Request();
   request.table = "none";
   auto program = compileDispatchProgram(request);
-  ASSERT_TRUE(bool(program)) << llvm::toString(program.takeError());
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
   ASSERT_EQ(program->variants().size(), 3u);
   for (const DispatchVariant& variant : program->variants()) {
     EXPECT_FALSE(variant.cubin.empty()) << variant.variant.text();
@@ -64,7 +64,7 @@ TEST(DispatchProgram, ATableRowChoosesTheVariantsCompiled) {
   DispatchRequest request = h200Request();
   request.table = table.path;
   auto program = compileDispatchProgram(request);
-  ASSERT_TRUE(bool(program)) << llvm::toString(program.takeError());
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
   ASSERT_EQ(program->variants().size(), 1u);
   const CompiledCollective& compiled = program->variants()[0].compiled;
   EXPECT_EQ(compiled.specName, "allreduce_twoshot");
@@ -82,7 +82,7 @@ TEST(DispatchProgram, AnotherMachinesTableFallsBackToTheDefaultRule) {
   DispatchRequest request = h200Request();
   request.table = table.path;
   auto program = compileDispatchProgram(request);
-  ASSERT_TRUE(bool(program)) << llvm::toString(program.takeError());
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
   EXPECT_FALSE(program->plan().fromTable);
   EXPECT_NE(program->plan().source.find("no row of"), std::string::npos);
 }
@@ -129,7 +129,7 @@ TEST(DispatchProgram, TheEnvironmentNamesTheTable) {
     setenv("COLLC_TUNING_TABLE", savedValue.c_str(), 1);
   else
     unsetenv("COLLC_TUNING_TABLE");
-  ASSERT_TRUE(bool(program)) << llvm::toString(program.takeError());
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
   EXPECT_TRUE(program->plan().fromTable);
   EXPECT_EQ(program->variants()[0].compiled.sync, SyncKind::Barrier);
   // Named by the environment, a missing table is an error, not a silent fall-back.

@@ -13,12 +13,12 @@ namespace {
 
 CompiledCollective compileStdlib(const char* spec, SyncKind sync) {
   llvm::Expected<SpecSource> source = loadSpec(spec);
-  EXPECT_TRUE(bool(source)) << llvm::toString(source.takeError());
+  EXPECT_TRUE(bool(source)) << toString(source.takeError());
   CompileOptions options;
   options.dtype = DType::BF16;
   options.sync = sync;
   llvm::Expected<CompiledCollective> compiled = compileCollective(*source, options, llvm::errs());
-  EXPECT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  EXPECT_TRUE(bool(compiled)) << toString(compiled.takeError());
   return *compiled;
 }
 

@@ -162,8 +162,8 @@ TEST(NcclCollective, EnqueueMakesTheKindsOwnCall) {
     SCOPED_TRACE(std::string(name(kind)));
     collective.kind = kind;
     calls.clear();
-    llvm::Error err = lib.enqueue(collective, 7, 4, in, out, nullptr, nullptr);
-    ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+    Error err = lib.enqueue(collective, 7, 4, in, out, nullptr, nullptr);
+    ASSERT_FALSE(static_cast<bool>(err)) << toString(std::move(err));
     ASSERT_EQ(calls.size(), 1u);
     EXPECT_EQ(calls[0].function, ncclCallName(kind));
     EXPECT_EQ(calls[0].send, in);
@@ -185,8 +185,8 @@ TEST(NcclCollective, EnqueuedAllToAllIsOneGroupOfSendsAndRecvs) {
   NcclCollective collective;
   collective.kind = CollectiveKind::AllToAll;
   calls.clear();
-  llvm::Error err = lib.enqueue(collective, 5, 3, in, out, nullptr, nullptr);
-  ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+  Error err = lib.enqueue(collective, 5, 3, in, out, nullptr, nullptr);
+  ASSERT_FALSE(static_cast<bool>(err)) << toString(std::move(err));
   ASSERT_EQ(calls.size(), 2u + 2 * 3);
   EXPECT_EQ(calls.front().function, "ncclGroupStart");
   EXPECT_EQ(calls.back().function, "ncclGroupEnd");
@@ -215,8 +215,7 @@ TEST(NcclCollective, EnqueueEndsTheGroupAfterAFailedSend) {
   collective.kind = CollectiveKind::AllToAll;
   float in[4], out[4];
   calls.clear();
-  const std::string message =
-      llvm::toString(lib.enqueue(collective, 2, 2, in, out, nullptr, nullptr));
+  const std::string message = toString(lib.enqueue(collective, 2, 2, in, out, nullptr, nullptr));
   EXPECT_NE(message.find("send("), std::string::npos) << message;
   EXPECT_NE(message.find("fake error"), std::string::npos) << message;
   // No receive after the failed send, and the group is still ended (NCCL drops what it holds).
@@ -233,8 +232,7 @@ TEST(NcclCollective, EnqueueRefusesAKindThisNcclCannotRun) {
   collective.kind = CollectiveKind::AllToAll;
   float in[4], out[4];
   calls.clear();
-  const std::string message =
-      llvm::toString(lib.enqueue(collective, 2, 2, in, out, nullptr, nullptr));
+  const std::string message = toString(lib.enqueue(collective, 2, 2, in, out, nullptr, nullptr));
   EXPECT_NE(message.find("lacks ncclSend, ncclRecv"), std::string::npos) << message;
   EXPECT_TRUE(calls.empty()) << "nothing may be enqueued, not even the group";
 }

@@ -16,9 +16,9 @@ namespace {
 TEST(NcclLibrary, VersionIsDottedOrNotFound) {
   const std::string version = ncclVersionString();
   if (version == "not found") {
-    llvm::Expected<const NcclLibrary*> lib = ncclLibrary();
+    Expected<const NcclLibrary*> lib = ncclLibrary();
     ASSERT_FALSE(static_cast<bool>(lib));
-    const std::string message = llvm::toString(lib.takeError());
+    const std::string message = toString(lib.takeError());
     EXPECT_NE(message.find("NCCL"), std::string::npos) << message;
     return;
   }
@@ -27,9 +27,9 @@ TEST(NcclLibrary, VersionIsDottedOrNotFound) {
 }
 
 TEST(NcclLibrary, LoadedLibraryHasRequiredFunctions) {
-  llvm::Expected<const NcclLibrary*> loaded = ncclLibrary();
+  Expected<const NcclLibrary*> loaded = ncclLibrary();
   if (!loaded)
-    GTEST_SKIP() << llvm::toString(loaded.takeError());
+    GTEST_SKIP() << toString(loaded.takeError());
   const NcclLibrary& lib = **loaded;
   EXPECT_NE(lib.getVersion, nullptr);
   EXPECT_NE(lib.getErrorString, nullptr);
@@ -51,33 +51,33 @@ TEST(NcclLibrary, LoadedLibraryHasRequiredFunctions) {
   EXPECT_FALSE(lib.path.empty());
   EXPECT_EQ(lib.versionString(), ncclVersionString());
   // The same object every time.
-  llvm::Expected<const NcclLibrary*> again = ncclLibrary();
+  Expected<const NcclLibrary*> again = ncclLibrary();
   ASSERT_TRUE(static_cast<bool>(again));
   EXPECT_EQ(*again, *loaded);
   // Every kind's NCCL call (ncclSend/ncclRecv came with 2.7; the others are older still).
   for (CollectiveKind kind :
        {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
         CollectiveKind::Broadcast, CollectiveKind::Reduce, CollectiveKind::AllToAll}) {
-    llvm::Error err = lib.requireCollective(kind);
+    Error err = lib.requireCollective(kind);
     if (kind == CollectiveKind::AllToAll && lib.versionCode < 20700)
-      EXPECT_NE(llvm::toString(std::move(err)).find("2.7"), std::string::npos);
+      EXPECT_NE(toString(std::move(err)).find("2.7"), std::string::npos);
     else
-      EXPECT_FALSE(static_cast<bool>(err)) << name(kind) << ": " << llvm::toString(std::move(err));
+      EXPECT_FALSE(static_cast<bool>(err)) << name(kind) << ": " << toString(std::move(err));
   }
   // NCCL 2.27 brought the windows; older ones must say so rather than crash.
   if (lib.versionCode >= 22700)
     EXPECT_FALSE(static_cast<bool>(lib.requireSymmetric()));
   else
-    EXPECT_NE(llvm::toString(lib.requireSymmetric()).find("2.27"), std::string::npos);
+    EXPECT_NE(toString(lib.requireSymmetric()).find("2.27"), std::string::npos);
 }
 
 TEST(NcclLibrary, ErrorsNameTheCallAndNcclReason) {
-  llvm::Expected<const NcclLibrary*> loaded = ncclLibrary();
+  Expected<const NcclLibrary*> loaded = ncclLibrary();
   if (!loaded)
-    GTEST_SKIP() << llvm::toString(loaded.takeError());
+    GTEST_SKIP() << toString(loaded.takeError());
   const NcclLibrary& lib = **loaded;
   EXPECT_FALSE(static_cast<bool>(COLLC_NCCL_CHECK(lib, ncclSuccess)));
-  const std::string message = llvm::toString(COLLC_NCCL_CHECK(lib, ncclInvalidArgument));
+  const std::string message = toString(COLLC_NCCL_CHECK(lib, ncclInvalidArgument));
   EXPECT_NE(message.find("ncclInvalidArgument failed at"), std::string::npos) << message;
   EXPECT_NE(message.find("NcclLibraryTest.cpp"), std::string::npos) << message;
   EXPECT_NE(message.find(lib.getErrorString(ncclInvalidArgument)), std::string::npos) << message;
@@ -97,7 +97,7 @@ TEST(NcclLibrary, MissingSymmetricFunctionsAreReported) {
   NcclLibrary lib; // nothing resolved, as in an NCCL older than 2.19
   lib.versionCode = 21805;
   lib.path = "/somewhere/libnccl.so.2";
-  const std::string message = llvm::toString(lib.requireSymmetric());
+  const std::string message = toString(lib.requireSymmetric());
   EXPECT_NE(message.find("ncclCommWindowRegister"), std::string::npos) << message;
   EXPECT_NE(message.find("ncclMemAlloc"), std::string::npos) << message;
   EXPECT_NE(message.find("2.18.5"), std::string::npos) << message;
@@ -108,25 +108,24 @@ TEST(NcclLibrary, MissingCollectiveFunctionsAreReported) {
   NcclLibrary lib; // nothing resolved
   lib.versionCode = 20604;
   lib.path = "/old/libnccl.so.2";
-  const std::string allToAll = llvm::toString(lib.requireCollective(CollectiveKind::AllToAll));
+  const std::string allToAll = toString(lib.requireCollective(CollectiveKind::AllToAll));
   EXPECT_NE(allToAll.find("NCCL 2.6.4 at /old/libnccl.so.2 lacks ncclSend, ncclRecv (NCCL 2.7 "
                           "and later have them): cannot run alltoall through NCCL"),
             std::string::npos)
       << allToAll;
-  const std::string reduceScatter =
-      llvm::toString(lib.requireCollective(CollectiveKind::ReduceScatter));
+  const std::string reduceScatter = toString(lib.requireCollective(CollectiveKind::ReduceScatter));
   EXPECT_NE(reduceScatter.find("lacks ncclReduceScatter (NCCL 2.4 and later have it): cannot run "
                                "reducescatter"),
             std::string::npos)
       << reduceScatter;
-  EXPECT_NE(llvm::toString(lib.requireCollective(CollectiveKind::Reduce)).find("ncclReduce"),
+  EXPECT_NE(toString(lib.requireCollective(CollectiveKind::Reduce)).find("ncclReduce"),
             std::string::npos);
   // One that is there is enough for its kind, whatever else is missing.
   lib.reduce = [](const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t,
                   cudaStream_t) { return ncclSuccess; };
   EXPECT_FALSE(static_cast<bool>(lib.requireCollective(CollectiveKind::Reduce)));
   EXPECT_TRUE(static_cast<bool>(lib.requireCollective(CollectiveKind::AllGather)));
-  llvm::consumeError(lib.requireCollective(CollectiveKind::AllGather));
+  consumeError(lib.requireCollective(CollectiveKind::AllGather));
 }
 
 TEST(NcclLibrary, LoadingTurnsNvlinkMulticastOff) {

@@ -58,13 +58,13 @@ TEST_P(StdlibNvrtc, CompilesToSm90Cubin) {
   std::string diagnostics;
   llvm::raw_string_ostream out(diagnostics);
   auto compiled = compileCollective(*spec, options, out);
-  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError()) << out.str();
+  ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError()) << out.str();
 
   JitOptions jit;
   jit.arch = "sm_90";
   jit.useCache = false; // measure NVRTC itself, not a previous run's cache
   auto cubin = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, jit);
-  ASSERT_TRUE(bool(cubin)) << llvm::toString(cubin.takeError());
+  ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError());
   ASSERT_GE(cubin->image.size(), 4u);
   EXPECT_EQ(cubin->image.substr(0, 4), "\x7f"
                                        "ELF");
@@ -88,7 +88,7 @@ TEST(WholeStores, OneVectorStorePerVectorInThePtx) {
     auto spec = loadSpec("allreduce_oneshot");
     EXPECT_TRUE(bool(spec));
     if (!spec) {
-      llvm::consumeError(spec.takeError());
+      consumeError(spec.takeError());
       return "";
     }
     CompileOptions options;
@@ -100,7 +100,7 @@ TEST(WholeStores, OneVectorStorePerVectorInThePtx) {
     auto compiled = compileCollective(*spec, options, out);
     EXPECT_TRUE(bool(compiled)) << out.str();
     if (!compiled) {
-      llvm::consumeError(compiled.takeError());
+      consumeError(compiled.takeError());
       return "";
     }
     JitOptions jit;
@@ -109,7 +109,7 @@ TEST(WholeStores, OneVectorStorePerVectorInThePtx) {
     auto ptx = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Ptx, jit);
     EXPECT_TRUE(bool(ptx));
     if (!ptx) {
-      llvm::consumeError(ptx.takeError());
+      consumeError(ptx.takeError());
       return "";
     }
     return ptx->image;

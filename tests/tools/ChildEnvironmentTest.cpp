@@ -18,15 +18,15 @@ EnvironmentLookup env(std::map<std::string, std::string> vars) {
 }
 
 TEST(ChildEnvironment, RoundTripsThroughTheLaunchEnvironment) {
-  llvm::Expected<std::vector<std::pair<std::string, std::string>>> vars =
+  Expected<std::vector<std::pair<std::string, std::string>>> vars =
       childEnvironment(1, 2, "file:/tmp/d/nccl-id", 4242, env({}));
-  ASSERT_TRUE(bool(vars)) << llvm::toString(vars.takeError());
+  ASSERT_TRUE(bool(vars)) << toString(vars.takeError());
   std::map<std::string, std::string> child(vars->begin(), vars->end());
   EXPECT_EQ(child["NCCL_NVLS_ENABLE"], "0");
   EXPECT_EQ(child["COLLC_LAUNCHER_PID"], "4242");
   // What the launcher sets is what a child parses.
-  llvm::Expected<std::optional<LaunchEnvironment>> parsed = parseLaunchEnvironment(env(child));
-  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  Expected<std::optional<LaunchEnvironment>> parsed = parseLaunchEnvironment(env(child));
+  ASSERT_TRUE(bool(parsed)) << toString(parsed.takeError());
   ASSERT_TRUE(parsed->has_value());
   EXPECT_EQ((*parsed)->rank, 1);
   EXPECT_EQ((*parsed)->worldSize, 2);
@@ -38,10 +38,10 @@ TEST(ChildEnvironment, RoundTripsThroughTheLaunchEnvironment) {
 }
 
 TEST(ChildEnvironment, RefusesNvlinkMulticast) {
-  llvm::Expected<std::vector<std::pair<std::string, std::string>>> vars =
+  Expected<std::vector<std::pair<std::string, std::string>>> vars =
       childEnvironment(0, 2, "file:/tmp/x", 1, env({{"NCCL_NVLS_ENABLE", "1"}}));
   ASSERT_FALSE(bool(vars));
-  EXPECT_NE(llvm::toString(vars.takeError()).find("NCCL_NVLS_ENABLE=1"), std::string::npos);
+  EXPECT_NE(toString(vars.takeError()).find("NCCL_NVLS_ENABLE=1"), std::string::npos);
 }
 
 } // namespace

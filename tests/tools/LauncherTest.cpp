@@ -20,9 +20,9 @@ struct Captured {
   std::mutex mutex;
   std::vector<std::tuple<int, bool, std::string>> lines;
   LaunchOutputSink sink() {
-    return [this](int rank, bool isStderr, llvm::StringRef line) {
+    return [this](int rank, bool isStderr, std::string_view line) {
       std::lock_guard<std::mutex> lock(mutex);
-      lines.emplace_back(rank, isStderr, line.str());
+      lines.emplace_back(rank, isStderr, std::string(line));
     };
   }
   std::vector<std::string> of(int rank, bool isStderr) {
@@ -50,8 +50,8 @@ TEST(Launcher, AllSucceedAndOutputIsForwardedPerRank) {
     return std::vector<std::pair<std::string, std::string>>{{"R", std::to_string(rank)}};
   };
   Captured captured;
-  llvm::Expected<LaunchOutcome> outcome = launchProcesses(spec, captured.sink());
-  ASSERT_TRUE(bool(outcome)) << llvm::toString(outcome.takeError());
+  Expected<LaunchOutcome> outcome = launchProcesses(spec, captured.sink());
+  ASSERT_TRUE(bool(outcome)) << toString(outcome.takeError());
   EXPECT_EQ(outcome->exitCode, 0);
   EXPECT_EQ(outcome->failure, "");
   ASSERT_EQ(outcome->children.size(), 3u);
@@ -73,8 +73,8 @@ TEST(Launcher, ChildrenGetTheWorldVariables) {
                  "$COLLC_LAUNCHER_PID $EXTRA; test -d \"$(dirname ${COLLC_RENDEZVOUS#file:})\""};
   launch.extraEnvironment = {{"EXTRA", "yes"}};
   Captured captured;
-  llvm::Expected<LaunchOutcome> outcome = launchWorld(launch, captured.sink());
-  ASSERT_TRUE(bool(outcome)) << llvm::toString(outcome.takeError());
+  Expected<LaunchOutcome> outcome = launchWorld(launch, captured.sink());
+  ASSERT_TRUE(bool(outcome)) << toString(outcome.takeError());
   EXPECT_EQ(outcome->exitCode, 0) << outcome->failure;
   std::string rendezvous;
   for (int r = 0; r < 2; ++r) {
@@ -107,8 +107,8 @@ TEST(Launcher, AFailingChildStopsTheOthersAndIsNamed) {
     return std::vector<std::pair<std::string, std::string>>{{"R", std::to_string(rank)}};
   };
   Captured captured;
-  llvm::Expected<LaunchOutcome> outcome = launchProcesses(spec, captured.sink());
-  ASSERT_TRUE(bool(outcome)) << llvm::toString(outcome.takeError());
+  Expected<LaunchOutcome> outcome = launchProcesses(spec, captured.sink());
+  ASSERT_TRUE(bool(outcome)) << toString(outcome.takeError());
   EXPECT_EQ(outcome->exitCode, 3);
   EXPECT_NE(outcome->failure.find("rank 1 (pid " + std::to_string(outcome->children[1].pid) +
                                   ") exited with status 3; stopped the other ranks"),
@@ -129,8 +129,8 @@ TEST(Launcher, AChildKilledByASignalIsReported) {
     return std::vector<std::pair<std::string, std::string>>{{"R", std::to_string(rank)}};
   };
   Captured captured;
-  llvm::Expected<LaunchOutcome> outcome = launchProcesses(spec, captured.sink());
-  ASSERT_TRUE(bool(outcome)) << llvm::toString(outcome.takeError());
+  Expected<LaunchOutcome> outcome = launchProcesses(spec, captured.sink());
+  ASSERT_TRUE(bool(outcome)) << toString(outcome.takeError());
   EXPECT_EQ(outcome->exitCode, 128 + 9);
   EXPECT_NE(outcome->failure.find("rank 1 (pid"), std::string::npos) << outcome->failure;
   EXPECT_NE(outcome->failure.find("was killed by signal 9"), std::string::npos) << outcome->failure;
@@ -144,8 +144,8 @@ TEST(Launcher, ChildrenThatIgnoreSigtermAreKilledAfterTheGrace) {
     return std::vector<std::pair<std::string, std::string>>{{"R", std::to_string(rank)}};
   };
   Captured captured;
-  llvm::Expected<LaunchOutcome> outcome = launchProcesses(spec, captured.sink());
-  ASSERT_TRUE(bool(outcome)) << llvm::toString(outcome.takeError());
+  Expected<LaunchOutcome> outcome = launchProcesses(spec, captured.sink());
+  ASSERT_TRUE(bool(outcome)) << toString(outcome.takeError());
   EXPECT_EQ(outcome->exitCode, 1);
   EXPECT_LT(outcome->seconds, 20);
 }
@@ -154,8 +154,8 @@ TEST(Launcher, TheDeadlineStopsEveryone) {
   LaunchSpec spec = shell(2, "sleep 60");
   spec.timeoutSeconds = 0.5;
   Captured captured;
-  llvm::Expected<LaunchOutcome> outcome = launchProcesses(spec, captured.sink());
-  ASSERT_TRUE(bool(outcome)) << llvm::toString(outcome.takeError());
+  Expected<LaunchOutcome> outcome = launchProcesses(spec, captured.sink());
+  ASSERT_TRUE(bool(outcome)) << toString(outcome.takeError());
   EXPECT_EQ(outcome->exitCode, 124);
   EXPECT_NE(outcome->failure.find("timed out after 0 s with rank(s) 0, 1 still running"),
             std::string::npos)
@@ -170,22 +170,22 @@ TEST(Launcher, AChildThatFinishesEarlyWithSuccessStopsNobody) {
     return std::vector<std::pair<std::string, std::string>>{{"R", std::to_string(rank)}};
   };
   Captured captured;
-  llvm::Expected<LaunchOutcome> outcome = launchProcesses(spec, captured.sink());
-  ASSERT_TRUE(bool(outcome)) << llvm::toString(outcome.takeError());
+  Expected<LaunchOutcome> outcome = launchProcesses(spec, captured.sink());
+  ASSERT_TRUE(bool(outcome)) << toString(outcome.takeError());
   EXPECT_EQ(outcome->exitCode, 0);
   EXPECT_EQ(captured.of(0, false), std::vector<std::string>{"done"});
 }
 
 TEST(Launcher, BadLaunchesAreErrors) {
   LaunchSpec spec = shell(0, "true");
-  llvm::Expected<LaunchOutcome> none = launchProcesses(spec, [](int, bool, llvm::StringRef) {});
+  Expected<LaunchOutcome> none = launchProcesses(spec, [](int, bool, std::string_view) {});
   ASSERT_FALSE(bool(none));
-  EXPECT_NE(llvm::toString(none.takeError()).find("at least one process"), std::string::npos);
+  EXPECT_NE(toString(none.takeError()).find("at least one process"), std::string::npos);
   spec = shell(1, "true");
   spec.executable = "/nonexistent/collc";
-  llvm::Expected<LaunchOutcome> missing = launchProcesses(spec, [](int, bool, llvm::StringRef) {});
+  Expected<LaunchOutcome> missing = launchProcesses(spec, [](int, bool, std::string_view) {});
   ASSERT_FALSE(bool(missing));
-  EXPECT_NE(llvm::toString(missing.takeError()).find("cannot execute '/nonexistent/collc'"),
+  EXPECT_NE(toString(missing.takeError()).find("cannot execute '/nonexistent/collc'"),
             std::string::npos);
 }
 
@@ -200,11 +200,11 @@ TEST(Launcher, DescribesHowAChildEnded) {
 }
 
 TEST(Launcher, KnowsItsOwnCommandLine) {
-  llvm::Expected<std::string> exe = thisExecutable();
-  ASSERT_TRUE(bool(exe)) << llvm::toString(exe.takeError());
+  Expected<std::string> exe = thisExecutable();
+  ASSERT_TRUE(bool(exe)) << toString(exe.takeError());
   EXPECT_NE(exe->find("tools_tests"), std::string::npos) << *exe;
-  llvm::Expected<std::vector<std::string>> words = thisCommandLine();
-  ASSERT_TRUE(bool(words)) << llvm::toString(words.takeError());
+  Expected<std::vector<std::string>> words = thisCommandLine();
+  ASSERT_TRUE(bool(words)) << toString(words.takeError());
   ASSERT_FALSE(words->empty());
   EXPECT_NE((*words)[0].find("tools_tests"), std::string::npos);
 }

@@ -19,9 +19,9 @@ namespace {
 /// Skips the calling test unless at least `needed` GPUs are visible.
 #define REQUIRE_GPUS(needed)                                                                       \
   do {                                                                                             \
-    llvm::Expected<int> gpus = gpuCount();                                                         \
+    Expected<int> gpus = gpuCount();                                                               \
     if (!gpus)                                                                                     \
-      GTEST_SKIP() << llvm::toString(gpus.takeError());                                            \
+      GTEST_SKIP() << toString(gpus.takeError());                                                  \
     if (*gpus < (needed))                                                                          \
       GTEST_SKIP() << "no GPU: " << (needed) << " needed, " << *gpus << " visible";                \
   } while (false)
@@ -38,13 +38,13 @@ TEST(NcclBaseline, BuffersHoldTheLargerSide) {
 }
 
 TEST(NcclBaseline, CreateReportsWhyItCannotRun) {
-  llvm::Expected<int> gpus = gpuCount();
+  Expected<int> gpus = gpuCount();
   if (gpus && ncclVersionString() != "not found")
     GTEST_SKIP() << "this machine has a GPU and NCCL: see the GPU tests below";
-  llvm::consumeError(gpus.takeError());
-  llvm::Expected<std::unique_ptr<NcclBaseline>> baseline = NcclBaseline::create({0, 1}, 1 << 20);
+  consumeError(gpus.takeError());
+  Expected<std::unique_ptr<NcclBaseline>> baseline = NcclBaseline::create({0, 1}, 1 << 20);
   ASSERT_FALSE(static_cast<bool>(baseline));
-  const std::string message = llvm::toString(baseline.takeError());
+  const std::string message = toString(baseline.takeError());
   EXPECT_EQ(message.rfind("nccl baseline: ", 0), 0u) << message;
   EXPECT_TRUE(message.find("no GPU") != std::string::npos ||
               message.find("NCCL not found") != std::string::npos)
@@ -55,9 +55,9 @@ TEST(NcclBaseline, CreateRejectsBadArguments) {
   for (auto [devices, bytes, expected] :
        {std::make_tuple(std::vector<int>{}, uint64_t(1024), "no devices"),
         std::make_tuple(std::vector<int>{0}, uint64_t(0), "maxBytes")}) {
-    llvm::Expected<std::unique_ptr<NcclBaseline>> baseline = NcclBaseline::create(devices, bytes);
+    Expected<std::unique_ptr<NcclBaseline>> baseline = NcclBaseline::create(devices, bytes);
     ASSERT_FALSE(static_cast<bool>(baseline));
-    const std::string message = llvm::toString(baseline.takeError());
+    const std::string message = toString(baseline.takeError());
     EXPECT_NE(message.find(expected), std::string::npos) << message;
   }
 }
@@ -67,20 +67,20 @@ TEST(NcclBaseline, RefusesNvlinkMulticast) {
     GTEST_SKIP() << "NCCL not found";
   // create() refuses before NCCL sees the variable, but a process that drives GPUs should never
   // hold NCCL_NVLS_ENABLE=1 even for a moment (GPU.md): only where there is no GPU.
-  llvm::Expected<int> gpus = gpuCount();
+  Expected<int> gpus = gpuCount();
   if (gpus)
     GTEST_SKIP() << "not run on a machine with a GPU";
-  llvm::consumeError(gpus.takeError());
+  consumeError(gpus.takeError());
   const char* saved = std::getenv("NCCL_NVLS_ENABLE");
   const std::string savedValue = saved ? saved : "";
   setenv("NCCL_NVLS_ENABLE", "1", 1);
-  llvm::Expected<std::unique_ptr<NcclBaseline>> baseline = NcclBaseline::create({0, 1}, 4096);
+  Expected<std::unique_ptr<NcclBaseline>> baseline = NcclBaseline::create({0, 1}, 4096);
   if (saved)
     setenv("NCCL_NVLS_ENABLE", savedValue.c_str(), 1);
   else
     unsetenv("NCCL_NVLS_ENABLE");
   ASSERT_FALSE(static_cast<bool>(baseline));
-  const std::string message = llvm::toString(baseline.takeError());
+  const std::string message = toString(baseline.takeError());
   EXPECT_NE(message.find("NCCL_NVLS_ENABLE=1"), std::string::npos) << message;
 }
 
@@ -90,9 +90,9 @@ TEST(NcclBaselineGpu, RejectsRepeatedDevice) {
   REQUIRE_GPUS(1);
   if (ncclVersionString() == "not found")
     GTEST_SKIP() << "NCCL not found";
-  llvm::Expected<std::unique_ptr<NcclBaseline>> baseline = NcclBaseline::create({0, 0}, 4096);
+  Expected<std::unique_ptr<NcclBaseline>> baseline = NcclBaseline::create({0, 0}, 4096);
   ASSERT_FALSE(static_cast<bool>(baseline));
-  const std::string message = llvm::toString(baseline.takeError());
+  const std::string message = toString(baseline.takeError());
   EXPECT_NE(message.find("given twice"), std::string::npos) << message;
 }
 
@@ -100,8 +100,8 @@ TEST(NcclBaselineGpu, MeasuresPlainAndSymmetricAllReduce) {
   REQUIRE_GPUS(2);
   if (ncclVersionString() == "not found")
     GTEST_SKIP() << "NCCL not found";
-  llvm::Expected<std::unique_ptr<NcclBaseline>> created = NcclBaseline::create({0, 1}, 1 << 20);
-  ASSERT_TRUE(static_cast<bool>(created)) << llvm::toString(created.takeError());
+  Expected<std::unique_ptr<NcclBaseline>> created = NcclBaseline::create({0, 1}, 1 << 20);
+  ASSERT_TRUE(static_cast<bool>(created)) << toString(created.takeError());
   NcclBaseline& baseline = **created;
   EXPECT_EQ(baseline.nranks(), 2);
   NcclBaselineOptions options;
@@ -112,9 +112,9 @@ TEST(NcclBaselineGpu, MeasuresPlainAndSymmetricAllReduce) {
       for (uint64_t count : {uint64_t(1), uint64_t(512), uint64_t(65536)}) {
         SCOPED_TRACE(std::string(symmetric ? "symmetric " : "plain ") + std::string(name(type)) +
                      " x " + std::to_string(count));
-        llvm::Expected<NcclTiming> timing =
+        Expected<NcclTiming> timing =
             baseline.measureAllReduce(count, type, ReduceOp::Sum, symmetric, options);
-        ASSERT_TRUE(static_cast<bool>(timing)) << llvm::toString(timing.takeError());
+        ASSERT_TRUE(static_cast<bool>(timing)) << toString(timing.takeError());
         EXPECT_TRUE(timing->correct) << timing->firstMismatches;
         EXPECT_GT(timing->usPerOp, 0.0);
         EXPECT_LT(timing->usPerOp, 10000.0);
@@ -122,9 +122,8 @@ TEST(NcclBaselineGpu, MeasuresPlainAndSymmetricAllReduce) {
       }
   // Max and min must match exactly.
   for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min}) {
-    llvm::Expected<NcclTiming> timing =
-        baseline.measureAllReduce(4096, DType::F16, op, false, options);
-    ASSERT_TRUE(static_cast<bool>(timing)) << llvm::toString(timing.takeError());
+    Expected<NcclTiming> timing = baseline.measureAllReduce(4096, DType::F16, op, false, options);
+    ASSERT_TRUE(static_cast<bool>(timing)) << toString(timing.takeError());
     EXPECT_TRUE(timing->correct) << timing->firstMismatches;
   }
 }
@@ -133,12 +132,12 @@ TEST(NcclBaselineGpu, RejectsCountsBeyondTheBuffers) {
   REQUIRE_GPUS(2);
   if (ncclVersionString() == "not found")
     GTEST_SKIP() << "NCCL not found";
-  llvm::Expected<std::unique_ptr<NcclBaseline>> created = NcclBaseline::create({0, 1}, 4096);
-  ASSERT_TRUE(static_cast<bool>(created)) << llvm::toString(created.takeError());
-  llvm::Expected<NcclTiming> timing =
+  Expected<std::unique_ptr<NcclBaseline>> created = NcclBaseline::create({0, 1}, 4096);
+  ASSERT_TRUE(static_cast<bool>(created)) << toString(created.takeError());
+  Expected<NcclTiming> timing =
       (*created)->measureAllReduce(4097, DType::F32, ReduceOp::Sum, false, {});
   ASSERT_FALSE(static_cast<bool>(timing));
-  const std::string message = llvm::toString(timing.takeError());
+  const std::string message = toString(timing.takeError());
   EXPECT_NE(message.find("elements fit"), std::string::npos) << message;
 }
 
@@ -166,8 +165,8 @@ TEST(NcclBaselineGpu, MeasuresEveryKindPlainAndSymmetric) {
   uint64_t bytes = 0;
   for (const NcclCollective& collective : otherKinds(DType::F32))
     bytes = std::max(bytes, ncclBaselineBytes(collective, largest, 2));
-  llvm::Expected<std::unique_ptr<NcclBaseline>> created = NcclBaseline::create({0, 1}, bytes);
-  ASSERT_TRUE(static_cast<bool>(created)) << llvm::toString(created.takeError());
+  Expected<std::unique_ptr<NcclBaseline>> created = NcclBaseline::create({0, 1}, bytes);
+  ASSERT_TRUE(static_cast<bool>(created)) << toString(created.takeError());
   NcclBaseline& baseline = **created;
   NcclBaselineOptions options;
   options.graphOps = 20;
@@ -179,9 +178,9 @@ TEST(NcclBaselineGpu, MeasuresEveryKindPlainAndSymmetric) {
           SCOPED_TRACE(std::string(name(collective.kind)) +
                        (symmetric ? " symmetric " : " plain ") + std::string(name(type)) + " x " +
                        std::to_string(count));
-          llvm::Expected<NcclTiming> timing =
+          Expected<NcclTiming> timing =
               baseline.measureCollective(collective, count, symmetric, options);
-          ASSERT_TRUE(static_cast<bool>(timing)) << llvm::toString(timing.takeError());
+          ASSERT_TRUE(static_cast<bool>(timing)) << toString(timing.takeError());
           EXPECT_TRUE(timing->correct) << timing->firstMismatches;
           EXPECT_GT(timing->usPerOp, 0.0);
           EXPECT_LT(timing->usPerOp, 10000.0);
@@ -190,9 +189,8 @@ TEST(NcclBaselineGpu, MeasuresEveryKindPlainAndSymmetric) {
   // Max must match exactly in the reducing kinds too.
   for (NcclCollective collective : otherKinds(DType::F16)) {
     collective.op = ReduceOp::Max;
-    llvm::Expected<NcclTiming> timing =
-        baseline.measureCollective(collective, 4096, false, options);
-    ASSERT_TRUE(static_cast<bool>(timing)) << llvm::toString(timing.takeError());
+    Expected<NcclTiming> timing = baseline.measureCollective(collective, 4096, false, options);
+    ASSERT_TRUE(static_cast<bool>(timing)) << toString(timing.takeError());
     EXPECT_TRUE(timing->correct) << name(collective.kind) << ": " << timing->firstMismatches;
   }
 }
@@ -206,8 +204,8 @@ TEST(NcclBaselineGpu, BenchSweepsEveryKindItIsGiven) {
   settings.graphOps = 10;
   settings.replays = 3;
   std::vector<NcclCollective> collectives = otherKinds(DType::BF16);
-  llvm::Expected<std::vector<NcclPoint>> points = benchNcclBaseline({0, 1}, collectives, settings);
-  ASSERT_TRUE(static_cast<bool>(points)) << llvm::toString(points.takeError());
+  Expected<std::vector<NcclPoint>> points = benchNcclBaseline({0, 1}, collectives, settings);
+  ASSERT_TRUE(static_cast<bool>(points)) << toString(points.takeError());
   ASSERT_EQ(points->size(), collectives.size() * settings.counts.size());
   for (size_t i = 0; i < points->size(); ++i) {
     const NcclPoint& point = (*points)[i];
@@ -223,21 +221,21 @@ TEST(NcclBaselineGpu, RejectsWhatTheBuffersOrRanksCannotHold) {
   REQUIRE_GPUS(2);
   if (ncclVersionString() == "not found")
     GTEST_SKIP() << "NCCL not found";
-  llvm::Expected<std::unique_ptr<NcclBaseline>> created = NcclBaseline::create({0, 1}, 4096);
-  ASSERT_TRUE(static_cast<bool>(created)) << llvm::toString(created.takeError());
+  Expected<std::unique_ptr<NcclBaseline>> created = NcclBaseline::create({0, 1}, 4096);
+  ASSERT_TRUE(static_cast<bool>(created)) << toString(created.takeError());
   NcclCollective gather;
   gather.kind = CollectiveKind::AllGather;
   // 1024 f32 fit an allreduce's 4096 bytes, not an allgather's output of twice that.
-  llvm::Expected<NcclTiming> timing = (*created)->measureCollective(gather, 1024, false, {});
+  Expected<NcclTiming> timing = (*created)->measureCollective(gather, 1024, false, {});
   ASSERT_FALSE(static_cast<bool>(timing));
-  std::string message = llvm::toString(timing.takeError());
+  std::string message = toString(timing.takeError());
   EXPECT_NE(message.find("between 1 and 512 elements"), std::string::npos) << message;
   NcclCollective broadcast;
   broadcast.kind = CollectiveKind::Broadcast;
   broadcast.root = 2;
   timing = (*created)->measureCollective(broadcast, 16, false, {});
   ASSERT_FALSE(static_cast<bool>(timing));
-  message = llvm::toString(timing.takeError());
+  message = toString(timing.takeError());
   EXPECT_NE(message.find("root 2 is not a rank of 2"), std::string::npos) << message;
 }
 

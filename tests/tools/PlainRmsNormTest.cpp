@@ -14,14 +14,14 @@ namespace {
 
 CompiledCollective fusedVariant(DType dtype, int64_t hidden) {
   llvm::Expected<SpecSource> spec = loadSpec("allreduce_rmsnorm");
-  EXPECT_TRUE(bool(spec)) << llvm::toString(spec.takeError());
+  EXPECT_TRUE(bool(spec)) << toString(spec.takeError());
   CompileOptions options;
   options.dtype = dtype;
   options.nranks = 2;
   options.rowLength = hidden;
   options.eps = 1e-5f;
   llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, llvm::errs());
-  EXPECT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  EXPECT_TRUE(bool(compiled)) << toString(compiled.takeError());
   return *compiled;
 }
 
@@ -29,8 +29,8 @@ TEST(PlainRmsNorm, CompilesForEveryTypeAndHiddenSize) {
   for (DType dtype : {DType::BF16, DType::F16, DType::F32})
     for (int64_t hidden : {4096, 8192}) {
       CompiledCollective fused = fusedVariant(dtype, hidden);
-      llvm::Expected<PlainRmsNormKernel> kernel = plainRmsNormKernel(fused);
-      ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+      Expected<PlainRmsNormKernel> kernel = plainRmsNormKernel(fused);
+      ASSERT_TRUE(bool(kernel)) << toString(kernel.takeError());
       EXPECT_EQ(kernel->threads % 32, 0);
       EXPECT_LE(kernel->threads, 1024);
       EXPECT_NE(kernel->source.find("constexpr int kHidden = " + std::to_string(hidden) + ";"),
@@ -42,10 +42,8 @@ TEST(PlainRmsNorm, CompilesForEveryTypeAndHiddenSize) {
           << kernel->source.substr(0, 200);
       JitOptions jit;
       jit.useCache = false;
-      llvm::Expected<JitResult> ptx =
-          compileCuda(kernel->source, kernel->name, JitOutput::Ptx, jit);
-      ASSERT_TRUE(bool(ptx)) << name(dtype) << " " << hidden << ": "
-                             << llvm::toString(ptx.takeError());
+      Expected<JitResult> ptx = compileCuda(kernel->source, kernel->name, JitOutput::Ptx, jit);
+      ASSERT_TRUE(bool(ptx)) << name(dtype) << " " << hidden << ": " << toString(ptx.takeError());
       EXPECT_NE(ptx->image.find(kernel->name), std::string::npos);
     }
 }
@@ -54,15 +52,14 @@ TEST(PlainRmsNorm, RefusesUnfitVariants) {
   CompiledCollective fused = fusedVariant(DType::BF16, 4096);
   CompiledCollective odd = fused;
   odd.rowLength = 4100; // not whole 16-byte vectors of 8 bf16
-  llvm::Expected<PlainRmsNormKernel> refused = plainRmsNormKernel(odd);
+  Expected<PlainRmsNormKernel> refused = plainRmsNormKernel(odd);
   ASSERT_FALSE(bool(refused));
-  EXPECT_NE(llvm::toString(refused.takeError()).find("not whole 16-byte vectors"),
-            std::string::npos);
+  EXPECT_NE(toString(refused.takeError()).find("not whole 16-byte vectors"), std::string::npos);
   CompiledCollective plain = fused;
   plain.addRmsNorm.reset();
-  llvm::Expected<PlainRmsNormKernel> notFused = plainRmsNormKernel(plain);
+  Expected<PlainRmsNormKernel> notFused = plainRmsNormKernel(plain);
   ASSERT_FALSE(bool(notFused));
-  llvm::consumeError(notFused.takeError());
+  consumeError(notFused.takeError());
 }
 
 } // namespace

@@ -17,7 +17,7 @@ TEST(SpeedOfLight, ProbesCompileToACubinWithEveryKernel) {
   JitOptions options;
   options.useCache = false;
   auto image = compileCuda(speedOfLightSource(), "speed_of_light.cu", JitOutput::Cubin, options);
-  ASSERT_TRUE(bool(image)) << llvm::toString(image.takeError());
+  ASSERT_TRUE(bool(image)) << toString(image.takeError());
   EXPECT_FALSE(image->image.empty());
   // extern "C" entry points keep their names in the cubin's string table, each ended by a NUL
   // (so that "sol_copy" is not found inside "sol_copy_signal").
@@ -65,7 +65,7 @@ TEST(SpeedOfLight, OneGpuIsRefused) {
   settings.sizes = {1024};
   auto report = measureSpeedOfLight({0}, settings);
   ASSERT_FALSE(bool(report));
-  EXPECT_NE(llvm::toString(report.takeError()).find("needs 2 or more GPUs"), std::string::npos);
+  EXPECT_NE(toString(report.takeError()).find("needs 2 or more GPUs"), std::string::npos);
 }
 
 TEST(SpeedOfLight, SizeThatIsNotWholeVectorsIsRefusedBeforeAnyGpuIsTouched) {
@@ -73,14 +73,14 @@ TEST(SpeedOfLight, SizeThatIsNotWholeVectorsIsRefusedBeforeAnyGpuIsTouched) {
   settings.sizes = {1000};
   auto report = measureSpeedOfLight({0, 1}, settings);
   ASSERT_FALSE(bool(report));
-  EXPECT_NE(llvm::toString(report.takeError()).find("1000 bytes is not a whole number"),
+  EXPECT_NE(toString(report.takeError()).find("1000 bytes is not a whole number"),
             std::string::npos);
 }
 
 TEST(SpeedOfLightGpu, ProbesRunAndTheTraceAddsUpToTheMeasuredPeriod) {
   auto gpus = gpuCount();
   if (!gpus)
-    GTEST_SKIP() << llvm::toString(gpus.takeError());
+    GTEST_SKIP() << toString(gpus.takeError());
   if (*gpus < 2)
     GTEST_SKIP() << "no GPU pair: the probes need 2 GPUs, " << *gpus << " visible";
   SpeedOfLightSettings settings;
@@ -88,7 +88,7 @@ TEST(SpeedOfLightGpu, ProbesRunAndTheTraceAddsUpToTheMeasuredPeriod) {
   settings.graphOps = 20;
   settings.replays = 3;
   auto report = measureSpeedOfLight({0, 1}, settings);
-  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  ASSERT_TRUE(bool(report)) << toString(report.takeError());
   EXPECT_GT(report->emptyUs, 0);
   EXPECT_GT(report->exchangeUs, report->emptyUs) << "an exchange is a kernel and a round trip";
   // Reading a word before sending it cannot make the exchange faster (0.8: timing spread).

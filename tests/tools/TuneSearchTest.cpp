@@ -140,13 +140,10 @@ std::vector<TuneMeasurement> search(const TuneSpace& space, ModelMachine& machin
 /// `table` written as text and read back (a failure to read it fails the test), then the dispatch
 /// plan it makes for the key of these tests' rows; nullopt where either step fails.
 std::optional<DispatchPlan> readBackPlan(const TuningTable& table) {
-  std::string text;
-  llvm::raw_string_ostream out(text);
-  writeTuningTable(out, table);
-  out.flush();
+  std::string text = tuningTableText(table);
   auto parsed = parseTuningTable(text, "tuned.tsv");
   if (!parsed) {
-    ADD_FAILURE() << llvm::toString(parsed.takeError());
+    ADD_FAILURE() << toString(parsed.takeError());
     return std::nullopt;
   }
   DispatchQuery query;

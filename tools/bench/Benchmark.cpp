@@ -42,9 +42,9 @@ bool sharedWithOtherProcesses(const SymmetricWorld& world) {
 
 /// One checked-then-timed measurement. An error comes back as the Expected's error; a wrong
 /// result as a Wrong timing.
-llvm::Expected<BenchTiming> measure(SymmetricWorld& world, CollectiveInstance& instance,
-                                    const CompiledCollective& compiled, const RunOptions& options) {
-  llvm::Expected<RunReport> report = runAndCheck(world, instance, compiled, options);
+Expected<BenchTiming> measure(SymmetricWorld& world, CollectiveInstance& instance,
+                              const CompiledCollective& compiled, const RunOptions& options) {
+  Expected<RunReport> report = runAndCheck(world, instance, compiled, options);
   if (!report)
     return report.takeError();
   if (!report->correct)
@@ -58,8 +58,8 @@ struct VariantInstances {
   std::unique_ptr<CollectiveInstance> bounded, unbounded;
 };
 
-llvm::Expected<VariantInstances> makeInstances(SymmetricWorld& world, const BenchVariant& variant,
-                                               uint64_t maxCount, uint64_t timeoutNs) {
+Expected<VariantInstances> makeInstances(SymmetricWorld& world, const BenchVariant& variant,
+                                         uint64_t maxCount, uint64_t timeoutNs) {
   VariantInstances instances;
   auto bounded =
       CollectiveInstance::create(world, variant.compiled, variant.cubin, maxCount, timeoutNs);
@@ -89,9 +89,9 @@ uint64_t benchHeapBytes(const std::vector<BenchVariant>& variants, uint64_t maxC
   return most;
 }
 
-llvm::Expected<std::vector<BenchRow>> benchVariants(SymmetricWorld& world,
-                                                    const std::vector<BenchVariant>& variants,
-                                                    const BenchSettings& settings) {
+Expected<std::vector<BenchRow>> benchVariants(SymmetricWorld& world,
+                                              const std::vector<BenchVariant>& variants,
+                                              const BenchSettings& settings) {
   const bool stopOnError = sharedWithOtherProcesses(world);
   const uint64_t maxCount = settings.counts.empty()
                                 ? 0
@@ -111,12 +111,12 @@ llvm::Expected<std::vector<BenchRow>> benchVariants(SymmetricWorld& world,
     }
     if (settings.counts.empty())
       continue;
-    llvm::Expected<VariantInstances> instances =
+    Expected<VariantInstances> instances =
         makeInstances(world, variant, maxCount, settings.timeoutNs);
     if (!instances) {
       if (stopOnError)
         return instances.takeError();
-      const std::string why = llvm::toString(instances.takeError());
+      const std::string why = toString(instances.takeError());
       for (size_t i = first; i < rows.size(); ++i) {
         rows[i].collc = BenchTiming::failed(why);
         rowDone(settings, rows[i]);
@@ -128,8 +128,7 @@ llvm::Expected<std::vector<BenchRow>> benchVariants(SymmetricWorld& world,
       const std::string size = formatBytes(row.bytes);
       announce(settings, row.variant() + " " + size);
       const RunOptions options = runOptions(settings, row.count);
-      llvm::Expected<BenchTiming> timing =
-          measure(world, *instances->bounded, variant.compiled, options);
+      Expected<BenchTiming> timing = measure(world, *instances->bounded, variant.compiled, options);
       if (timing && instances->unbounded) {
         row.collc = std::move(*timing);
         announce(settings, row.variant() + " " + size + " (no watchdog)");
@@ -141,13 +140,11 @@ llvm::Expected<std::vector<BenchRow>> benchVariants(SymmetricWorld& world,
       }
       if (!timing) {
         if (stopOnError)
-          return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                         row.variant() + " at " + size + ": " +
-                                             llvm::toString(timing.takeError()));
+          return makeError(row.variant() + " at " + size + ": " + toString(timing.takeError()));
         // Blame the run that failed: the bounded one unless it had already been measured.
         BenchTiming& failed =
             row.collc.status == BenchTiming::Status::NotRun ? row.collc : row.unbounded;
-        failed = BenchTiming::failed(llvm::toString(timing.takeError()));
+        failed = BenchTiming::failed(toString(timing.takeError()));
         rowDone(settings, row);
         for (size_t later = i + 1; later < rows.size(); ++later) {
           rows[later].collc.note = "not measured: the variant failed at " + size;
@@ -161,9 +158,9 @@ llvm::Expected<std::vector<BenchRow>> benchVariants(SymmetricWorld& world,
   return rows;
 }
 
-llvm::Expected<std::vector<NcclPoint>>
-benchNcclBaseline(const std::vector<int>& devices, const std::vector<NcclCollective>& collectives,
-                  const BenchSettings& settings) {
+Expected<std::vector<NcclPoint>> benchNcclBaseline(const std::vector<int>& devices,
+                                                   const std::vector<NcclCollective>& collectives,
+                                                   const BenchSettings& settings) {
   const int nranks = int(devices.size());
   // One set of buffers serves every collective: as large as the largest call needs.
   uint64_t maxBytes = 0;
@@ -190,7 +187,7 @@ benchNcclBaseline(const std::vector<int>& devices, const std::vector<NcclCollect
         auto timing = (*nccl)->measureCollective(collective, count, symmetric, options);
         BenchTiming& slot = symmetric ? point.symmetric : point.plain;
         if (!timing)
-          slot = BenchTiming::failed(llvm::toString(timing.takeError()));
+          slot = BenchTiming::failed(toString(timing.takeError()));
         else if (!timing->correct)
           slot = BenchTiming::wrong(timing->firstMismatches);
         else
@@ -202,9 +199,9 @@ benchNcclBaseline(const std::vector<int>& devices, const std::vector<NcclCollect
   return points;
 }
 
-llvm::Expected<std::vector<NcclPoint>> benchNcclInWorld(SymmetricWorld& world,
-                                                        const CompiledCollective& like,
-                                                        const BenchSettings& settings) {
+Expected<std::vector<NcclPoint>> benchNcclInWorld(SymmetricWorld& world,
+                                                  const CompiledCollective& like,
+                                                  const BenchSettings& settings) {
   uint64_t maxCount = 0;
   for (uint64_t count : settings.counts)
     maxCount = std::max(maxCount, count);
@@ -218,11 +215,10 @@ llvm::Expected<std::vector<NcclPoint>> benchNcclInWorld(SymmetricWorld& world,
     point.bytes = bytesOf(like, count);
     announce(settings,
              "NCCL " + std::string(ncclCallName(like.kind)) + " plain " + formatBytes(point.bytes));
-    llvm::Expected<BenchTiming> timing =
-        measure(world, **instance, like, runOptions(settings, count));
+    Expected<BenchTiming> timing = measure(world, **instance, like, runOptions(settings, count));
     if (!timing) {
       // The processes may be out of step now: record it and make no more calls.
-      point.plain = BenchTiming::failed(llvm::toString(timing.takeError()));
+      point.plain = BenchTiming::failed(toString(timing.takeError()));
       points.push_back(std::move(point));
       break;
     }

@@ -9,12 +9,12 @@
 
 #include "abi/CompiledCollective.h"
 #include "runtime/NcclCollective.h"
+#include "runtime/Status.h"
 #include "runtime/SymmetricWorld.h"
 #include "tools/bench/BenchResults.h"
 
 #include <cstdint>
 #include <functional>
-#include <llvm/Support/Error.h>
 #include <string>
 #include <vector>
 
@@ -60,9 +60,9 @@ uint64_t benchHeapBytes(const std::vector<BenchVariant>& variants, uint64_t maxC
 /// that variant's sweep, since its instance may be broken, and is recorded in its row; later
 /// rows of the variant stay NotRun. In a world shared with other processes an error is returned
 /// instead: the processes could no longer be sure to make the same calls. Collective there.
-llvm::Expected<std::vector<BenchRow>> benchVariants(SymmetricWorld& world,
-                                                    const std::vector<BenchVariant>& variants,
-                                                    const BenchSettings& settings);
+Expected<std::vector<BenchRow>> benchVariants(SymmetricWorld& world,
+                                              const std::vector<BenchVariant>& variants,
+                                              const BenchSettings& settings);
 
 /// NCCL's version of each of `collectives` (runtime/NcclCollective.h: its kind's NCCL call, type,
 /// operator and root) with one process driving `devices` (NcclBaseline, one set of
@@ -71,9 +71,9 @@ llvm::Expected<std::vector<BenchRow>> benchVariants(SymmetricWorld& world,
 /// that NCCL needs. An error only when NCCL cannot be set up at all (not found, no GPU); a
 /// measurement that fails is recorded in its point, and after a hang the rest are recorded as
 /// failed too.
-llvm::Expected<std::vector<NcclPoint>>
-benchNcclBaseline(const std::vector<int>& devices, const std::vector<NcclCollective>& collectives,
-                  const BenchSettings& settings);
+Expected<std::vector<NcclPoint>> benchNcclBaseline(const std::vector<int>& devices,
+                                                   const std::vector<NcclCollective>& collectives,
+                                                   const BenchSettings& settings);
 
 /// NCCL's version of `like`'s collective (its kind's NCCL call, type, operator, root and rank
 /// count) on the communicator of a process-per-GPU world (CollectiveInstance::createNccl) at every
@@ -81,9 +81,9 @@ benchNcclBaseline(const std::vector<int>& devices, const std::vector<NcclCollect
 /// carry like's kind. Collective. An error when NCCL cannot be set up; a measurement that fails is
 /// recorded in its point and ends the sweep (the processes may be out of step), so later sizes
 /// have no point.
-llvm::Expected<std::vector<NcclPoint>> benchNcclInWorld(SymmetricWorld& world,
-                                                        const CompiledCollective& like,
-                                                        const BenchSettings& settings);
+Expected<std::vector<NcclPoint>> benchNcclInWorld(SymmetricWorld& world,
+                                                  const CompiledCollective& like,
+                                                  const BenchSettings& settings);
 
 } // namespace collc
 

@@ -19,9 +19,8 @@ namespace {
 // As the run harness: a generous bound on one operation, so long graphs are not taken for hangs.
 constexpr double kSecondsPerOpAllowance = 0.01;
 
-llvm::Error benchError(const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "bench allreduce_rmsnorm: " + message.str());
+Error benchError(const std::string& message) {
+  return makeError("bench allreduce_rmsnorm: " + message);
 }
 
 /// The unfused pipeline's buffers of one local rank: the AllReduce writes `sum`, which the plain
@@ -57,8 +56,8 @@ HostCall randomCall(const CompiledCollective& fused, uint64_t count, int nranks,
 }
 
 /// The fused kernel through the run harness: checked calls, then the timed graph.
-llvm::Expected<double> timeFused(LocalWorld& world, const JittedCollective& fused, uint64_t count,
-                                 const FusedNormBenchSettings& settings) {
+Expected<double> timeFused(LocalWorld& world, const JittedCollective& fused, uint64_t count,
+                           const FusedNormBenchSettings& settings) {
   auto instance =
       CollectiveInstance::create(world, fused.compiled, fused.image, count, settings.timeoutNs);
   if (!instance)
@@ -72,16 +71,16 @@ llvm::Expected<double> timeFused(LocalWorld& world, const JittedCollective& fuse
   if (!report)
     return report.takeError();
   if (!report->correct)
-    return benchError("the fused kernel is WRONG at " + llvm::Twine(count) + " elements:\n" +
+    return benchError("the fused kernel is WRONG at " + std::to_string(count) + " elements:\n" +
                       report->firstMismatches);
   return report->usPerOp;
 }
 
 /// allreduce_oneshot then the plain kernel: checked once eagerly, then timed like the fused one.
-llvm::Expected<double> timeUnfused(LocalWorld& world, const JittedCollective& fused,
-                                   const JittedCollective& allReduce, const LoadedKernel& plain,
-                                   int plainThreads, uint64_t count,
-                                   const FusedNormBenchSettings& settings) {
+Expected<double> timeUnfused(LocalWorld& world, const JittedCollective& fused,
+                             const JittedCollective& allReduce, const LoadedKernel& plain,
+                             int plainThreads, uint64_t count,
+                             const FusedNormBenchSettings& settings) {
   const CompiledCollective& spec = fused.compiled;
   auto instance = CollectiveInstance::create(world, allReduce.compiled, allReduce.image, count,
                                              settings.timeoutNs);
@@ -133,13 +132,13 @@ llvm::Expected<double> timeUnfused(LocalWorld& world, const JittedCollective& fu
       }
     }
   }
-  if (llvm::Error err = (*instance)->synchronize(streams))
+  if (Error err = (*instance)->synchronize(streams))
     return err;
 
   const uint64_t rows = count / uint64_t(spec.rowLength);
-  auto enqueue = [&](size_t i) -> llvm::Error {
+  auto enqueue = [&](size_t i) -> Error {
     const int r = local[i];
-    if (llvm::Error err =
+    if (Error err =
             (*instance)->launch(r, ranks[i].in.get(), ranks[i].sum.get(), count, streams[i]))
       return err;
     collc_params params{};
@@ -155,9 +154,9 @@ llvm::Expected<double> timeUnfused(LocalWorld& world, const JittedCollective& fu
   };
 
   for (size_t i = 0; i < local.size(); ++i)
-    if (llvm::Error err = enqueue(i))
+    if (Error err = enqueue(i))
       return err;
-  if (llvm::Error err = (*instance)->synchronize(streams, kSecondsPerOpAllowance))
+  if (Error err = (*instance)->synchronize(streams, kSecondsPerOpAllowance))
     return err;
   const AddRmsNormEpilogue& e = *spec.addRmsNorm;
   std::vector<const void*> inputs;
@@ -184,17 +183,17 @@ llvm::Expected<double> timeUnfused(LocalWorld& world, const JittedCollective& fu
     Comparison comparison = compareAddRmsNorm(call, residualOut.data(), out.data(),
                                               "unfused rank " + std::to_string(r));
     if (!comparison.ok())
-      return benchError("the unfused baseline is WRONG at " + llvm::Twine(count) + " elements:\n" +
-                        comparison.firstMismatches);
+      return benchError("the unfused baseline is WRONG at " + std::to_string(count) +
+                        " elements:\n" + comparison.firstMismatches);
   }
 
   RankGraphs graphs(world);
   for (size_t i = 0; i < local.size(); ++i) {
-    llvm::Error captured = graphs.capture(local[i], [&]() -> llvm::Error {
+    Error captured = graphs.capture(local[i], [&]() -> Error {
       for (int op = 0; op < settings.graphOps; ++op)
-        if (llvm::Error err = enqueue(i))
+        if (Error err = enqueue(i))
           return err;
-      return llvm::Error::success();
+      return Error::success();
     });
     if (captured)
       return captured;
@@ -206,10 +205,11 @@ llvm::Expected<double> timeUnfused(LocalWorld& world, const JittedCollective& fu
 
 } // namespace
 
-llvm::Expected<std::vector<FusedNormPoint>>
-benchFusedRmsNorm(LocalWorld& world, const JittedCollective& fused,
-                  const JittedCollective& allReduce, const std::string& plainImage,
-                  const FusedNormBenchSettings& settings) {
+Expected<std::vector<FusedNormPoint>> benchFusedRmsNorm(LocalWorld& world,
+                                                        const JittedCollective& fused,
+                                                        const JittedCollective& allReduce,
+                                                        const std::string& plainImage,
+                                                        const FusedNormBenchSettings& settings) {
   const CompiledCollective& spec = fused.compiled;
   if (!spec.addRmsNorm || spec.rowLength <= 0)
     return benchError("'" + spec.specName + "' is not the fused residual add + RMSNorm");

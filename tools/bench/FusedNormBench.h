@@ -9,9 +9,9 @@
 
 #include "abi/CompiledCollective.h"
 #include "runtime/LocalWorld.h"
+#include "runtime/Status.h"
 
 #include <cstdint>
-#include <llvm/Support/Error.h>
 #include <string>
 #include <vector>
 
@@ -40,10 +40,11 @@ struct FusedNormPoint {
 /// `fused` is allreduce_rmsnorm and `allReduce` allreduce_oneshot (sum, the same type) for the
 /// world's ranks; `plainImage` is the image of plainRmsNormKernel(fused.compiled). A wrong result
 /// of either side is an error naming the first mismatches.
-llvm::Expected<std::vector<FusedNormPoint>>
-benchFusedRmsNorm(LocalWorld& world, const JittedCollective& fused,
-                  const JittedCollective& allReduce, const std::string& plainImage,
-                  const FusedNormBenchSettings& settings);
+Expected<std::vector<FusedNormPoint>> benchFusedRmsNorm(LocalWorld& world,
+                                                        const JittedCollective& fused,
+                                                        const JittedCollective& allReduce,
+                                                        const std::string& plainImage,
+                                                        const FusedNormBenchSettings& settings);
 
 } // namespace collc
 

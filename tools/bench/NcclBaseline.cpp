@@ -68,16 +68,15 @@ constexpr uint64_t kWindowAlignment = 4096;
 
 /// An error of this file; the public functions put "nccl baseline: " (and what was measured)
 /// in front when it leaves them.
-llvm::Error baselineError(const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
+Error baselineError(const std::string& message) {
+  return makeError(message);
 }
 
 /// The error with `context: ` in front of its message (all its messages joined by "; ").
-llvm::Error withContext(const llvm::Twine& context, llvm::Error err) {
+Error withContext(const std::string& context, Error err) {
   if (!err)
     return err;
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 context.str() + ": " + llvm::toString(std::move(err)));
+  return makeError(context + ": " + toString(std::move(err)));
 }
 
 Clock::time_point deadlineIn(double seconds) {
@@ -98,7 +97,7 @@ std::string listRanks(const std::vector<bool>& done) {
 /// the job alive and touches nothing the waiter frees. (What the body reaches through pointers,
 /// the NcclBaseline state, is then never freed: see State::hung.)
 struct RankJob {
-  std::function<llvm::Error(int rank, RankJob& job)> body;
+  std::function<Error(int rank, RankJob& job)> body;
   int threads = 0;
   Clock::time_point deadline;
 
@@ -128,8 +127,8 @@ struct RankJob {
 /// until all have returned, but not past `seconds`. Returns the ranks' errors joined ("rank r:
 /// ..."). Past the deadline the threads are detached and `stuck` is set: they may still be
 /// inside NCCL or CUDA, and whatever the body reaches must then stay alive forever.
-llvm::Error runOnRankThreads(int threads, std::function<llvm::Error(int, RankJob&)> body,
-                             double seconds, const std::string& what, bool& stuck) {
+Error runOnRankThreads(int threads, std::function<Error(int, RankJob&)> body, double seconds,
+                       const std::string& what, bool& stuck) {
   auto job = std::make_shared<RankJob>();
   job->body = std::move(body);
   job->threads = threads;
@@ -139,11 +138,11 @@ llvm::Error runOnRankThreads(int threads, std::function<llvm::Error(int, RankJob
   std::vector<std::thread> running;
   for (int rank = 0; rank < threads; ++rank)
     running.emplace_back([job, rank] {
-      llvm::Error err = job->body(rank, *job);
+      Error err = job->body(rank, *job);
       std::string message;
       if (err) {
         job->failed.store(true);
-        message = llvm::toString(std::move(err));
+        message = toString(std::move(err));
       }
       std::lock_guard<std::mutex> lock(job->mutex);
       job->errors[rank] = std::move(message);
@@ -178,7 +177,7 @@ llvm::Error runOnRankThreads(int threads, std::function<llvm::Error(int, RankJob
                   (threads > 1 ? "rank " + std::to_string(rank) + ": " : std::string()) +
                   job->errors[rank];
   if (messages.empty())
-    return llvm::Error::success();
+    return Error::success();
   return baselineError(what + ": " + messages);
 }
 
@@ -225,20 +224,19 @@ struct NcclBaseline::State {
 
   /// Runs body(rank) on one thread per rank, bounded (see runOnRankThreads). The body may reach
   /// this State (never freed once hung) and what it captured by value, nothing else.
-  llvm::Error runOnRanks(const std::string& what, double seconds,
-                         std::function<llvm::Error(int, RankJob&)> body) {
+  Error runOnRanks(const std::string& what, double seconds,
+                   std::function<Error(int, RankJob&)> body) {
     return runOnRankThreads(nranks(), std::move(body), seconds, what, hung);
   }
   /// Runs `body` on one thread, bounded: for calls made from one thread for every rank.
-  llvm::Error runBounded(const std::string& what, double seconds,
-                         std::function<llvm::Error()> body) {
+  Error runBounded(const std::string& what, double seconds, std::function<Error()> body) {
     return runOnRankThreads(
         1, [body = std::move(body)](int, RankJob&) { return body(); }, seconds, what, hung);
   }
 
   /// Waits until every rank's stream is idle, polling, at most `seconds`; an NCCL asynchronous
   /// error on any communicator ends the wait early. Past the deadline the state is hung.
-  llvm::Error waitIdle(double seconds, const std::string& what) {
+  Error waitIdle(double seconds, const std::string& what) {
     const Clock::time_point deadline = deadlineIn(seconds);
     std::vector<bool> done(streams.size(), false);
     for (;;) {
@@ -266,7 +264,7 @@ struct NcclBaseline::State {
         all = false;
       }
       if (all)
-        return llvm::Error::success();
+        return Error::success();
       if (Clock::now() >= deadline) {
         hung = true;
         return baselineError("hang: " + what + ": rank(s) " + listRanks(done) + " still running " +
@@ -280,59 +278,58 @@ struct NcclBaseline::State {
 
   /// One eager operation on every communicator from one thread, hence grouped (an alltoall's
   /// own group nests inside).
-  llvm::Error eagerCall(const NcclCollective& collective, std::vector<void*> in,
-                        std::vector<void*> out, uint64_t count) {
+  Error eagerCall(const NcclCollective& collective, std::vector<void*> in, std::vector<void*> out,
+                  uint64_t count) {
     return runBounded(
         "eager " + std::string(ncclCallName(collective.kind)), kWaitSeconds,
-        [this, collective, in, out, count]() -> llvm::Error {
+        [this, collective, in, out, count]() -> Error {
           COLLC_NCCL_TRY(*nccl, nccl->groupStart());
-          llvm::Error enqueued = llvm::Error::success();
+          Error enqueued = Error::success();
           for (int r = 0; r < nranks() && !enqueued; ++r)
             enqueued =
                 nccl->enqueue(collective, count, nranks(), in[r], out[r], comms[r], streams[r]);
           // Ended even after a failure: NCCL then drops what the group holds.
-          return llvm::joinErrors(std::move(enqueued), COLLC_NCCL_CHECK(*nccl, nccl->groupEnd()));
+          return joinErrors(std::move(enqueued), COLLC_NCCL_CHECK(*nccl, nccl->groupEnd()));
         });
   }
 
   /// Registers buffers[r] as a symmetric window of comms[r] for every rank, in one group
   /// (registration is collective over the communicators).
-  llvm::Error registerWindows(std::vector<void*>* buffers, std::vector<ncclWindow_t>* windows) {
-    return runBounded(
-        "ncclCommWindowRegister", kWaitSeconds, [this, buffers, windows]() -> llvm::Error {
-          COLLC_NCCL_TRY(*nccl, nccl->groupStart());
-          llvm::Error err = llvm::Error::success();
-          for (int r = 0; r < nranks() && !err; ++r)
-            err = COLLC_NCCL_CHECK_COMM(*nccl, comms[r],
-                                        nccl->commWindowRegister(comms[r], (*buffers)[r],
-                                                                 bufferBytes, &(*windows)[r],
-                                                                 NCCL_WIN_COLL_SYMMETRIC));
-          return llvm::joinErrors(std::move(err), COLLC_NCCL_CHECK(*nccl, nccl->groupEnd()));
-        });
+  Error registerWindows(std::vector<void*>* buffers, std::vector<ncclWindow_t>* windows) {
+    return runBounded("ncclCommWindowRegister", kWaitSeconds, [this, buffers, windows]() -> Error {
+      COLLC_NCCL_TRY(*nccl, nccl->groupStart());
+      Error err = Error::success();
+      for (int r = 0; r < nranks() && !err; ++r)
+        err = COLLC_NCCL_CHECK_COMM(*nccl, comms[r],
+                                    nccl->commWindowRegister(comms[r], (*buffers)[r], bufferBytes,
+                                                             &(*windows)[r],
+                                                             NCCL_WIN_COLL_SYMMETRIC));
+      return joinErrors(std::move(err), COLLC_NCCL_CHECK(*nccl, nccl->groupEnd()));
+    });
   }
 
   /// Deregisters every window in `windows`, in one group (collective as well).
-  llvm::Error deregisterWindows(std::vector<ncclWindow_t>* windows) {
-    return runBounded("ncclCommWindowDeregister", kWaitSeconds, [this, windows]() -> llvm::Error {
+  Error deregisterWindows(std::vector<ncclWindow_t>* windows) {
+    return runBounded("ncclCommWindowDeregister", kWaitSeconds, [this, windows]() -> Error {
       COLLC_NCCL_TRY(*nccl, nccl->groupStart());
-      llvm::Error err = llvm::Error::success();
+      Error err = Error::success();
       for (int r = 0; r < nranks(); ++r)
         if ((*windows)[r]) {
-          err = llvm::joinErrors(
-              std::move(err),
-              COLLC_NCCL_CHECK_COMM(*nccl, comms[r],
-                                    nccl->commWindowDeregister(comms[r], (*windows)[r])));
+          err =
+              joinErrors(std::move(err),
+                         COLLC_NCCL_CHECK_COMM(
+                             *nccl, comms[r], nccl->commWindowDeregister(comms[r], (*windows)[r])));
           (*windows)[r] = nullptr;
         }
-      return llvm::joinErrors(std::move(err), COLLC_NCCL_CHECK(*nccl, nccl->groupEnd()));
+      return joinErrors(std::move(err), COLLC_NCCL_CHECK(*nccl, nccl->groupEnd()));
     });
   }
 
   /// Allocates the symmetric buffers and registers them as windows on every communicator, once.
-  llvm::Error ensureSymmetric() {
+  Error ensureSymmetric() {
     if (symmetricReady)
-      return llvm::Error::success();
-    if (llvm::Error err = nccl->requireSymmetric())
+      return Error::success();
+    if (Error err = nccl->requireSymmetric())
       return err;
     {
       ScopedDevice restore;
@@ -342,7 +339,7 @@ struct NcclBaseline::State {
           if ((*buffers)[r])
             continue; // left from an earlier attempt
           void* buffer = nullptr;
-          if (llvm::Error err = COLLC_NCCL_CHECK(*nccl, nccl->memAlloc(&buffer, bufferBytes)))
+          if (Error err = COLLC_NCCL_CHECK(*nccl, nccl->memAlloc(&buffer, bufferBytes)))
             return withContext("symmetric buffers on rank " + std::to_string(r), std::move(err));
           (*buffers)[r] = buffer;
           COLLC_CUDA_TRY(cudaMemset(buffer, 0, bufferBytes));
@@ -351,13 +348,13 @@ struct NcclBaseline::State {
     }
     for (auto [buffers, windows] :
          {std::make_pair(&symIn, &symInWindows), std::make_pair(&symOut, &symOutWindows)})
-      if (llvm::Error err = registerWindows(buffers, windows)) {
+      if (Error err = registerWindows(buffers, windows)) {
         if (!hung)
           unusable = "registering the symmetric windows failed";
         return err;
       }
     symmetricReady = true;
-    return llvm::Error::success();
+    return Error::success();
   }
 
   void destroyGraphs() {
@@ -373,8 +370,8 @@ struct NcclBaseline::State {
     if (hung)
       return;
     destroyGraphs();
-    if (llvm::Error err = waitIdle(kWaitSeconds, "finishing before teardown"))
-      llvm::consumeError(std::move(err));
+    if (Error err = waitIdle(kWaitSeconds, "finishing before teardown"))
+      consumeError(std::move(err));
     if (hung)
       return;
     // A window is deregistered before its memory is freed; with communicators out of step a
@@ -384,7 +381,7 @@ struct NcclBaseline::State {
         if (std::none_of(windows->begin(), windows->end(),
                          [](ncclWindow_t w) { return w != nullptr; }))
           continue;
-        llvm::consumeError(deregisterWindows(windows));
+        consumeError(deregisterWindows(windows));
         if (hung)
           return;
       }
@@ -392,13 +389,13 @@ struct NcclBaseline::State {
     // registration of plain buffers). NCCL's own single-thread example destroys
     // ncclCommInitAll's communicators one by one; out of step, abort instead: destroy could wait
     // for ranks that will never get there.
-    llvm::consumeError(runBounded("destroying the communicators", kWaitSeconds, [this] {
+    consumeError(runBounded("destroying the communicators", kWaitSeconds, [this] {
       for (ncclComm_t& comm : comms)
         if (comm) {
           (void)(unusable.empty() ? nccl->commDestroy(comm) : nccl->commAbort(comm));
           comm = nullptr;
         }
-      return llvm::Error::success();
+      return Error::success();
     }));
     if (hung)
       return;
@@ -441,14 +438,14 @@ uint64_t NcclBaseline::maxBytes() const {
   return state_->maxBytes;
 }
 
-llvm::Expected<std::unique_ptr<NcclBaseline>> NcclBaseline::create(std::vector<int> devices,
-                                                                   uint64_t maxBytes) {
-  auto build = [&]() -> llvm::Expected<std::unique_ptr<NcclBaseline>> {
+Expected<std::unique_ptr<NcclBaseline>> NcclBaseline::create(std::vector<int> devices,
+                                                             uint64_t maxBytes) {
+  auto build = [&]() -> Expected<std::unique_ptr<NcclBaseline>> {
     if (devices.empty())
       return baselineError("no devices given");
     if (maxBytes == 0)
       return baselineError("maxBytes must be at least 1");
-    llvm::Expected<const NcclLibrary*> nccl = ncclLibrary();
+    Expected<const NcclLibrary*> nccl = ncclLibrary();
     if (!nccl)
       return nccl.takeError();
     // ncclLibrary() set it to 0 if it was unset; a value set by hand must be 0 as well.
@@ -457,16 +454,16 @@ llvm::Expected<std::unique_ptr<NcclBaseline>> NcclBaseline::create(std::vector<i
       return baselineError(std::string("NCCL_NVLS_ENABLE=") + nvls +
                            " in the environment: NVLink multicast must stay off on the GPU "
                            "machine (GPU.md); unset it or set it to 0");
-    llvm::Expected<int> gpus = gpuCount();
+    Expected<int> gpus = gpuCount();
     if (!gpus)
       return gpus.takeError();
     std::set<int> seen;
     for (int device : devices) {
       if (device < 0 || device >= *gpus)
-        return baselineError("device " + llvm::Twine(device) + " does not exist (" +
-                             llvm::Twine(*gpus) + " visible)");
+        return baselineError("device " + std::to_string(device) + " does not exist (" +
+                             std::to_string(*gpus) + " visible)");
       if (!seen.insert(device).second)
-        return baselineError("device " + llvm::Twine(device) +
+        return baselineError("device " + std::to_string(device) +
                              " given twice (NCCL needs one rank per GPU)");
     }
 
@@ -477,7 +474,7 @@ llvm::Expected<std::unique_ptr<NcclBaseline>> NcclBaseline::create(std::vector<i
     State& s = *baseline->state_;
     std::vector<ncclComm_t> comms(n, nullptr);
     State* state = &s;
-    llvm::Error initialized = s.runBounded("ncclCommInitAll", kInitSeconds, [state, n] {
+    Error initialized = s.runBounded("ncclCommInitAll", kInitSeconds, [state, n] {
       // Into the state's own vector only on success: a failed init leaves nothing to destroy.
       std::vector<ncclComm_t> made(n, nullptr);
       ncclResult_t result = state->nccl->commInitAll(made.data(), n, state->devices.data());
@@ -500,7 +497,7 @@ llvm::Expected<std::unique_ptr<NcclBaseline>> NcclBaseline::create(std::vector<i
     }
     return baseline;
   };
-  llvm::Expected<std::unique_ptr<NcclBaseline>> baseline = build();
+  Expected<std::unique_ptr<NcclBaseline>> baseline = build();
   if (!baseline)
     return withContext("nccl baseline", baseline.takeError());
   return baseline;
@@ -510,18 +507,18 @@ uint64_t ncclBaselineBytes(const NcclCollective& collective, uint64_t count, int
   return ncclCallShape(collective.kind, count, nranks).bufferElems() * sizeOf(collective.dtype);
 }
 
-llvm::Expected<NcclTiming> NcclBaseline::measureAllReduce(uint64_t count, DType dtype, ReduceOp op,
-                                                          bool symmetric,
-                                                          const NcclBaselineOptions& options) {
+Expected<NcclTiming> NcclBaseline::measureAllReduce(uint64_t count, DType dtype, ReduceOp op,
+                                                    bool symmetric,
+                                                    const NcclBaselineOptions& options) {
   NcclCollective allReduce;
   allReduce.dtype = dtype;
   allReduce.op = op;
   return measureCollective(allReduce, count, symmetric, options);
 }
 
-llvm::Expected<NcclTiming> NcclBaseline::measureCollective(const NcclCollective& collective,
-                                                           uint64_t count, bool symmetric,
-                                                           const NcclBaselineOptions& options) {
+Expected<NcclTiming> NcclBaseline::measureCollective(const NcclCollective& collective,
+                                                     uint64_t count, bool symmetric,
+                                                     const NcclBaselineOptions& options) {
   std::string what = std::string(name(collective.kind)) + " of " + std::to_string(count) + " " +
                      std::string(name(collective.dtype));
   if (reduces(collective.kind))
@@ -529,15 +526,14 @@ llvm::Expected<NcclTiming> NcclBaseline::measureCollective(const NcclCollective&
   if (hasRoot(collective.kind))
     what += " root " + std::to_string(collective.root);
   what += std::string(" (") + (symmetric ? "symmetric windows" : "plain buffers") + ")";
-  llvm::Expected<NcclTiming> timing = measure(collective, count, symmetric, options);
+  Expected<NcclTiming> timing = measure(collective, count, symmetric, options);
   if (!timing)
     return withContext("nccl baseline: " + what, timing.takeError());
   return timing;
 }
 
-llvm::Expected<NcclTiming> NcclBaseline::measure(const NcclCollective& collective, uint64_t count,
-                                                 bool symmetric,
-                                                 const NcclBaselineOptions& options) {
+Expected<NcclTiming> NcclBaseline::measure(const NcclCollective& collective, uint64_t count,
+                                           bool symmetric, const NcclBaselineOptions& options) {
   State& s = *state_;
   if (s.hung)
     return baselineError("unusable after an earlier hang");
@@ -560,10 +556,10 @@ llvm::Expected<NcclTiming> NcclBaseline::measure(const NcclCollective& collectiv
                          std::to_string(n));
   if (options.graphOps < 1 || options.replays < 1)
     return baselineError("timing needs at least one operation per graph and one replay");
-  if (llvm::Error err = s.nccl->requireCollective(collective.kind))
+  if (Error err = s.nccl->requireCollective(collective.kind))
     return err;
   if (symmetric)
-    if (llvm::Error err = s.ensureSymmetric())
+    if (Error err = s.ensureSymmetric())
       return err;
 
   const NcclCallShape shape = ncclCallShape(collective.kind, count, n);
@@ -581,7 +577,7 @@ llvm::Expected<NcclTiming> NcclBaseline::measure(const NcclCollective& collectiv
 
   // Fresh random inputs on every rank, outputs poisoned with 0xFF bytes (NaN in every type), and
   // all of it on the devices before anything runs. Streams are idle on entry.
-  auto prepare = [&]() -> llvm::Error {
+  auto prepare = [&]() -> Error {
     {
       ScopedDevice restore;
       for (int r = 0; r < n; ++r) {
@@ -596,7 +592,7 @@ llvm::Expected<NcclTiming> NcclBaseline::measure(const NcclCollective& collectiv
   };
   // Copies every rank's output back (streams idle) and compares it with the float64 reference of
   // the kind; elements NCCL leaves undefined (a reduce's output off the root) are not compared.
-  auto fetchAndCheck = [&](const std::string& label) -> llvm::Error {
+  auto fetchAndCheck = [&](const std::string& label) -> Error {
     {
       ScopedDevice restore;
       for (int r = 0; r < n; ++r) {
@@ -605,7 +601,7 @@ llvm::Expected<NcclTiming> NcclBaseline::measure(const NcclCollective& collectiv
                                        s.streams[r]));
       }
     }
-    if (llvm::Error err = s.waitIdle(kWaitSeconds, "downloading outputs"))
+    if (Error err = s.waitIdle(kWaitSeconds, "downloading outputs"))
       return err;
     std::vector<const void*> inputs;
     for (const std::vector<char>& host : hostIn)
@@ -638,38 +634,38 @@ llvm::Expected<NcclTiming> NcclBaseline::measure(const NcclCollective& collectiv
                                   " of " + std::to_string(shape.outputElems) + " elements wrong\n" +
                                   comparison.firstMismatches;
     }
-    return llvm::Error::success();
+    return Error::success();
   };
   // One eager call, checked. The first one is also the warm-up: NCCL connects the ranks for this
   // size now, so that no connection is set up while the graphs are captured.
-  auto eagerCheck = [&](const std::string& label) -> llvm::Error {
-    if (llvm::Error err = prepare())
+  auto eagerCheck = [&](const std::string& label) -> Error {
+    if (Error err = prepare())
       return err;
-    if (llvm::Error err = s.eagerCall(collective, in, out, count)) {
+    if (Error err = s.eagerCall(collective, in, out, count)) {
       if (s.hung)
         return err;
       s.unusable = "an eager " + callName + " failed";
-      return llvm::joinErrors(std::move(err), s.waitIdle(5, "after a failed eager call"));
+      return joinErrors(std::move(err), s.waitIdle(5, "after a failed eager call"));
     }
-    if (llvm::Error err = s.waitIdle(kWaitSeconds, label))
+    if (Error err = s.waitIdle(kWaitSeconds, label))
       return err;
     return fetchAndCheck(label);
   };
 
-  if (llvm::Error err = eagerCheck("eager call before timing"))
+  if (Error err = eagerCheck("eager call before timing"))
     return err;
 
   // One graph per rank, captured on the rank's own thread (see the comment at the top). The
   // threads reach the state through `state` and copies, nothing on this stack (see RankJob).
   State* state = &s;
-  llvm::Error captured = s.runOnRanks(
+  Error captured = s.runOnRanks(
       "capturing the graphs", kWaitSeconds,
-      [state, in, out, count, collective, n, graphOps](int r, RankJob&) -> llvm::Error {
+      [state, in, out, count, collective, n, graphOps](int r, RankJob&) -> Error {
         const NcclLibrary& nccl = *state->nccl;
         cudaStream_t stream = state->streams[r];
         COLLC_CUDA_TRY(cudaSetDevice(state->devices[r]));
         COLLC_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-        llvm::Error enqueued = llvm::Error::success();
+        Error enqueued = Error::success();
         for (int i = 0; i < graphOps && !enqueued; ++i)
           enqueued = nccl.enqueue(collective, count, n, in[r], out[r], state->comms[r], stream);
         cudaGraph_t graph = nullptr;
@@ -677,13 +673,13 @@ llvm::Expected<NcclTiming> NcclBaseline::measure(const NcclCollective& collectiv
         if (enqueued || ended != cudaSuccess) {
           if (graph && cudaGraphDestroy(graph) != cudaSuccess)
             (void)cudaGetLastError();
-          return llvm::joinErrors(std::move(enqueued), COLLC_CUDA_CHECK(ended));
+          return joinErrors(std::move(enqueued), COLLC_CUDA_CHECK(ended));
         }
         cudaError_t instantiated = cudaGraphInstantiate(&state->graphs[r], graph, 0);
         if (cudaGraphDestroy(graph) != cudaSuccess)
           (void)cudaGetLastError();
         COLLC_CUDA_TRY(instantiated);
-        return llvm::Error::success();
+        return Error::success();
       });
   // The graphs go on every way out, before anything else may destroy the communicators (NCCL
   // waits in ncclCommDestroy for graphs that hold its operations). Not when hung: they may run.
@@ -703,9 +699,9 @@ llvm::Expected<NcclTiming> NcclBaseline::measure(const NcclCollective& collectiv
   // Launches every rank's graph between its timing events, each from the rank's own thread, all
   // released together; then waits (bounded) and returns each rank's replay time in µs.
   const double graphSeconds = kWaitSeconds + graphOps * kSecondsPerOpAllowance;
-  auto replay = [&]() -> llvm::Expected<std::vector<double>> {
-    llvm::Error launched = s.runOnRanks(
-        "launching the graphs", kWaitSeconds, [state](int r, RankJob& job) -> llvm::Error {
+  auto replay = [&]() -> Expected<std::vector<double>> {
+    Error launched =
+        s.runOnRanks("launching the graphs", kWaitSeconds, [state](int r, RankJob& job) -> Error {
           cudaStream_t stream = state->streams[r];
           COLLC_CUDA_TRY(cudaSetDevice(state->devices[r]));
           if (!job.arriveAndWait())
@@ -713,16 +709,16 @@ llvm::Expected<NcclTiming> NcclBaseline::measure(const NcclCollective& collectiv
           COLLC_CUDA_TRY(cudaEventRecord(state->starts[r], stream));
           COLLC_CUDA_TRY(cudaGraphLaunch(state->graphs[r], stream));
           COLLC_CUDA_TRY(cudaEventRecord(state->stops[r], stream));
-          return llvm::Error::success();
+          return Error::success();
         });
     if (launched) {
       if (s.hung)
         return launched;
       // Some ranks may have launched: their collectives wait for ranks that did not.
       s.unusable = "launching the graphs failed on some ranks";
-      return llvm::joinErrors(std::move(launched), s.waitIdle(5, "after a failed graph launch"));
+      return joinErrors(std::move(launched), s.waitIdle(5, "after a failed graph launch"));
     }
-    if (llvm::Error err = s.waitIdle(graphSeconds, "graph replay"))
+    if (Error err = s.waitIdle(graphSeconds, "graph replay"))
       return err;
     std::vector<double> us;
     ScopedDevice restore;
@@ -736,17 +732,17 @@ llvm::Expected<NcclTiming> NcclBaseline::measure(const NcclCollective& collectiv
   };
 
   // The first replay uploads the graphs and warms caches and clocks; it is not timed.
-  if (llvm::Error err = prepare())
+  if (Error err = prepare())
     return err;
-  if (llvm::Expected<std::vector<double>> warmup = replay(); !warmup)
+  if (Expected<std::vector<double>> warmup = replay(); !warmup)
     return warmup.takeError();
 
   std::vector<double> slowest;
   std::vector<std::vector<double>> perRank(n);
   for (int i = 0; i < options.replays; ++i) {
-    if (llvm::Error err = prepare())
+    if (Error err = prepare())
       return err;
-    llvm::Expected<std::vector<double>> us = replay();
+    Expected<std::vector<double>> us = replay();
     if (!us)
       return us.takeError();
     for (int r = 0; r < n; ++r)
@@ -757,12 +753,12 @@ llvm::Expected<NcclTiming> NcclBaseline::measure(const NcclCollective& collectiv
   for (const std::vector<double>& times : perRank)
     timing.usPerOpPerRank.push_back(median(times));
   // The outputs hold the last replay's last operation, computed from the last inputs.
-  if (llvm::Error err = fetchAndCheck("graph replay " + std::to_string(options.replays) + " op " +
-                                      std::to_string(graphOps)))
+  if (Error err = fetchAndCheck("graph replay " + std::to_string(options.replays) + " op " +
+                                std::to_string(graphOps)))
     return err;
   s.destroyGraphs();
 
-  if (llvm::Error err = eagerCheck("eager call after timing"))
+  if (Error err = eagerCheck("eager call after timing"))
     return err;
   return timing;
 }

@@ -15,9 +15,9 @@
 
 #include "abi/Types.h"
 #include "runtime/NcclCollective.h"
+#include "runtime/Status.h"
 
 #include <cstdint>
-#include <llvm/Support/Error.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,8 +55,8 @@ public:
   /// input or output holds nranks blocks, ncclBaselineBytes() says what a size needs). Errors
   /// start with "nccl baseline: " and say why: "NCCL not found: ...", "no GPU: ...", a bad
   /// device, or the NCCL or CUDA call that failed.
-  static llvm::Expected<std::unique_ptr<NcclBaseline>> create(std::vector<int> devices,
-                                                              uint64_t maxBytes);
+  static Expected<std::unique_ptr<NcclBaseline>> create(std::vector<int> devices,
+                                                        uint64_t maxBytes);
 
   /// `collective` of `count` elements (collc's n: NCCL's count, sendcount or recvcount, or the
   /// elements per peer of an alltoall) on every rank, out of place, buffers shaped as
@@ -67,13 +67,11 @@ public:
   /// result is reported in the NcclTiming (correct=false), with usPerOp still filled in; an error
   /// means the measurement itself failed (CUDA or NCCL error, hang, bad arguments, a root out of
   /// range, a function this NCCL lacks, no symmetric windows in this NCCL).
-  llvm::Expected<NcclTiming> measureCollective(const NcclCollective& collective, uint64_t count,
-                                               bool symmetric,
-                                               const NcclBaselineOptions& options = {});
+  Expected<NcclTiming> measureCollective(const NcclCollective& collective, uint64_t count,
+                                         bool symmetric, const NcclBaselineOptions& options = {});
   /// measureCollective of an AllReduce.
-  llvm::Expected<NcclTiming> measureAllReduce(uint64_t count, DType dtype, ReduceOp op,
-                                              bool symmetric,
-                                              const NcclBaselineOptions& options = {});
+  Expected<NcclTiming> measureAllReduce(uint64_t count, DType dtype, ReduceOp op, bool symmetric,
+                                        const NcclBaselineOptions& options = {});
 
   int nranks() const;
   const std::vector<int>& devices() const;
@@ -88,8 +86,8 @@ public:
 private:
   explicit NcclBaseline(std::unique_ptr<State> state);
   /// measureCollective without the context its errors get.
-  llvm::Expected<NcclTiming> measure(const NcclCollective& collective, uint64_t count,
-                                     bool symmetric, const NcclBaselineOptions& options);
+  Expected<NcclTiming> measure(const NcclCollective& collective, uint64_t count, bool symmetric,
+                               const NcclBaselineOptions& options);
   std::unique_ptr<State> state_;
 };
 

@@ -8,8 +8,8 @@ namespace collc {
 
 namespace {
 
-llvm::Error plainError(const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "rmsnorm baseline: " + message);
+Error plainError(const std::string& message) {
+  return makeError("rmsnorm baseline: " + message);
 }
 
 // Conversions by PTX, so that the source needs no toolkit header.
@@ -106,7 +106,7 @@ extern "C" __global__ void KERNEL_NAME(collc_params p) {
 
 } // namespace
 
-llvm::Expected<PlainRmsNormKernel> plainRmsNormKernel(const CompiledCollective& fused) {
+Expected<PlainRmsNormKernel> plainRmsNormKernel(const CompiledCollective& fused) {
   if (!fused.addRmsNorm)
     return plainError("'" + fused.specName + "' is not the fused residual add + RMSNorm");
   const AddRmsNormEpilogue& e = *fused.addRmsNorm;

@@ -9,9 +9,9 @@
 #define COLLC_TOOLS_BENCH_PLAINRMSNORM_H
 
 #include "abi/CompiledCollective.h"
+#include "runtime/Status.h"
 
 #include <cstdint>
-#include <llvm/Support/Error.h>
 #include <string>
 
 namespace collc {
@@ -25,7 +25,7 @@ struct PlainRmsNormKernel {
 /// The kernel for the fused variant `fused` (its type, row length, eps and aux order). Refuses a
 /// variant without the add + RMSNorm epilogue, or a row length that 16-byte vectors do not divide
 /// or that needs more than 8 vectors per thread of a 1024-thread block.
-llvm::Expected<PlainRmsNormKernel> plainRmsNormKernel(const CompiledCollective& fused);
+Expected<PlainRmsNormKernel> plainRmsNormKernel(const CompiledCollective& fused);
 
 } // namespace collc
 

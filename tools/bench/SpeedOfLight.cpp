@@ -47,8 +47,8 @@ struct GridExtremes {
 /// Which probe a measurement runs: where its flags, epochs and scratch are.
 enum class Probe { Empty, Exchange, ExchangeRead, CopySignal, CopySentinel };
 
-llvm::Error probeError(const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "speed of light: " + message);
+Error probeError(const std::string& message) {
+  return makeError("speed of light: " + message);
 }
 
 /// The heap regions of the probes, at the same offsets on every rank.
@@ -102,10 +102,10 @@ public:
 
   /// Per-operation µs of `kernel` launched `graphOps` times per rank in a graph, as collc bench
   /// times collectives; `bytes` is the copy probe's size (0 for the others).
-  llvm::Expected<double> time(const LoadedKernel& kernel, Probe probe, SpeedOfLightGrid grid,
-                              uint64_t bytes) {
+  Expected<double> time(const LoadedKernel& kernel, Probe probe, SpeedOfLightGrid grid,
+                        uint64_t bytes) {
     RankGraphs graphs(world_);
-    if (llvm::Error err = capture(graphs, kernel, probe, grid, bytes, /*trace=*/false))
+    if (Error err = capture(graphs, kernel, probe, grid, bytes, /*trace=*/false))
       return err;
     return medianSlowestReplayUs(world_, graphs, settings_.graphOps, settings_.replays,
                                  [&] { return synchronize(); });
@@ -117,22 +117,22 @@ public:
   /// with the copy engines would need: one before (every rank's input is ready) and one after
   /// (every rank knows its peers' bytes landed, for the reduction that would follow).
   /// The copies are checked: each slot is cleared first and must hold the input after.
-  llvm::Expected<double> timeCopyEngine(uint64_t bytes, const LoadedKernel* exchange) {
-    if (llvm::Error err = clearSlots())
+  Expected<double> timeCopyEngine(uint64_t bytes, const LoadedKernel* exchange) {
+    if (Error err = clearSlots())
       return err;
     RankGraphs graphs(world_);
     const std::vector<collc_params> params = probeParams(Probe::Exchange, bytes, false);
     for (int r = 0; r < world_.nranks(); ++r)
-      if (llvm::Error err = graphs.capture(r, [&]() -> llvm::Error {
+      if (Error err = graphs.capture(r, [&]() -> Error {
             for (int op = 0; op < settings_.graphOps; ++op) {
-              if (llvm::Error err = launchExchange(exchange, r, params))
+              if (Error err = launchExchange(exchange, r, params))
                 return err;
-              if (llvm::Error err = copyWithEngine(r, bytes, world_.stream(r)))
+              if (Error err = copyWithEngine(r, bytes, world_.stream(r)))
                 return err;
-              if (llvm::Error err = launchExchange(exchange, r, params))
+              if (Error err = launchExchange(exchange, r, params))
                 return err;
             }
-            return llvm::Error::success();
+            return Error::success();
           }))
         return err;
     return timeCheckedCopy(graphs, bytes, "the copy engine's copy");
@@ -146,9 +146,9 @@ public:
   /// an exchange, the two copies side by side, and an exchange after both: the least a
   /// collective costs that splits its bytes between the engines and whose kernels must know they
   /// landed. Checked as the copy engines' probe is.
-  llvm::Expected<double> timeSplit(uint64_t bytes, uint64_t engineBytes, const LoadedKernel& smCopy,
-                                   SpeedOfLightGrid grid, const LoadedKernel* exchange) {
-    if (llvm::Error err = clearSlots())
+  Expected<double> timeSplit(uint64_t bytes, uint64_t engineBytes, const LoadedKernel& smCopy,
+                             SpeedOfLightGrid grid, const LoadedKernel* exchange) {
+    if (Error err = clearSlots())
       return err;
     // The second branch's streams and events, made once for every split measured.
     if (!side_) {
@@ -167,38 +167,38 @@ public:
     const bool ordered = exchange != nullptr;
     RankGraphs graphs(world_);
     for (int r = 0; r < world_.nranks(); ++r)
-      if (llvm::Error err = graphs.capture(r, [&]() -> llvm::Error {
+      if (Error err = graphs.capture(r, [&]() -> Error {
             cudaStream_t main = world_.stream(r), branch = side.stream(r);
             auto smPart = [&]() {
               return smCopy.launch(r, dim3(unsigned(grid.blocks)), dim3(unsigned(grid.threads)),
                                    smParams[size_t(r)], main, /*programmatic=*/!ordered);
             };
             if (!ordered) {
-              if (llvm::Error err = side.fork(r))
+              if (Error err = side.fork(r))
                 return err;
               for (int op = 0; op < settings_.graphOps; ++op) {
-                if (llvm::Error err = copyWithEngine(r, engineBytes, branch))
+                if (Error err = copyWithEngine(r, engineBytes, branch))
                   return err;
-                if (llvm::Error err = smPart())
+                if (Error err = smPart())
                   return err;
               }
               return side.join(r);
             }
             for (int op = 0; op < settings_.graphOps; ++op) {
-              if (llvm::Error err = launchExchange(exchange, r, exchangeParams))
+              if (Error err = launchExchange(exchange, r, exchangeParams))
                 return err;
-              if (llvm::Error err = side.fork(r))
+              if (Error err = side.fork(r))
                 return err;
-              if (llvm::Error err = copyWithEngine(r, engineBytes, branch))
+              if (Error err = copyWithEngine(r, engineBytes, branch))
                 return err;
-              if (llvm::Error err = smPart())
+              if (Error err = smPart())
                 return err;
-              if (llvm::Error err = side.join(r))
+              if (Error err = side.join(r))
                 return err;
-              if (llvm::Error err = launchExchange(exchange, r, exchangeParams))
+              if (Error err = launchExchange(exchange, r, exchangeParams))
                 return err;
             }
-            return llvm::Error::success();
+            return Error::success();
           }))
         return err;
     return timeCheckedCopy(graphs, bytes, "the split copy");
@@ -207,8 +207,8 @@ public:
   /// Per-operation µs of the hand-written AllReduce (sol_allreduce_sentinel) of `bytes` at
   /// `grid`; then every rank's output must hold the sum of every rank's input, each bf16 element
   /// as the kernel adds it (its own, then each peer's, rounding each add).
-  llvm::Expected<double> timeHandWrittenAllReduce(const LoadedKernel& kernel, SpeedOfLightGrid grid,
-                                                  uint64_t bytes) {
+  Expected<double> timeHandWrittenAllReduce(const LoadedKernel& kernel, SpeedOfLightGrid grid,
+                                            uint64_t bytes) {
     ScopedDevice restore;
     for (int r : world_.localRanks()) {
       COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
@@ -239,21 +239,21 @@ public:
 
   /// Replays the sentinel copy twice with its trace on and returns, per rank, the mean time
   /// between its points over the second replay's calls.
-  llvm::Expected<std::vector<CallBreakdown>> trace(const LoadedKernel& kernel,
-                                                   SpeedOfLightGrid grid, uint64_t bytes) {
+  Expected<std::vector<CallBreakdown>> trace(const LoadedKernel& kernel, SpeedOfLightGrid grid,
+                                             uint64_t bytes) {
     if (uint64_t(grid.blocks) > kMaxTracedBlocks || grid.threads % 32 != 0 ||
         uint64_t(grid.blocks) * uint64_t(grid.threads / 32) > kMaxTracedWarps)
       return probeError(
           fmt::format("the trace has no room for a {}x{} grid", grid.blocks, grid.threads));
     RankGraphs graphs(world_);
-    if (llvm::Error err = capture(graphs, kernel, Probe::CopySentinel, grid, bytes, true))
+    if (Error err = capture(graphs, kernel, Probe::CopySentinel, grid, bytes, true))
       return err;
     std::vector<CallBreakdown> breakdown;
     for (int replay = 0; replay < 2; ++replay) {
       for (int r : world_.localRanks())
-        if (llvm::Error err = graphs.launch(r))
+        if (Error err = graphs.launch(r))
           return err;
-      if (llvm::Error err = synchronize())
+      if (Error err = synchronize())
         return err;
     }
     const size_t capacity = layout_.traceCapacity;
@@ -280,19 +280,19 @@ public:
 
   /// Waits for every rank's stream, bounded (a probe's waits give up after the timeout, so the
   /// streams end unless a launch hangs outside them), then reports a probe that gave up.
-  llvm::Error synchronize() {
+  Error synchronize() {
     std::vector<cudaStream_t> streams;
     for (int r : world_.localRanks())
       streams.push_back(world_.stream(r));
     std::vector<bool> done(streams.size(), false);
-    if (llvm::Error err = pollStreams(streams, world_.localRanks(), done,
-                                      std::chrono::steady_clock::now() +
-                                          std::chrono::nanoseconds(settings_.timeoutNs) * 2 +
-                                          std::chrono::seconds(10)))
-      return probeError(llvm::toString(std::move(err)));
+    if (Error err = pollStreams(streams, world_.localRanks(), done,
+                                std::chrono::steady_clock::now() +
+                                    std::chrono::nanoseconds(settings_.timeoutNs) * 2 +
+                                    std::chrono::seconds(10)))
+      return probeError(toString(std::move(err)));
     for (int r : world_.localRanks()) {
       if (!done[size_t(r)])
-        return probeError(llvm::Twine("rank ") + llvm::Twine(r) +
+        return probeError(std::string("rank ") + std::to_string(r) +
                           "'s stream did not finish: a probe hangs");
       collc_watchdog watchdog{};
       COLLC_CUDA_TRY(cudaMemcpy(&watchdog, world_.heapBase(r) + layout_.watchdog, sizeof watchdog,
@@ -308,7 +308,7 @@ public:
                                       watchdog.waiting_on_rank, watchdog.observed,
                                       watchdog.expected));
     }
-    return llvm::Error::success();
+    return Error::success();
   }
 
 private:
@@ -316,7 +316,7 @@ private:
   /// back, inside a capture: a graph's second branch.
   class SideBranches {
   public:
-    static llvm::Expected<std::unique_ptr<SideBranches>> create(const LocalWorld& world) {
+    static Expected<std::unique_ptr<SideBranches>> create(const LocalWorld& world) {
       std::unique_ptr<SideBranches> side(new SideBranches(world));
       ScopedDevice restore;
       for (int r = 0; r < world.nranks(); ++r) {
@@ -344,16 +344,16 @@ private:
 
     cudaStream_t stream(int rank) const { return streams_[size_t(rank)]; }
     /// What is enqueued on the side stream from here on runs beside the rank's stream.
-    llvm::Error fork(int rank) {
+    Error fork(int rank) {
       COLLC_CUDA_TRY(cudaEventRecord(forks_[size_t(rank)], world_.stream(rank)));
       COLLC_CUDA_TRY(cudaStreamWaitEvent(streams_[size_t(rank)], forks_[size_t(rank)], 0));
-      return llvm::Error::success();
+      return Error::success();
     }
     /// What is enqueued on the rank's stream from here on waits for the side stream too.
-    llvm::Error join(int rank) {
+    Error join(int rank) {
       COLLC_CUDA_TRY(cudaEventRecord(joins_[size_t(rank)], streams_[size_t(rank)]));
       COLLC_CUDA_TRY(cudaStreamWaitEvent(world_.stream(rank), joins_[size_t(rank)], 0));
-      return llvm::Error::success();
+      return Error::success();
     }
 
   private:
@@ -369,18 +369,18 @@ private:
   }
 
   /// Zeroes every rank's slots, so that a copy that did not land shows.
-  llvm::Error clearSlots() {
+  Error clearSlots() {
     ScopedDevice restore;
     for (int r = 0; r < world_.nranks(); ++r) {
       COLLC_CUDA_TRY(cudaSetDevice(world_.device(r)));
       COLLC_CUDA_TRY(cudaMemset(slot(r, 0), 0, layout_.slotBytes * uint64_t(world_.nranks())));
       COLLC_CUDA_TRY(cudaDeviceSynchronize());
     }
-    return llvm::Error::success();
+    return Error::success();
   }
 
   /// Every rank's slot for every peer must hold the first `bytes` of the input, whole.
-  llvm::Error checkSlots(uint64_t bytes, const char* what) {
+  Error checkSlots(uint64_t bytes, const char* what) {
     ScopedDevice restore;
     for (int r = 0; r < world_.nranks(); ++r)
       for (int q = 0; q < world_.nranks(); ++q) {
@@ -394,39 +394,39 @@ private:
           return probeError(fmt::format("{} of {} bytes from rank {} to rank {} did not land whole",
                                         what, bytes, q, r));
       }
-    return llvm::Error::success();
+    return Error::success();
   }
 
   /// Per-operation µs of `graphs`, timed as collc bench times collectives; then every slot must
   /// hold the input's first `bytes` (`what` copied them).
-  llvm::Expected<double> timeCheckedCopy(RankGraphs& graphs, uint64_t bytes, const char* what) {
+  Expected<double> timeCheckedCopy(RankGraphs& graphs, uint64_t bytes, const char* what) {
     auto us = medianSlowestReplayUs(world_, graphs, settings_.graphOps, settings_.replays,
                                     [&] { return synchronize(); });
     if (!us)
       return us.takeError();
-    if (llvm::Error err = checkSlots(bytes, what))
+    if (Error err = checkSlots(bytes, what))
       return err;
     return *us;
   }
 
   /// Enqueues on `stream` rank r's copy-engine copy of its input's first `bytes` into its slot in
   /// every peer.
-  llvm::Error copyWithEngine(int r, uint64_t bytes, cudaStream_t stream) {
+  Error copyWithEngine(int r, uint64_t bytes, cudaStream_t stream) {
     const char* in = world_.heapBase(r) + layout_.in;
     for (int q = 0; q < world_.nranks(); ++q)
       if (q != r)
         COLLC_CUDA_TRY(cudaMemcpyAsync(world_.peerHeap(q, r) + layout_.scratch +
                                            uint64_t(r) * layout_.slotBytes,
                                        in, bytes, cudaMemcpyDeviceToDevice, stream));
-    return llvm::Error::success();
+    return Error::success();
   }
 
   /// The flag exchange on rank r's stream, if there is one; plain launches: a copy between two
   /// kernels breaks the programmatic chain anyway.
-  llvm::Error launchExchange(const LoadedKernel* exchange, int r,
-                             const std::vector<collc_params>& params) {
+  Error launchExchange(const LoadedKernel* exchange, int r,
+                       const std::vector<collc_params>& params) {
     if (!exchange)
-      return llvm::Error::success();
+      return Error::success();
     return exchange->launch(r, dim3(1), dim3(32), params[size_t(r)], world_.stream(r),
                             /*programmatic=*/false);
   }
@@ -473,21 +473,21 @@ private:
     return params;
   }
 
-  llvm::Error capture(RankGraphs& graphs, const LoadedKernel& kernel, Probe probe,
-                      SpeedOfLightGrid grid, uint64_t bytes, bool trace) {
+  Error capture(RankGraphs& graphs, const LoadedKernel& kernel, Probe probe, SpeedOfLightGrid grid,
+                uint64_t bytes, bool trace) {
     const int nranks = world_.nranks();
     const std::vector<collc_params> params = probeParams(probe, bytes, trace);
     for (int r = 0; r < nranks; ++r)
-      if (llvm::Error err = graphs.capture(r, [&]() -> llvm::Error {
+      if (Error err = graphs.capture(r, [&]() -> Error {
             for (int op = 0; op < settings_.graphOps; ++op)
-              if (llvm::Error err =
+              if (Error err =
                       kernel.launch(r, dim3(unsigned(grid.blocks)), dim3(unsigned(grid.threads)),
                                     params[size_t(r)], world_.stream(r), /*programmatic=*/true))
                 return err;
-            return llvm::Error::success();
+            return Error::success();
           }))
         return err;
-    return llvm::Error::success();
+    return Error::success();
   }
 
   /// Each trace slot's extremes over the grid's `blocks` block records and `warps` warp records
@@ -608,15 +608,15 @@ std::string speedOfLightSource() {
   return std::string(kernelAbiHeader()) + "\n" + speedOfLightKernelText();
 }
 
-llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& devices,
-                                                       const SpeedOfLightSettings& settings) {
+Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& devices,
+                                                 const SpeedOfLightSettings& settings) {
   if (devices.size() < 2)
     return probeError("needs 2 or more GPUs");
   if (settings.graphOps < 1 || settings.replays < 1)
     return probeError("timing needs at least one launch per graph and one replay");
   for (uint64_t bytes : settings.sizes)
     if (bytes == 0 || bytes % kVectorBytes != 0)
-      return probeError(llvm::Twine(bytes) + " bytes is not a whole number of 16-byte vectors");
+      return probeError(std::to_string(bytes) + " bytes is not a whole number of 16-byte vectors");
   const uint64_t maxBytes = settings.sizes.empty()
                                 ? kVectorBytes
                                 : *std::max_element(settings.sizes.begin(), settings.sizes.end());
@@ -626,7 +626,7 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
   jit.arch = gpuArch(devices[0]);
   auto image = compileCuda(speedOfLightSource(), "collc_speed_of_light", JitOutput::Cubin, jit);
   if (!image)
-    return probeError("NVRTC: " + llvm::toString(image.takeError()));
+    return probeError("NVRTC: " + toString(image.takeError()));
   auto empty = LoadedKernel::load(devices, image->image, "sol_empty");
   if (!empty)
     return empty.takeError();
@@ -693,7 +693,7 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
   report.exchangeReadWriteUs = *exchangeReadWriteUs;
   // The copy probe `probe` of `bytes` at every grid: the fastest time and its grid.
   auto bestGrid = [&](const LoadedKernel& kernel, Probe probe, const char* what, uint64_t bytes,
-                      double& bestUs, SpeedOfLightGrid& best) -> llvm::Error {
+                      double& bestUs, SpeedOfLightGrid& best) -> Error {
     bestUs = std::numeric_limits<double>::infinity();
     for (const SpeedOfLightGrid& grid : speedOfLightGrids()) {
       say(fmt::format("{} {} B, {}x{}", what, bytes, grid.blocks, grid.threads));
@@ -705,16 +705,16 @@ llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& d
         best = grid;
       }
     }
-    return llvm::Error::success();
+    return Error::success();
   };
   for (uint64_t bytes : settings.sizes) {
     CopyFloor floor;
     floor.bytes = bytes;
-    if (llvm::Error err =
+    if (Error err =
             bestGrid(**copy, Probe::CopySignal, "copy + signal", bytes, floor.us, floor.grid))
       return err;
-    if (llvm::Error err = bestGrid(**sentinel, Probe::CopySentinel, "sentinel copy", bytes,
-                                   floor.sentinelUs, floor.sentinelGrid))
+    if (Error err = bestGrid(**sentinel, Probe::CopySentinel, "sentinel copy", bytes,
+                             floor.sentinelUs, floor.sentinelGrid))
       return err;
     say(fmt::format("hand-written one-shot sentinel AllReduce {} B", bytes));
     auto handWrittenUs = prober.timeHandWrittenAllReduce(**handWritten, floor.sentinelGrid, bytes);

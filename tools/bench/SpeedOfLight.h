@@ -50,9 +50,10 @@
 #ifndef COLLC_TOOLS_BENCH_SPEEDOFLIGHT_H
 #define COLLC_TOOLS_BENCH_SPEEDOFLIGHT_H
 
+#include "runtime/Status.h"
+
 #include <cstdint>
 #include <functional>
-#include <llvm/Support/Error.h>
 #include <string>
 #include <vector>
 
@@ -159,8 +160,8 @@ std::string speedOfLightSource();
 
 /// Measures the probes on `devices` (one process drives them all, peer access between every
 /// pair). Errors say which probe failed and why (no GPU, NVRTC, a launch, a wait that timed out).
-llvm::Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& devices,
-                                                       const SpeedOfLightSettings& settings);
+Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& devices,
+                                                 const SpeedOfLightSettings& settings);
 
 } // namespace collc
 

@@ -238,7 +238,7 @@ int compileVariants(const BenchOptions& o, int nranks, VariantPlan& plan) {
       llvm::raw_string_ostream diag(diagnostics);
       auto compiled = compileCollective(*source, options, diag);
       if (!compiled) {
-        llvm::consumeError(compiled.takeError());
+        consumeError(compiled.takeError());
         if (refusals.find(diag.str()) == std::string::npos) // one spec's error, once
           refusals += diag.str();
         plan.notes.push_back(fmt::format("skipped {}/{}: {}", specName,
@@ -278,9 +278,9 @@ int compileVariants(const BenchOptions& o, int nranks, VariantPlan& plan) {
 void jitVariants(VariantPlan& plan, int device) {
   std::vector<BenchVariant> ready;
   for (BenchVariant& variant : plan.variants) {
-    auto fail = [&](llvm::Error err) {
+    auto fail = [&](Error err) {
       plan.jitFailures.push_back({variant.spec, variant.sync, launchText(variant.compiled.launch),
-                                  llvm::toString(std::move(err)), variant.compiled.kind});
+                                  toString(std::move(err)), variant.compiled.kind});
     };
     auto image = compileForDevice(variant.compiled, device);
     if (!image) {
@@ -575,7 +575,7 @@ int compileTimesOnly(const BenchOptions& o) {
   if (int status = measureAndPrintCompileTimes(o, results); status != kSuccess)
     return status;
   auto gpus = gpuCount();
-  std::string gpu = gpus ? gpuName(0) : "none (" + llvm::toString(gpus.takeError()) + ")";
+  std::string gpu = gpus ? gpuName(0) : "none (" + toString(gpus.takeError()) + ")";
   if (gpu.rfind("none", 0) == 0)
     llvm::outs() << "no GPU here: compile times need none; the latency benchmark (collc bench "
                     "SPEC|all) needs GPUs\n";
@@ -588,8 +588,8 @@ int compileTimesOnly(const BenchOptions& o) {
 struct SweepMode {
   int ncclRunsPerSize = 2; // plain and symmetric windows; 1: plain only
   bool reporter = true;
-  std::function<llvm::Expected<std::vector<NcclPoint>>(const BenchSettings&)> nccl;
-  std::function<llvm::Expected<std::vector<BenchRow>>(const BenchSettings&)> collc;
+  std::function<Expected<std::vector<NcclPoint>>(const BenchSettings&)> nccl;
+  std::function<Expected<std::vector<BenchRow>>(const BenchSettings&)> collc;
 };
 
 /// NCCL, then collc's variants, shown as they come (LiveReport). The exit status.
@@ -608,7 +608,7 @@ int sweep(const BenchOptions& o, const VariantPlan& plan, const std::vector<uint
     if (points)
       results.nccl = std::move(*points);
     else
-      results.header.ncclNote = "not measured: " + llvm::toString(points.takeError());
+      results.header.ncclNote = "not measured: " + toString(points.takeError());
   }
   LiveReport live(o, results, progress, mode.reporter);
   if (int status = live.start(variantNames(plan)); status != kSuccess)
@@ -656,7 +656,7 @@ int benchLocal(const BenchOptions& o, BenchResults& results) {
   mode.nccl = [&](const BenchSettings& settings) {
     return benchNcclBaseline(devices, collectives, settings);
   };
-  mode.collc = [&](const BenchSettings& settings) -> llvm::Expected<std::vector<BenchRow>> {
+  mode.collc = [&](const BenchSettings& settings) -> Expected<std::vector<BenchRow>> {
     auto world = LocalWorld::create(devices, benchHeapBytes(plan.variants, counts.back()));
     if (!world)
       return world.takeError();
@@ -698,7 +698,7 @@ int benchRank(const BenchOptions& o, const LaunchEnvironment& env, BenchResults&
   mode.reporter = rank == 0;
   // Each kind's NCCL collective in turn, like the first variant of that kind. After a failure the
   // processes may be out of step: the kinds after it are not measured, and the note says so.
-  mode.nccl = [&](const BenchSettings& settings) -> llvm::Expected<std::vector<NcclPoint>> {
+  mode.nccl = [&](const BenchSettings& settings) -> Expected<std::vector<NcclPoint>> {
     std::vector<NcclPoint> points;
     for (const NcclCollective& collective : ncclCollectives(plan)) {
       const BenchVariant& like =
@@ -710,7 +710,7 @@ int benchRank(const BenchOptions& o, const LaunchEnvironment& env, BenchResults&
           return measured.takeError();
         results.header.ncclNote +=
             fmt::format("; {} and the kinds after it not measured: {}", name(collective.kind),
-                        llvm::toString(measured.takeError()));
+                        toString(measured.takeError()));
         break;
       }
       const bool failed =
@@ -724,7 +724,7 @@ int benchRank(const BenchOptions& o, const LaunchEnvironment& env, BenchResults&
     }
     return points;
   };
-  mode.collc = [&](const BenchSettings& settings) -> llvm::Expected<std::vector<BenchRow>> {
+  mode.collc = [&](const BenchSettings& settings) -> Expected<std::vector<BenchRow>> {
     auto rows = benchVariants(**world, plan.variants, settings);
     if (!rows)
       return onRank(rank, rows.takeError());

@@ -1,6 +1,7 @@
 #include "tools/collc/CompileTimes.h"
 
 #include "runtime/Jit.h"
+#include "tools/collc/Commands.h"
 
 #include <chrono>
 #include <fmt/format.h>
@@ -38,26 +39,26 @@ llvm::Expected<CompileTimes> measureCompileTimes(const SpecSource& spec,
   JitOptions jit;
   jit.arch = arch;
   jit.cacheDir = std::string(cacheDir.str());
-  auto timed = [&](const JitOptions& with, double& ms, bool& cacheHit) -> llvm::Error {
+  auto timed = [&](const JitOptions& with, double& ms, bool& cacheHit) -> Error {
     Clock::time_point begin = Clock::now();
     auto result = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, with);
     ms = millisecondsSince(begin);
     if (!result)
       return result.takeError();
     cacheHit = result->cacheHit;
-    return llvm::Error::success();
+    return Error::success();
   };
   JitOptions uncached = jit;
   uncached.useCache = false;
   bool coldHit = false, againHit = false;
-  llvm::Error err = timed(jit, times.coldMs, coldHit);
+  Error err = timed(jit, times.coldMs, coldHit);
   if (!err)
     err = timed(uncached, times.coldAgainMs, againHit);
   if (!err)
     err = timed(jit, times.warmMs, times.warmWasHit);
   llvm::sys::fs::remove_directories(cacheDir);
   if (err)
-    return llvm::Expected<CompileTimes>(std::move(err));
+    return toCompilerError(std::move(err));
   times.coldWasMiss = !coldHit;
   return times;
 }

@@ -155,15 +155,15 @@ int runDispatchBench(const ParsedArguments& args) {
   const bool ownInstances = args.has("own-instances");
   const bool fixedFirst = args.has("fixed-first");
   std::unique_ptr<Dispatcher> dispatcher;
-  auto makeDispatcher = [&]() -> llvm::Error {
+  auto makeDispatcher = [&]() -> Error {
     auto made = Dispatcher::create(**world, std::move(*program), timeoutNs);
     if (!made)
       return made.takeError();
     dispatcher = std::move(*made);
-    return llvm::Error::success();
+    return Error::success();
   };
   if (!fixedFirst)
-    if (llvm::Error err = makeDispatcher())
+    if (Error err = makeDispatcher())
       return reportError(std::move(err));
   // `fixed` outlives the world it was declared before: its instances, and the dispatcher's when
   // they were made last, must go first (newest first, giving their heap back), however this
@@ -200,7 +200,7 @@ int runDispatchBench(const ParsedArguments& args) {
                                 "them (--own-instances: each on its own)\n",
                                 sharedCount);
   if (fixedFirst)
-    if (llvm::Error err = makeDispatcher())
+    if (Error err = makeDispatcher())
       return reportError(std::move(err));
 
   // Each size's row is printed as soon as that size is measured, so that a run cut short (a
@@ -280,7 +280,7 @@ int runDispatchBench(const ParsedArguments& args) {
       auto t = checkedTiming(**world, instanceOf(f), options);
       if (!t) {
         f.broken = true;
-        f.timings.push_back(BenchTiming::failed(llvm::toString(t.takeError())));
+        f.timings.push_back(BenchTiming::failed(toString(t.takeError())));
       } else {
         f.timings.push_back(std::move(*t));
       }
@@ -292,19 +292,19 @@ int runDispatchBench(const ParsedArguments& args) {
     const SizeVerdict first = judgeAt(i);
     const bool close = first.best >= 0 && first.ratio > 1.0 && dispatched[i].ok();
     retimed.push_back(close);
-    auto timeAgain = [&](CollectiveInstance& instance, BenchTiming& kept) -> llvm::Error {
+    auto timeAgain = [&](CollectiveInstance& instance, BenchTiming& kept) -> Error {
       auto again = checkedTiming(**world, instance, options);
       if (!again)
         return again.takeError();
       keepFaster(kept, *again);
-      return llvm::Error::success();
+      return Error::success();
     };
     if (close) {
       Fixed& best = fixed[size_t(first.best)];
       for (int round = 0; round < kRetimeRounds; ++round) {
         progress.what = "re-timing dispatch and " + best.variant.text() + " at " + size;
         bar.update(progress);
-        llvm::Error err = timeAgain(dispatcher->instanceFor(count), dispatched[i]);
+        Error err = timeAgain(dispatcher->instanceFor(count), dispatched[i]);
         if (!err)
           err = timeAgain(instanceOf(best), best.timings[i]);
         if (err) {

@@ -31,7 +31,7 @@ llvm::Expected<JittedCollective> compileAndJit(const std::string& specName,
     return compiled.takeError();
   auto image = compileForDevice(*compiled, device);
   if (!image)
-    return image.takeError();
+    return toCompilerError(image.takeError());
   return JittedCollective{std::move(*compiled), std::move(image->image)};
 }
 

@@ -115,7 +115,7 @@ std::vector<OptionSpec> procsOptions() {
            "with --procs: stop every process after this long (default 900)"}};
 }
 
-llvm::Expected<WorldRole> chooseWorldRole(const ParsedArguments& args) {
+Expected<WorldRole> chooseWorldRole(const ParsedArguments& args) {
   WorldRole role;
   // --procs makes this process the launcher, unless it is one of the children it started.
   if (args.has("procs") && !startedByCollcLauncher(processEnvironment(), int(getppid()))) {
@@ -131,8 +131,7 @@ llvm::Expected<WorldRole> chooseWorldRole(const ParsedArguments& args) {
     return role;
   }
   if (args.has("procs-timeout"))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "--procs-timeout goes with --procs");
+    return makeError("--procs-timeout goes with --procs");
   return role;
 }
 
@@ -140,7 +139,7 @@ int chooseLocalDevices(llvm::StringRef command, llvm::StringRef noGpuHint, bool 
                        int& nranks, std::vector<int>& devices) {
   auto gpus = gpuCount();
   if (!gpus) {
-    llvm::errs() << "collc " << command << ": " << llvm::toString(gpus.takeError()) << "\n"
+    llvm::errs() << "collc " << command << ": " << toString(gpus.takeError()) << "\n"
                  << noGpuHint << "\n";
     return kUserError;
   }
@@ -182,7 +181,7 @@ int launchProcs(const ParsedArguments& args, llvm::StringRef command, std::optio
     return status;
   auto gpus = gpuCount();
   if (!gpus) {
-    llvm::errs() << "collc " << command << ": " << llvm::toString(gpus.takeError()) << "\n";
+    llvm::errs() << "collc " << command << ": " << toString(gpus.takeError()) << "\n";
     return kUserError;
   }
   if (*gpus < n)
@@ -204,18 +203,17 @@ int launchProcs(const ParsedArguments& args, llvm::StringRef command, std::optio
   return outcome->exitCode == kUserError ? kUserError : kInternalError;
 }
 
-llvm::Error onRank(int rank, llvm::Error err) {
+Error onRank(int rank, Error err) {
   if (!err)
     return err;
-  std::string message = llvm::toString(std::move(err));
+  std::string message = toString(std::move(err));
   if (message.rfind("rank ", 0) == 0)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "rank " + std::to_string(rank) + ": " + message);
+    return makeError(message);
+  return makeError("rank " + std::to_string(rank) + ": " + message);
 }
 
-llvm::Expected<BenchTiming> checkedTiming(SymmetricWorld& world, CollectiveInstance& instance,
-                                          const RunOptions& options) {
+Expected<BenchTiming> checkedTiming(SymmetricWorld& world, CollectiveInstance& instance,
+                                    const RunOptions& options) {
   auto report = runAndCheck(world, instance, instance.compiled(), options);
   if (!report)
     return report.takeError();
@@ -224,7 +222,7 @@ llvm::Expected<BenchTiming> checkedTiming(SymmetricWorld& world, CollectiveInsta
   return BenchTiming::measured(report->usPerOp);
 }
 
-llvm::Expected<JitResult> compileForDevice(const CompiledCollective& compiled, int device) {
+Expected<JitResult> compileForDevice(const CompiledCollective& compiled, int device) {
   JitOptions jit;
   if (std::string arch = gpuArch(device); !arch.empty())
     jit.arch = arch;

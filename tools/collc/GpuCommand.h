@@ -62,7 +62,7 @@ struct WorldRole {
 
 /// Decides the role from --procs and the launcher variables. Errors: malformed launcher
 /// variables, --procs-timeout without --procs.
-llvm::Expected<WorldRole> chooseWorldRole(const ParsedArguments& args);
+Expected<WorldRole> chooseWorldRole(const ParsedArguments& args);
 
 /// The devices of a one-process world: the first `nranks` GPUs; without --ranks (`ranksGiven`
 /// false) `nranks` becomes every GPU, at least 2. On failure says why as "collc COMMAND: ...",
@@ -81,17 +81,17 @@ int launchProcs(const ParsedArguments& args, llvm::StringRef command, std::optio
 
 /// The error with "rank R: " in front, for a process of a process-per-GPU world (under an
 /// external launcher nothing else says which rank printed it).
-llvm::Error onRank(int rank, llvm::Error err);
+Error onRank(int rank, Error err);
 
 /// One run of runAndCheck on `instance` (options.count elements, timed): its time, or a Wrong
 /// timing with the first mismatches where the result was wrong; an error (CUDA, the watchdog)
 /// as the Expected's error.
-llvm::Expected<BenchTiming> checkedTiming(SymmetricWorld& world, CollectiveInstance& instance,
-                                          const RunOptions& options);
+Expected<BenchTiming> checkedTiming(SymmetricWorld& world, CollectiveInstance& instance,
+                                    const RunOptions& options);
 
 /// NVRTC to a cubin for `device`'s architecture (sm_90 where it cannot be asked), through the
 /// disk cache.
-llvm::Expected<JitResult> compileForDevice(const CompiledCollective& compiled, int device);
+Expected<JitResult> compileForDevice(const CompiledCollective& compiled, int device);
 
 } // namespace collc::driver
 

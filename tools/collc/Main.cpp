@@ -110,6 +110,23 @@ int reportError(llvm::Error error) {
   return status;
 }
 
+int reportError(Error error) {
+  llvm::errs() << "collc: error: " << error.message() << "\n";
+  return kUserError;
+}
+
+Error fromCompiler(llvm::Error error) {
+  if (!error)
+    return Error::success();
+  return makeError(toString(std::move(error)));
+}
+
+llvm::Error toCompilerError(Error error) {
+  if (!error)
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), error.message());
+}
+
 int usageError(const std::string& message) {
   llvm::errs() << "collc: error: " << message << "\n";
   return kUserError;

@@ -168,7 +168,7 @@ llvm::Expected<std::vector<std::string>> searchedSpecs(const TuneOptions& o) {
     if (compiled && compiled->kind == CollectiveKind::AllReduce && compiled->aux.empty())
       specs.push_back(name);
     else if (!compiled)
-      llvm::consumeError(compiled.takeError());
+      consumeError(compiled.takeError());
   }
   return specs;
 }
@@ -203,7 +203,7 @@ public:
     prepared.resolved = variant;
     auto source = loadSpec(variant.spec);
     if (!source) {
-      prepared.refusal = "refused: " + llvm::toString(source.takeError());
+      prepared.refusal = "refused: " + toString(source.takeError());
       return prepared;
     }
     CompileOptions options = o_.compile;
@@ -212,7 +212,7 @@ public:
     llvm::raw_string_ostream diag(diagnostics);
     auto compiled = compileCollective(*source, options, diag);
     if (!compiled) {
-      llvm::consumeError(compiled.takeError());
+      consumeError(compiled.takeError());
       prepared.refusal = "refused: " + firstError(diag.str());
       return prepared;
     }
@@ -232,7 +232,7 @@ private:
       return prepared;
     auto image = compileForDevice(prepared.bench.compiled, device_);
     if (!image)
-      prepared.refusal = "NVRTC failed: " + llvm::toString(image.takeError());
+      prepared.refusal = "NVRTC failed: " + toString(image.takeError());
     else
       prepared.bench.cubin = std::move(image->image);
     return prepared;
@@ -308,7 +308,7 @@ std::vector<TuneMeasurement> measureInWorld(LocalWorld& world, VariantCompiler& 
   };
   auto rows = benchVariants(world, {prepared.bench}, settings);
   if (!rows)
-    return allFail("FAILED: " + llvm::toString(rows.takeError()));
+    return allFail("FAILED: " + toString(rows.takeError()));
   while (next < sizes.size()) // sizes not measured after a failure still count as done
     before(sizes[next++]);
   for (const BenchRow& row : *rows) {
@@ -390,7 +390,7 @@ int writeTable(const std::string& path, const TuningKey& key, std::vector<Tuning
   if (llvm::sys::fs::exists(path)) {
     auto existing = readTuningTable(path);
     if (!existing) {
-      llvm::errs() << "collc tune: " << llvm::toString(existing.takeError()) << "\n";
+      llvm::errs() << "collc tune: " << toString(existing.takeError()) << "\n";
       return usageError("the existing table " + path +
                         " is malformed; fix it or give another -o (nothing was written)");
     }
@@ -424,7 +424,7 @@ int writeTable(const std::string& path, const TuningKey& key, std::vector<Tuning
     llvm::raw_fd_ostream out(temporary, ec);
     if (ec)
       return usageError("cannot write " + temporary + ": " + ec.message());
-    writeTuningTable(out, table);
+    out << tuningTableText(table);
     out.close();
     if (out.has_error()) {
       out.clear_error();

@@ -48,7 +48,7 @@ int sourcesOf(const CollectiveCall& call, int nranks, int rank, uint64_t index, 
 } // namespace
 
 Comparison compareCollective(const CollectiveCall& call, int rank, const void* got,
-                             llvm::StringRef label, unsigned maxReported) {
+                             std::string_view label, unsigned maxReported) {
   Comparison comparison;
   llvm::raw_string_ostream os(comparison.firstMismatches);
   const int nranks = int(call.inputs.size());

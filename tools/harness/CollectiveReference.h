@@ -17,7 +17,7 @@ struct CollectiveCall {
   ReduceOp op = ReduceOp::Sum;
   int root = 0;
   uint64_t count = 0;
-  llvm::ArrayRef<const void*> inputs;
+  Span<const void* const> inputs;
 };
 
 /// Compares rank `rank`'s output `got` (outputElems(kind, count, nranks) elements) with the
@@ -27,7 +27,7 @@ struct CollectiveCall {
 /// Elements the kind leaves unspecified (a reduce's output on ranks other than the root) are not
 /// compared. Mismatch lines name the element, the value expected and the inputs it came from.
 Comparison compareCollective(const CollectiveCall& call, int rank, const void* got,
-                             llvm::StringRef label, unsigned maxReported = 4);
+                             std::string_view label, unsigned maxReported = 4);
 
 } // namespace collc
 

@@ -230,7 +230,7 @@ void fillRandomWithSpecials(DType type, void* data, uint64_t count, std::mt19937
   }
 }
 
-AllReduceReference referenceAllReduce(DType type, ReduceOp op, llvm::ArrayRef<const void*> inputs,
+AllReduceReference referenceAllReduce(DType type, ReduceOp op, Span<const void* const> inputs,
                                       uint64_t count) {
   AllReduceReference reference;
   reference.op = op;
@@ -277,8 +277,8 @@ double tinyTolerance(DType type) {
 }
 
 Comparison compareAllReduce(DType type, const AllReduceReference& reference,
-                            llvm::ArrayRef<const void*> inputs, const void* got, uint64_t count,
-                            llvm::StringRef label, unsigned maxReported) {
+                            Span<const void* const> inputs, const void* got, uint64_t count,
+                            std::string_view label, unsigned maxReported) {
   Comparison comparison;
   llvm::raw_string_ostream os(comparison.firstMismatches);
   const double relative = sumTolerance(type, static_cast<int>(inputs.size()));

@@ -4,12 +4,12 @@
 #define COLLC_TOOLS_HARNESS_HOSTDATA_H
 
 #include "abi/Types.h"
+#include "runtime/Span.h"
 
 #include <cstdint>
-#include <llvm/ADT/ArrayRef.h>
-#include <llvm/ADT/StringRef.h>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace collc {
@@ -45,7 +45,7 @@ struct AllReduceReference {
   std::vector<double> value;  // op over ranks of element i (NaN if any input is NaN)
   std::vector<double> absSum; // sum over ranks of |x_r[i]|: the scale of a sum's rounding error
 };
-AllReduceReference referenceAllReduce(DType type, ReduceOp op, llvm::ArrayRef<const void*> inputs,
+AllReduceReference referenceAllReduce(DType type, ReduceOp op, Span<const void* const> inputs,
                                       uint64_t count);
 
 /// What a device AllReduce may get wrong. Max and min must match exactly. A sum may differ from
@@ -73,8 +73,8 @@ struct Comparison {
 /// (|diff| 0.25 > tol 0.00049); inputs 0.5, 0.75". `inputs` are the ones the reference was
 /// computed from, quoted in the report.
 Comparison compareAllReduce(DType type, const AllReduceReference& reference,
-                            llvm::ArrayRef<const void*> inputs, const void* got, uint64_t count,
-                            llvm::StringRef label, unsigned maxReported = 4);
+                            Span<const void* const> inputs, const void* got, uint64_t count,
+                            std::string_view label, unsigned maxReported = 4);
 
 } // namespace collc
 

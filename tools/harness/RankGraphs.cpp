@@ -9,8 +9,8 @@ namespace collc {
 
 namespace {
 
-llvm::Error graphError(const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "run: " + message);
+Error graphError(const std::string& message) {
+  return makeError("run: " + message);
 }
 
 } // namespace
@@ -21,15 +21,15 @@ RankGraphs::~RankGraphs() {
       (void)cudaGetLastError();
 }
 
-llvm::Error RankGraphs::capture(int rank, llvm::function_ref<llvm::Error()> enqueue) {
+Error RankGraphs::capture(int rank, llvm::function_ref<Error()> enqueue) {
   const int slot = world_.localIndex(rank);
   if (slot < 0)
-    return graphError("rank " + llvm::Twine(rank) + " is not driven by this process");
+    return graphError("rank " + std::to_string(rank) + " is not driven by this process");
   ScopedDevice restore;
   cudaStream_t stream = world_.stream(rank);
   COLLC_CUDA_TRY(cudaSetDevice(world_.device(rank)));
   COLLC_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  llvm::Error enqueued = enqueue();
+  Error enqueued = enqueue();
   cudaGraph_t graph = nullptr;
   cudaError_t ended = cudaStreamEndCapture(stream, &graph);
   if (enqueued) {
@@ -37,30 +37,30 @@ llvm::Error RankGraphs::capture(int rank, llvm::function_ref<llvm::Error()> enqu
     if (graph)
       (void)cudaGraphDestroy(graph);
     (void)cudaGetLastError();
-    return llvm::joinErrors(graphError("capturing rank " + llvm::Twine(rank) + "'s graph"),
-                            std::move(enqueued));
+    return joinErrors(graphError("capturing rank " + std::to_string(rank) + "'s graph"),
+                      std::move(enqueued));
   }
   COLLC_CUDA_TRY(ended);
   if (execs_[slot] && cudaGraphExecDestroy(execs_[slot]) != cudaSuccess)
     (void)cudaGetLastError();
   execs_[slot] = nullptr;
-  llvm::Error instantiated = COLLC_CUDA_CHECK(cudaGraphInstantiate(&execs_[slot], graph, 0));
+  Error instantiated = COLLC_CUDA_CHECK(cudaGraphInstantiate(&execs_[slot], graph, 0));
   if (cudaGraphDestroy(graph) != cudaSuccess)
     (void)cudaGetLastError();
   return instantiated;
 }
 
-llvm::Error RankGraphs::launch(int rank) {
+Error RankGraphs::launch(int rank) {
   const int slot = world_.localIndex(rank);
   if (slot < 0 || !execs_[slot])
-    return graphError("no graph captured for rank " + llvm::Twine(rank));
+    return graphError("no graph captured for rank " + std::to_string(rank));
   ScopedDevice restore;
   COLLC_CUDA_TRY(cudaSetDevice(world_.device(rank)));
   COLLC_CUDA_TRY(cudaGraphLaunch(execs_[slot], world_.stream(rank)));
-  return llvm::Error::success();
+  return Error::success();
 }
 
-llvm::Expected<std::unique_ptr<RankTimers>> RankTimers::create(const SymmetricWorld& world) {
+Expected<std::unique_ptr<RankTimers>> RankTimers::create(const SymmetricWorld& world) {
   std::unique_ptr<RankTimers> timers(new RankTimers(world));
   ScopedDevice restore;
   for (int r : world.localRanks()) {
@@ -81,10 +81,10 @@ RankTimers::~RankTimers() {
         (void)cudaGetLastError();
 }
 
-llvm::Expected<double> RankTimers::elapsedUs(int rank) {
+Expected<double> RankTimers::elapsedUs(int rank) {
   const int slot = world_.localIndex(rank);
   if (slot < 0)
-    return graphError("rank " + llvm::Twine(rank) + " is not driven by this process");
+    return graphError("rank " + std::to_string(rank) + " is not driven by this process");
   ScopedDevice restore;
   COLLC_CUDA_TRY(cudaSetDevice(world_.device(rank)));
   float ms = 0;
@@ -92,14 +92,14 @@ llvm::Expected<double> RankTimers::elapsedUs(int rank) {
   return ms * 1000.0;
 }
 
-llvm::Error RankTimers::record(int rank, bool start) {
+Error RankTimers::record(int rank, bool start) {
   const int slot = world_.localIndex(rank);
   if (slot < 0)
-    return graphError("rank " + llvm::Twine(rank) + " is not driven by this process");
+    return graphError("rank " + std::to_string(rank) + " is not driven by this process");
   ScopedDevice restore;
   COLLC_CUDA_TRY(cudaSetDevice(world_.device(rank)));
   COLLC_CUDA_TRY(cudaEventRecord(start ? starts_[slot] : stops_[slot], world_.stream(rank)));
-  return llvm::Error::success();
+  return Error::success();
 }
 
 double median(std::vector<double> values) {
@@ -110,27 +110,27 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
-llvm::Expected<double> medianSlowestReplayUs(const SymmetricWorld& world, RankGraphs& graphs,
-                                             int opsPerGraph, int replays,
-                                             llvm::function_ref<llvm::Error()> wait,
-                                             llvm::function_ref<llvm::Error()> beforeReplay) {
+Expected<double> medianSlowestReplayUs(const SymmetricWorld& world, RankGraphs& graphs,
+                                       int opsPerGraph, int replays,
+                                       llvm::function_ref<Error()> wait,
+                                       llvm::function_ref<Error()> beforeReplay) {
   auto timers = RankTimers::create(world);
   if (!timers)
     return timers.takeError();
   std::vector<double> slowest;
   for (int replay = 0; replay <= replays; ++replay) { // replay 0 warms up, untimed
     if (beforeReplay)
-      if (llvm::Error err = beforeReplay())
+      if (Error err = beforeReplay())
         return err;
     for (int r : world.localRanks()) {
-      if (llvm::Error err = (*timers)->start(r))
+      if (Error err = (*timers)->start(r))
         return err;
-      if (llvm::Error err = graphs.launch(r))
+      if (Error err = graphs.launch(r))
         return err;
-      if (llvm::Error err = (*timers)->stop(r))
+      if (Error err = (*timers)->stop(r))
         return err;
     }
-    if (llvm::Error err = wait())
+    if (Error err = wait())
       return err;
     double worst = 0;
     for (int r : world.localRanks()) {

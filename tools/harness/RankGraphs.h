@@ -4,13 +4,13 @@
 #ifndef COLLC_TOOLS_HARNESS_RANKGRAPHS_H
 #define COLLC_TOOLS_HARNESS_RANKGRAPHS_H
 
+#include "runtime/Span.h"
+#include "runtime/Status.h"
 #include "runtime/SymmetricWorld.h"
 
 #include <chrono>
 #include <cuda_runtime_api.h>
-#include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/STLExtras.h>
-#include <llvm/Support/Error.h>
 #include <memory>
 #include <vector>
 
@@ -27,9 +27,9 @@ public:
 
   /// Captures what `enqueue` launches on `rank`'s stream into that rank's graph (thread-local
   /// capture mode: only this thread's unsafe calls can break it).
-  llvm::Error capture(int rank, llvm::function_ref<llvm::Error()> enqueue);
+  Error capture(int rank, llvm::function_ref<Error()> enqueue);
   /// Launches rank's graph on rank's stream.
-  llvm::Error launch(int rank);
+  Error launch(int rank);
 
 private:
   const SymmetricWorld& world_;
@@ -39,19 +39,19 @@ private:
 /// A start and a stop event per local rank, on that rank's GPU.
 class RankTimers {
 public:
-  static llvm::Expected<std::unique_ptr<RankTimers>> create(const SymmetricWorld& world);
+  static Expected<std::unique_ptr<RankTimers>> create(const SymmetricWorld& world);
   ~RankTimers();
   RankTimers(const RankTimers&) = delete;
   RankTimers& operator=(const RankTimers&) = delete;
 
-  llvm::Error start(int rank) { return record(rank, true); }
-  llvm::Error stop(int rank) { return record(rank, false); }
+  Error start(int rank) { return record(rank, true); }
+  Error stop(int rank) { return record(rank, false); }
   /// Microseconds between start and stop of rank; both must have completed.
-  llvm::Expected<double> elapsedUs(int rank);
+  Expected<double> elapsedUs(int rank);
 
 private:
   explicit RankTimers(const SymmetricWorld& world) : world_(world) {}
-  llvm::Error record(int rank, bool start);
+  Error record(int rank, bool start);
 
   const SymmetricWorld& world_;
   std::vector<cudaEvent_t> starts_, stops_; // per local rank
@@ -66,10 +66,10 @@ double median(std::vector<double> values);
 /// and warms caches and clocks), `wait()` bounding each round; returns the median over the timed
 /// replays of the slowest rank's replay time / `opsPerGraph`, in µs. `beforeReplay` (may be
 /// empty) runs before each round, e.g. to refresh inputs.
-llvm::Expected<double>
-medianSlowestReplayUs(const SymmetricWorld& world, RankGraphs& graphs, int opsPerGraph, int replays,
-                      llvm::function_ref<llvm::Error()> wait,
-                      llvm::function_ref<llvm::Error()> beforeReplay = nullptr);
+Expected<double> medianSlowestReplayUs(const SymmetricWorld& world, RankGraphs& graphs,
+                                       int opsPerGraph, int replays,
+                                       llvm::function_ref<Error()> wait,
+                                       llvm::function_ref<Error()> beforeReplay = nullptr);
 
 } // namespace collc
 

@@ -87,11 +87,11 @@ AddRmsNormReference referenceAddRmsNorm(const AddRmsNormCall& call) {
 }
 
 Comparison compareAddRmsNorm(const AddRmsNormCall& call, const void* residualOut, const void* out,
-                             llvm::StringRef label, unsigned maxReported) {
+                             std::string_view label, unsigned maxReported) {
   const AddRmsNormReference ref = referenceAddRmsNorm(call);
   Comparison comparison;
   llvm::raw_string_ostream os(comparison.firstMismatches);
-  auto compare = [&](llvm::StringRef what, const void* got, const std::vector<double>& expected,
+  auto compare = [&](std::string_view what, const void* got, const std::vector<double>& expected,
                      const std::vector<double>& tolerance, uint64_t i) {
     const double value = loadElement(call.type, got, i);
     if (matches(value, expected[i], tolerance[i]))

@@ -9,11 +9,11 @@
 #ifndef COLLC_TOOLS_HARNESS_RMSNORMREFERENCE_H
 #define COLLC_TOOLS_HARNESS_RMSNORMREFERENCE_H
 
+#include "runtime/Span.h"
 #include "tools/harness/HostData.h"
 
 #include <cstdint>
-#include <llvm/ADT/ArrayRef.h>
-#include <llvm/ADT/StringRef.h>
+#include <string_view>
 #include <vector>
 
 namespace collc {
@@ -24,9 +24,9 @@ struct AddRmsNormCall {
   uint64_t count = 0;    // elements per rank: whole rows
   int64_t rowLength = 0; // the hidden size
   double eps = 1e-6;
-  llvm::ArrayRef<const void*> inputs; // inputs[q]: rank q's input, count elements
-  const void* residual = nullptr;     // count elements
-  const void* weight = nullptr;       // rowLength elements
+  Span<const void* const> inputs; // inputs[q]: rank q's input, count elements
+  const void* residual = nullptr; // count elements
+  const void* weight = nullptr;   // rowLength elements
 };
 
 /// Expected values and per-element tolerances of both outputs.
@@ -43,7 +43,7 @@ AddRmsNormReference referenceAddRmsNorm(const AddRmsNormCall& call);
 /// Compares one rank's residual_out and out (count elements each) with the reference; mismatch
 /// lines read "LABEL residual_out[17]: got ..., expected ... (|diff| ... > tol ...)".
 Comparison compareAddRmsNorm(const AddRmsNormCall& call, const void* residualOut, const void* out,
-                             llvm::StringRef label, unsigned maxReported = 4);
+                             std::string_view label, unsigned maxReported = 4);
 
 } // namespace collc
 

@@ -21,8 +21,8 @@ constexpr unsigned kMaxReportedMismatches = 8;
 // A generous bound on one operation's time, so that long graphs are not mistaken for hangs.
 constexpr double kSecondsPerOpAllowance = 0.01;
 
-llvm::Error harnessError(const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "run: " + message.str());
+Error harnessError(const std::string& message) {
+  return makeError("run: " + message);
 }
 
 uint64_t doubleBits(double value) {
@@ -47,9 +47,9 @@ std::vector<cudaStream_t> localStreams(const SymmetricWorld& world) {
 
 /// A spec with user buffers besides the input and the output is checked only where the harness
 /// knows its float64 reference: the fused add + RMSNorm, with separate residual in and out.
-llvm::Error validateAux(const CompiledCollective& compiled, uint64_t count, bool specialValues) {
+Error validateAux(const CompiledCollective& compiled, uint64_t count, bool specialValues) {
   if (compiled.aux.empty())
-    return llvm::Error::success();
+    return Error::success();
   const std::optional<AddRmsNormEpilogue>& e = compiled.addRmsNorm;
   const int auxCount = int(compiled.aux.size());
   auto valid = [&](int k) { return k >= 0 && k < auxCount; };
@@ -60,19 +60,19 @@ llvm::Error validateAux(const CompiledCollective& compiled, uint64_t count, bool
                         "residual add + RMSNorm (with separate residual in and out buffers) that "
                         "the run harness can check");
   if (compiled.rowLength <= 0 || count % uint64_t(compiled.rowLength) != 0)
-    return harnessError(llvm::Twine(count) + " elements is not a whole number of rows of " +
-                        llvm::Twine(compiled.rowLength) + " (--hidden) for '" + compiled.specName +
-                        "'");
+    return harnessError(std::to_string(count) + " elements is not a whole number of rows of " +
+                        std::to_string(compiled.rowLength) + " (--hidden) for '" +
+                        compiled.specName + "'");
   if (specialValues)
     return harnessError("special input values (NaN, infinities, values near overflow) are not "
                         "checked for the fused RMSNorm of '" +
                         compiled.specName + "': one of them poisons the whole row's norm");
-  return llvm::Error::success();
+  return Error::success();
 }
 
-llvm::Error validate(const SymmetricWorld& world, const CollectiveInstance& instance,
-                     const CompiledCollective& compiled, uint64_t count, bool specialValues) {
-  if (llvm::Error err = validateAux(compiled, count, specialValues))
+Error validate(const SymmetricWorld& world, const CollectiveInstance& instance,
+               const CompiledCollective& compiled, uint64_t count, bool specialValues) {
+  if (Error err = validateAux(compiled, count, specialValues))
     return err;
   if (&instance.world() != &world)
     return harnessError("the instance was created for another world");
@@ -80,9 +80,9 @@ llvm::Error validate(const SymmetricWorld& world, const CollectiveInstance& inst
       compiled.kernelName != instance.compiled().kernelName)
     return harnessError("the compiled collective is not the one the instance runs");
   if (count > instance.maxCount())
-    return harnessError(llvm::Twine(count) + " elements asked for; the instance was made for " +
-                        llvm::Twine(instance.maxCount()));
-  return llvm::Error::success();
+    return harnessError(std::to_string(count) + " elements asked for; the instance was made for " +
+                        std::to_string(instance.maxCount()));
+  return Error::success();
 }
 
 /// User buffers: `slots` inputs and outputs of one call each, laid out at 256-byte strides in one
@@ -119,9 +119,9 @@ struct RankBuffers {
   }
 };
 
-llvm::Expected<RankBuffers> allocateBuffers(const SymmetricWorld& world,
-                                            const CompiledCollective& compiled, uint64_t count,
-                                            int slots) {
+Expected<RankBuffers> allocateBuffers(const SymmetricWorld& world,
+                                      const CompiledCollective& compiled, uint64_t count,
+                                      int slots) {
   RankBuffers buffers;
   const uint64_t elementBytes = sizeOf(compiled.dtype);
   buffers.inStride = alignUp(compiled.inputCount(count) * elementBytes, 256);
@@ -129,12 +129,10 @@ llvm::Expected<RankBuffers> allocateBuffers(const SymmetricWorld& world,
   buffers.slots = slots;
   buffers.local = world.localRanks();
   for (int r : buffers.local) {
-    llvm::Expected<DeviceBuffer> in =
-        DeviceBuffer::allocate(world.device(r), buffers.inStride * slots);
+    Expected<DeviceBuffer> in = DeviceBuffer::allocate(world.device(r), buffers.inStride * slots);
     if (!in)
       return in.takeError();
-    llvm::Expected<DeviceBuffer> out =
-        DeviceBuffer::allocate(world.device(r), buffers.outStride * slots);
+    Expected<DeviceBuffer> out = DeviceBuffer::allocate(world.device(r), buffers.outStride * slots);
     if (!out)
       return out.takeError();
     buffers.in.push_back(std::move(*in));
@@ -152,7 +150,7 @@ llvm::Expected<RankBuffers> allocateBuffers(const SymmetricWorld& world,
   for (int r : buffers.local) {
     std::vector<DeviceBuffer> perBuffer;
     for (uint64_t stride : buffers.auxStride) {
-      llvm::Expected<DeviceBuffer> aux = DeviceBuffer::allocate(world.device(r), stride * slots);
+      Expected<DeviceBuffer> aux = DeviceBuffer::allocate(world.device(r), stride * slots);
       if (!aux)
         return aux.takeError();
       perBuffer.push_back(std::move(*aux));
@@ -192,7 +190,7 @@ void randomizeInputs(RankBuffers& buffers, const CompiledCollective& compiled, u
 /// Copies the local ranks' host inputs to their devices and fills the outputs with 0xFF bytes, a
 /// NaN in every type, so that an element the kernel never writes fails the comparison. Streams
 /// must be idle: copies from pageable memory may wait for them. The caller synchronizes.
-llvm::Error uploadInputsPoisonOutputs(const SymmetricWorld& world, const RankBuffers& buffers) {
+Error uploadInputsPoisonOutputs(const SymmetricWorld& world, const RankBuffers& buffers) {
   ScopedDevice restore;
   for (size_t i = 0; i < buffers.local.size(); ++i) {
     const int r = buffers.local[i];
@@ -212,11 +210,11 @@ llvm::Error uploadInputsPoisonOutputs(const SymmetricWorld& world, const RankBuf
                                        world.stream(r)));
     }
   }
-  return llvm::Error::success();
+  return Error::success();
 }
 
 /// Copies the local ranks' outputs back. Streams must be idle (see above).
-llvm::Error downloadOutputs(const SymmetricWorld& world, RankBuffers& buffers) {
+Error downloadOutputs(const SymmetricWorld& world, RankBuffers& buffers) {
   ScopedDevice restore;
   for (size_t i = 0; i < buffers.local.size(); ++i) {
     const int r = buffers.local[i];
@@ -230,7 +228,7 @@ llvm::Error downloadOutputs(const SymmetricWorld& world, RankBuffers& buffers) {
                                        buffers.hostAux[r][k].size(), cudaMemcpyDeviceToHost,
                                        world.stream(r)));
   }
-  return llvm::Error::success();
+  return Error::success();
 }
 
 /// Verdicts of this process's ranks: how many checked calls each got wrong.
@@ -291,13 +289,12 @@ void checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, u
 /// Gathers every rank's verdict: the report is correct only if every rank of the world was.
 /// Ranks of other processes that got something wrong are named (their details are in their own
 /// reports).
-llvm::Error gatherVerdicts(SymmetricWorld& world, const LocalVerdicts& verdicts,
-                           RunReport& report) {
+Error gatherVerdicts(SymmetricWorld& world, const LocalVerdicts& verdicts, RunReport& report) {
   std::vector<uint64_t> table(world.nranks(), 0);
   const std::vector<int>& local = world.localRanks();
   for (size_t i = 0; i < local.size(); ++i)
     table[local[i]] = i < verdicts.wrongCalls.size() ? verdicts.wrongCalls[i] : 0;
-  if (llvm::Error err = world.allGatherRanks("run verdicts", table, 1))
+  if (Error err = world.allGatherRanks("run verdicts", table, 1))
     return err;
   report.correct = true;
   for (int r = 0; r < world.nranks(); ++r) {
@@ -309,19 +306,19 @@ llvm::Error gatherVerdicts(SymmetricWorld& world, const LocalVerdicts& verdicts,
                                 " of " + std::to_string(verdicts.checkedCalls) +
                                 " checked calls wrong (its own report has the details)\n";
   }
-  return llvm::Error::success();
+  return Error::success();
 }
 
 /// Gathers `perLocalRank[i][k]` (k < width) of every rank: result[r][k].
-llvm::Expected<std::vector<std::vector<double>>>
+Expected<std::vector<std::vector<double>>>
 gatherTimes(SymmetricWorld& world, const std::vector<std::vector<double>>& perLocalRank,
-            unsigned width, llvm::StringRef what) {
+            unsigned width, std::string_view what) {
   std::vector<uint64_t> table(size_t(world.nranks()) * width, 0);
   const std::vector<int>& local = world.localRanks();
   for (size_t i = 0; i < local.size(); ++i)
     for (unsigned k = 0; k < width; ++k)
       table[size_t(local[i]) * width + k] = doubleBits(perLocalRank[i][k]);
-  if (llvm::Error err = world.allGatherRanks(what, table, width))
+  if (Error err = world.allGatherRanks(what, table, width))
     return err;
   std::vector<std::vector<double>> all(world.nranks(), std::vector<double>(width));
   for (int r = 0; r < world.nranks(); ++r)
@@ -333,23 +330,21 @@ gatherTimes(SymmetricWorld& world, const std::vector<std::vector<double>>& perLo
 /// Launches every local rank's graph, each between its rank's timer events, in rank order; the
 /// ranks synchronize among themselves on the device. Waits (bounded) and returns the local
 /// ranks' replay times in microseconds.
-llvm::Expected<std::vector<double>> replayTimed(SymmetricWorld& world, CollectiveInstance& instance,
-                                                RankGraphs& graphs, RankTimers& timers,
-                                                int opsPerGraph) {
+Expected<std::vector<double>> replayTimed(SymmetricWorld& world, CollectiveInstance& instance,
+                                          RankGraphs& graphs, RankTimers& timers, int opsPerGraph) {
   for (int r : world.localRanks()) {
-    if (llvm::Error err = timers.start(r))
+    if (Error err = timers.start(r))
       return err;
-    if (llvm::Error err = graphs.launch(r))
+    if (Error err = graphs.launch(r))
       return err;
-    if (llvm::Error err = timers.stop(r))
+    if (Error err = timers.stop(r))
       return err;
   }
-  if (llvm::Error err =
-          instance.synchronize(localStreams(world), opsPerGraph * kSecondsPerOpAllowance))
+  if (Error err = instance.synchronize(localStreams(world), opsPerGraph * kSecondsPerOpAllowance))
     return err;
   std::vector<double> us;
   for (int r : world.localRanks()) {
-    llvm::Expected<double> elapsed = timers.elapsedUs(r);
+    Expected<double> elapsed = timers.elapsedUs(r);
     if (!elapsed)
       return elapsed.takeError();
     us.push_back(*elapsed);
@@ -358,8 +353,8 @@ llvm::Expected<std::vector<double>> replayTimed(SymmetricWorld& world, Collectiv
 }
 
 /// Enqueues local rank i's part of one call on slot `slot`'s buffers (and aux buffers, if any).
-llvm::Error launchSlot(CollectiveInstance& instance, const RankBuffers& buffers, size_t i, int slot,
-                       uint64_t count, cudaStream_t stream) {
+Error launchSlot(CollectiveInstance& instance, const RankBuffers& buffers, size_t i, int slot,
+                 uint64_t count, cudaStream_t stream) {
   if (buffers.auxStride.empty())
     return instance.launch(buffers.local[i], buffers.deviceIn(i, slot), buffers.deviceOut(i, slot),
                            count, stream);
@@ -380,15 +375,14 @@ uint64_t rankInputSeed(uint64_t seed, uint64_t round, int rank) {
   return mix(mix(mix(seed) ^ round) ^ uint64_t(uint32_t(rank)));
 }
 
-llvm::Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& instance,
-                                      const CompiledCollective& compiled,
-                                      const RunOptions& options) {
+Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& instance,
+                                const CompiledCollective& compiled, const RunOptions& options) {
   const uint64_t count = options.count;
-  if (llvm::Error err = validate(world, instance, compiled, count, options.specialValues))
+  if (Error err = validate(world, instance, compiled, count, options.specialValues))
     return err;
   if (options.time && (options.graphOps < 1 || options.replays < 1))
     return harnessError("timing needs at least one operation per graph and one replay");
-  llvm::Expected<RankBuffers> allocated = allocateBuffers(world, compiled, count, 1);
+  Expected<RankBuffers> allocated = allocateBuffers(world, compiled, count, 1);
   if (!allocated)
     return allocated.takeError();
   RankBuffers& buffers = *allocated;
@@ -400,72 +394,72 @@ llvm::Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance&
 
   // Fresh inputs on every rank, outputs poisoned, and all of it on the devices of every process
   // before any rank launches.
-  auto prepare = [&]() -> llvm::Error {
+  auto prepare = [&]() -> Error {
     randomizeInputs(buffers, compiled, count, options.seed, round++, options.specialValues);
-    if (llvm::Error err = uploadInputsPoisonOutputs(world, buffers))
+    if (Error err = uploadInputsPoisonOutputs(world, buffers))
       return err;
-    if (llvm::Error err = instance.synchronize(streams))
+    if (Error err = instance.synchronize(streams))
       return err;
     return world.barrier("inputs ready");
   };
-  auto fetchAndCheck = [&](const std::string& what) -> llvm::Error {
-    if (llvm::Error err = downloadOutputs(world, buffers))
+  auto fetchAndCheck = [&](const std::string& what) -> Error {
+    if (Error err = downloadOutputs(world, buffers))
       return err;
-    if (llvm::Error err = instance.synchronize(streams))
+    if (Error err = instance.synchronize(streams))
       return err;
     checkSlot(buffers, compiled, count, 0, what, report, verdicts);
-    return llvm::Error::success();
+    return Error::success();
   };
 
   for (int call = 0; call < options.checks; ++call) {
-    if (llvm::Error err = prepare())
+    if (Error err = prepare())
       return err;
     for (size_t i = 0; i < local.size(); ++i)
-      if (llvm::Error err = launchSlot(instance, buffers, i, 0, count, streams[i]))
+      if (Error err = launchSlot(instance, buffers, i, 0, count, streams[i]))
         return err;
-    if (llvm::Error err = instance.synchronize(streams, kSecondsPerOpAllowance))
+    if (Error err = instance.synchronize(streams, kSecondsPerOpAllowance))
       return err;
-    if (llvm::Error err = fetchAndCheck("call " + std::to_string(call)))
+    if (Error err = fetchAndCheck("call " + std::to_string(call)))
       return err;
   }
   if (!options.time) {
-    if (llvm::Error err = gatherVerdicts(world, verdicts, report))
+    if (Error err = gatherVerdicts(world, verdicts, report))
       return err;
     return report;
   }
 
   RankGraphs graphs(world);
   for (size_t i = 0; i < local.size(); ++i) {
-    llvm::Error captured = graphs.capture(local[i], [&]() -> llvm::Error {
+    Error captured = graphs.capture(local[i], [&]() -> Error {
       for (int op = 0; op < options.graphOps; ++op)
-        if (llvm::Error err = launchSlot(instance, buffers, i, 0, count, streams[i]))
+        if (Error err = launchSlot(instance, buffers, i, 0, count, streams[i]))
           return err;
-      return llvm::Error::success();
+      return Error::success();
     });
     if (captured)
       return captured;
   }
-  llvm::Expected<std::unique_ptr<RankTimers>> timers = RankTimers::create(world);
+  Expected<std::unique_ptr<RankTimers>> timers = RankTimers::create(world);
   if (!timers)
     return timers.takeError();
   // The first replay uploads the graphs and warms caches and clocks; it is not timed.
-  if (llvm::Expected<std::vector<double>> warmup =
+  if (Expected<std::vector<double>> warmup =
           replayTimed(world, instance, graphs, **timers, options.graphOps);
       !warmup)
     return warmup.takeError();
 
   std::vector<std::vector<double>> localTimes(local.size());
   for (int replay = 0; replay < options.replays; ++replay) {
-    if (llvm::Error err = prepare())
+    if (Error err = prepare())
       return err;
-    llvm::Expected<std::vector<double>> us =
+    Expected<std::vector<double>> us =
         replayTimed(world, instance, graphs, **timers, options.graphOps);
     if (!us)
       return us.takeError();
     for (size_t i = 0; i < local.size(); ++i)
       localTimes[i].push_back((*us)[i] / options.graphOps);
   }
-  llvm::Expected<std::vector<std::vector<double>>> times =
+  Expected<std::vector<std::vector<double>>> times =
       gatherTimes(world, localTimes, unsigned(options.replays), "run timings");
   if (!times)
     return times.takeError();
@@ -477,56 +471,56 @@ llvm::Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance&
   }
   report.usPerOp = median(slowest);
   // The outputs now hold the last replay's last operation, computed from the last inputs.
-  if (llvm::Error err = fetchAndCheck("graph replay " + std::to_string(options.replays) + " op " +
-                                      std::to_string(options.graphOps)))
+  if (Error err = fetchAndCheck("graph replay " + std::to_string(options.replays) + " op " +
+                                std::to_string(options.graphOps)))
     return err;
-  if (llvm::Error err = gatherVerdicts(world, verdicts, report))
+  if (Error err = gatherVerdicts(world, verdicts, report))
     return err;
   return report;
 }
 
-llvm::Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& instance,
-                                         const CompiledCollective& compiled, uint64_t count,
-                                         int calls, uint64_t seed, bool specialValues) {
-  if (llvm::Error err = validate(world, instance, compiled, count, specialValues))
+Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& instance,
+                                   const CompiledCollective& compiled, uint64_t count, int calls,
+                                   uint64_t seed, bool specialValues) {
+  if (Error err = validate(world, instance, compiled, count, specialValues))
     return err;
   if (calls < 1)
     return harnessError("a stress graph needs at least one call");
-  llvm::Expected<RankBuffers> allocated = allocateBuffers(world, compiled, count, calls);
+  Expected<RankBuffers> allocated = allocateBuffers(world, compiled, count, calls);
   if (!allocated)
     return allocated.takeError();
   RankBuffers& buffers = *allocated;
   const std::vector<int>& local = world.localRanks();
   const std::vector<cudaStream_t> streams = localStreams(world);
   randomizeInputs(buffers, compiled, count, seed, /*round=*/0, specialValues);
-  if (llvm::Error err = uploadInputsPoisonOutputs(world, buffers))
+  if (Error err = uploadInputsPoisonOutputs(world, buffers))
     return err;
-  if (llvm::Error err = instance.synchronize(streams))
+  if (Error err = instance.synchronize(streams))
     return err;
 
   RankGraphs graphs(world);
   for (size_t i = 0; i < local.size(); ++i) {
-    llvm::Error captured = graphs.capture(local[i], [&]() -> llvm::Error {
+    Error captured = graphs.capture(local[i], [&]() -> Error {
       for (int call = 0; call < calls; ++call)
-        if (llvm::Error err = launchSlot(instance, buffers, i, call, count, streams[i]))
+        if (Error err = launchSlot(instance, buffers, i, call, count, streams[i]))
           return err;
-      return llvm::Error::success();
+      return Error::success();
     });
     if (captured)
       return captured;
   }
-  llvm::Expected<std::unique_ptr<RankTimers>> timers = RankTimers::create(world);
+  Expected<std::unique_ptr<RankTimers>> timers = RankTimers::create(world);
   if (!timers)
     return timers.takeError();
-  if (llvm::Error err = world.barrier("stress inputs ready"))
+  if (Error err = world.barrier("stress inputs ready"))
     return err;
-  llvm::Expected<std::vector<double>> us = replayTimed(world, instance, graphs, **timers, calls);
+  Expected<std::vector<double>> us = replayTimed(world, instance, graphs, **timers, calls);
   if (!us)
     return us.takeError();
 
-  if (llvm::Error err = downloadOutputs(world, buffers))
+  if (Error err = downloadOutputs(world, buffers))
     return err;
-  if (llvm::Error err = instance.synchronize(streams))
+  if (Error err = instance.synchronize(streams))
     return err;
   RunReport report;
   LocalVerdicts verdicts;
@@ -539,12 +533,12 @@ llvm::Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstan
     report.firstMismatches = std::to_string(wrongCalls) + " of " + std::to_string(calls) +
                              " calls wrong on this process's ranks; the first ones:\n" +
                              report.firstMismatches;
-  if (llvm::Error err = gatherVerdicts(world, verdicts, report))
+  if (Error err = gatherVerdicts(world, verdicts, report))
     return err;
   std::vector<std::vector<double>> localTimes;
   for (double rankUs : *us)
     localTimes.push_back({rankUs / calls});
-  llvm::Expected<std::vector<std::vector<double>>> times =
+  Expected<std::vector<std::vector<double>>> times =
       gatherTimes(world, localTimes, 1, "stress timings");
   if (!times)
     return times.takeError();

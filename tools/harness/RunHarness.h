@@ -13,10 +13,10 @@
 
 #include "abi/CompiledCollective.h"
 #include "runtime/CollectiveInstance.h"
+#include "runtime/Status.h"
 #include "runtime/SymmetricWorld.h"
 
 #include <cstdint>
-#include <llvm/Support/Error.h>
 #include <string>
 #include <vector>
 
@@ -48,18 +48,17 @@ struct RunReport {
 /// residual_out) are checked against RmsNormReference.h; options.count must then be whole rows,
 /// and special values are refused (one NaN poisons a whole row's norm). A wrong result
 /// is reported in the RunReport; an error means the run itself failed (CUDA error, watchdog, hang).
-llvm::Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& instance,
-                                      const CompiledCollective& compiled,
-                                      const RunOptions& options);
+Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& instance,
+                                const CompiledCollective& compiled, const RunOptions& options);
 
 /// One graph per rank of `calls` back-to-back calls, call j reading its own input buffer j and
 /// writing its own output buffer j (each with different random data), replayed once; then every
 /// call's output is checked on every rank. This is what catches a call that overtakes the
 /// previous one (a parity or epoch bug) where one-call-at-a-time tests cannot. usPerOp is the
 /// slowest rank's replay time divided by `calls`.
-llvm::Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& instance,
-                                         const CompiledCollective& compiled, uint64_t count,
-                                         int calls, uint64_t seed, bool specialValues = false);
+Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& instance,
+                                   const CompiledCollective& compiled, uint64_t count, int calls,
+                                   uint64_t seed, bool specialValues = false);
 
 /// The seed of rank `rank`'s input in round `round` of a run seeded with `seed` (a round is one
 /// set of inputs: one eager call, one replay, one stress graph). Distinct for distinct arguments

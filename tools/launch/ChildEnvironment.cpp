@@ -1,18 +1,18 @@
 #include "tools/launch/ChildEnvironment.h"
 
-#include <llvm/ADT/StringRef.h>
+#include "runtime/TextParsing.h"
 
 namespace collc {
 
 namespace {
 
-llvm::Error envError(const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+Error envError(const std::string& message) {
+  return makeError(message);
 }
 
 } // namespace
 
-llvm::Expected<std::vector<std::pair<std::string, std::string>>>
+Expected<std::vector<std::pair<std::string, std::string>>>
 childEnvironment(int rank, int worldSize, const std::string& rendezvous, int launcherPid,
                  const EnvironmentLookup& parent) {
   if (std::optional<std::string> nvls = parent("NCCL_NVLS_ENABLE"); nvls && *nvls != "0")
@@ -31,8 +31,7 @@ childEnvironment(int rank, int worldSize, const std::string& rendezvous, int lau
 
 bool startedByCollcLauncher(const EnvironmentLookup& lookup, int parentPid) {
   std::optional<std::string> launcher = lookup("COLLC_LAUNCHER_PID");
-  int pid = 0;
-  return launcher && !llvm::StringRef(*launcher).trim().getAsInteger(10, pid) && pid == parentPid;
+  return launcher && parseDecimal<int>(trim(*launcher)) == parentPid;
 }
 
 } // namespace collc

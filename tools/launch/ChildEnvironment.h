@@ -4,8 +4,8 @@
 #define COLLC_TOOLS_LAUNCH_CHILDENVIRONMENT_H
 
 #include "runtime/LaunchEnvironment.h"
+#include "runtime/Status.h"
 
-#include <llvm/Support/Error.h>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,7 +17,7 @@ namespace collc {
 /// off: a rule of the GPU machine, see README) and COLLC_LAUNCHER_PID=`launcherPid`. An error if
 /// the launcher's own environment asks for NCCL_NVLS_ENABLE other than 0: the children would
 /// inherit the request.
-llvm::Expected<std::vector<std::pair<std::string, std::string>>>
+Expected<std::vector<std::pair<std::string, std::string>>>
 childEnvironment(int rank, int worldSize, const std::string& rendezvous, int launcherPid,
                  const EnvironmentLookup& parent);
 

@@ -26,8 +26,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-llvm::Error launchError(const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "launch: " + message);
+Error launchError(const std::string& message) {
+  return makeError("launch: " + message);
 }
 
 double secondsSince(Clock::time_point start) {
@@ -86,7 +86,7 @@ std::string describeChildEnd(const ChildOutcome& child) {
 }
 
 LaunchOutputSink prefixedOutputSink() {
-  return [](int rank, bool isStderr, llvm::StringRef line) {
+  return [](int rank, bool isStderr, std::string_view line) {
     FILE* stream = isStderr ? stderr : stdout;
     if (rank == 0 && !isStderr)
       std::fprintf(stream, "%.*s\n", int(line.size()), line.data());
@@ -96,10 +96,9 @@ LaunchOutputSink prefixedOutputSink() {
   };
 }
 
-llvm::Expected<LaunchOutcome> launchProcesses(const LaunchSpec& spec,
-                                              const LaunchOutputSink& sink) {
+Expected<LaunchOutcome> launchProcesses(const LaunchSpec& spec, const LaunchOutputSink& sink) {
   if (spec.processes < 1)
-    return launchError("at least one process is needed, not " + llvm::Twine(spec.processes));
+    return launchError("at least one process is needed, not " + std::to_string(spec.processes));
   if (access(spec.executable.c_str(), X_OK) != 0)
     return launchError("cannot execute '" + spec.executable + "': " + std::strerror(errno));
   const Clock::time_point start = Clock::now();
@@ -114,7 +113,7 @@ llvm::Expected<LaunchOutcome> launchProcesses(const LaunchSpec& spec,
   std::vector<ChildPipes> pipes(spec.processes);
   std::vector<bool> running(spec.processes, false);
   // Whatever fails below, children already started are stopped and their fds closed.
-  auto abandon = [&](llvm::Error err) -> llvm::Error {
+  auto abandon = [&](Error err) -> Error {
     for (int r = 0; r < spec.processes; ++r) {
       if (running[r]) {
         kill(outcome.children[r].pid, SIGKILL);
@@ -135,18 +134,18 @@ llvm::Expected<LaunchOutcome> launchProcesses(const LaunchSpec& spec,
     std::vector<char*> envp = pointersTo(envStrings);
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0)
-      return abandon(launchError(llvm::Twine("pipe2: ") + std::strerror(errno)));
+      return abandon(launchError(std::string("pipe2: ") + std::strerror(errno)));
     if (pipe2(err, O_CLOEXEC) != 0) {
       close(out[0]);
       close(out[1]);
-      return abandon(launchError(llvm::Twine("pipe2: ") + std::strerror(errno)));
+      return abandon(launchError(std::string("pipe2: ") + std::strerror(errno)));
     }
     pid_t pid = fork();
     if (pid < 0) {
       const int saved = errno;
       for (int fd : {out[0], out[1], err[0], err[1]})
         close(fd);
-      return abandon(launchError(llvm::Twine("fork: ") + std::strerror(saved)));
+      return abandon(launchError(std::string("fork: ") + std::strerror(saved)));
     }
     if (pid == 0) {
       // The child dies with the launcher, whichever way the launcher goes.
@@ -175,7 +174,7 @@ llvm::Expected<LaunchOutcome> launchProcesses(const LaunchSpec& spec,
     size_t begin = 0;
     for (size_t newline; (newline = pending.find('\n', begin)) != std::string::npos;
          begin = newline + 1)
-      sink(rank, stream == 1, llvm::StringRef(pending).slice(begin, newline));
+      sink(rank, stream == 1, std::string_view(pending).substr(begin, newline - begin));
     pending.erase(0, begin);
     if (flushAll && !pending.empty()) {
       sink(rank, stream == 1, pending);
@@ -287,15 +286,15 @@ llvm::Expected<LaunchOutcome> launchProcesses(const LaunchSpec& spec,
   return outcome;
 }
 
-llvm::Expected<std::string> thisExecutable() {
+Expected<std::string> thisExecutable() {
   char path[4096];
   ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
   if (n <= 0)
-    return launchError(llvm::Twine("readlink /proc/self/exe: ") + std::strerror(errno));
+    return launchError(std::string("readlink /proc/self/exe: ") + std::strerror(errno));
   return std::string(path, size_t(n));
 }
 
-llvm::Expected<std::vector<std::string>> thisCommandLine() {
+Expected<std::vector<std::string>> thisCommandLine() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   if (!in)
     return launchError("cannot read /proc/self/cmdline");
@@ -316,7 +315,7 @@ llvm::Expected<std::vector<std::string>> thisCommandLine() {
   return words;
 }
 
-llvm::Expected<std::pair<std::string, std::string>> makeRendezvousDirectory() {
+Expected<std::pair<std::string, std::string>> makeRendezvousDirectory() {
   const char* base = std::getenv("TMPDIR");
   std::string pattern = std::string(base && *base ? base : "/tmp") + "/collc-rendezvous-XXXXXX";
   if (!mkdtemp(pattern.data()))
@@ -335,20 +334,20 @@ void removeRendezvousDirectory(const std::string& directory) {
   (void)rmdir(directory.c_str());
 }
 
-llvm::Expected<LaunchOutcome> launchWorld(const WorldLaunch& launch, const LaunchOutputSink& sink) {
+Expected<LaunchOutcome> launchWorld(const WorldLaunch& launch, const LaunchOutputSink& sink) {
   LaunchSpec spec;
   spec.processes = launch.processes;
   spec.args = launch.args;
   spec.timeoutSeconds = launch.timeoutSeconds;
   if (launch.executable.empty()) {
-    llvm::Expected<std::string> self = thisExecutable();
+    Expected<std::string> self = thisExecutable();
     if (!self)
       return self.takeError();
     spec.executable = *self;
   } else {
     spec.executable = launch.executable;
   }
-  llvm::Expected<std::pair<std::string, std::string>> directory = makeRendezvousDirectory();
+  Expected<std::pair<std::string, std::string>> directory = makeRendezvousDirectory();
   if (!directory)
     return directory.takeError();
   const std::string rendezvous = directory->second;
@@ -356,7 +355,7 @@ llvm::Expected<LaunchOutcome> launchWorld(const WorldLaunch& launch, const Launc
   // multicast asked for) fails here, before anything starts.
   std::vector<std::vector<std::pair<std::string, std::string>>> environments;
   for (int r = 0; r < launch.processes; ++r) {
-    llvm::Expected<std::vector<std::pair<std::string, std::string>>> env = childEnvironment(
+    Expected<std::vector<std::pair<std::string, std::string>>> env = childEnvironment(
         r, launch.processes, rendezvous, static_cast<int>(getpid()), processEnvironment());
     if (!env) {
       removeRendezvousDirectory(directory->first);
@@ -366,7 +365,7 @@ llvm::Expected<LaunchOutcome> launchWorld(const WorldLaunch& launch, const Launc
     environments.push_back(std::move(*env));
   }
   spec.environment = [&environments](int rank) { return environments[rank]; };
-  llvm::Expected<LaunchOutcome> outcome = launchProcesses(spec, sink);
+  Expected<LaunchOutcome> outcome = launchProcesses(spec, sink);
   removeRendezvousDirectory(directory->first);
   return outcome;
 }

@@ -13,10 +13,11 @@
 #ifndef COLLC_TOOLS_LAUNCH_LAUNCHER_H
 #define COLLC_TOOLS_LAUNCH_LAUNCHER_H
 
+#include "runtime/Status.h"
+
 #include <functional>
-#include <llvm/ADT/StringRef.h>
-#include <llvm/Support/Error.h>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,7 +34,7 @@ struct LaunchSpec {
 };
 
 /// One line of a child's output, without its newline. Called on the launcher's thread.
-using LaunchOutputSink = std::function<void(int rank, bool isStderr, llvm::StringRef line)>;
+using LaunchOutputSink = std::function<void(int rank, bool isStderr, std::string_view line)>;
 
 /// Rank 0's standard output goes to stdout unchanged (so tables and results read as from one
 /// process); every other line gets "[rank R] " in front, on stdout or stderr as it came.
@@ -62,16 +63,16 @@ struct LaunchOutcome {
 /// Starts the children, forwards their output to `sink` and waits for all of them. An error
 /// only when the launch itself fails (no such executable, fork failure); children that fail are
 /// reported in the outcome.
-llvm::Expected<LaunchOutcome> launchProcesses(const LaunchSpec& spec, const LaunchOutputSink& sink);
+Expected<LaunchOutcome> launchProcesses(const LaunchSpec& spec, const LaunchOutputSink& sink);
 
 /// How one child ended, in words: "exited with status 3", "was killed by signal 9 (Killed)".
 std::string describeChildEnd(const ChildOutcome& child);
 
 /// This program's path (/proc/self/exe), for launching copies of itself.
-llvm::Expected<std::string> thisExecutable();
+Expected<std::string> thisExecutable();
 
 /// This process's command line (/proc/self/cmdline), argv[0] included.
-llvm::Expected<std::vector<std::string>> thisCommandLine();
+Expected<std::vector<std::string>> thisCommandLine();
 
 /// A process-per-GPU world of `processes` ranks on this machine, started by launchWorld.
 struct WorldLaunch {
@@ -86,11 +87,11 @@ struct WorldLaunch {
 /// launchProcesses with childEnvironment() for every rank (RANK, WORLD_SIZE, LOCAL_RANK,
 /// COLLC_RENDEZVOUS, NCCL_NVLS_ENABLE=0, COLLC_LAUNCHER_PID) and a fresh file rendezvous in a
 /// private directory, removed afterwards. What `collc run --procs N` and the tests use.
-llvm::Expected<LaunchOutcome> launchWorld(const WorldLaunch& launch, const LaunchOutputSink& sink);
+Expected<LaunchOutcome> launchWorld(const WorldLaunch& launch, const LaunchOutputSink& sink);
 
 /// A fresh private directory under $TMPDIR (or /tmp) for a file rendezvous, and its
 /// "file:DIR/nccl-id" address; remove it with removeRendezvousDirectory when the launch is over.
-llvm::Expected<std::pair<std::string, std::string>> makeRendezvousDirectory();
+Expected<std::pair<std::string, std::string>> makeRendezvousDirectory();
 void removeRendezvousDirectory(const std::string& directory);
 
 } // namespace collc
