@@ -9,6 +9,7 @@
 // Run: build/bin/jit_allreduce [elements]   (default 1 Mi elements per rank)
 // Without a GPU it stops after step 2 and says why; that is not an error.
 #include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
@@ -64,8 +65,6 @@ uint64_t countWrong(LocalWorld& world, const std::vector<DeviceBuffer>& outputs,
 
 int main(int argc, char** argv) {
   ExitOnError check("jit_allreduce: ");
-  // The compiler speaks LLVM's errors (its C API, to come, will not).
-  llvm::ExitOnError checkCompile("jit_allreduce: ");
   const uint64_t count = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : uint64_t(1) << 20;
   if (count == 0) {
     llvm::errs() << "usage: jit_allreduce [elements per rank, > 0]\n";
@@ -85,12 +84,12 @@ int main(int argc, char** argv) {
 
   // 1. The spec, by stdlib name (a path to a .coll file works too), compiled for our choices.
   //    Diagnostics, if any, go to stderr as file:line:col: error: ...
-  SpecSource spec = checkCompile(loadSpec("allreduce_oneshot"));
+  SpecSource spec = check(fromCompiler(loadSpec("allreduce_oneshot")));
   CompileOptions options;
   options.dtype = DType::BF16;
   options.op = ReduceOp::Sum;
   options.nranks = nranks;
-  CompiledCollective compiled = checkCompile(compileCollective(spec, options, llvm::errs()));
+  CompiledCollective compiled = check(fromCompiler(compileCollective(spec, options, llvm::errs())));
   llvm::outs() << "compiled " << compiled.specName << " for " << nranks
                << " ranks, bf16 sum: kernel " << compiled.kernelName << ", "
                << compiled.launch.blocks << " blocks x " << compiled.launch.threads

@@ -15,6 +15,7 @@
 //       build/bin/procs_allreduce [elements]                  (one command line)
 // Without a GPU it says so and stops; that is not an error.
 #include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
@@ -105,18 +106,16 @@ int main(int argc, char** argv) {
   const int rank = world.rank(), nranks = world.nranks();
   const std::string me = "rank " + std::to_string(rank) + ": ";
   ExitOnError check("procs_allreduce: " + me);
-  // The compiler speaks LLVM's errors (its C API, to come, will not).
-  llvm::ExitOnError checkCompile("procs_allreduce: " + me);
   cudaStream_t stream = world.stream(rank);
   check(COLLC_CUDA_CHECK(cudaSetDevice(world.device(rank))));
 
   // 2. The spec for this many ranks, JIT-compiled for this process's GPU (cached on disk).
-  SpecSource spec = checkCompile(loadSpec("allreduce_oneshot"));
+  SpecSource spec = check(fromCompiler(loadSpec("allreduce_oneshot")));
   CompileOptions options;
   options.dtype = DType::BF16;
   options.op = ReduceOp::Sum;
   options.nranks = nranks;
-  CompiledCollective compiled = checkCompile(compileCollective(spec, options, llvm::errs()));
+  CompiledCollective compiled = check(fromCompiler(compileCollective(spec, options, llvm::errs())));
   JitOptions jit;
   jit.arch = gpuArch(world.device(rank));
   JitResult cubin =

@@ -1,6 +1,7 @@
 #include "pipeline/CompileDispatch.h"
 
 #include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
 #include "pipeline/TunedOptions.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
@@ -21,9 +22,9 @@ Expected<DispatchVariant> compileVariant(const TunedVariant& variant,
   auto fail = [&](const std::string& why) {
     return dispatchError("variant " + variant.text() + ": " + why);
   };
-  auto spec = loadSpec(variant.spec);
+  auto spec = fromCompiler(loadSpec(variant.spec));
   if (!spec)
-    return fail(llvm::toString(spec.takeError()));
+    return fail(toString(spec.takeError()));
   CompileOptions options;
   options.dtype = request.dtype;
   options.op = request.op;
@@ -31,9 +32,9 @@ Expected<DispatchVariant> compileVariant(const TunedVariant& variant,
   applyTunedVariant(variant, options);
   std::string diagnostics;
   llvm::raw_string_ostream diag(diagnostics);
-  auto compiled = compileCollective(*spec, options, diag);
+  auto compiled = fromCompiler(compileCollective(*spec, options, diag));
   if (!compiled) {
-    llvm::consumeError(compiled.takeError());
+    consumeError(compiled.takeError());
     return fail("the compiler refused it:\n" + diag.str());
   }
   if (compiled->kind != request.collective)

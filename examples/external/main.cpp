@@ -1,12 +1,14 @@
-// allreduce_app: the smallest program that uses an installed collc.
+// allreduce_app: the smallest program that compiles a spec and runs it.
 //
 //   allreduce_app [SPEC]    SPEC: a stdlib name or a .coll path (default allreduce_oneshot)
 //
 // It compiles the AllReduce spec for 2 ranks (f32, sum), JIT-compiles it to a cubin
 // with NVRTC, and, where 2 GPUs are visible, runs one call on them and checks the sum. Without
-// GPUs the compile is all it can do: it says so and exits 0. The headers are included by the
-// same paths as inside collc's source tree.
+// GPUs the compile is all it can do: it says so and exits 0. It uses the compiler's C++ API
+// (compiler/Compile.h, LLVM's types), which an install does not ship: it builds in collc's tree
+// (build/bin/allreduce_app), and its compiler errors come through fromCompiler.
 #include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
@@ -25,18 +27,17 @@ int main(int argc, char** argv) {
   // Any collc error ends the program with its message; a spec error's diagnostics (file:line:col)
   // were printed to stderr already.
   collc::ExitOnError check("allreduce_app: ");
-  // The compiler speaks LLVM's errors (its C API, to come, will not).
-  llvm::ExitOnError checkCompile("allreduce_app: ");
   const int nranks = 2;
   const uint64_t count = 4096;
 
-  collc::SpecSource spec = checkCompile(collc::loadSpec(argc > 1 ? argv[1] : "allreduce_oneshot"));
+  collc::SpecSource spec =
+      check(collc::fromCompiler(collc::loadSpec(argc > 1 ? argv[1] : "allreduce_oneshot")));
   collc::CompileOptions options;
   options.nranks = nranks;
   options.dtype = collc::DType::F32;
   options.op = collc::ReduceOp::Sum;
   collc::CompiledCollective compiled =
-      checkCompile(collc::compileCollective(spec, options, llvm::errs()));
+      check(collc::fromCompiler(collc::compileCollective(spec, options, llvm::errs())));
 
   if (compiled.kind != collc::CollectiveKind::AllReduce) {
     llvm::errs() << "allreduce_app: " << compiled.specName << " is of kind "

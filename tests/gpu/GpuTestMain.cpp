@@ -4,6 +4,7 @@
 #include "tests/gpu/GpuTestMain.h"
 
 #include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
 
@@ -81,7 +82,7 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
   Variant& variant = it->second;
   if (!inserted)
     return variant;
-  llvm::Expected<SpecSource> spec = loadSpec(specName);
+  Expected<SpecSource> spec = fromCompiler(loadSpec(specName));
   if (!spec) {
     variant.error = toString(spec.takeError());
     return variant;
@@ -97,7 +98,8 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
     options.threads = threads;
   options.unroll = unroll;
   options.wholeStores = wholeStores;
-  llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, llvm::errs());
+  Expected<CompiledCollective> compiled =
+      fromCompiler(compileCollective(*spec, options, llvm::errs()));
   if (!compiled) {
     variant.error = "compile: " + toString(compiled.takeError());
     return variant;

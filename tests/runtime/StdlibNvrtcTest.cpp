@@ -1,6 +1,7 @@
 // Every stdlib spec, for every sync strategy, element type and reduction operator, compiles to an
 // sm_90 cubin with NVRTC. No GPU is needed: this runs in CI.
 #include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
 #include "runtime/Jit.h"
 #include "tests/StdlibApplicability.h"
 #include "tests/StdlibStrategies.h"
@@ -46,7 +47,7 @@ class StdlibNvrtc : public testing::TestWithParam<Variant> {};
 
 TEST_P(StdlibNvrtc, CompilesToSm90Cubin) {
   const Variant& v = GetParam();
-  auto spec = loadSpec(v.spec);
+  auto spec = fromCompiler(loadSpec(v.spec));
   ASSERT_TRUE(bool(spec));
   CompileOptions options;
   options.dtype = v.dtype;
@@ -57,7 +58,7 @@ TEST_P(StdlibNvrtc, CompilesToSm90Cubin) {
   options.experimentalLL128 = true; // compiled here, though disabled by default
   std::string diagnostics;
   llvm::raw_string_ostream out(diagnostics);
-  auto compiled = compileCollective(*spec, options, out);
+  auto compiled = fromCompiler(compileCollective(*spec, options, out));
   ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError()) << out.str();
 
   JitOptions jit;
@@ -85,7 +86,7 @@ INSTANTIATE_TEST_SUITE_P(AllStdlibVariants, StdlibNvrtc, testing::ValuesIn(allVa
 // vector whose two load paths meet in a union), and is one vector store with it.
 TEST(WholeStores, OneVectorStorePerVectorInThePtx) {
   auto ptxOf = [](int wholeStores) -> std::string {
-    auto spec = loadSpec("allreduce_oneshot");
+    auto spec = fromCompiler(loadSpec("allreduce_oneshot"));
     EXPECT_TRUE(bool(spec));
     if (!spec) {
       consumeError(spec.takeError());
@@ -97,7 +98,7 @@ TEST(WholeStores, OneVectorStorePerVectorInThePtx) {
     options.wholeStores = wholeStores;
     std::string diagnostics;
     llvm::raw_string_ostream out(diagnostics);
-    auto compiled = compileCollective(*spec, options, out);
+    auto compiled = fromCompiler(compileCollective(*spec, options, out));
     EXPECT_TRUE(bool(compiled)) << out.str();
     if (!compiled) {
       consumeError(compiled.takeError());

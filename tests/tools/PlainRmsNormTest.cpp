@@ -4,6 +4,7 @@
 #include "tools/bench/PlainRmsNorm.h"
 
 #include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
 #include "runtime/Jit.h"
 
 #include <gtest/gtest.h>
@@ -13,14 +14,15 @@ namespace collc {
 namespace {
 
 CompiledCollective fusedVariant(DType dtype, int64_t hidden) {
-  llvm::Expected<SpecSource> spec = loadSpec("allreduce_rmsnorm");
+  Expected<SpecSource> spec = fromCompiler(loadSpec("allreduce_rmsnorm"));
   EXPECT_TRUE(bool(spec)) << toString(spec.takeError());
   CompileOptions options;
   options.dtype = dtype;
   options.nranks = 2;
   options.rowLength = hidden;
   options.eps = 1e-5f;
-  llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, llvm::errs());
+  Expected<CompiledCollective> compiled =
+      fromCompiler(compileCollective(*spec, options, llvm::errs()));
   EXPECT_TRUE(bool(compiled)) << toString(compiled.takeError());
   return *compiled;
 }

@@ -227,7 +227,7 @@ int compileVariants(const BenchOptions& o, int nranks, VariantPlan& plan) {
     syncs.assign(std::begin(kAllSyncKinds), std::end(kAllSyncKinds));
   std::string refusals;
   for (const std::string& specName : specs) {
-    auto source = loadSpec(specName);
+    auto source = fromCompiler(loadSpec(specName));
     if (!source)
       return reportError(source.takeError());
     for (std::optional<SyncKind> sync : syncs) {
@@ -236,7 +236,7 @@ int compileVariants(const BenchOptions& o, int nranks, VariantPlan& plan) {
       options.sync = sync;
       std::string diagnostics;
       llvm::raw_string_ostream diag(diagnostics);
-      auto compiled = compileCollective(*source, options, diag);
+      auto compiled = fromCompiler(compileCollective(*source, options, diag));
       if (!compiled) {
         consumeError(compiled.takeError());
         if (refusals.find(diag.str()) == std::string::npos) // one spec's error, once
@@ -257,9 +257,11 @@ int compileVariants(const BenchOptions& o, int nranks, VariantPlan& plan) {
       variant.sync = std::string(name(compiled->sync));
       if (o.watchdogCost) {
         options.watchdog = false;
-        auto unbounded = compileCollective(*source, options, llvm::errs());
+        bool specError = false;
+        auto unbounded =
+            fromCompiler(compileCollective(*source, options, llvm::errs()), &specError);
         if (!unbounded)
-          return reportError(unbounded.takeError());
+          return reportError(unbounded.takeError(), specError);
         variant.unbounded = std::move(*unbounded);
       }
       variant.compiled = std::move(*compiled);
@@ -555,13 +557,14 @@ int measureAndPrintCompileTimes(const BenchOptions& o, BenchResults& results) {
     options.nranks = 2;
   if (!options.sync && !namedSpec)
     options.sync = SyncKind::LL;
-  auto spec = loadSpec(namedSpec ? o.spec : "allreduce_oneshot");
+  auto spec = fromCompiler(loadSpec(namedSpec ? o.spec : "allreduce_oneshot"));
   if (!spec)
     return reportError(spec.takeError());
   std::string arch = gpuArch(0);
-  auto times = measureCompileTimes(*spec, options, arch.empty() ? "sm_90" : arch);
+  bool specError = false;
+  auto times = measureCompileTimes(*spec, options, arch.empty() ? "sm_90" : arch, specError);
   if (!times)
-    return reportError(times.takeError());
+    return reportError(times.takeError(), specError);
   writeCompileTimes(llvm::outs(), *times);
   llvm::outs() << "\n";
   llvm::outs().flush();
@@ -756,7 +759,7 @@ int runBench(const ParsedArguments& args) {
     return compileTimesOnly(o);
   // A misspelt spec is reported as such, before anything asks for a GPU.
   if (o.spec != "all")
-    if (auto spec = loadSpec(o.spec); !spec)
+    if (auto spec = fromCompiler(loadSpec(o.spec)); !spec)
       return reportError(spec.takeError());
   auto role = chooseWorldRole(args);
   if (!role)

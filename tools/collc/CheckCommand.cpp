@@ -18,11 +18,12 @@ const Command kCheckCommand{
     1};
 
 int runCheck(const ParsedArguments& args) {
-  auto spec = loadSpec(args.positionals()[0]);
+  auto spec = fromCompiler(loadSpec(args.positionals()[0]));
   if (!spec)
     return reportError(spec.takeError());
-  if (llvm::Error error = checkSpec(*spec, llvm::errs()))
-    return reportError(std::move(error));
+  bool specError = false;
+  if (Error error = compilerError(checkSpec(*spec, llvm::errs()), &specError))
+    return reportError(std::move(error), specError);
   llvm::outs() << spec->bufferName << ": ok\n";
   return kSuccess;
 }

@@ -4,10 +4,9 @@
 #define COLLC_TOOLS_COLLC_COMMANDS_H
 
 #include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
 #include "runtime/Status.h"
 #include "tools/collc/Arguments.h"
-
-#include <llvm/Support/Error.h>
 
 namespace collc::driver {
 
@@ -32,15 +31,10 @@ std::vector<OptionSpec> variantOptions();
 bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::string& error,
                   bool syncMayBeAll = false);
 
-/// Reports an error of the compiler: a SpecError's diagnostics are already printed.
-int reportError(llvm::Error error);
-/// Reports an error of the runtime or the tools.
-int reportError(Error error);
-/// The compiler's error as the runtime's, with its message (a SpecError's says how many errors
-/// the printed diagnostics hold).
-Error fromCompiler(llvm::Error error);
-/// The runtime's error as the compiler's, for a function that returns both kinds.
-llvm::Error toCompilerError(Error error);
+/// Reports an error: "collc: error: MESSAGE", or for the spec's error (its diagnostics are printed
+/// already) "collc: 2 errors in FILE". The compiler's errors come through fromCompiler
+/// (pipeline/CompilerErrors.h), which says which they are.
+int reportError(Error error, bool specError = false);
 int usageError(const std::string& message);
 /// The first error of compiler diagnostics, without its place: the line a refused variant gets in
 /// a table or a note.

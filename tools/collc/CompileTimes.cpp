@@ -20,12 +20,11 @@ double millisecondsSince(Clock::time_point start) {
 
 } // namespace
 
-llvm::Expected<CompileTimes> measureCompileTimes(const SpecSource& spec,
-                                                 const CompileOptions& options,
-                                                 const std::string& arch) {
+Expected<CompileTimes> measureCompileTimes(const SpecSource& spec, const CompileOptions& options,
+                                           const std::string& arch, bool& specError) {
   CompileTimes times;
   Clock::time_point start = Clock::now();
-  auto compiled = compileCollective(spec, options, llvm::errs());
+  auto compiled = fromCompiler(compileCollective(spec, options, llvm::errs()), &specError);
   if (!compiled)
     return compiled.takeError();
   times.frontEndMs = millisecondsSince(start);
@@ -34,8 +33,7 @@ llvm::Expected<CompileTimes> measureCompileTimes(const SpecSource& spec,
 
   llvm::SmallString<128> cacheDir;
   if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("collc-compile-times", cacheDir))
-    return llvm::createStringError(ec, "cannot make a private kernel cache directory: %s",
-                                   ec.message().c_str());
+    return makeError("cannot make a private kernel cache directory: " + ec.message());
   JitOptions jit;
   jit.arch = arch;
   jit.cacheDir = std::string(cacheDir.str());
@@ -58,7 +56,7 @@ llvm::Expected<CompileTimes> measureCompileTimes(const SpecSource& spec,
     err = timed(jit, times.warmMs, times.warmWasHit);
   llvm::sys::fs::remove_directories(cacheDir);
   if (err)
-    return toCompilerError(std::move(err));
+    return err;
   times.coldWasMiss = !coldHit;
   return times;
 }

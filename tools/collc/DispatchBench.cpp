@@ -127,15 +127,16 @@ int runDispatchBench(const ParsedArguments& args) {
   std::vector<Fixed> fixed;
   uint64_t heap = program->heapBytes() + (uint64_t(1) << 20);
   for (const TunedVariant& variant : variants) {
-    auto source = loadSpec(variant.spec);
+    auto source = fromCompiler(loadSpec(variant.spec));
     if (!source)
       return reportError(source.takeError());
     CompileOptions options = compile;
     options.nranks = nranks;
     applyTunedVariant(variant, options);
-    auto compiled = compileCollective(*source, options, llvm::errs());
+    bool specError = false;
+    auto compiled = fromCompiler(compileCollective(*source, options, llvm::errs()), &specError);
     if (!compiled)
-      return reportError(compiled.takeError());
+      return reportError(compiled.takeError(), specError);
     auto image = compileForDevice(*compiled, devices[0]);
     if (!image)
       return reportError(image.takeError());

@@ -47,18 +47,20 @@ int runEmit(const ParsedArguments& args) {
     options.printIr = &stage;
     options.printIrAfterAll = args.has("print-ir-after-all");
   }
-  auto spec = loadSpec(args.positionals()[0]);
+  auto spec = fromCompiler(loadSpec(args.positionals()[0]));
   if (!spec)
     return reportError(spec.takeError());
   if (kind == "ast") {
     // The tree is printed as soon as it is parsed, even if a later check fails.
-    auto compiled = compileCollective(*spec, options, llvm::errs());
+    bool specError = false;
+    auto compiled = fromCompiler(compileCollective(*spec, options, llvm::errs()), &specError);
     llvm::outs() << stage.str();
-    return compiled ? kSuccess : reportError(compiled.takeError());
+    return compiled ? kSuccess : reportError(compiled.takeError(), specError);
   }
-  auto compiled = compileCollective(*spec, options, llvm::errs());
+  bool specError = false;
+  auto compiled = fromCompiler(compileCollective(*spec, options, llvm::errs()), &specError);
   if (!compiled)
-    return reportError(compiled.takeError());
+    return reportError(compiled.takeError(), specError);
   if (kind == "cuda") {
     text = compiled->cudaSource;
   } else if (kind == "ptx" || kind == "cubin") {

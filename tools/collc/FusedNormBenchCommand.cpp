@@ -21,17 +21,20 @@ constexpr const char* kSweepOnlyOptions[] = {
     "procs",        "b", "e", "f", "csv", "json", "plot", "watchdog-cost", "op", "no-nccl",
     "compile-times"};
 
-llvm::Expected<JittedCollective> compileAndJit(const std::string& specName,
-                                               const CompileOptions& options, int device) {
-  auto spec = loadSpec(specName);
+/// The spec compiled and JIT-compiled for `device`; `specError` says whether an error is the
+/// spec's.
+Expected<JittedCollective> compileAndJit(const std::string& specName, const CompileOptions& options,
+                                         int device, bool& specError) {
+  specError = false;
+  auto spec = fromCompiler(loadSpec(specName));
   if (!spec)
     return spec.takeError();
-  auto compiled = compileCollective(*spec, options, llvm::errs());
+  auto compiled = fromCompiler(compileCollective(*spec, options, llvm::errs()), &specError);
   if (!compiled)
     return compiled.takeError();
   auto image = compileForDevice(*compiled, device);
   if (!image)
-    return toCompilerError(image.takeError());
+    return image.takeError();
   return JittedCollective{std::move(*compiled), std::move(image->image)};
 }
 
@@ -60,12 +63,13 @@ int runFusedNormBench(const ParsedArguments& args) {
     CompileOptions precheck = options;
     if (!args.has("ranks"))
       precheck.nranks = 2;
-    auto spec = loadSpec(kFusedNormBenchSpec);
+    auto spec = fromCompiler(loadSpec(kFusedNormBenchSpec));
     if (!spec)
       return reportError(spec.takeError());
-    auto compiled = compileCollective(*spec, precheck, llvm::errs());
+    bool specError = false;
+    auto compiled = fromCompiler(compileCollective(*spec, precheck, llvm::errs()), &specError);
     if (!compiled)
-      return reportError(compiled.takeError());
+      return reportError(compiled.takeError(), specError);
     if (auto kernel = plainRmsNormKernel(*compiled); !kernel)
       return reportError(kernel.takeError());
   }
@@ -76,17 +80,18 @@ int runFusedNormBench(const ParsedArguments& args) {
       status != kSuccess)
     return status;
 
-  auto fused = compileAndJit(kFusedNormBenchSpec, options, devices[0]);
+  bool specError = false;
+  auto fused = compileAndJit(kFusedNormBenchSpec, options, devices[0], specError);
   if (!fused)
-    return reportError(fused.takeError());
+    return reportError(fused.takeError(), specError);
   // The unfused side: the same type, ranks and sync, a plain sum without rows.
   CompileOptions plainOptions = options;
   plainOptions.op = ReduceOp::Sum;
   plainOptions.sync = fused->compiled.sync;
   plainOptions.rowLength = 0;
-  auto allReduce = compileAndJit("allreduce_oneshot", plainOptions, devices[0]);
+  auto allReduce = compileAndJit("allreduce_oneshot", plainOptions, devices[0], specError);
   if (!allReduce)
-    return reportError(allReduce.takeError());
+    return reportError(allReduce.takeError(), specError);
   auto kernel = plainRmsNormKernel(fused->compiled);
   if (!kernel)
     return reportError(kernel.takeError());

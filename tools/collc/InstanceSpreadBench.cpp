@@ -60,7 +60,7 @@ int runInstanceSpreadBench(const ParsedArguments& args) {
   if (!parseSweepCounts(args, 1024, 16 * 1024, 4, elementBytes, counts, error))
     return usageError(error);
 
-  auto source = loadSpec(args.positionals()[0]);
+  auto source = fromCompiler(loadSpec(args.positionals()[0]));
   if (!source)
     return reportError(source.takeError());
   int nranks = compile.nranks;
@@ -70,9 +70,10 @@ int runInstanceSpreadBench(const ParsedArguments& args) {
       status != kSuccess)
     return status;
   compile.nranks = nranks;
-  auto compiled = compileCollective(*source, compile, llvm::errs());
+  bool specError = false;
+  auto compiled = fromCompiler(compileCollective(*source, compile, llvm::errs()), &specError);
   if (!compiled)
-    return reportError(compiled.takeError());
+    return reportError(compiled.takeError(), specError);
   auto image = compileForDevice(*compiled, devices[0]);
   if (!image)
     return reportError(image.takeError());

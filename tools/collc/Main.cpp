@@ -95,36 +95,9 @@ bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::str
   return true;
 }
 
-int reportError(llvm::Error error) {
-  int status = kUserError;
-  llvm::handleAllErrors(
-      std::move(error),
-      [&](const SpecError& e) {
-        llvm::errs() << "collc: ";
-        e.log(llvm::errs());
-        llvm::errs() << "\n";
-      },
-      [&](const llvm::ErrorInfoBase& e) {
-        llvm::errs() << "collc: error: " << e.message() << "\n";
-      });
-  return status;
-}
-
-int reportError(Error error) {
-  llvm::errs() << "collc: error: " << error.message() << "\n";
+int reportError(Error error, bool specError) {
+  llvm::errs() << (specError ? "collc: " : "collc: error: ") << error.message() << "\n";
   return kUserError;
-}
-
-Error fromCompiler(llvm::Error error) {
-  if (!error)
-    return Error::success();
-  return makeError(toString(std::move(error)));
-}
-
-llvm::Error toCompilerError(Error error) {
-  if (!error)
-    return llvm::Error::success();
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), error.message());
 }
 
 int usageError(const std::string& message) {

@@ -91,12 +91,13 @@ bool parseSettings(const ParsedArguments& args, RunSettings& settings, std::stri
 /// default row length, which is known only once it is compiled.
 int compileForRun(const std::string& specName, const CompileOptions& options, uint64_t count,
                   CompiledCollective& compiled) {
-  auto spec = loadSpec(specName);
+  auto spec = fromCompiler(loadSpec(specName));
   if (!spec)
     return reportError(spec.takeError());
-  auto result = compileCollective(*spec, options, llvm::errs());
+  bool specError = false;
+  auto result = fromCompiler(compileCollective(*spec, options, llvm::errs()), &specError);
   if (!result)
-    return reportError(result.takeError());
+    return reportError(result.takeError(), specError);
   compiled = std::move(*result);
   if (compiled.rowLength > 0 && count % uint64_t(compiled.rowLength) != 0)
     return usageError(fmt::format("--count={} is not a whole number of rows of {} elements ('{}' "

@@ -148,22 +148,22 @@ bool parseOptions(const ParsedArguments& args, TuneOptions& o, std::string& erro
 }
 
 /// The specs to search: SPEC, or every stdlib spec that is an AllReduce.
-llvm::Expected<std::vector<std::string>> searchedSpecs(const TuneOptions& o) {
+Expected<std::vector<std::string>> searchedSpecs(const TuneOptions& o) {
   if (o.spec != "all") {
-    if (auto spec = loadSpec(o.spec); !spec)
+    if (auto spec = fromCompiler(loadSpec(o.spec)); !spec)
       return spec.takeError();
     return std::vector<std::string>{o.spec};
   }
   std::vector<std::string> specs;
   for (const std::string& name : stdlibNames()) {
-    auto source = loadSpec(name);
+    auto source = fromCompiler(loadSpec(name));
     if (!source)
       return source.takeError();
     CompileOptions options = o.compile;
     options.sync.reset();
     std::string ignored;
     llvm::raw_string_ostream diag(ignored);
-    auto compiled = compileCollective(*source, options, diag);
+    auto compiled = fromCompiler(compileCollective(*source, options, diag));
     // A fused epilogue (aux buffers) is not an AllReduce the dispatch can stand in for.
     if (compiled && compiled->kind == CollectiveKind::AllReduce && compiled->aux.empty())
       specs.push_back(name);
@@ -201,7 +201,7 @@ public:
   Prepared frontEnd(const TunedVariant& variant) const {
     Prepared prepared;
     prepared.resolved = variant;
-    auto source = loadSpec(variant.spec);
+    auto source = fromCompiler(loadSpec(variant.spec));
     if (!source) {
       prepared.refusal = "refused: " + toString(source.takeError());
       return prepared;
@@ -210,7 +210,7 @@ public:
     applyTunedVariant(variant, options);
     std::string diagnostics;
     llvm::raw_string_ostream diag(diagnostics);
-    auto compiled = compileCollective(*source, options, diag);
+    auto compiled = fromCompiler(compileCollective(*source, options, diag));
     if (!compiled) {
       consumeError(compiled.takeError());
       prepared.refusal = "refused: " + firstError(diag.str());
