@@ -71,6 +71,11 @@ int launch(int processes, const std::vector<std::string>& args) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // The GPU machine collc is tested on requires NVLink multicast off, set before anything loads
+  // NCCL (see the README); leave these three lines out where your machine has no such rule.
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
+  setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
   std::vector<std::string> args(argv + 1, argv + argc);
   int procs = 0;
   uint64_t count = uint64_t(1) << 20;

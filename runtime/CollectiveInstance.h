@@ -17,6 +17,7 @@
 #include "runtime/Span.h"
 #include "runtime/Status.h"
 #include "runtime/SymmetricWorld.h"
+#include "runtime/Watchdog.h"
 
 #include <cstdint>
 #include <cuda_runtime_api.h>
@@ -40,7 +41,7 @@ public:
   /// `timeoutNs` (0: never) and records why in the rank's watchdog.
   static Expected<std::unique_ptr<CollectiveInstance>>
   create(SymmetricWorld& world, const CompiledCollective& compiled, const std::string& cubin,
-         uint64_t maxCount, uint64_t timeoutNs = 5'000'000'000);
+         uint64_t maxCount, uint64_t timeoutNs = defaultWatchdogTimeoutNs());
   /// The same collective run by NCCL (its kind's NCCL call, runtime/NcclCollective.h, with
   /// compiled.dtype, op and root; alltoall as grouped ncclSend/ncclRecv) on the
   /// world's communicator: the NCCL path of a world that spans nodes, and NCCL measured in the

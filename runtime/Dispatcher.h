@@ -22,6 +22,7 @@
 #include "runtime/Span.h"
 #include "runtime/Status.h"
 #include "runtime/SymmetricWorld.h"
+#include "runtime/Watchdog.h"
 
 #include <cstdint>
 #include <cuda_runtime_api.h>
@@ -92,7 +93,8 @@ class Dispatcher {
 public:
   /// `program` must have its variants set.
   static Expected<std::unique_ptr<Dispatcher>>
-  create(SymmetricWorld& world, DispatchProgram program, uint64_t timeoutNs = 5'000'000'000);
+  create(SymmetricWorld& world, DispatchProgram program,
+         uint64_t timeoutNs = defaultWatchdogTimeoutNs());
   /// Nothing launched through it may still run, nor be replayed later from a graph.
   ~Dispatcher();
   Dispatcher(const Dispatcher&) = delete;

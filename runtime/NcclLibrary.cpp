@@ -36,10 +36,6 @@ struct Loaded {
 
 std::unique_ptr<Loaded> load() {
   auto loaded = std::make_unique<Loaded>();
-  // Before NCCL can read its environment: NVLink multicast must stay off on the GPU machine.
-  // An existing value is left alone (NcclBaseline refuses to run with one other than 0).
-  setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
-
   void* handle = nullptr;
   std::string errors;
   for (const char* name : {"libnccl.so.2", "libnccl.so"}) {

@@ -94,11 +94,8 @@ struct NcclLibrary {
 
 /// The process-wide NCCL: dlopen("libnccl.so.2"), then "libnccl.so", on first call (thread-safe);
 /// later calls return the same object, or the same failure: "NCCL not found: <dlerror>", or
-/// "NCCL at <path> lacks <function>". The library stays loaded until the process exits.
-///
-/// Loading also sets NCCL_NVLS_ENABLE=0 in the environment unless it is already set: NVLink
-/// multicast must stay off on the GPU machine (see ../shared/docs/GPU.md), and NCCL reads the
-/// variable when the first communicator is created.
+/// "NCCL at <path> lacks <function>". The library stays loaded until the process exits. Loading
+/// leaves the environment alone: NCCL_* variables are the host program's to set.
 Expected<const NcclLibrary*> ncclLibrary();
 
 /// The loaded NCCL's version ("2.28.3"), or "not found" when it cannot be loaded.

@@ -354,9 +354,6 @@ Expected<std::unique_ptr<ProcessWorld>> ProcessWorld::create(int rank, int nrank
   Expected<const NcclLibrary*> nccl = ncclLibrary();
   if (!nccl)
     return fail(toString(nccl.takeError()));
-  if (const char* nvls = std::getenv("NCCL_NVLS_ENABLE"); nvls && std::strcmp(nvls, "0") != 0)
-    return fail(std::string("NCCL_NVLS_ENABLE=") + nvls +
-                ": NVLink multicast must stay off (it can take the host's GPUs out of service)");
   Expected<int> gpus = gpuCount();
   if (!gpus)
     return fail(toString(gpus.takeError()));

@@ -17,6 +17,7 @@
 #include "runtime/VersionInfo.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cuda_runtime_api.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/raw_ostream.h>
@@ -24,6 +25,11 @@
 #include <vector>
 
 int main(int argc, char** argv) {
+  // The GPU machine collc is tested on requires NVLink multicast off, set before anything loads
+  // NCCL (see the README); leave these three lines out where your machine has no such rule.
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
+  setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
   // Any collc error ends the program with its message; a spec error's diagnostics (file:line:col)
   // were printed to stderr already.
   collc::ExitOnError check("allreduce_app: ");

@@ -14,12 +14,18 @@
 #include "runtime/Status.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cuda_runtime_api.h>
 #include <iostream>
 #include <memory>
 #include <vector>
 
 int main(int argc, char** argv) {
+  // The GPU machine collc is tested on requires NVLink multicast off, set before anything loads
+  // NCCL (see the README); leave these three lines out where your machine has no such rule.
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
+  setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
   collc::ExitOnError check("tuned_app: ");
   const int nranks = 2;
   const uint64_t counts[] = {256, 64 * 1024, 1024 * 1024}; // 1 KiB, 256 KiB, 4 MiB of f32

@@ -7,6 +7,7 @@
 #include "pipeline/CompilerErrors.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
+#include "tools/launch/NvlinkMulticast.h"
 
 #include <cstdio>
 #include <llvm/Support/Error.h>
@@ -120,6 +121,7 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
 } // namespace collc::gputest
 
 int main(int argc, char** argv) {
+  collc::keepNvlinkMulticastOff(); // the GPU machine's rule, before anything loads NCCL
   ::testing::InitGoogleTest(&argc, argv);
   ::testing::AddGlobalTestEnvironment(new collc::gputest::WorldEnvironment());
   return RUN_ALL_TESTS();

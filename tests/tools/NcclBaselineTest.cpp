@@ -66,7 +66,7 @@ TEST(NcclBaseline, RefusesNvlinkMulticast) {
   if (ncclVersionString() == "not found")
     GTEST_SKIP() << "NCCL not found";
   // create() refuses before NCCL sees the variable, but a process that drives GPUs should never
-  // hold NCCL_NVLS_ENABLE=1 even for a moment (GPU.md): only where there is no GPU.
+  // hold NCCL_NVLS_ENABLE=1 even for a moment (see the README): only where there is no GPU.
   Expected<int> gpus = gpuCount();
   if (gpus)
     GTEST_SKIP() << "not run on a machine with a GPU";

@@ -11,6 +11,7 @@
 #include "runtime/NcclCollective.h"
 #include "runtime/Status.h"
 #include "runtime/SymmetricWorld.h"
+#include "runtime/Watchdog.h"
 #include "tools/bench/BenchResults.h"
 
 #include <cstdint>
@@ -34,11 +35,11 @@ struct BenchVariant {
 };
 
 struct BenchSettings {
-  std::vector<uint64_t> counts;       // elements per rank, one per size, ascending
-  int graphOps = 50;                  // operations per timed graph
-  int replays = 7;                    // timed replays; the median counts
-  uint64_t seed = 1;                  // of the random inputs
-  uint64_t timeoutNs = 5'000'000'000; // the watchdog's bound on every wait
+  std::vector<uint64_t> counts;                    // elements per rank, one per size, ascending
+  int graphOps = 50;                               // operations per timed graph
+  int replays = 7;                                 // timed replays; the median counts
+  uint64_t seed = 1;                               // of the random inputs
+  uint64_t timeoutNs = defaultWatchdogTimeoutNs(); // the watchdog's bound on every wait
   /// Called before each measurement with what is about to run ("allreduce_oneshot/ll 64 KiB");
   /// may be empty.
   std::function<void(const std::string& what)> progress;

@@ -10,6 +10,7 @@
 #include "abi/CompiledCollective.h"
 #include "runtime/LocalWorld.h"
 #include "runtime/Status.h"
+#include "runtime/Watchdog.h"
 
 #include <cstdint>
 #include <string>
@@ -28,7 +29,7 @@ struct FusedNormBenchSettings {
   int graphOps = 50;
   int replays = 7;
   uint64_t seed = 1;
-  uint64_t timeoutNs = 5'000'000'000;
+  uint64_t timeoutNs = defaultWatchdogTimeoutNs();
 };
 
 struct FusedNormPoint {

@@ -448,12 +448,12 @@ Expected<std::unique_ptr<NcclBaseline>> NcclBaseline::create(std::vector<int> de
     Expected<const NcclLibrary*> nccl = ncclLibrary();
     if (!nccl)
       return nccl.takeError();
-    // ncclLibrary() set it to 0 if it was unset; a value set by hand must be 0 as well.
-    setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
+    // The project's programs turn NVLink multicast off before NCCL loads (the GPU machine's rule,
+    // see the README); a value set by hand must be 0 as well.
     if (const char* nvls = std::getenv("NCCL_NVLS_ENABLE"); nvls && std::string(nvls) != "0")
       return baselineError(std::string("NCCL_NVLS_ENABLE=") + nvls +
                            " in the environment: NVLink multicast must stay off on the GPU "
-                           "machine (GPU.md); unset it or set it to 0");
+                           "machine (see the README); unset it or set it to 0");
     Expected<int> gpus = gpuCount();
     if (!gpus)
       return gpus.takeError();

@@ -39,9 +39,10 @@ struct NcclBaselineOptions {
 
 /// One process driving `devices` (one communicator per device via ncclCommInitAll).
 ///
-/// Environment: NCCL_NVLS_ENABLE is set to 0 unless already set, and create() refuses to run with
-/// any other value (NVLink multicast must stay off on the GPU machine, see GPU.md). Other NCCL_*
-/// variables (NCCL_PROTO, NCCL_ALGO, NCCL_DEBUG, ...) reach NCCL unchanged.
+/// Environment: create() refuses to run with NCCL_NVLS_ENABLE set to anything but 0 (NVLink
+/// multicast must stay off on the GPU machine, see the README; the project's programs set it to 0
+/// before NCCL loads). Other NCCL_* variables (NCCL_PROTO, NCCL_ALGO, NCCL_DEBUG, ...) reach NCCL
+/// unchanged.
 ///
 /// A wait that passes its deadline (a hang) makes the object unusable: later calls fail at once,
 /// and the destructor then leaves communicators, graphs, streams and memory alone (the threads

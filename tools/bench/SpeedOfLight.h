@@ -51,6 +51,7 @@
 #define COLLC_TOOLS_BENCH_SPEEDOFLIGHT_H
 
 #include "runtime/Status.h"
+#include "runtime/Watchdog.h"
 
 #include <cstdint>
 #include <functional>
@@ -73,7 +74,8 @@ struct SpeedOfLightSettings {
   std::vector<uint64_t> sizes; // bytes per rank sent to each peer, ascending, multiples of 16
   int graphOps = 50;           // launches captured back to back in each rank's graph
   int replays = 7;             // timed replays after one untimed warm-up; the median counts
-  uint64_t timeoutNs = 5'000'000'000ull; // a probe's wait gives up after this long: an error
+  uint64_t timeoutNs =
+      defaultWatchdogTimeoutNs(); // a probe's wait gives up after this long: an error
   /// Called before each measurement with what it is ("copy 64K 32x512"); may be empty.
   std::function<void(const std::string& what)> progress;
 };

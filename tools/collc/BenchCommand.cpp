@@ -5,6 +5,7 @@
 #include "runtime/LocalWorld.h"
 #include "runtime/NcclLibrary.h"
 #include "runtime/ProcessWorld.h"
+#include "runtime/Watchdog.h"
 #include "tools/bench/BenchReport.h"
 #include "tools/bench/Benchmark.h"
 #include "tools/collc/BenchPlot.h"
@@ -139,7 +140,7 @@ struct BenchOptions {
   bool ranksGiven = false;
   bool allSyncs = false; // --sync all
   RunOptions run;        // graphOps, replays, seed
-  double timeoutSeconds = 5;
+  double timeoutSeconds = defaultWatchdogTimeoutNs() / 1e9;
   uint64_t begin = 1024, end = uint64_t(64) << 20, factor = 2;
   std::string csv, json, plot;
   bool watchdogCost = false, compileTimes = false, nccl = true;

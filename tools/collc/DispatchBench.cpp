@@ -11,6 +11,7 @@
 #include "runtime/Dispatcher.h"
 #include "runtime/HeapSize.h"
 #include "runtime/LocalWorld.h"
+#include "runtime/Watchdog.h"
 #include "tools/bench/BenchResults.h"
 #include "tools/collc/Commands.h"
 #include "tools/collc/DispatchVerdict.h"
@@ -75,7 +76,7 @@ int runDispatchBench(const ParsedArguments& args) {
                       "that the dispatcher runs share its instances");
   CompileOptions compile;
   RunOptions run;
-  double timeoutSeconds = 5;
+  double timeoutSeconds = defaultWatchdogTimeoutNs() / 1e9;
   std::string error;
   if (!parseBenchVariant(args, compile, run, timeoutSeconds, error))
     return usageError(error);

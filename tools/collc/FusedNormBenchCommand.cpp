@@ -3,6 +3,7 @@
 #include "runtime/Devices.h"
 #include "runtime/HeapSize.h"
 #include "runtime/Jit.h"
+#include "runtime/Watchdog.h"
 #include "tools/bench/FusedNormBench.h"
 #include "tools/bench/PlainRmsNorm.h"
 #include "tools/collc/Commands.h"
@@ -54,7 +55,7 @@ int runFusedNormBench(const ParsedArguments& args) {
   if (!args.has("dtype"))
     options.dtype = DType::BF16;
   RunOptions run;
-  double timeoutSeconds = 5;
+  double timeoutSeconds = defaultWatchdogTimeoutNs() / 1e9;
   if (!parseTimingOptions(args, run, timeoutSeconds, error))
     return usageError(error);
   // What would fail with any GPUs (the spec, --hidden, the baseline's kernel) fails before

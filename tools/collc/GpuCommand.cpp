@@ -2,6 +2,7 @@
 
 #include "abi/collc_abi.h"
 #include "runtime/Devices.h"
+#include "runtime/Watchdog.h"
 #include "tools/bench/BenchResults.h"
 #include "tools/collc/Commands.h"
 #include "tools/launch/ChildEnvironment.h"
@@ -31,7 +32,10 @@ std::optional<double> parseSeconds(const std::string& text, double most) {
 std::vector<OptionSpec> timingOptions() {
   return {{"graph-ops", "K", "calls captured in the timed graph (default 50)"},
           {"replays", "K", "timed graph replays, median reported (default 7)"},
-          {"timeout", "SECONDS", "watchdog bound of every wait in the kernel (default 5)"},
+          {"timeout", "SECONDS",
+           fmt::format("watchdog bound of every wait in the kernel (default {:g}; "
+                       "COLLC_WATCHDOG_TIMEOUT sets the default)",
+                       defaultWatchdogTimeoutNs() / 1e9)},
           {"seed", "N", "random seed for the inputs (default 1)"}};
 }
 

@@ -10,6 +10,7 @@
 #include "runtime/HeapSize.h"
 #include "runtime/LocalWorld.h"
 #include "runtime/TuningTable.h"
+#include "runtime/Watchdog.h"
 #include "tools/bench/BenchResults.h"
 #include "tools/collc/Commands.h"
 #include "tools/collc/DispatchVerdict.h"
@@ -51,7 +52,7 @@ int runInstanceSpreadBench(const ParsedArguments& args) {
     return usageError(fmt::format("--instances takes a count from 2 to {}", kMostInstances));
   CompileOptions compile;
   RunOptions run;
-  double timeoutSeconds = 5;
+  double timeoutSeconds = defaultWatchdogTimeoutNs() / 1e9;
   std::string error;
   if (!parseBenchVariant(args, compile, run, timeoutSeconds, error))
     return usageError(error);

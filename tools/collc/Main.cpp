@@ -3,6 +3,7 @@
 #include "runtime/Jit.h"
 #include "tools/collc/Commands.h"
 #include "tools/collc/VersionCommand.h"
+#include "tools/launch/NvlinkMulticast.h"
 
 #include <cstring>
 #include <llvm/Support/raw_ostream.h>
@@ -196,6 +197,8 @@ int dispatch(int argc, char** argv) {
 } // namespace collc::driver
 
 int main(int argc, char** argv) {
+  // The GPU machine's rule, before anything loads NCCL; children started by --procs inherit it.
+  collc::keepNvlinkMulticastOff();
   try {
     return collc::driver::dispatch(argc, argv);
   } catch (const collc::InternalError& e) {

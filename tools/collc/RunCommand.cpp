@@ -3,6 +3,7 @@
 #include "runtime/HeapSize.h"
 #include "runtime/LocalWorld.h"
 #include "runtime/ProcessWorld.h"
+#include "runtime/Watchdog.h"
 #include "tools/bench/BenchReport.h"
 #include "tools/bench/Benchmark.h"
 #include "tools/collc/Commands.h"
@@ -57,7 +58,7 @@ struct RunSettings {
   CompileOptions compile;
   bool ranksGiven = false;
   RunOptions run;
-  double timeoutSeconds = 5;
+  double timeoutSeconds = defaultWatchdogTimeoutNs() / 1e9;
   bool nccl = false;
 };
 

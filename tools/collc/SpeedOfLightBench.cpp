@@ -2,6 +2,7 @@
 
 #include "abi/collc_abi.h"
 #include "runtime/Devices.h"
+#include "runtime/Watchdog.h"
 #include "tools/bench/SpeedOfLight.h"
 #include "tools/collc/Commands.h"
 #include "tools/collc/GpuCommand.h"
@@ -183,7 +184,7 @@ int runSpeedOfLightBench(const ParsedArguments& args) {
   if (!parseSweep(args, begin, end, factor, "copy sizes", error))
     return usageError(error);
   RunOptions run;
-  double timeoutSeconds = 5;
+  double timeoutSeconds = defaultWatchdogTimeoutNs() / 1e9;
   if (!parseTimingOptions(args, run, timeoutSeconds, error))
     return usageError(error);
 

@@ -6,6 +6,7 @@
 #include "runtime/Dispatcher.h"
 #include "runtime/HeapSize.h"
 #include "runtime/LocalWorld.h"
+#include "runtime/Watchdog.h"
 #include "tools/bench/Benchmark.h"
 #include "tools/collc/Commands.h"
 #include "tools/collc/GpuCommand.h"
@@ -104,7 +105,7 @@ struct TuneOptions {
   bool ranksGiven = false;
   std::vector<std::optional<SyncKind>> syncs;
   RunOptions run;
-  double timeoutSeconds = 5;
+  double timeoutSeconds = defaultWatchdogTimeoutNs() / 1e9;
   uint64_t begin = 1024, end = uint64_t(64) << 20, factor = 2;
   std::string output;
   int keep = 2;
