@@ -1,11 +1,13 @@
 # `cmake --install <build> --prefix P`: collc as a library other projects build on.
 #   P/bin/collc                       the tool
-#   P/lib/libcollc.so                 the library (LLVM's archives inside it, as in the build tree)
-#   P/include/collc/<dir>/<header>    the public headers, with the in-tree include paths kept:
-#                                     #include "runtime/CollectiveInstance.h" works unchanged
-#   P/share/collc/stdlib/*.coll       the standard specs, to read and copy (the library and the
+#   P/lib/libcollc.so                 the runtime: JIT, worlds, instances, dispatch (no LLVM)
+#   P/lib/libcollc_compiler.so        the compiler, LLVM's and clang's archives hidden inside it
+#   P/include/collc/<dir>/<header>    the public headers free of LLVM types, with the in-tree
+#                                     include paths kept: #include "runtime/Dispatcher.h"
+#   P/share/collc/stdlib/*.coll       the standard specs, to read and copy (the libraries and the
 #                                     tool carry them embedded and never look them up on disk)
-#   P/lib/cmake/collc/                find_package(collc) -> the imported target collc::collc
+#   P/lib/cmake/collc/                find_package(collc) -> the imported targets collc::collc
+#                                     (libcollc.so) and collc::compiler (libcollc_compiler.so)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -13,49 +15,49 @@ set(COLLC_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/collc)
 # The same directory as collc's INSTALL_INTERFACE include directory in CMakeLists.txt.
 set(COLLC_INSTALL_INCLUDEDIR include/collc)
 
-# The API a program uses, and every collc header these include. Headers that need <nccl.h>
-# (NcclLibrary.h, NcclTypes.h) or describe the tool's internals stay out: the installed set must
-# compile with LLVM's, fmt-free, and the CUDA runtime's headers alone (tests/install checks it).
+# The API a program uses, and every collc header these include: plain C++17 and the CUDA runtime's
+# headers, nothing of LLVM's, fmt's or NCCL's (tests/install compiles each with nothing else on the
+# include path). The compiler's C++ API (compiler/Compile.h) speaks LLVM's types and stays out:
+# programs reach the compiler through the C API that is to come, or through dispatch by size
+# (pipeline/CompileDispatch.h), which compiles the plan's variants inside libcollc_compiler.so.
 set(COLLC_PUBLIC_HEADERS
-    abi/Types.h
-    compiler/Compile.h
+    abi/CollectiveShapes.h
     abi/CompiledCollective.h
+    abi/Types.h
     abi/collc_abi.h
+    pipeline/CompileDispatch.h
     runtime/CollectiveInstance.h
     runtime/CudaCheck.h
     runtime/Devices.h
-    runtime/HostData.h
+    runtime/DispatchPlan.h
+    runtime/Dispatcher.h
+    runtime/HeapSize.h
     runtime/Jit.h
     runtime/KernelCache.h
+    runtime/LaunchEnvironment.h
     runtime/LoadedKernel.h
     runtime/LocalWorld.h
     runtime/ProcessWorld.h
-    runtime/RunHarness.h
     runtime/SharedGpuWorld.h
-    runtime/SpeedOfLight.h
+    runtime/Span.h
+    runtime/Status.h
     runtime/SymmetricWorld.h
+    runtime/TuningTable.h
     runtime/VersionInfo.h
     runtime/Watchdog.h)
-# The tuning table and dispatch by size (`collc tune` writes the table), landed alongside this
-# install set: taken only where present, so the install never names a file that is not there.
-foreach(header runtime/TuningTable.h runtime/DispatchPlan.h runtime/Dispatcher.h)
-  if(EXISTS ${PROJECT_SOURCE_DIR}/${header})
-    list(APPEND COLLC_PUBLIC_HEADERS ${header})
-  endif()
-endforeach()
 foreach(header ${COLLC_PUBLIC_HEADERS})
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${COLLC_INSTALL_INCLUDEDIR}/${dir}
           COMPONENT development)
 endforeach()
 
-# Installed binaries find libcollc.so next to them, wherever the prefix is moved; NVRTC, the CUDA
+# Installed binaries find the libraries next to them, wherever the prefix is moved; NVRTC, the CUDA
 # runtime and NCCL come from the machine's loader path, as in the build tree.
 file(RELATIVE_PATH _collc_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
 set_target_properties(collc-tool PROPERTIES INSTALL_RPATH "\$ORIGIN/${_collc_bin_to_lib}")
-set_target_properties(collc PROPERTIES INSTALL_RPATH "\$ORIGIN")
+set_target_properties(collc collc_compiler_shared PROPERTIES INSTALL_RPATH "\$ORIGIN")
 
-install(TARGETS collc EXPORT collcTargets
+install(TARGETS collc collc_compiler_shared EXPORT collcTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
 install(TARGETS collc-tool RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 
@@ -63,11 +65,6 @@ file(GLOB _collc_stdlib_specs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/stdlib/*.c
 install(FILES ${_collc_stdlib_specs} DESTINATION ${CMAKE_INSTALL_DATADIR}/collc/stdlib
         COMPONENT runtime)
 
-# What collcConfig.cmake needs to know of the build's LLVM: where its headers were (a hint only,
-# the prefix may move to another machine) and the definitions its headers expect.
-list(GET LLVM_INCLUDE_DIRS 0 COLLC_LLVM_INCLUDE_HINT)
-separate_arguments(COLLC_LLVM_DEFINITIONS UNIX_COMMAND "${LLVM_DEFINITIONS}")
-list(TRANSFORM COLLC_LLVM_DEFINITIONS REPLACE "^-D" "")
 install(EXPORT collcTargets NAMESPACE collc:: DESTINATION ${COLLC_INSTALL_CMAKEDIR}
         COMPONENT development)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/collcConfig.cmake.in

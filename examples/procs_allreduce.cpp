@@ -15,15 +15,16 @@
 //       build/bin/procs_allreduce [elements]                  (one command line)
 // Without a GPU it says so and stops; that is not an error.
 #include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
-#include "runtime/HostData.h"
 #include "runtime/Jit.h"
-#include "runtime/LaunchEnvironment.h"
-#include "runtime/Launcher.h"
 #include "runtime/NcclLibrary.h"
 #include "runtime/ProcessWorld.h"
+#include "tools/harness/HostData.h"
+#include "tools/launch/ChildEnvironment.h"
+#include "tools/launch/Launcher.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -46,10 +47,10 @@ float inputValue(int rank, uint64_t i) {
 
 /// --procs N: this program becomes the launcher of N copies of itself.
 int launch(int processes, const std::vector<std::string>& args) {
-  llvm::Expected<int> gpus = gpuCount(); // main() made sure there is one
+  Expected<int> gpus = gpuCount(); // main() made sure there is one
   if (!gpus || *gpus < processes) {
     llvm::errs() << "procs_allreduce: --procs " << processes << " needs " << processes << " GPUs; "
-                 << (gpus ? std::to_string(*gpus) + " visible" : llvm::toString(gpus.takeError()))
+                 << (gpus ? std::to_string(*gpus) + " visible" : toString(gpus.takeError()))
                  << "\n";
     return 1;
   }
@@ -57,9 +58,9 @@ int launch(int processes, const std::vector<std::string>& args) {
   world.processes = processes;
   world.args = args;
   world.timeoutSeconds = 300;
-  llvm::Expected<LaunchOutcome> outcome = launchWorld(world, prefixedOutputSink());
+  Expected<LaunchOutcome> outcome = launchWorld(world, prefixedOutputSink());
   if (!outcome) {
-    llvm::errs() << "procs_allreduce: " << llvm::toString(outcome.takeError()) << "\n";
+    llvm::errs() << "procs_allreduce: " << toString(outcome.takeError()) << "\n";
     return 1;
   }
   if (outcome->exitCode != 0)
@@ -70,6 +71,11 @@ int launch(int processes, const std::vector<std::string>& args) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // The GPU machine collc is tested on requires NVLink multicast off, set before anything loads
+  // NCCL (see the README); leave these three lines out where your machine has no such rule.
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
+  setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
   std::vector<std::string> args(argv + 1, argv + argc);
   int procs = 0;
   uint64_t count = uint64_t(1) << 20;
@@ -83,8 +89,8 @@ int main(int argc, char** argv) {
     llvm::errs() << "usage: procs_allreduce [--procs N] [elements per rank, > 0]\n";
     return 2;
   }
-  if (llvm::Expected<int> gpus = gpuCount(); !gpus) {
-    llvm::outs() << llvm::toString(gpus.takeError()) << "\nnothing to run here.\n";
+  if (Expected<int> gpus = gpuCount(); !gpus) {
+    llvm::outs() << toString(gpus.takeError()) << "\nnothing to run here.\n";
     return 0;
   }
   if (procs > 0 && !startedByCollcLauncher(processEnvironment(), int(getppid())))
@@ -94,10 +100,9 @@ int main(int argc, char** argv) {
   //    process makes it, in the same order.
   ProcessWorldOptions worldOptions;
   worldOptions.heapBytes = size_t(64) << 20;
-  llvm::Expected<std::unique_ptr<ProcessWorld>> created =
-      ProcessWorld::fromEnvironment(worldOptions);
+  Expected<std::unique_ptr<ProcessWorld>> created = ProcessWorld::fromEnvironment(worldOptions);
   if (!created) {
-    llvm::errs() << "procs_allreduce: " << llvm::toString(created.takeError()) << "\n"
+    llvm::errs() << "procs_allreduce: " << toString(created.takeError()) << "\n"
                  << "(start it with --procs N, or under torchrun / mpirun with COLLC_RENDEZVOUS "
                     "set)\n";
     return 1;
@@ -105,17 +110,17 @@ int main(int argc, char** argv) {
   ProcessWorld& world = **created;
   const int rank = world.rank(), nranks = world.nranks();
   const std::string me = "rank " + std::to_string(rank) + ": ";
-  llvm::ExitOnError check("procs_allreduce: " + me);
+  ExitOnError check("procs_allreduce: " + me);
   cudaStream_t stream = world.stream(rank);
   check(COLLC_CUDA_CHECK(cudaSetDevice(world.device(rank))));
 
   // 2. The spec for this many ranks, JIT-compiled for this process's GPU (cached on disk).
-  SpecSource spec = check(loadSpec("allreduce_oneshot"));
+  SpecSource spec = check(fromCompiler(loadSpec("allreduce_oneshot")));
   CompileOptions options;
   options.dtype = DType::BF16;
   options.op = ReduceOp::Sum;
   options.nranks = nranks;
-  CompiledCollective compiled = check(compileCollective(spec, options, llvm::errs()));
+  CompiledCollective compiled = check(fromCompiler(compileCollective(spec, options, llvm::errs())));
   JitOptions jit;
   jit.arch = gpuArch(world.device(rank));
   JitResult cubin =

@@ -1,6 +1,6 @@
 // tuned_allreduce: an AllReduce dispatched by message size, as an inference engine would use it.
 //
-//   1. DispatchProgram::compile reads the tuning table that `collc tune` wrote
+//   1. compileDispatchProgram reads the tuning table that `collc tune` wrote
 //   ($COLLC_TUNING_TABLE,
 //      else ~/.config/collc/tuning.tsv; without one, collc's built-in rule), makes the plan and
 //      JIT-compiles every variant it may pick. No GPU needed for this step.
@@ -10,17 +10,18 @@
 //
 // Run: build/bin/tuned_allreduce [largest elements per rank]   (default 4 Mi, bf16)
 // Without a GPU it stops after step 1 and says why; that is not an error.
+#include "pipeline/CompileDispatch.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
 #include "runtime/Dispatcher.h"
-#include "runtime/HostData.h"
 #include "runtime/LocalWorld.h"
+#include "runtime/Status.h"
+#include "tools/harness/HostData.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cuda_runtime_api.h>
-#include <llvm/Support/Error.h>
-#include <llvm/Support/raw_ostream.h>
+#include <iostream>
 #include <numeric>
 #include <vector>
 
@@ -39,7 +40,7 @@ struct Call {
   std::vector<DeviceBuffer> in, out;
 };
 
-uint64_t countWrong(const LocalWorld& world, const Call& call, llvm::ExitOnError& check) {
+uint64_t countWrong(const LocalWorld& world, const Call& call, ExitOnError& check) {
   uint64_t wrong = 0;
   std::vector<uint16_t> host(call.count);
   for (int r = 0; r < world.nranks(); ++r) {
@@ -58,16 +59,21 @@ uint64_t countWrong(const LocalWorld& world, const Call& call, llvm::ExitOnError
 } // namespace
 
 int main(int argc, char** argv) {
-  llvm::ExitOnError check("tuned_allreduce: ");
+  // The GPU machine collc is tested on requires NVLink multicast off, set before anything loads
+  // NCCL (see the README); leave these three lines out where your machine has no such rule.
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
+  setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
+  ExitOnError check("tuned_allreduce: ");
   const uint64_t maxCount = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : uint64_t(4) << 20;
   if (maxCount < 4) {
-    llvm::errs() << "usage: tuned_allreduce [largest elements per rank, >= 4]\n";
+    std::cerr << "usage: tuned_allreduce [largest elements per rank, >= 4]\n";
     return 2;
   }
   int nranks = 2;
   std::string noRun;
-  if (llvm::Expected<int> gpus = gpuCount(); !gpus)
-    noRun = llvm::toString(gpus.takeError());
+  if (Expected<int> gpus = gpuCount(); !gpus)
+    noRun = toString(gpus.takeError());
   else if (*gpus < 2)
     noRun = "only 1 GPU visible; an AllReduce needs 2 or more";
   else
@@ -85,12 +91,12 @@ int main(int argc, char** argv) {
     request.gpu = "NVIDIA_H200";
     request.topology = "nvlink-p2p";
   }
-  DispatchProgram program = check(DispatchProgram::compile(request));
-  llvm::outs() << "plan: " << program.description();
+  DispatchProgram program = check(compileDispatchProgram(request));
+  std::cout << "plan: " << program.description();
   if (!noRun.empty()) {
-    llvm::outs() << noRun
-                 << "\nnothing to run here; the plan and its compiles are all a "
-                    "GPU-less machine can do.\n";
+    std::cout << noRun
+              << "\nnothing to run here; the plan and its compiles are all a "
+                 "GPU-less machine can do.\n";
     return 0;
   }
 
@@ -131,8 +137,8 @@ int main(int argc, char** argv) {
     check(allreduce->synchronize(streams));
     const DispatchVariant& ran = allreduce->program().variants()[allreduce->variantFor(call.count)];
     uint64_t wrong = countWrong(*world, call, check);
-    llvm::outs() << call.count * 2 << " bytes: " << ran.variant.text() << ": "
-                 << (wrong ? "WRONG" : "correct") << "\n";
+    std::cout << call.count * 2 << " bytes: " << ran.variant.text() << ": "
+              << (wrong ? "WRONG" : "correct") << "\n";
     if (wrong)
       return 1;
   }
@@ -158,7 +164,7 @@ int main(int argc, char** argv) {
     wrong += countWrong(*world, call, check);
   for (cudaGraphExec_t graph : graphs)
     check(COLLC_CUDA_CHECK(cudaGraphExecDestroy(graph)));
-  llvm::outs() << "graph of " << calls.size()
-               << " dispatched calls, replayed twice: " << (wrong ? "WRONG" : "correct") << "\n";
+  std::cout << "graph of " << calls.size()
+            << " dispatched calls, replayed twice: " << (wrong ? "WRONG" : "correct") << "\n";
   return wrong ? 1 : 0;
 }

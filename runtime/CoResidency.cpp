@@ -2,7 +2,7 @@
 
 namespace collc {
 
-std::vector<GpuRanks> ranksPerGpu(llvm::ArrayRef<int> devices) {
+std::vector<GpuRanks> ranksPerGpu(Span<const int> devices) {
   std::vector<GpuRanks> gpus;
   for (int device : devices) {
     bool seen = false;
@@ -17,7 +17,7 @@ std::vector<GpuRanks> ranksPerGpu(llvm::ArrayRef<int> devices) {
   return gpus;
 }
 
-bool ranksShareAGpu(llvm::ArrayRef<GpuRanks> gpus) {
+bool ranksShareAGpu(Span<const GpuRanks> gpus) {
   for (const GpuRanks& gpu : gpus)
     if (gpu.ranks > 1)
       return true;

@@ -7,7 +7,8 @@
 #ifndef COLLC_RUNTIME_CORESIDENCY_H
 #define COLLC_RUNTIME_CORESIDENCY_H
 
-#include <llvm/ADT/ArrayRef.h>
+#include "runtime/Span.h"
+
 #include <string>
 #include <vector>
 
@@ -21,10 +22,10 @@ struct GpuRanks {
 
 /// `devices[i]` is the GPU of the i-th local rank; one entry per distinct GPU, in order of first
 /// appearance.
-std::vector<GpuRanks> ranksPerGpu(llvm::ArrayRef<int> devices);
+std::vector<GpuRanks> ranksPerGpu(Span<const int> devices);
 
 /// True when some GPU runs more than one of the ranks (a SharedGpuWorld).
-bool ranksShareAGpu(llvm::ArrayRef<GpuRanks> gpus);
+bool ranksShareAGpu(Span<const GpuRanks> gpus);
 
 /// The most blocks per rank that `ranks` ranks sharing a GPU of `multiprocessors` can all keep
 /// resident: multiprocessors / ranks (0 when not even one block each fits).

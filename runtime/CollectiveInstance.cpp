@@ -6,13 +6,12 @@
 #include "runtime/Devices.h"
 #include "runtime/HeapSize.h"
 #include "runtime/NcclLibrary.h"
-#include "runtime/RankGraphs.h"
+#include "runtime/StreamPoll.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <llvm/Support/Format.h>
-#include <llvm/Support/raw_ostream.h>
+#include <fmt/format.h>
 
 namespace collc {
 
@@ -20,14 +19,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-llvm::Error instanceError(const CompiledCollective& compiled, const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "collective '" + compiled.specName + "' (kernel " +
-                                     compiled.kernelName + "): " + message.str());
+Error instanceError(const CompiledCollective& compiled, const std::string& message) {
+  return makeError("collective '" + compiled.specName + "' (kernel " + compiled.kernelName +
+                   "): " + message);
 }
 
 /// The ranks (ranks[i] for done[i] false) still running, "0, 1".
-std::string listRanks(const std::vector<bool>& done, llvm::ArrayRef<int> ranks) {
+std::string listRanks(const std::vector<bool>& done, Span<const int> ranks) {
   std::string list;
   for (size_t i = 0; i < done.size(); ++i)
     if (!done[i])
@@ -43,30 +41,32 @@ std::string peerNote(const SymmetricWorld& world) {
 
 } // namespace
 
-llvm::Expected<std::unique_ptr<CollectiveInstance>>
+Expected<std::unique_ptr<CollectiveInstance>>
 CollectiveInstance::create(SymmetricWorld& world, const CompiledCollective& compiled,
                            const std::string& cubin, uint64_t maxCount, uint64_t timeoutNs) {
   const LaunchShape& shape = compiled.launch;
   if (compiled.nranks != world.nranks())
-    return instanceError(compiled, "compiled for " + llvm::Twine(compiled.nranks) +
-                                       " ranks, but the world has " + llvm::Twine(world.nranks()));
+    return instanceError(compiled, "compiled for " + std::to_string(compiled.nranks) +
+                                       " ranks, but the world has " +
+                                       std::to_string(world.nranks()));
   // A world whose ranks cannot all reach each other (it spans nodes) hands the whole collective
   // to NCCL; the compiled collective still says what to compute.
   if (world.collectivesViaNccl())
     return createNccl(world, compiled, maxCount);
   if (compiled.nranks < 1 || compiled.nranks > COLLC_MAX_RANKS)
-    return instanceError(compiled, llvm::Twine(compiled.nranks) + " ranks; the ABI allows 1 to " +
-                                       llvm::Twine(COLLC_MAX_RANKS));
+    return instanceError(compiled, std::to_string(compiled.nranks) +
+                                       " ranks; the ABI allows 1 to " +
+                                       std::to_string(COLLC_MAX_RANKS));
   if (shape.blocks < 1 || shape.blocks > COLLC_MAX_BLOCKS)
-    return instanceError(compiled, llvm::Twine(shape.blocks) + " blocks; the ABI allows 1 to " +
-                                       llvm::Twine(COLLC_MAX_BLOCKS));
+    return instanceError(compiled, std::to_string(shape.blocks) + " blocks; the ABI allows 1 to " +
+                                       std::to_string(COLLC_MAX_BLOCKS));
   if (shape.threads < 1 || shape.threads > 1024)
-    return instanceError(compiled,
-                         llvm::Twine(shape.threads) + " threads per block; CUDA allows 1 to 1024");
+    return instanceError(compiled, std::to_string(shape.threads) +
+                                       " threads per block; CUDA allows 1 to 1024");
   if (compiled.scratch.size() > COLLC_MAX_SCRATCH)
-    return instanceError(compiled, llvm::Twine(compiled.scratch.size()) +
+    return instanceError(compiled, std::to_string(compiled.scratch.size()) +
                                        " scratch buffers; the ABI allows " +
-                                       llvm::Twine(COLLC_MAX_SCRATCH));
+                                       std::to_string(COLLC_MAX_SCRATCH));
   // The blocks of one rank wait for each other (and for the peers' blocks), so all of them must
   // be resident together, those of every rank that shares the GPU included (CoResidency.h).
   const std::vector<int>& local = world.localRanks();
@@ -93,35 +93,35 @@ CollectiveInstance::create(SymmetricWorld& world, const CompiledCollective& comp
   devices.reserve(local.size());
   for (int r : local)
     devices.push_back(world.device(r));
-  llvm::Expected<std::unique_ptr<LoadedKernel>> kernel =
+  Expected<std::unique_ptr<LoadedKernel>> kernel =
       LoadedKernel::load(devices, cubin, compiled.kernelName);
   if (!kernel)
     return kernel.takeError();
   instance->kernel_ = std::move(*kernel);
   for (size_t i = 0; i < local.size(); ++i) {
-    llvm::Expected<int> perSm =
+    Expected<int> perSm =
         instance->kernel_->maxActiveBlocksPerMultiprocessor(int(i), shape.threads);
     if (!perSm)
       return perSm.takeError();
     if (*perSm < 1) {
       const cudaFuncAttributes& attributes = instance->kernel_->attributes(int(i));
-      return instanceError(compiled,
-                           "a block of " + llvm::Twine(shape.threads) +
-                               " threads does not fit on a multiprocessor of GPU " +
-                               llvm::Twine(world.device(local[i])) + " (the kernel uses " +
-                               llvm::Twine(attributes.numRegs) + " registers per thread, at most " +
-                               llvm::Twine(attributes.maxThreadsPerBlock) + " threads per block)");
+      return instanceError(
+          compiled, "a block of " + std::to_string(shape.threads) +
+                        " threads does not fit on a multiprocessor of GPU " +
+                        std::to_string(world.device(local[i])) + " (the kernel uses " +
+                        std::to_string(attributes.numRegs) + " registers per thread, at most " +
+                        std::to_string(attributes.maxThreadsPerBlock) + " threads per block)");
     }
   }
 
-  if (llvm::Error err = instance->allocatePerRank())
+  if (Error err = instance->allocatePerRank())
     return err;
-  if (llvm::Error err = instance->allocateSymmetric())
+  if (Error err = instance->allocateSymmetric())
     return err;
   return instance;
 }
 
-llvm::Error CollectiveInstance::allocatePerRank() {
+Error CollectiveInstance::allocatePerRank() {
   ScopedDevice restore;
   const std::vector<int>& local = world_.localRanks();
   const size_t epochBytes = sizeof(unsigned long long) * compiled_.launch.blocks;
@@ -133,11 +133,11 @@ llvm::Error CollectiveInstance::allocatePerRank() {
     cudaStream_t side = nullptr;
     COLLC_CUDA_TRY(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
     sideStreams_.push_back(side);
-    llvm::Expected<DeviceBuffer> epochs = DeviceBuffer::allocate(world_.device(r), epochBytes);
+    Expected<DeviceBuffer> epochs = DeviceBuffer::allocate(world_.device(r), epochBytes);
     if (!epochs)
       return epochs.takeError();
     epochs_.push_back(std::move(*epochs));
-    llvm::Expected<DeviceBuffer> watchdog =
+    Expected<DeviceBuffer> watchdog =
         DeviceBuffer::allocate(world_.device(r), sizeof(collc_watchdog));
     if (!watchdog)
       return watchdog.takeError();
@@ -145,28 +145,27 @@ llvm::Error CollectiveInstance::allocatePerRank() {
     COLLC_CUDA_TRY(cudaMemsetAsync(epochs_[i].get(), 0, epochBytes, side));
     COLLC_CUDA_TRY(cudaMemsetAsync(watchdogs_[i].get(), 0, sizeof(collc_watchdog), side));
   }
-  return llvm::Error::success();
+  return Error::success();
 }
 
-llvm::Error CollectiveInstance::allocateSymmetric() {
+Error CollectiveInstance::allocateSymmetric() {
   // Copy 0 holds every scratch buffer back to back (scratchLayout); copy k is the same layout k
   // strides further. Calls rotate through the copies by epoch (two: by parity).
   const ScratchLayout layout = scratchLayout(compiled_, maxCount_);
   parityStride_ = layout.stride;
   const uint64_t copies = layout.copies;
-  llvm::Expected<uint64_t> scratchBase = world_.allocate(copies * parityStride_, kScratchAlign);
+  Expected<uint64_t> scratchBase = world_.allocate(copies * parityStride_, kScratchAlign);
   if (!scratchBase)
-    return llvm::joinErrors(instanceError(compiled_, "scratch for calls of up to " +
-                                                         llvm::Twine(maxCount_) +
-                                                         " elements does not fit the heap"),
-                            scratchBase.takeError());
+    return joinErrors(instanceError(compiled_, "scratch for calls of up to " +
+                                                   std::to_string(maxCount_) +
+                                                   " elements does not fit the heap"),
+                      scratchBase.takeError());
   heapEnd_ = world_.heapUsed();
   for (uint64_t offset : layout.offsets)
     scratchOffsets_.push_back(*scratchBase + offset);
-  llvm::Expected<uint64_t> flags = world_.allocate(compiled_.flagsBytes(), 256);
+  Expected<uint64_t> flags = world_.allocate(compiled_.flagsBytes(), 256);
   if (!flags)
-    return llvm::joinErrors(instanceError(compiled_, "the flags do not fit the heap"),
-                            flags.takeError());
+    return joinErrors(instanceError(compiled_, "the flags do not fit the heap"), flags.takeError());
   flagsOffset_ = *flags;
   heapEnd_ = world_.heapUsed();
 
@@ -199,8 +198,7 @@ llvm::Error CollectiveInstance::allocateSymmetric() {
   // Peers write into each rank's flags and scratch from their own streams: everything must be
   // initialised before any rank launches.
   std::vector<bool> done(local.size(), false);
-  if (llvm::Error err =
-          pollStreams(sideStreams_, local, done, Clock::now() + std::chrono::seconds(10)))
+  if (Error err = pollStreams(sideStreams_, local, done, Clock::now() + std::chrono::seconds(10)))
     return err;
   if (!listRanks(done, local).empty())
     return instanceError(compiled_, "zeroing scratch did not finish within 10 s on rank(s) " +
@@ -211,7 +209,7 @@ llvm::Error CollectiveInstance::allocateSymmetric() {
   return agreeOnLayout();
 }
 
-llvm::Error CollectiveInstance::agreeOnLayout() {
+Error CollectiveInstance::agreeOnLayout() {
   uint64_t name = 1469598103934665603ull; // FNV-1a of the kernel name: the same variant
   for (char c : compiled_.kernelName)
     name = (name ^ uint8_t(c)) * 1099511628211ull;
@@ -226,53 +224,54 @@ llvm::Error CollectiveInstance::agreeOnLayout() {
   std::vector<uint64_t> table(size_t(world_.nranks()) * width);
   for (int r : world_.localRanks())
     std::copy(row, row + width, table.begin() + size_t(r) * width);
-  if (llvm::Error err = world_.allGatherRanks("layout of " + compiled_.specName, table, width))
-    return llvm::joinErrors(instanceError(compiled_, "the ranks could not agree on its layout"),
-                            std::move(err));
+  if (Error err = world_.allGatherRanks("layout of " + compiled_.specName, table, width))
+    return joinErrors(instanceError(compiled_, "the ranks could not agree on its layout"),
+                      std::move(err));
   const char* const fields[] = {"kernel", "maxCount",      "heap begin", "heap end",
                                 "flags",  "parity stride", "engine"};
   for (int r = 0; r < world_.nranks(); ++r)
     for (unsigned f = 0; f < width; ++f)
       if (table[size_t(r) * width + f] != row[f])
         return instanceError(compiled_,
-                             "rank " + llvm::Twine(r) + " has " + fields[f] + " " +
-                                 llvm::Twine(table[size_t(r) * width + f]) + ", rank " +
-                                 llvm::Twine(world_.localRanks().front()) + " has " +
-                                 llvm::Twine(row[f]) +
+                             "rank " + std::to_string(r) + " has " + fields[f] + " " +
+                                 std::to_string(table[size_t(r) * width + f]) + ", rank " +
+                                 std::to_string(world_.localRanks().front()) + " has " +
+                                 std::to_string(row[f]) +
                                  ": every process must create the same collectives, with the "
                                  "same sizes, in the same order");
-  return llvm::Error::success();
+  return Error::success();
 }
 
-llvm::Expected<std::unique_ptr<CollectiveInstance>>
+Expected<std::unique_ptr<CollectiveInstance>>
 CollectiveInstance::createNccl(SymmetricWorld& world, const CompiledCollective& compiled,
                                uint64_t maxCount) {
   if (!world.ncclComm())
     return instanceError(compiled, "the NCCL path needs a world with a communicator (a "
                                    "ProcessWorld); in a LocalWorld measure NCCL with NcclBaseline");
   if (compiled.nranks != world.nranks())
-    return instanceError(compiled, "compiled for " + llvm::Twine(compiled.nranks) +
-                                       " ranks, but the world has " + llvm::Twine(world.nranks()));
-  llvm::Expected<const NcclLibrary*> nccl = ncclLibrary();
+    return instanceError(compiled, "compiled for " + std::to_string(compiled.nranks) +
+                                       " ranks, but the world has " +
+                                       std::to_string(world.nranks()));
+  Expected<const NcclLibrary*> nccl = ncclLibrary();
   if (!nccl)
-    return llvm::joinErrors(instanceError(compiled, "the NCCL path"), nccl.takeError());
-  if (llvm::Error err = (*nccl)->requireCollective(compiled.kind))
-    return llvm::joinErrors(instanceError(compiled, "the NCCL path"), std::move(err));
+    return joinErrors(instanceError(compiled, "the NCCL path"), nccl.takeError());
+  if (Error err = (*nccl)->requireCollective(compiled.kind))
+    return joinErrors(instanceError(compiled, "the NCCL path"), std::move(err));
   std::unique_ptr<CollectiveInstance> instance(new CollectiveInstance(world, compiled));
   instance->engine_ = Engine::Nccl;
   instance->nccl_ = *nccl;
   instance->maxCount_ = maxCount;
   instance->heapBegin_ = instance->heapEnd_ = world.heapUsed();
   // Collective like the kernel path, so that every process makes the same calls either way.
-  if (llvm::Error err = instance->agreeOnLayout())
+  if (Error err = instance->agreeOnLayout())
     return err;
   return instance;
 }
 
-llvm::Error CollectiveInstance::launchNccl(const void* in, void* out, uint64_t count,
-                                           cudaStream_t stream) {
+Error CollectiveInstance::launchNccl(const void* in, void* out, uint64_t count,
+                                     cudaStream_t stream) {
   if (count == 0)
-    return llvm::Error::success();
+    return Error::success();
   // NCCL's own version of the kind, with the compiled type, op and root.
   return nccl_->enqueue(ncclCollectiveOf(compiled_), count, world_.nranks(), in, out,
                         world_.ncclComm(), stream);
@@ -300,41 +299,41 @@ CollectiveInstance::~CollectiveInstance() {
     world_.releaseTo(heapBegin_);
 }
 
-llvm::Error CollectiveInstance::launch(int rank, const void* in, void* out, uint64_t count,
-                                       cudaStream_t stream) {
+Error CollectiveInstance::launch(int rank, const void* in, void* out, uint64_t count,
+                                 cudaStream_t stream) {
   return launch(rank, in, out, {}, count, stream);
 }
 
-llvm::Error CollectiveInstance::launch(int rank, const void* in, void* out,
-                                       llvm::ArrayRef<void*> aux, uint64_t count,
-                                       cudaStream_t stream) {
+Error CollectiveInstance::launch(int rank, const void* in, void* out, Span<void* const> aux,
+                                 uint64_t count, cudaStream_t stream) {
   // A fused epilogue's buffers (residual, weight, ...): exactly the spec's, and whole rows.
   if (aux.size() != compiled_.aux.size())
-    return instanceError(compiled_, llvm::Twine(aux.size()) + " aux buffers given; the spec has " +
-                                        llvm::Twine(compiled_.aux.size()));
+    return instanceError(compiled_, std::to_string(aux.size()) +
+                                        " aux buffers given; the spec has " +
+                                        std::to_string(compiled_.aux.size()));
   for (size_t k = 0; k < aux.size(); ++k)
     if (count > 0 && !aux[k])
       return instanceError(compiled_, "null buffer '" + compiled_.aux[k].name + "' on rank " +
-                                          llvm::Twine(rank));
+                                          std::to_string(rank));
   if (compiled_.rowLength > 0 && count % uint64_t(compiled_.rowLength) != 0)
-    return instanceError(compiled_, "a call of " + llvm::Twine(count) +
+    return instanceError(compiled_, "a call of " + std::to_string(count) +
                                         " elements is not whole rows of " +
-                                        llvm::Twine(compiled_.rowLength));
+                                        std::to_string(compiled_.rowLength));
   if (!aux.empty() && engine_ == Engine::Nccl)
     return instanceError(compiled_, "NCCL has no fused epilogue: this collective runs only on "
                                     "collc kernels (a world on one node)");
   const int nranks = world_.nranks();
   const int slot = world_.localIndex(rank);
   if (rank < 0 || rank >= nranks || slot < 0)
-    return instanceError(compiled_,
-                         "launch for rank " + llvm::Twine(rank) + " of " + llvm::Twine(nranks) +
-                             (rank >= 0 && rank < nranks ? ", which another process drives" : ""));
+    return instanceError(
+        compiled_, "launch for rank " + std::to_string(rank) + " of " + std::to_string(nranks) +
+                       (rank >= 0 && rank < nranks ? ", which another process drives" : ""));
   if (count > maxCount_)
-    return instanceError(compiled_, "a call of " + llvm::Twine(count) +
+    return instanceError(compiled_, "a call of " + std::to_string(count) +
                                         " elements; this instance was made for at most " +
-                                        llvm::Twine(maxCount_));
+                                        std::to_string(maxCount_));
   if (count > 0 && (!in || !out))
-    return instanceError(compiled_, "null input or output buffer on rank " + llvm::Twine(rank));
+    return instanceError(compiled_, "null input or output buffer on rank " + std::to_string(rank));
   if (engine_ == Engine::Nccl)
     return launchNccl(in, out, count, stream);
 
@@ -360,9 +359,9 @@ llvm::Error CollectiveInstance::launch(int rank, const void* in, void* out,
                          params, stream, programmaticLaunch_);
 }
 
-llvm::Error CollectiveInstance::checkWatchdogs() {
+Error CollectiveInstance::checkWatchdogs() {
   if (engine_ == Engine::Nccl)
-    return llvm::Error::success(); // NCCL's errors come through synchronize()
+    return Error::success(); // NCCL's errors come through synchronize()
   const std::vector<int>& local = world_.localRanks();
   {
     ScopedDevice restore;
@@ -374,8 +373,7 @@ llvm::Error CollectiveInstance::checkWatchdogs() {
     }
   }
   std::vector<bool> done(local.size(), false);
-  if (llvm::Error err =
-          pollStreams(sideStreams_, local, done, Clock::now() + std::chrono::seconds(2)))
+  if (Error err = pollStreams(sideStreams_, local, done, Clock::now() + std::chrono::seconds(2)))
     return err;
   if (!listRanks(done, local).empty())
     return instanceError(compiled_, "could not read the watchdogs of rank(s) " +
@@ -383,7 +381,6 @@ llvm::Error CollectiveInstance::checkWatchdogs() {
                                         " within 2 s: the GPU does not respond");
 
   std::string report;
-  llvm::raw_string_ostream os(report);
   for (size_t i = 0; i < local.size(); ++i) {
     const int r = local[i];
     const collc_watchdog& w = hostWatchdogs_[i];
@@ -393,37 +390,35 @@ llvm::Error CollectiveInstance::checkWatchdogs() {
                            ? "'" + compiled_.stepNames[w.step] + "'"
                            : "#" + std::to_string(w.step);
     if (!report.empty())
-      os << "\n";
-    os << "watchdog: rank " << r << " block " << w.block << " waited more than "
-       << llvm::format("%.1f", timeoutNs_ / 1e9) << " s at step " << step;
+      report += "\n";
+    report += fmt::format("watchdog: rank {} block {} waited more than {:.1f} s at step {}", r,
+                          w.block, timeoutNs_ / 1e9, step);
     if (w.buffer >= 0) {
       // A data-arrival poll: the element that never arrived names the buffer it lives in.
       std::string buffer = size_t(w.buffer) < compiled_.scratch.size()
                                ? "'" + compiled_.scratch[w.buffer].name + "'"
                                : "#" + std::to_string(w.buffer);
-      os << " (call epoch " << w.epoch << ") for element " << w.element << " of scratch " << buffer
-         << " slot " << w.slot << ": read " << llvm::format_hex(w.observed, 2) << ", waiting for "
-         << llvm::format_hex(w.expected, 2);
+      report += fmt::format(" (call epoch {}) for element {} of scratch {} slot {}: read {:#x}, "
+                            "waiting for {:#x}",
+                            w.epoch, w.element, buffer, w.slot, w.observed, w.expected);
     } else {
-      os << " (sync point " << w.sync_point << ", call epoch " << w.epoch << ") for rank "
-         << w.waiting_on_rank << ": flag is " << w.observed << ", needed " << w.expected;
+      report += fmt::format(" (sync point {}, call epoch {}) for rank {}: flag is {}, needed {}",
+                            w.sync_point, w.epoch, w.waiting_on_rank, w.observed, w.expected);
     }
     if (w.rank != r)
-      os << " [the record names rank " << w.rank << "]";
+      report += fmt::format(" [the record names rank {}]", w.rank);
   }
-  os.flush();
   if (report.empty())
-    return llvm::Error::success();
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), report);
+    return Error::success();
+  return makeError(report);
 }
 
-llvm::Error CollectiveInstance::synchronize(llvm::ArrayRef<cudaStream_t> streams,
-                                            double extraSeconds) {
+Error CollectiveInstance::synchronize(Span<const cudaStream_t> streams, double extraSeconds) {
   const std::vector<int>& local = world_.localRanks();
   if (streams.size() != local.size())
     return instanceError(compiled_, "synchronize needs one stream per rank this process drives (" +
-                                        llvm::Twine(local.size()) + "), got " +
-                                        llvm::Twine(streams.size()));
+                                        std::to_string(local.size()) + "), got " +
+                                        std::to_string(streams.size()));
   // With no kernel-side timeout the kernel may legitimately wait long; still never block forever.
   // NCCL has no watchdog of ours: its calls get the same generous bound.
   const double kernelSeconds =
@@ -431,26 +426,25 @@ llvm::Error CollectiveInstance::synchronize(llvm::ArrayRef<cudaStream_t> streams
   const double limit = kernelSeconds + 2.0 + extraSeconds;
   // What the world knows of peers that stopped answering goes with every failure: in a
   // process-per-GPU world a watchdog that tripped or a hang is most often a peer that died.
-  auto withPeers = [&](llvm::Error err) -> llvm::Error {
+  auto withPeers = [&](Error err) -> Error {
     std::string peers = world_.diagnosePeers();
     if (!err || peers.empty())
       return err;
-    return llvm::joinErrors(std::move(err),
-                            llvm::createStringError(llvm::inconvertibleErrorCode(), peers));
+    return joinErrors(std::move(err), makeError(peers));
   };
   std::vector<bool> done(streams.size(), false);
-  if (llvm::Error err = pollStreams(streams, local, done,
-                                    Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                       std::chrono::duration<double>(limit))))
-    return withPeers(llvm::joinErrors(std::move(err), checkWatchdogs()));
+  if (Error err = pollStreams(streams, local, done,
+                              Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                 std::chrono::duration<double>(limit))))
+    return withPeers(joinErrors(std::move(err), checkWatchdogs()));
   const std::string running = listRanks(done, local);
-  llvm::Error watchdog = checkWatchdogs();
+  Error watchdog = checkWatchdogs();
   if (running.empty())
     return withPeers(std::move(watchdog));
   std::string message = "hang: rank(s) " + running + " still running " +
                         std::to_string(static_cast<int>(limit)) + " s after launch";
   if (watchdog)
-    return withPeers(llvm::joinErrors(instanceError(compiled_, message), std::move(watchdog)));
+    return withPeers(joinErrors(instanceError(compiled_, message), std::move(watchdog)));
   if (engine_ == Engine::Nccl)
     return withPeers(instanceError(compiled_, message + " inside NCCL" + peerNote(world_)));
   return withPeers(instanceError(compiled_, message + ", and no watchdog tripped (timeout " +

@@ -14,12 +14,13 @@
 #include "abi/CompiledCollective.h"
 #include "runtime/LoadedKernel.h"
 #include "runtime/LocalWorld.h"
+#include "runtime/Span.h"
+#include "runtime/Status.h"
 #include "runtime/SymmetricWorld.h"
+#include "runtime/Watchdog.h"
 
 #include <cstdint>
 #include <cuda_runtime_api.h>
-#include <llvm/ADT/ArrayRef.h>
-#include <llvm/Support/Error.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,14 +40,14 @@ public:
   /// shares a GPU together, runtime/CoResidency.h), loads `cubin`, and
   /// allocates scratch for calls of up to `maxCount` elements. A poll in the kernel gives up after
   /// `timeoutNs` (0: never) and records why in the rank's watchdog.
-  static llvm::Expected<std::unique_ptr<CollectiveInstance>>
+  static Expected<std::unique_ptr<CollectiveInstance>>
   create(SymmetricWorld& world, const CompiledCollective& compiled, const std::string& cubin,
-         uint64_t maxCount, uint64_t timeoutNs = 5'000'000'000);
+         uint64_t maxCount, uint64_t timeoutNs = defaultWatchdogTimeoutNs());
   /// The same collective run by NCCL (its kind's NCCL call, runtime/NcclCollective.h, with
   /// compiled.dtype, op and root; alltoall as grouped ncclSend/ncclRecv) on the
   /// world's communicator: the NCCL path of a world that spans nodes, and NCCL measured in the
   /// same harness as collc's kernel. Needs a world with a communicator (a ProcessWorld).
-  static llvm::Expected<std::unique_ptr<CollectiveInstance>>
+  static Expected<std::unique_ptr<CollectiveInstance>>
   createNccl(SymmetricWorld& world, const CompiledCollective& compiled, uint64_t maxCount);
   /// Nothing launched from this instance may still be running, nor be replayed later from a
   /// graph. If this instance's heap region is the world's newest, it is given back to the world.
@@ -59,24 +60,24 @@ public:
   /// elements (<= maxCount) from `in` to `out`, both device memory of that GPU sized by the
   /// compiled collective's inputCount/outputCount. Every rank must make the same sequence of
   /// calls; the ranks wait for each other on the device. Safe inside stream capture.
-  llvm::Error launch(int rank, const void* in, void* out, uint64_t count, cudaStream_t stream);
+  Error launch(int rank, const void* in, void* out, uint64_t count, cudaStream_t stream);
   /// The same for a spec with user buffers besides the input and the output (a fused epilogue's
   /// residual, residual out, weight): `aux` holds one device pointer per CompiledCollective::aux,
   /// in that order, each sized by its `elements(count)`. With rows, `count` is whole rows.
-  llvm::Error launch(int rank, const void* in, void* out, llvm::ArrayRef<void*> aux, uint64_t count,
-                     cudaStream_t stream);
+  Error launch(int rank, const void* in, void* out, Span<void* const> aux, uint64_t count,
+               cudaStream_t stream);
 
   /// Reads every rank's watchdog back (on a private stream, so it works while kernels still run).
   /// An error describes each tripped rank, e.g. "watchdog: rank 1 block 3 waited more than 5.0 s
   /// at step 'reduce' (sync point 0, call epoch 17) for rank 0: flag is 16, needed 17". A tripped
   /// watchdog stays tripped: the ranks' epochs have diverged, so the instance must be recreated.
-  llvm::Error checkWatchdogs();
+  Error checkWatchdogs();
 
   /// Waits until the work on streams[i] (the stream of world.localRanks()[i]) is done, but never
   /// longer than timeout + 2 s + `extraSeconds`; then checks the watchdogs. Past the deadline it
   /// reports which ranks still run, and why if a watchdog knows, instead of hanging. Every error
   /// carries what the world knows of its peers (world.diagnosePeers(): a process that exited).
-  llvm::Error synchronize(llvm::ArrayRef<cudaStream_t> streams, double extraSeconds = 0);
+  Error synchronize(Span<const cudaStream_t> streams, double extraSeconds = 0);
 
   /// Applies to launches made from now on; graphs already captured keep the value they captured.
   void setTimeoutNs(uint64_t timeoutNs) { timeoutNs_ = timeoutNs; }
@@ -97,12 +98,12 @@ public:
 private:
   CollectiveInstance(SymmetricWorld& world, const CompiledCollective& compiled)
       : world_(world), compiled_(compiled) {}
-  llvm::Error allocateSymmetric();
-  llvm::Error allocatePerRank();
+  Error allocateSymmetric();
+  Error allocatePerRank();
   /// Collective: every rank's process must have made the same layout (and be done initialising
   /// its heap region) before any returns.
-  llvm::Error agreeOnLayout();
-  llvm::Error launchNccl(const void* in, void* out, uint64_t count, cudaStream_t stream);
+  Error agreeOnLayout();
+  Error launchNccl(const void* in, void* out, uint64_t count, cudaStream_t stream);
 
   SymmetricWorld& world_;
   CompiledCollective compiled_;

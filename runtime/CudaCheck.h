@@ -1,11 +1,12 @@
-// Helpers for calling the CUDA runtime: status codes become llvm::Error values that say which call
+// Helpers for calling the CUDA runtime: status codes become Error values that say which call
 // failed and where, so that a failure on the GPU machine can be diagnosed from its log alone.
 #ifndef COLLC_RUNTIME_CUDACHECK_H
 #define COLLC_RUNTIME_CUDACHECK_H
 
+#include "runtime/Status.h"
+
 #include <cstring>
 #include <cuda_runtime_api.h>
-#include <llvm/Support/Error.h>
 #include <string>
 #include <utility>
 
@@ -26,14 +27,13 @@ inline const char* shortSourcePath(const char* file) {
 /// "cudaMalloc(&ptr, bytes) failed at runtime/LocalWorld.cpp:42: cudaErrorMemoryAllocation: out of
 /// memory". The failed call's error is cleared from cudaGetLastError so that it is not blamed on a
 /// later call.
-inline llvm::Error cudaStatusToError(cudaError_t status, const char* call, const char* file,
-                                     int line) {
+inline Error cudaStatusToError(cudaError_t status, const char* call, const char* file, int line) {
   if (status == cudaSuccess)
-    return llvm::Error::success();
+    return Error::success();
   (void)cudaGetLastError();
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s failed at %s:%d: %s: %s", call,
-                                 shortSourcePath(file), line, cudaGetErrorName(status),
-                                 cudaGetErrorString(status));
+  return makeError(std::string(call) + " failed at " + shortSourcePath(file) + ":" +
+                   std::to_string(line) + ": " + cudaGetErrorName(status) + ": " +
+                   cudaGetErrorString(status));
 }
 
 /// Makes a device current for a scope and restores the caller's current device afterwards, so that
@@ -59,15 +59,15 @@ private:
 
 } // namespace collc
 
-/// An llvm::Error expression for one CUDA call: `if (auto err = COLLC_CUDA_CHECK(cudaFree(p)))`.
+/// An Error expression for one CUDA call: `if (auto err = COLLC_CUDA_CHECK(cudaFree(p)))`.
 #define COLLC_CUDA_CHECK(call) ::collc::cudaStatusToError((call), #call, __FILE__, __LINE__)
 
-/// Returns the error from the enclosing function (llvm::Error or llvm::Expected<T>) if `call`
+/// Returns the error from the enclosing function (Error or Expected<T>) if `call`
 /// fails.
 #define COLLC_CUDA_TRY(call)                                                                       \
   do {                                                                                             \
-    if (::llvm::Error collcCudaError = COLLC_CUDA_CHECK(call))                                     \
-      return ::llvm::Error(std::move(collcCudaError));                                             \
+    if (::collc::Error collcCudaError = COLLC_CUDA_CHECK(call))                                    \
+      return ::collc::Error(std::move(collcCudaError));                                            \
   } while (false)
 
 #endif // COLLC_RUNTIME_CUDACHECK_H

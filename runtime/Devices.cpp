@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <fmt/format.h>
 
 namespace collc {
 
@@ -17,13 +18,13 @@ bool driverLibraryLoaded() {
   return true;
 }
 
-llvm::Error noGpu(const std::string& why) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "no GPU: %s", why.c_str());
+Error noGpu(const std::string& why) {
+  return makeError(fmt::format("no GPU: {}", why));
 }
 
 } // namespace
 
-llvm::Expected<int> gpuCount() {
+Expected<int> gpuCount() {
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess)

@@ -3,14 +3,15 @@
 #ifndef COLLC_RUNTIME_DEVICES_H
 #define COLLC_RUNTIME_DEVICES_H
 
-#include <llvm/Support/Error.h>
+#include "runtime/Status.h"
+
 #include <string>
 
 namespace collc {
 
 /// The number of visible CUDA devices, at least 1. With none, an error whose message starts with
 /// "no GPU: " and says why (no CUDA driver found, a driver too old for this runtime, no device).
-llvm::Expected<int> gpuCount();
+Expected<int> gpuCount();
 
 /// The device's name ("NVIDIA H200"), or "<unknown device N: why>" if it cannot be queried.
 std::string gpuName(int device);

@@ -60,21 +60,10 @@ DispatchPlan defaultDispatchPlan(const DispatchQuery& query);
 std::optional<DispatchPlan> tablePlan(const TuningTable& table, const DispatchQuery& query,
                                       std::string* why = nullptr);
 
-/// Which of a table's variants tableVariants returns.
-enum class TableVariants {
-  All,       // every distinct variant with a finite time
-  EverySize, // only those with a finite time at every size the rows were measured at (the
-             // finalists `collc tune` cross-checks, where one tune made the whole table)
-  Finalists, // those of EverySize, and at each size the two fastest (tuneFinalists, as collc
-             // tune picks them): a table tuned in pieces (1K..4M, then 16M..64M) has each
-             // piece's winners timed only within their piece
-};
-
-/// The distinct variants with a finite time among the rows tablePlan would read for `query`, in
-/// the order of the file, as `which` selects: the fixed variants `collc bench --dispatch`
-/// compares dispatch with.
-std::vector<TunedVariant> tableVariants(const TuningTable& table, const DispatchQuery& query,
-                                        TableVariants which = TableVariants::All);
+/// The rows tablePlan reads for `query`: those of the most specific key that matches it (the first
+/// such key in the file where several tie) and, with query.spec set, of that spec; in the order
+/// of the file. Empty where no row applies.
+std::vector<const TuningRow*> planRows(const TuningTable& table, const DispatchQuery& query);
 
 /// tablePlan where it gives a plan, else defaultDispatchPlan (its source then says why).
 DispatchPlan chooseDispatchPlan(const TuningTable* table, const DispatchQuery& query);

@@ -1,32 +1,30 @@
 #include "runtime/Dispatcher.h"
 
-#include "compiler/Compile.h"
 #include "runtime/Devices.h"
 #include "runtime/HeapSize.h"
-#include "runtime/Jit.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <fmt/format.h>
-#include <llvm/Support/FileSystem.h>
-#include <llvm/Support/raw_ostream.h>
 
 namespace collc {
 
 namespace {
 
-llvm::Error dispatchError(const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "dispatch: " + message.str());
+Error dispatchError(const std::string& message) {
+  return makeError("dispatch: " + message);
 }
 
 /// The table the request names, or none. A table named on purpose must exist; the default
 /// location may be empty (the built-in rule then applies).
-llvm::Expected<std::optional<TuningTable>> loadTable(const DispatchRequest& request) {
+Expected<std::optional<TuningTable>> loadTable(const DispatchRequest& request) {
   if (request.table == "none")
     return std::nullopt;
   const char* fromEnvironment = std::getenv("COLLC_TUNING_TABLE");
   const bool named = !request.table.empty() || (fromEnvironment && *fromEnvironment != '\0');
   const std::string path = request.table.empty() ? defaultTuningTablePath() : request.table;
-  if (path.empty() || (!named && !llvm::sys::fs::exists(path)))
+  std::error_code ec;
+  if (path.empty() || (!named && !std::filesystem::exists(path, ec)))
     return std::nullopt;
   auto table = readTuningTable(path);
   if (!table)
@@ -34,41 +32,9 @@ llvm::Expected<std::optional<TuningTable>> loadTable(const DispatchRequest& requ
   return std::optional<TuningTable>(std::move(*table));
 }
 
-llvm::Expected<DispatchVariant> compileVariant(const TunedVariant& variant,
-                                               const DispatchRequest& request,
-                                               const std::string& arch) {
-  auto fail = [&](const std::string& why) {
-    return dispatchError("variant " + variant.text() + ": " + why);
-  };
-  auto spec = loadSpec(variant.spec);
-  if (!spec)
-    return fail(llvm::toString(spec.takeError()));
-  CompileOptions options;
-  options.dtype = request.dtype;
-  options.op = request.op;
-  options.nranks = request.nranks;
-  variant.applyTo(options);
-  std::string diagnostics;
-  llvm::raw_string_ostream diag(diagnostics);
-  auto compiled = compileCollective(*spec, options, diag);
-  if (!compiled) {
-    llvm::consumeError(compiled.takeError());
-    return fail("the compiler refused it:\n" + diag.str());
-  }
-  if (compiled->kind != request.collective)
-    return fail(
-        fmt::format("it is an {}, not an {}", name(compiled->kind), name(request.collective)));
-  JitOptions jit;
-  jit.arch = arch;
-  auto cubin = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, jit);
-  if (!cubin)
-    return fail("NVRTC: " + llvm::toString(cubin.takeError()));
-  return DispatchVariant{variant, std::move(*compiled), std::move(cubin->image)};
-}
-
 } // namespace
 
-llvm::Expected<DispatchProgram> DispatchProgram::compile(const DispatchRequest& request) {
+Expected<DispatchProgram> DispatchProgram::plan(const DispatchRequest& request) {
   if (request.maxCount == 0)
     return dispatchError("maxCount must be at least 1 element");
   if (request.nranks < 1)
@@ -79,7 +45,9 @@ llvm::Expected<DispatchProgram> DispatchProgram::compile(const DispatchRequest& 
 
   DispatchProgram program;
   program.request_ = request;
-  const bool haveGpu = bool(llvm::expectedToOptional(gpuCount()));
+  Expected<int> gpus = gpuCount();
+  const bool haveGpu = bool(gpus);
+  consumeError(gpus.takeError());
   DispatchQuery query;
   query.key.gpu = !request.gpu.empty() ? request.gpu
                   : haveGpu            ? gpuModelKey(gpuName(0))
@@ -103,20 +71,34 @@ llvm::Expected<DispatchProgram> DispatchProgram::compile(const DispatchRequest& 
   program.plan_ = chooseDispatchPlan(*table ? &**table : nullptr, query);
   program.query_ = query;
   program.table_ = std::move(*table);
-
-  std::string arch = request.arch;
-  if (arch.empty())
-    arch = haveGpu ? gpuArch(0) : "";
-  if (arch.empty())
-    arch = "sm_90";
-  for (const TunedVariant& variant : program.plan_.variants) {
-    auto compiled = compileVariant(variant, request, arch);
-    if (!compiled)
-      return llvm::joinErrors(compiled.takeError(),
-                              dispatchError("the plan came from " + program.plan_.source));
-    program.variants_.push_back(std::move(*compiled));
-  }
   return program;
+}
+
+Error DispatchProgram::setVariants(std::vector<DispatchVariant> variants) {
+  if (variants.size() != plan_.variants.size())
+    return dispatchError(fmt::format("the plan has {} variants, but {} were handed in",
+                                     plan_.variants.size(), variants.size()));
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const DispatchVariant& given = variants[i];
+    const CompiledCollective& compiled = given.compiled;
+    auto fail = [&](const std::string& why) {
+      return dispatchError("variant " + plan_.variants[i].text() + ": " + why);
+    };
+    if (given.variant != plan_.variants[i])
+      return fail("handed in as " + given.variant.text());
+    if (compiled.kind != request_.collective)
+      return fail(
+          fmt::format("it is an {}, not an {}", name(compiled.kind), name(request_.collective)));
+    if (compiled.dtype != request_.dtype || compiled.op != request_.op ||
+        compiled.nranks != request_.nranks)
+      return fail(fmt::format("compiled for {} {} and {} ranks, not {} {} and {}",
+                              name(compiled.dtype), name(compiled.op), compiled.nranks,
+                              name(request_.dtype), name(request_.op), request_.nranks));
+    if (given.cubin.empty())
+      return fail("no cubin");
+  }
+  variants_ = std::move(variants);
+  return Error::success();
 }
 
 uint64_t DispatchProgram::heapBytes() const {
@@ -130,18 +112,19 @@ std::string DispatchProgram::description() const {
   return plan_.source + "\n" + describePlan(plan_);
 }
 
-llvm::Expected<std::unique_ptr<Dispatcher>>
+Expected<std::unique_ptr<Dispatcher>>
 Dispatcher::create(SymmetricWorld& world, DispatchProgram program, uint64_t timeoutNs) {
   if (program.request().nranks != world.nranks())
     return dispatchError(fmt::format("compiled for {} ranks, but the world has {}",
                                      program.request().nranks, world.nranks()));
+  if (program.variants().size() != program.plan().variants.size() || program.variants().empty())
+    return dispatchError("the program's variants are not compiled (DispatchProgram::setVariants)");
   std::unique_ptr<Dispatcher> dispatcher(new Dispatcher(std::move(program)));
   for (const DispatchVariant& variant : dispatcher->program_.variants()) {
     auto instance = CollectiveInstance::create(world, variant.compiled, variant.cubin,
                                                dispatcher->maxCount(), timeoutNs);
     if (!instance)
-      return llvm::joinErrors(dispatchError("variant " + variant.variant.text()),
-                              instance.takeError());
+      return joinErrors(dispatchError("variant " + variant.variant.text()), instance.takeError());
     dispatcher->instances_.push_back(std::move(*instance));
   }
   return dispatcher;
@@ -154,22 +137,21 @@ size_t Dispatcher::variantFor(uint64_t count) const {
   return program_.plan().variantFor(bytes);
 }
 
-llvm::Error Dispatcher::launch(int rank, const void* in, void* out, uint64_t count,
-                               cudaStream_t stream) const {
+Error Dispatcher::launch(int rank, const void* in, void* out, uint64_t count,
+                         cudaStream_t stream) const {
   if (count > maxCount())
     return dispatchError(fmt::format(
         "a call of {} elements; the dispatcher was made for at most {}", count, maxCount()));
   return instances_[variantFor(count)]->launch(rank, in, out, count, stream);
 }
 
-llvm::Error Dispatcher::synchronize(llvm::ArrayRef<cudaStream_t> streams,
-                                    double extraSeconds) const {
+Error Dispatcher::synchronize(Span<const cudaStream_t> streams, double extraSeconds) const {
   // The streams are the same for every instance: the first wait does the waiting, the others
   // only read their watchdogs.
   for (const auto& instance : instances_)
-    if (llvm::Error err = instance->synchronize(streams, extraSeconds))
+    if (Error err = instance->synchronize(streams, extraSeconds))
       return err;
-  return llvm::Error::success();
+  return Error::success();
 }
 
 Dispatcher::~Dispatcher() {
@@ -181,7 +163,7 @@ Dispatcher::~Dispatcher() {
 std::string localTopologyName(const std::vector<int>& devices) {
   auto gpus = gpuCount();
   if (!gpus) {
-    llvm::consumeError(gpus.takeError());
+    consumeError(gpus.takeError());
     return "unknown";
   }
   bool atomics = true;

@@ -2,8 +2,9 @@
 // call runs the variant the tuning table (or the built-in rule) names for its size.
 //
 // Two steps, so that the heap can be sized before the world exists:
-//   1. DispatchProgram::compile: reads the table, makes the plan (runtime/DispatchPlan.h),
-//      compiles every variant the plan may pick and JIT-compiles it (disk cache). No GPU needed.
+//   1. A DispatchProgram: DispatchProgram::plan reads the table and makes the plan
+//      (runtime/DispatchPlan.h); then every variant the plan may pick is handed in compiled, with
+//      its cubin (compileDispatchProgram, pipeline/CompileDispatch.h, does both). No GPU needed.
 //   2. Dispatcher::create: one CollectiveInstance per variant in the world, all made up front.
 // After that a launch only picks an instance (a binary search over the plan's ranges, on the
 // host) and launches it: no allocation, no lock, no host synchronization. So launches are safe
@@ -18,12 +19,13 @@
 #include "abi/CompiledCollective.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/DispatchPlan.h"
+#include "runtime/Span.h"
+#include "runtime/Status.h"
 #include "runtime/SymmetricWorld.h"
+#include "runtime/Watchdog.h"
 
 #include <cstdint>
 #include <cuda_runtime_api.h>
-#include <llvm/ADT/ArrayRef.h>
-#include <llvm/Support/Error.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,18 +62,20 @@ struct DispatchVariant {
 /// Step 1: everything that needs no GPU.
 class DispatchProgram {
 public:
-  /// Reads the table, makes the plan and compiles each of its variants. A variant that does not
-  /// compile is an error that names it and the table row's source (a table edited by hand may
-  /// name a spec that no longer exists).
-  static llvm::Expected<DispatchProgram> compile(const DispatchRequest& request);
+  /// Reads the table and makes the plan; no variant is compiled yet (setVariants).
+  static Expected<DispatchProgram> plan(const DispatchRequest& request);
+  /// Hands in the plan's variants compiled: one per plan().variants, in that order, each of the
+  /// request's kind, element type, operator and rank count. An error names the first that is not.
+  Error setVariants(std::vector<DispatchVariant> variants);
 
   const DispatchPlan& plan() const { return plan_; }
+  /// Empty until setVariants.
   const std::vector<DispatchVariant>& variants() const { return variants_; }
   const DispatchRequest& request() const { return request_; }
   /// The key (GPU, ranks, topology, ...) the plan was chosen for, and the table read, if any.
   const DispatchQuery& query() const { return query_; }
   const std::optional<TuningTable>& table() const { return table_; }
-  /// Symmetric heap per rank that Dispatcher::create takes from the world.
+  /// Symmetric heap per rank that Dispatcher::create takes from the world (for the variants set).
   uint64_t heapBytes() const;
   /// Where the plan came from and which variant runs where, for logs.
   std::string description() const;
@@ -87,8 +91,10 @@ private:
 /// Step 2: the instances, and the launch.
 class Dispatcher {
 public:
-  static llvm::Expected<std::unique_ptr<Dispatcher>>
-  create(SymmetricWorld& world, DispatchProgram program, uint64_t timeoutNs = 5'000'000'000);
+  /// `program` must have its variants set.
+  static Expected<std::unique_ptr<Dispatcher>>
+  create(SymmetricWorld& world, DispatchProgram program,
+         uint64_t timeoutNs = defaultWatchdogTimeoutNs());
   /// Nothing launched through it may still run, nor be replayed later from a graph.
   ~Dispatcher();
   Dispatcher(const Dispatcher&) = delete;
@@ -96,8 +102,7 @@ public:
 
   /// Enqueues rank's part of one call of `count` elements (<= maxCount) on `stream`, running the
   /// variant the plan names for count's size. As CollectiveInstance::launch otherwise.
-  llvm::Error launch(int rank, const void* in, void* out, uint64_t count,
-                     cudaStream_t stream) const;
+  Error launch(int rank, const void* in, void* out, uint64_t count, cudaStream_t stream) const;
 
   /// The index into program().variants() that a call of `count` elements runs.
   size_t variantFor(uint64_t count) const;
@@ -109,7 +114,7 @@ public:
 
   /// Waits for the streams and checks every instance's watchdogs (CollectiveInstance::
   /// synchronize for each).
-  llvm::Error synchronize(llvm::ArrayRef<cudaStream_t> streams, double extraSeconds = 0) const;
+  Error synchronize(Span<const cudaStream_t> streams, double extraSeconds = 0) const;
 
 private:
   explicit Dispatcher(DispatchProgram program) : program_(std::move(program)) {}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fmt/format.h>
 
 namespace collc {
 
@@ -24,12 +25,11 @@ std::string labelOf(const Header& header) {
 
 } // namespace
 
-llvm::Error packExchangeFrame(uint64_t sequence, int rank, llvm::StringRef label,
-                              llvm::StringRef payload, char* slot) {
+Error packExchangeFrame(uint64_t sequence, int rank, std::string_view label,
+                        std::string_view payload, char* slot) {
   if (payload.size() > kExchangePayloadBytes)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "host exchange '%s': %zu bytes per rank; at most %zu fit",
-                                   label.str().c_str(), payload.size(), kExchangePayloadBytes);
+    return makeError(fmt::format("host exchange '{}': {} bytes per rank; at most {} fit", label,
+                                 payload.size(), kExchangePayloadBytes));
   Header header{};
   header.magic = kMagic;
   header.sequence = sequence;
@@ -40,21 +40,20 @@ llvm::Error packExchangeFrame(uint64_t sequence, int rank, llvm::StringRef label
   std::memcpy(slot, &header, sizeof header);
   if (!payload.empty())
     std::memcpy(slot + sizeof header, payload.data(), payload.size());
-  return llvm::Error::success();
+  return Error::success();
 }
 
-llvm::Expected<std::vector<std::string>> unpackExchangeFrames(const char* slots, int nranks,
-                                                              uint64_t sequence,
-                                                              llvm::StringRef label, int myRank) {
-  const std::string mine = label.substr(0, kExchangeLabelBytes - 1).str();
+Expected<std::vector<std::string>> unpackExchangeFrames(const char* slots, int nranks,
+                                                        uint64_t sequence, std::string_view label,
+                                                        int myRank) {
+  const std::string mine(label.substr(0, kExchangeLabelBytes - 1));
   std::vector<std::string> payloads;
   for (int r = 0; r < nranks; ++r) {
     Header header;
     std::memcpy(&header, slots + size_t(r) * kExchangeSlotBytes, sizeof header);
     auto error = [&](const std::string& what) {
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(), "host exchange #%llu '%s' on rank %d: %s",
-          static_cast<unsigned long long>(sequence), mine.c_str(), myRank, what.c_str());
+      return makeError(
+          fmt::format("host exchange #{} '{}' on rank {}: {}", sequence, mine, myRank, what));
     };
     if (header.magic != kMagic || header.rank != r || header.length > kExchangePayloadBytes)
       return error("rank " + std::to_string(r) + "'s slot is not a collc exchange frame");

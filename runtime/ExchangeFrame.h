@@ -8,11 +8,12 @@
 #ifndef COLLC_RUNTIME_EXCHANGEFRAME_H
 #define COLLC_RUNTIME_EXCHANGEFRAME_H
 
+#include "runtime/Status.h"
+
 #include <cstddef>
 #include <cstdint>
-#include <llvm/ADT/StringRef.h>
-#include <llvm/Support/Error.h>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace collc {
@@ -25,14 +26,14 @@ constexpr size_t kExchangeLabelBytes = 64;
 constexpr size_t kExchangePayloadBytes = kExchangeSlotBytes - 24 - kExchangeLabelBytes;
 
 /// Writes one slot (kExchangeSlotBytes at `slot`). Fails if the payload does not fit.
-llvm::Error packExchangeFrame(uint64_t sequence, int rank, llvm::StringRef label,
-                              llvm::StringRef payload, char* slot);
+Error packExchangeFrame(uint64_t sequence, int rank, std::string_view label,
+                        std::string_view payload, char* slot);
 
 /// Reads `nranks` slots (back to back at `slots`), checks each against this process's
 /// `sequence` and `label` and the rank it must come from, and returns the payloads in rank order.
-llvm::Expected<std::vector<std::string>> unpackExchangeFrames(const char* slots, int nranks,
-                                                              uint64_t sequence,
-                                                              llvm::StringRef label, int myRank);
+Expected<std::vector<std::string>> unpackExchangeFrames(const char* slots, int nranks,
+                                                        uint64_t sequence, std::string_view label,
+                                                        int myRank);
 
 } // namespace collc
 

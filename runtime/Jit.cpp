@@ -7,19 +7,19 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fmt/format.h>
-#include <llvm/ADT/SmallString.h>
-#include <llvm/ADT/StringExtras.h>
-#include <llvm/ADT/StringRef.h>
-#include <llvm/Support/Path.h>
 #include <nvrtc.h>
 #include <optional>
+#include <pwd.h>
+#include <string_view>
+#include <unistd.h>
 
 namespace collc {
 namespace {
 
-llvm::Error jitError(const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+Error jitError(const std::string& message) {
+  return makeError(message);
 }
 
 std::string envOrEmpty(const char* name) {
@@ -27,14 +27,33 @@ std::string envOrEmpty(const char* name) {
   return value ? value : "";
 }
 
+/// $HOME, else the user's home directory from the password database; empty if neither says.
+std::string homeDirectory() {
+  std::string home = envOrEmpty("HOME");
+  if (!home.empty())
+    return home;
+  struct passwd entry;
+  struct passwd* found = nullptr;
+  char buffer[4096];
+  if (getpwuid_r(getuid(), &entry, buffer, sizeof buffer, &found) == 0 && found && found->pw_dir)
+    return found->pw_dir;
+  return "";
+}
+
 /// The --gpu-architecture value. NVRTC emits PTX only for a virtual architecture and a cubin only
 /// for a real one, so "sm_90" becomes "compute_90" for PTX and "compute_90" is refused for a cubin.
-llvm::Expected<std::string> nvrtcArch(const std::string& arch, JitOutput output) {
-  llvm::StringRef rest(arch);
-  bool isReal = rest.consume_front("sm_");
-  bool isVirtual = !isReal && rest.consume_front("compute_");
-  llvm::StringRef digits = rest.take_while(llvm::isDigit);
-  llvm::StringRef suffix = rest.drop_front(digits.size());
+Expected<std::string> nvrtcArch(const std::string& arch, JitOutput output) {
+  std::string_view rest(arch);
+  auto consumeFront = [&rest](std::string_view prefix) {
+    if (rest.substr(0, prefix.size()) != prefix)
+      return false;
+    rest.remove_prefix(prefix.size());
+    return true;
+  };
+  bool isReal = consumeFront("sm_");
+  bool isVirtual = !isReal && consumeFront("compute_");
+  std::string_view digits = rest.substr(0, rest.find_first_not_of("0123456789"));
+  std::string_view suffix = rest.substr(digits.size());
   bool wellFormed = (isReal || isVirtual) && !digits.empty() &&
                     (suffix.empty() || suffix == "a" || suffix == "f");
   if (!wellFormed)
@@ -43,8 +62,8 @@ llvm::Expected<std::string> nvrtcArch(const std::string& arch, JitOutput output)
                                 arch));
   if (output == JitOutput::Cubin && isVirtual)
     return jitError(
-        fmt::format("a cubin needs a real GPU architecture (sm_{}), not '{}'", rest.str(), arch));
-  return output == JitOutput::Ptx ? "compute_" + rest.str() : "sm_" + rest.str();
+        fmt::format("a cubin needs a real GPU architecture (sm_{}), not '{}'", rest, arch));
+  return (output == JitOutput::Ptx ? "compute_" : "sm_") + std::string(rest);
 }
 
 std::vector<std::string> nvrtcOptions(const std::string& gpuArch, const JitOptions& options) {
@@ -69,14 +88,22 @@ std::string joinOptions(const std::vector<std::string>& options) {
 /// The source as "  12 | code" lines: NVRTC's log cites line numbers of a generated file the user
 /// never saw, so the error carries the file itself.
 std::string numberedSource(std::string_view source) {
-  llvm::SmallVector<llvm::StringRef, 64> lines;
-  llvm::StringRef(source.data(), source.size()).split(lines, '\n');
+  std::vector<std::string_view> lines;
+  for (size_t start = 0; start <= source.size();) {
+    size_t end = std::min(source.find('\n', start), source.size());
+    lines.push_back(source.substr(start, end - start));
+    start = end + 1;
+  }
   if (!lines.empty() && lines.back().empty())
     lines.pop_back();
   size_t width = std::max<size_t>(4, std::to_string(lines.size()).size());
   std::string result;
-  for (size_t i = 0; i < lines.size(); ++i)
-    result += fmt::format("{:>{}} | {}\n", i + 1, width, lines[i].rtrim('\r').str());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string_view line = lines[i];
+    while (!line.empty() && line.back() == '\r')
+      line.remove_suffix(1);
+    result += fmt::format("{:>{}} | {}\n", i + 1, width, line);
+  }
   return result;
 }
 
@@ -104,7 +131,7 @@ std::string programLog(nvrtcProgram program) {
   return log;
 }
 
-llvm::Expected<std::string> programImage(nvrtcProgram program, JitOutput output) {
+Expected<std::string> programImage(nvrtcProgram program, JitOutput output) {
   size_t size = 0;
   nvrtcResult status = output == JitOutput::Ptx ? nvrtcGetPTXSize(program, &size)
                                                 : nvrtcGetCUBINSize(program, &size);
@@ -127,8 +154,8 @@ struct Compiled {
   std::string log;
 };
 
-llvm::Expected<Compiled> runNvrtc(std::string_view source, std::string_view programName,
-                                  JitOutput output, const std::vector<std::string>& options) {
+Expected<Compiled> runNvrtc(std::string_view source, std::string_view programName, JitOutput output,
+                            const std::vector<std::string>& options) {
   std::string sourceText(source), name(programName); // NVRTC wants NUL-terminated strings
   ProgramHandle program;
   nvrtcResult status =
@@ -148,16 +175,16 @@ llvm::Expected<Compiled> runNvrtc(std::string_view source, std::string_view prog
                                 !log.empty() && log.back() != '\n' ? "\n" : "",
                                 joinOptions(options), numberedSource(source)));
   }
-  llvm::Expected<std::string> image = programImage(program.get(), output);
+  Expected<std::string> image = programImage(program.get(), output);
   if (!image)
     return image.takeError();
   return Compiled{std::move(*image), std::move(log)};
 }
 
 /// A broken cache must never break compilation; one line tells the user why nothing is cached.
-void warnCacheUnusableOnce(llvm::Error error) {
+void warnCacheUnusableOnce(Error error) {
   static std::atomic<bool> warned{false};
-  std::string message = llvm::toString(std::move(error));
+  std::string message = toString(std::move(error));
   if (!warned.exchange(true))
     std::fprintf(stderr, "collc: warning: kernel cache disabled: %s\n", message.c_str());
 }
@@ -178,29 +205,29 @@ std::string defaultCacheDir() {
   std::string dir = envOrEmpty("COLLC_CACHE_DIR");
   if (!dir.empty())
     return dir;
-  llvm::SmallString<256> path;
+  std::filesystem::path path;
   // The XDG spec says a relative XDG_CACHE_HOME is invalid and must be ignored.
   std::string xdg = envOrEmpty("XDG_CACHE_HOME");
-  if (!xdg.empty() && llvm::sys::path::is_absolute(xdg)) {
+  if (!xdg.empty() && xdg.front() == '/') {
     path = xdg;
   } else {
-    if (!llvm::sys::path::home_directory(path))
+    std::string home = homeDirectory();
+    if (home.empty())
       return "";
-    llvm::sys::path::append(path, ".cache");
+    path = std::filesystem::path(home) / ".cache";
   }
-  llvm::sys::path::append(path, "collc");
-  return std::string(path);
+  return (path / "collc").string();
 }
 
-llvm::Expected<JitResult> compileCuda(std::string_view source, std::string_view programName,
-                                      JitOutput output, const JitOptions& options) {
+Expected<JitResult> compileCuda(std::string_view source, std::string_view programName,
+                                JitOutput output, const JitOptions& options) {
   auto start = std::chrono::steady_clock::now();
   auto elapsedMs = [start] {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
         .count();
   };
 
-  llvm::Expected<std::string> gpuArch = nvrtcArch(options.arch, output);
+  Expected<std::string> gpuArch = nvrtcArch(options.arch, output);
   if (!gpuArch)
     return gpuArch.takeError();
   std::vector<std::string> nvrtcArgs = nvrtcOptions(*gpuArch, options);
@@ -223,11 +250,11 @@ llvm::Expected<JitResult> compileCuda(std::string_view source, std::string_view 
     }
   }
 
-  llvm::Expected<Compiled> compiled = runNvrtc(source, programName, output, nvrtcArgs);
+  Expected<Compiled> compiled = runNvrtc(source, programName, output, nvrtcArgs);
   if (!compiled)
     return compiled.takeError();
   if (cache)
-    if (llvm::Error error = cache->store(key, compiled->image))
+    if (Error error = cache->store(key, compiled->image))
       warnCacheUnusableOnce(std::move(error));
 
   JitResult result;

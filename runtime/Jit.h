@@ -4,7 +4,8 @@
 #ifndef COLLC_RUNTIME_JIT_H
 #define COLLC_RUNTIME_JIT_H
 
-#include <llvm/Support/Error.h>
+#include "runtime/Status.h"
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,8 +41,8 @@ struct JitResult {
 /// options.extraOptions; no include directory (generated kernels include no header).
 /// On a failed compile the error holds the NVRTC log, the full option list and the source with
 /// line numbers. A cache that cannot be written never fails the compile (one warning on stderr).
-llvm::Expected<JitResult> compileCuda(std::string_view source, std::string_view programName,
-                                      JitOutput output, const JitOptions& options = {});
+Expected<JitResult> compileCuda(std::string_view source, std::string_view programName,
+                                JitOutput output, const JitOptions& options = {});
 
 /// Version of the NVRTC library loaded at run time, e.g. "13.0".
 std::string nvrtcVersionString();

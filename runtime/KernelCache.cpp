@@ -1,12 +1,16 @@
 #include "runtime/KernelCache.h"
 
+#include "runtime/ReadFile.h"
+#include "runtime/Sha256.h"
+
+#include <atomic>
+#include <cerrno>
 #include <cstring>
-#include <llvm/ADT/StringExtras.h>
-#include <llvm/Support/FileSystem.h>
-#include <llvm/Support/MemoryBuffer.h>
-#include <llvm/Support/Path.h>
-#include <llvm/Support/SHA256.h>
-#include <llvm/Support/raw_ostream.h>
+#include <fcntl.h>
+#include <filesystem>
+#include <random>
+#include <system_error>
+#include <unistd.h>
 
 namespace collc {
 namespace {
@@ -32,38 +36,61 @@ uint64_t readLE(const char* in, int bytes) {
   return value;
 }
 
-std::string sha256(std::string_view data) {
-  llvm::SHA256 hash;
-  hash.update(llvm::StringRef(data.data(), data.size()));
-  return hash.final().str();
-}
-
 // Keys become file names: anything but 64 lower-case hex digits could escape the directory.
 bool isWellFormedKey(const std::string& key) {
   if (key.size() != KeyHexSize)
     return false;
   for (char c : key)
-    if (!llvm::isDigit(c) && !(c >= 'a' && c <= 'f'))
+    if (!(c >= '0' && c <= '9') && !(c >= 'a' && c <= 'f'))
       return false;
   return true;
 }
 
-llvm::Error cacheError(const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
+Error cacheError(const std::string& message) {
+  return makeError(message);
+}
+
+/// Creates `prefix` plus 8 random hex digits, readable and writable as the umask allows (a cache
+/// may be shared), and opens it for writing; -1 with errno set where it cannot.
+int createUniqueFile(const std::string& prefix, std::string& path) {
+  static std::atomic<uint32_t> counter{0};
+  std::random_device random;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const uint32_t salt = random() ^ (uint32_t(::getpid()) * 2654435761u) ^ counter++;
+    path = prefix + toLowerHex(std::string_view(reinterpret_cast<const char*>(&salt), sizeof salt));
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST)
+      return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+/// Writes all of `contents` to `fd`; the error where that fails.
+std::error_code writeAll(int fd, std::string_view contents) {
+  while (!contents.empty()) {
+    ssize_t put = ::write(fd, contents.data(), contents.size());
+    if (put < 0 && errno == EINTR)
+      continue;
+    if (put < 0)
+      return std::error_code(errno, std::generic_category());
+    contents.remove_prefix(size_t(put));
+  }
+  return {};
 }
 
 } // namespace
 
 std::string KernelCache::key(std::string_view source, std::string_view programName,
-                             llvm::ArrayRef<std::string> options, std::string_view nvrtcVersion,
+                             const std::vector<std::string>& options, std::string_view nvrtcVersion,
                              std::string_view arch, std::string_view outputKind) {
-  llvm::SHA256 hash;
+  Sha256 hash;
   // A length prefix before every field keeps field boundaries part of what is hashed.
   auto field = [&hash](std::string_view text) {
     std::string length;
     appendLE(length, text.size(), 8);
-    hash.update(llvm::StringRef(length));
-    hash.update(llvm::StringRef(text.data(), text.size()));
+    hash.update(std::string_view(length));
+    hash.update(std::string_view(text.data(), text.size()));
   };
   field("collc-kernel-cache-v" + std::to_string(FormatVersion));
   field(source);
@@ -74,24 +101,21 @@ std::string KernelCache::key(std::string_view source, std::string_view programNa
   field(nvrtcVersion);
   field(arch);
   field(outputKind);
-  return llvm::toHex(hash.final(), /*LowerCase=*/true);
+  Sha256::Digest digest = hash.finish();
+  return toLowerHex(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
 }
 
 std::string KernelCache::entryPath(const std::string& key) const {
-  llvm::SmallString<256> path(dir_);
-  llvm::sys::path::append(path, key);
-  return std::string(path);
+  return (std::filesystem::path(dir_) / key).string();
 }
 
 std::optional<std::string> KernelCache::load(const std::string& key) const {
   if (dir_.empty() || !isWellFormedKey(key))
     return std::nullopt;
-  // IsVolatile: read, never mmap, so a file truncated under us is a short read, not a SIGBUS.
-  auto buffer = llvm::MemoryBuffer::getFile(entryPath(key), /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false, /*IsVolatile=*/true);
-  if (!buffer)
+  std::optional<std::string> contents = readWholeFile(entryPath(key));
+  if (!contents)
     return std::nullopt;
-  llvm::StringRef file = (*buffer)->getBuffer();
+  std::string_view file = *contents;
   if (file.size() < HeaderSize || std::memcmp(file.data(), Magic, sizeof(Magic)) != 0)
     return std::nullopt;
   const char* header = file.data() + sizeof(Magic);
@@ -100,9 +124,9 @@ std::optional<std::string> KernelCache::load(const std::string& key) const {
   uint64_t payloadSize = readLE(header + 8, 8);
   if (payloadSize != file.size() - HeaderSize)
     return std::nullopt;
-  llvm::StringRef storedKey(header + 16, DigestSize);
-  llvm::StringRef storedChecksum(header + 16 + DigestSize, DigestSize);
-  if (llvm::toHex(storedKey, /*LowerCase=*/true) != key)
+  std::string_view storedKey(header + 16, DigestSize);
+  std::string_view storedChecksum(header + 16 + DigestSize, DigestSize);
+  if (toLowerHex(storedKey) != key)
     return std::nullopt;
   std::string_view payload(file.data() + HeaderSize, payloadSize);
   if (sha256(payload) != storedChecksum)
@@ -110,12 +134,14 @@ std::optional<std::string> KernelCache::load(const std::string& key) const {
   return std::string(payload);
 }
 
-llvm::Error KernelCache::store(const std::string& key, std::string_view payload) const {
+Error KernelCache::store(const std::string& key, std::string_view payload) const {
   if (dir_.empty())
     return cacheError("no cache directory");
   if (!isWellFormedKey(key))
     return cacheError("malformed cache key '" + key + "'");
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir_))
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec)
     return cacheError("cannot create cache directory '" + dir_ + "': " + ec.message());
 
   std::string contents(Magic, sizeof(Magic));
@@ -123,34 +149,28 @@ llvm::Error KernelCache::store(const std::string& key, std::string_view payload)
   appendLE(contents, FormatVersion, 4);
   appendLE(contents, 0, 4);
   appendLE(contents, payload.size(), 8);
-  contents += llvm::fromHex(key);
+  contents += fromHex(key);
   contents += sha256(payload);
   contents.append(payload);
 
   // The temp file lives in the cache directory itself: rename() is atomic only within one file
   // system. Concurrent writers of one key each get their own temp file; the last rename wins and
   // every candidate is a complete, identical entry.
-  int fd = -1;
-  llvm::SmallString<256> tempPath;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueFile(entryPath(key) + ".tmp-%%%%%%%%", fd, tempPath))
-    return cacheError("cannot create a file in cache directory '" + dir_ + "': " + ec.message());
-  std::error_code writeError;
-  {
-    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
-    out << contents;
-    out.close();
-    writeError = out.error();
-    // An unchecked stream error is a fatal error in raw_fd_ostream's destructor.
-    out.clear_error();
-  }
-  if (!writeError)
-    writeError = llvm::sys::fs::rename(tempPath, entryPath(key));
+  std::string tempPath;
+  int fd = createUniqueFile(entryPath(key) + ".tmp-", tempPath);
+  if (fd < 0)
+    return cacheError("cannot create a file in cache directory '" + dir_ +
+                      "': " + std::generic_category().message(errno));
+  std::error_code writeError = writeAll(fd, contents);
+  if (::close(fd) != 0 && !writeError)
+    writeError = std::error_code(errno, std::generic_category());
+  if (!writeError && ::rename(tempPath.c_str(), entryPath(key).c_str()) != 0)
+    writeError = std::error_code(errno, std::generic_category());
   if (writeError) {
-    llvm::sys::fs::remove(tempPath);
+    ::unlink(tempPath.c_str());
     return cacheError("cannot write cache entry '" + entryPath(key) + "': " + writeError.message());
   }
-  return llvm::Error::success();
+  return Error::success();
 }
 
 } // namespace collc

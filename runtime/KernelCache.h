@@ -7,12 +7,13 @@
 #ifndef COLLC_RUNTIME_KERNELCACHE_H
 #define COLLC_RUNTIME_KERNELCACHE_H
 
+#include "runtime/Status.h"
+
 #include <cstdint>
-#include <llvm/ADT/ArrayRef.h>
-#include <llvm/Support/Error.h>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace collc {
 
@@ -28,7 +29,7 @@ public:
   /// part of it because -lineinfo and -G write it into the image. `outputKind` names the image
   /// kind ("ptx", "cubin"). Each field is length-prefixed, so {"-a", "b"} and {"-ab"} differ.
   static std::string key(std::string_view source, std::string_view programName,
-                         llvm::ArrayRef<std::string> options, std::string_view nvrtcVersion,
+                         const std::vector<std::string>& options, std::string_view nvrtcVersion,
                          std::string_view arch, std::string_view outputKind);
 
   /// The payload stored under `key`, or nullopt when there is none or it fails verification (bad
@@ -36,7 +37,7 @@ public:
   std::optional<std::string> load(const std::string& key) const;
 
   /// Writes `payload` under `key`, replacing whatever was there (a corrupt entry included).
-  llvm::Error store(const std::string& key, std::string_view payload) const;
+  Error store(const std::string& key, std::string_view payload) const;
 
   /// Where the entry for `key` lives.
   std::string entryPath(const std::string& key) const;

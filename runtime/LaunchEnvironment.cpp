@@ -1,22 +1,22 @@
 #include "runtime/LaunchEnvironment.h"
 
 #include "abi/collc_abi.h"
+#include "runtime/TextParsing.h"
 
 #include <cstdlib>
-#include <llvm/ADT/StringRef.h>
 
 namespace collc {
 
 namespace {
 
-llvm::Error envError(const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+Error envError(const std::string& message) {
+  return makeError(message);
 }
 
 /// A non-negative decimal integer, or nullopt.
 std::optional<int> parseCount(const std::string& text) {
-  int value = 0;
-  if (llvm::StringRef(text).trim().getAsInteger(10, value) || value < 0)
+  std::optional<int> value = parseDecimal<int>(trim(text));
+  if (!value || *value < 0)
     return std::nullopt;
   return value;
 }
@@ -32,8 +32,7 @@ EnvironmentLookup processEnvironment() {
   };
 }
 
-llvm::Expected<std::optional<LaunchEnvironment>>
-parseLaunchEnvironment(const EnvironmentLookup& lookup) {
+Expected<std::optional<LaunchEnvironment>> parseLaunchEnvironment(const EnvironmentLookup& lookup) {
   // torchrun (and `collc run --procs`) first, then Open MPI's mpirun.
   struct Names {
     const char *rank, *size, *localRank, *localSize, *source;
@@ -94,7 +93,7 @@ parseLaunchEnvironment(const EnvironmentLookup& lookup) {
   return std::optional<LaunchEnvironment>();
 }
 
-llvm::Expected<int> parseNodeSizeOverride(const EnvironmentLookup& lookup, std::string& setting) {
+Expected<int> parseNodeSizeOverride(const EnvironmentLookup& lookup, std::string& setting) {
   int nodeSize = 0;
   setting.clear();
   if (std::optional<std::string> text = lookup("COLLC_NODE_SIZE"); text && !text->empty()) {
@@ -117,36 +116,14 @@ llvm::Expected<int> parseNodeSizeOverride(const EnvironmentLookup& lookup, std::
   return nodeSize;
 }
 
-llvm::Expected<int> chooseDevice(const LaunchEnvironment& env, int visibleGpus) {
+Expected<int> chooseDevice(const LaunchEnvironment& env, int visibleGpus) {
   if (env.localRank < visibleGpus)
     return env.localRank;
   if (visibleGpus == 1)
     return 0; // the launcher gave each process its own GPU through CUDA_VISIBLE_DEVICES
-  return envError("local rank " + llvm::Twine(env.localRank) + " (rank " + llvm::Twine(env.rank) +
-                  ") needs GPU " + llvm::Twine(env.localRank) + ", but " +
-                  llvm::Twine(visibleGpus) + " are visible to this process");
-}
-
-llvm::Expected<std::vector<std::pair<std::string, std::string>>>
-childEnvironment(int rank, int worldSize, const std::string& rendezvous, int launcherPid,
-                 const EnvironmentLookup& parent) {
-  if (std::optional<std::string> nvls = parent("NCCL_NVLS_ENABLE"); nvls && *nvls != "0")
-    return envError("NCCL_NVLS_ENABLE=" + *nvls +
-                    " is set: NVLink multicast must stay off (it can take the host's GPUs out "
-                    "of service); unset it or set it to 0");
-  return std::vector<std::pair<std::string, std::string>>{
-      {"RANK", std::to_string(rank)},
-      {"WORLD_SIZE", std::to_string(worldSize)},
-      {"LOCAL_RANK", std::to_string(rank)},
-      {"LOCAL_WORLD_SIZE", std::to_string(worldSize)},
-      {"COLLC_RENDEZVOUS", rendezvous},
-      {"NCCL_NVLS_ENABLE", "0"},
-      {"COLLC_LAUNCHER_PID", std::to_string(launcherPid)}};
-}
-
-bool startedByCollcLauncher(const EnvironmentLookup& lookup, int parentPid) {
-  std::optional<std::string> launcher = lookup("COLLC_LAUNCHER_PID");
-  return launcher && parseCount(*launcher) == parentPid;
+  return envError("local rank " + std::to_string(env.localRank) + " (rank " +
+                  std::to_string(env.rank) + ") needs GPU " + std::to_string(env.localRank) +
+                  ", but " + std::to_string(visibleGpus) + " are visible to this process");
 }
 
 } // namespace collc

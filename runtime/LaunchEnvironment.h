@@ -2,17 +2,16 @@
 // it: torchrun's RANK, WORLD_SIZE, LOCAL_RANK (and LOCAL_WORLD_SIZE), or Open MPI's
 // OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK, plus COLLC_RENDEZVOUS: where rank 0 leaves the NCCL
 // unique id for the others ("file:PATH" or "tcp:HOST:PORT", see Rendezvous.h). `collc run --procs
-// N` and launchProcesses() set the same variables for the children they start. Pure functions
-// over an environment lookup: tested without a GPU.
+// N` sets the same variables for the children it starts (tools/launch). Pure functions over an
+// environment lookup: tested without a GPU.
 #ifndef COLLC_RUNTIME_LAUNCHENVIRONMENT_H
 #define COLLC_RUNTIME_LAUNCHENVIRONMENT_H
 
+#include "runtime/Status.h"
+
 #include <functional>
-#include <llvm/Support/Error.h>
 #include <optional>
 #include <string>
-#include <utility>
-#include <vector>
 
 namespace collc {
 
@@ -34,29 +33,16 @@ struct LaunchEnvironment {
 /// nullopt when no launcher variables are set (this is not a process of a launched world); an
 /// error when they are set but wrong (not numbers, RANK >= WORLD_SIZE, COLLC_RENDEZVOUS missing
 /// or a world of more ranks than collc supports), saying which variable and what to set.
-llvm::Expected<std::optional<LaunchEnvironment>>
-parseLaunchEnvironment(const EnvironmentLookup& lookup);
+Expected<std::optional<LaunchEnvironment>> parseLaunchEnvironment(const EnvironmentLookup& lookup);
 
 /// The node size the environment forces: COLLC_NODE_SIZE=k (k >= 1), or 1 for
 /// COLLC_TREAT_EACH_GPU_AS_NODE=1; 0 when neither is set (nodes are then found by host).
 /// `setting` names the variable that decided, for the log. Both set and disagreeing is an error.
-llvm::Expected<int> parseNodeSizeOverride(const EnvironmentLookup& lookup, std::string& setting);
+Expected<int> parseNodeSizeOverride(const EnvironmentLookup& lookup, std::string& setting);
 
 /// The GPU a rank of this process uses: LOCAL_RANK when that many GPUs are visible, device 0
 /// where the launcher left one GPU visible per process (CUDA_VISIBLE_DEVICES); otherwise an error.
-llvm::Expected<int> chooseDevice(const LaunchEnvironment& env, int visibleGpus);
-
-/// The variables a launcher sets for child `rank` of `worldSize` on this node: RANK, WORLD_SIZE,
-/// LOCAL_RANK, LOCAL_WORLD_SIZE, COLLC_RENDEZVOUS, NCCL_NVLS_ENABLE=0 (NVLink multicast stays
-/// off, see GPU.md) and COLLC_LAUNCHER_PID=`launcherPid`. An error if the launcher's own
-/// environment asks for NCCL_NVLS_ENABLE other than 0: the children would inherit the request.
-llvm::Expected<std::vector<std::pair<std::string, std::string>>>
-childEnvironment(int rank, int worldSize, const std::string& rendezvous, int launcherPid,
-                 const EnvironmentLookup& parent);
-
-/// True in a process that collc's launcher started (COLLC_LAUNCHER_PID is its parent's pid):
-/// such a process runs as one rank even though its command line asks for --procs.
-bool startedByCollcLauncher(const EnvironmentLookup& lookup, int parentPid);
+Expected<int> chooseDevice(const LaunchEnvironment& env, int visibleGpus);
 
 } // namespace collc
 

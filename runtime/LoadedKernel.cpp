@@ -2,24 +2,23 @@
 
 #include "runtime/CudaCheck.h"
 
+#include <fmt/format.h>
+
 namespace collc {
 
 namespace {
 
-llvm::Error kernelError(const std::string& kernel, const llvm::Twine& message, llvm::Error cause) {
-  return llvm::joinErrors(llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                                  "kernel '" + kernel + "': " + message.str()),
-                          std::move(cause));
+Error kernelError(const std::string& kernel, const std::string& message, Error cause) {
+  return joinErrors(makeError("kernel '" + kernel + "': " + message), std::move(cause));
 }
 
 } // namespace
 
-llvm::Expected<std::unique_ptr<LoadedKernel>> LoadedKernel::load(const std::vector<int>& devices,
-                                                                 const std::string& image,
-                                                                 const std::string& kernelName) {
+Expected<std::unique_ptr<LoadedKernel>> LoadedKernel::load(const std::vector<int>& devices,
+                                                           const std::string& image,
+                                                           const std::string& kernelName) {
   if (image.empty())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "kernel '%s': the image to load is empty", kernelName.c_str());
+    return makeError(fmt::format("kernel '{}': the image to load is empty", kernelName));
   ScopedDevice restore;
   std::unique_ptr<LoadedKernel> loaded(new LoadedKernel());
   loaded->name_ = kernelName;
@@ -30,22 +29,21 @@ llvm::Expected<std::unique_ptr<LoadedKernel>> LoadedKernel::load(const std::vect
     COLLC_CUDA_TRY(cudaSetDevice(devices[r]));
     cudaLibrary_t library = nullptr;
     // std::string keeps a NUL after its data, which a PTX image needs.
-    if (llvm::Error err = COLLC_CUDA_CHECK(
+    if (Error err = COLLC_CUDA_CHECK(
             cudaLibraryLoadData(&library, image.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0)))
       return kernelError(kernelName,
-                         "loading its " + llvm::Twine(image.size()) + "-byte image " + where +
+                         "loading its " + std::to_string(image.size()) + "-byte image " + where +
                              " failed (an image built for another GPU architecture fails so)",
                          std::move(err));
     loaded->libraries_.push_back(library);
     cudaKernel_t kernel = nullptr;
-    if (llvm::Error err =
-            COLLC_CUDA_CHECK(cudaLibraryGetKernel(&kernel, library, kernelName.c_str())))
+    if (Error err = COLLC_CUDA_CHECK(cudaLibraryGetKernel(&kernel, library, kernelName.c_str())))
       return kernelError(kernelName, "no such entry point in the image " + where, std::move(err));
     loaded->kernels_.push_back(kernel);
     // Querying attributes with this device current loads the kernel into its context now (the
     // runtime loads modules lazily by default), and tells us its resource use.
     cudaFuncAttributes attributes{};
-    if (llvm::Error err = COLLC_CUDA_CHECK(
+    if (Error err = COLLC_CUDA_CHECK(
             cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel))))
       return kernelError(kernelName, "loading it " + where + " failed", std::move(err));
     loaded->attributes_.push_back(attributes);
@@ -59,12 +57,11 @@ LoadedKernel::~LoadedKernel() {
       (void)cudaGetLastError();
 }
 
-llvm::Error LoadedKernel::launch(int rank, dim3 grid, dim3 block, const collc_params& params,
-                                 cudaStream_t stream, bool programmatic) const {
+Error LoadedKernel::launch(int rank, dim3 grid, dim3 block, const collc_params& params,
+                           cudaStream_t stream, bool programmatic) const {
   if (rank < 0 || rank >= static_cast<int>(kernels_.size()))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "kernel '%s': no rank %d (loaded for %zu ranks)", name_.c_str(),
-                                   rank, kernels_.size());
+    return makeError(
+        fmt::format("kernel '{}': no rank {} (loaded for {} ranks)", name_, rank, kernels_.size()));
   ScopedDevice restore;
   COLLC_CUDA_TRY(cudaSetDevice(devices_[rank]));
   // The kernel takes one argument, collc_params by value; the launch copies it from here.
@@ -80,21 +77,21 @@ llvm::Error LoadedKernel::launch(int rank, dim3 grid, dim3 block, const collc_pa
   attribute.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attribute;
   config.numAttrs = programmatic ? 1 : 0;
-  if (llvm::Error err = COLLC_CUDA_CHECK(
+  if (Error err = COLLC_CUDA_CHECK(
           cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernels_[rank]), args)))
     return kernelError(name_,
-                       "launch of " + llvm::Twine(grid.x) + " blocks x " + llvm::Twine(block.x) +
-                           " threads on GPU " + llvm::Twine(devices_[rank]) + " (rank " +
-                           llvm::Twine(rank) + ") failed",
+                       "launch of " + std::to_string(grid.x) + " blocks x " +
+                           std::to_string(block.x) + " threads on GPU " +
+                           std::to_string(devices_[rank]) + " (rank " + std::to_string(rank) +
+                           ") failed",
                        std::move(err));
   // A launch reports some failures only through the thread's last error.
-  if (llvm::Error err = COLLC_CUDA_CHECK(cudaGetLastError()))
-    return kernelError(name_, "after launching on rank " + llvm::Twine(rank), std::move(err));
-  return llvm::Error::success();
+  if (Error err = COLLC_CUDA_CHECK(cudaGetLastError()))
+    return kernelError(name_, "after launching on rank " + std::to_string(rank), std::move(err));
+  return Error::success();
 }
 
-llvm::Expected<int> LoadedKernel::maxActiveBlocksPerMultiprocessor(int rank,
-                                                                   int threadsPerBlock) const {
+Expected<int> LoadedKernel::maxActiveBlocksPerMultiprocessor(int rank, int threadsPerBlock) const {
   ScopedDevice restore;
   COLLC_CUDA_TRY(cudaSetDevice(devices_[rank]));
   int blocks = 0;

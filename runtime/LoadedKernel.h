@@ -5,9 +5,9 @@
 #define COLLC_RUNTIME_LOADEDKERNEL_H
 
 #include "abi/collc_abi.h"
+#include "runtime/Status.h"
 
 #include <cuda_runtime_api.h>
-#include <llvm/Support/Error.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,7 +19,7 @@ public:
   /// Loads `image` (a cubin, or NUL-terminated PTX) once per rank, rank r on GPU devices[r], and
   /// looks up the extern "C" entry point `kernelName` in it. The kernel is made resident on every
   /// GPU here, not at its first launch, because a first launch may happen inside graph capture.
-  static llvm::Expected<std::unique_ptr<LoadedKernel>>
+  static Expected<std::unique_ptr<LoadedKernel>>
   load(const std::vector<int>& devices, const std::string& image, const std::string& kernelName);
   ~LoadedKernel();
   LoadedKernel(const LoadedKernel&) = delete;
@@ -30,11 +30,11 @@ public:
   /// here; errors inside the kernel surface at the next synchronization. `programmatic`: a
   /// programmatic dependent launch, which may start while the stream's previous kernel is still
   /// running; only for kernels that wait for it (griddepcontrol.wait) before touching memory.
-  llvm::Error launch(int rank, dim3 grid, dim3 block, const collc_params& params,
-                     cudaStream_t stream, bool programmatic = false) const;
+  Error launch(int rank, dim3 grid, dim3 block, const collc_params& params, cudaStream_t stream,
+               bool programmatic = false) const;
 
   /// How many blocks of `threadsPerBlock` threads fit on one multiprocessor of rank's GPU at once.
-  llvm::Expected<int> maxActiveBlocksPerMultiprocessor(int rank, int threadsPerBlock) const;
+  Expected<int> maxActiveBlocksPerMultiprocessor(int rank, int threadsPerBlock) const;
   /// Registers, shared memory and thread limit the compiled kernel has on rank's GPU.
   const cudaFuncAttributes& attributes(int rank) const { return attributes_[rank]; }
   const std::string& name() const { return name_; }

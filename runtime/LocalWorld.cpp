@@ -1,8 +1,8 @@
 #include "runtime/LocalWorld.h"
 
+#include "abi/collc_abi.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
-#include "abi/collc_abi.h"
 
 #include <algorithm>
 
@@ -10,8 +10,8 @@ namespace collc {
 
 namespace {
 
-llvm::Error worldError(const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "LocalWorld: " + message.str());
+Error worldError(const std::string& message) {
+  return makeError("LocalWorld: " + message);
 }
 
 std::string describeDevice(int device) {
@@ -20,7 +20,7 @@ std::string describeDevice(int device) {
 
 } // namespace
 
-llvm::Expected<DeviceBuffer> DeviceBuffer::allocate(int device, size_t bytes) {
+Expected<DeviceBuffer> DeviceBuffer::allocate(int device, size_t bytes) {
   ScopedDevice restore;
   COLLC_CUDA_TRY(cudaSetDevice(device));
   DeviceBuffer buffer;
@@ -52,26 +52,28 @@ void DeviceBuffer::reset() {
   device_ = -1;
 }
 
-llvm::Expected<std::unique_ptr<LocalWorld>> LocalWorld::create(std::vector<int> devices,
-                                                               size_t heapBytesPerRank) {
+Expected<std::unique_ptr<LocalWorld>> LocalWorld::create(std::vector<int> devices,
+                                                         size_t heapBytesPerRank) {
   if (devices.empty())
     return worldError("no devices given");
   if (devices.size() > COLLC_MAX_RANKS)
-    return worldError(llvm::Twine(devices.size()) + " devices given; at most " +
-                      llvm::Twine(COLLC_MAX_RANKS) + " ranks are supported (COLLC_MAX_RANKS)");
+    return worldError(std::to_string(devices.size()) + " devices given; at most " +
+                      std::to_string(COLLC_MAX_RANKS) + " ranks are supported (COLLC_MAX_RANKS)");
   if (heapBytesPerRank == 0)
     return worldError("the symmetric heap must not be empty");
-  llvm::Expected<int> visible = gpuCount();
+  Expected<int> visible = gpuCount();
   if (!visible)
     return visible.takeError();
   for (size_t r = 0; r < devices.size(); ++r) {
     if (devices[r] < 0 || devices[r] >= *visible)
-      return worldError("rank " + llvm::Twine(r) + " asks for GPU " + llvm::Twine(devices[r]) +
-                        ", but " + llvm::Twine(*visible) + " are visible");
+      return worldError("rank " + std::to_string(r) + " asks for GPU " +
+                        std::to_string(devices[r]) + ", but " + std::to_string(*visible) +
+                        " are visible");
     for (size_t q = 0; q < r; ++q)
       if (devices[q] == devices[r])
-        return worldError("ranks " + llvm::Twine(q) + " and " + llvm::Twine(r) + " both use GPU " +
-                          llvm::Twine(devices[r]) + "; each rank needs its own GPU");
+        return worldError("ranks " + std::to_string(q) + " and " + std::to_string(r) +
+                          " both use GPU " + std::to_string(devices[r]) +
+                          "; each rank needs its own GPU");
   }
 
   ScopedDevice restore;
@@ -97,9 +99,9 @@ llvm::Expected<std::unique_ptr<LocalWorld>> LocalWorld::create(std::vector<int> 
         continue;
       }
       if (status != cudaSuccess)
-        return llvm::joinErrors(worldError("enabling peer access from " + describeDevice(from) +
-                                           " to " + describeDevice(to) + " failed"),
-                                COLLC_CUDA_CHECK(status));
+        return joinErrors(worldError("enabling peer access from " + describeDevice(from) + " to " +
+                                     describeDevice(to) + " failed"),
+                          COLLC_CUDA_CHECK(status));
     }
   }
 
@@ -108,10 +110,10 @@ llvm::Expected<std::unique_ptr<LocalWorld>> LocalWorld::create(std::vector<int> 
     void* heap = nullptr;
     cudaError_t status = cudaMalloc(&heap, heapBytesPerRank);
     if (status != cudaSuccess)
-      return llvm::joinErrors(worldError("allocating a symmetric heap of " +
-                                         llvm::Twine(heapBytesPerRank) + " bytes on " +
-                                         describeDevice(device) + " failed"),
-                              COLLC_CUDA_CHECK(status));
+      return joinErrors(worldError("allocating a symmetric heap of " +
+                                   std::to_string(heapBytesPerRank) + " bytes on " +
+                                   describeDevice(device) + " failed"),
+                        COLLC_CUDA_CHECK(status));
     world->heaps_.push_back(static_cast<char*>(heap));
     // Zeroed once, so that flags and scratch start from a known state however they are used.
     COLLC_CUDA_TRY(cudaMemset(heap, 0, heapBytesPerRank));

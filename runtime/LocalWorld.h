@@ -6,12 +6,12 @@
 #ifndef COLLC_RUNTIME_LOCALWORLD_H
 #define COLLC_RUNTIME_LOCALWORLD_H
 
+#include "runtime/Status.h"
 #include "runtime/SymmetricWorld.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <cuda_runtime_api.h>
-#include <llvm/Support/Error.h>
 #include <memory>
 #include <vector>
 
@@ -23,7 +23,7 @@ class DeviceBuffer {
 public:
   DeviceBuffer() = default;
   /// cudaMalloc of `bytes` on `device` (at least 1 byte, so that the pointer is never null).
-  static llvm::Expected<DeviceBuffer> allocate(int device, size_t bytes);
+  static Expected<DeviceBuffer> allocate(int device, size_t bytes);
   DeviceBuffer(DeviceBuffer&& other) noexcept { *this = std::move(other); }
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
   DeviceBuffer(const DeviceBuffer&) = delete;
@@ -47,8 +47,8 @@ public:
   /// Enables peer access both ways between every pair of `devices` (distinct device ordinals; an
   /// error names the first pair that cannot), allocates and zeroes a heap of `heapBytesPerRank`
   /// on each, and creates one non-blocking stream per rank.
-  static llvm::Expected<std::unique_ptr<LocalWorld>> create(std::vector<int> devices,
-                                                            size_t heapBytesPerRank);
+  static Expected<std::unique_ptr<LocalWorld>> create(std::vector<int> devices,
+                                                      size_t heapBytesPerRank);
   /// Frees the heaps and streams. Nothing may still run on them: cudaFree waits for the device.
   ~LocalWorld() override;
 

@@ -1,5 +1,5 @@
 // Which NCCL call runs a collective of each kind, with what count and on buffers of what size, as
-// the NCCL baseline (runtime/NcclBaseline.h) and the NCCL engine of a process-per-GPU world
+// the NCCL baseline (tools/bench/NcclBaseline.h) and the NCCL engine of a process-per-GPU world
 // (CollectiveInstance::createNccl) run it; NcclLibrary::enqueue makes the calls. The buffers are
 // abi/CollectiveShapes.h's, which follow NCCL's. AllToAll has no NCCL call of its own: it is one
 // ncclSend and one ncclRecv per rank (itself included), in one group, as nccl-tests measures it.

@@ -12,8 +12,8 @@ namespace collc {
 
 namespace {
 
-llvm::Error ncclError(const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+Error ncclError(const std::string& message) {
+  return makeError(message);
 }
 
 /// The file behind a dlopen handle, or `fallback` if the loader will not say.
@@ -36,10 +36,6 @@ struct Loaded {
 
 std::unique_ptr<Loaded> load() {
   auto loaded = std::make_unique<Loaded>();
-  // Before NCCL can read its environment: NVLink multicast must stay off on the GPU machine.
-  // An existing value is left alone (NcclBaseline refuses to run with one other than 0).
-  setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
-
   void* handle = nullptr;
   std::string errors;
   for (const char* name : {"libnccl.so.2", "libnccl.so"}) {
@@ -124,7 +120,7 @@ std::string NcclLibrary::versionString() const {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
-llvm::Error NcclLibrary::requireSymmetric() const {
+Error NcclLibrary::requireSymmetric() const {
   std::string missing;
   auto need = [&](const void* function, const char* symbol) {
     if (!function)
@@ -135,13 +131,13 @@ llvm::Error NcclLibrary::requireSymmetric() const {
   need(reinterpret_cast<const void*>(commWindowRegister), "ncclCommWindowRegister");
   need(reinterpret_cast<const void*>(commWindowDeregister), "ncclCommWindowDeregister");
   if (missing.empty())
-    return llvm::Error::success();
+    return Error::success();
   return ncclError("NCCL " + versionString() + " at " + path +
                    " has no symmetric-memory windows (missing " + missing +
                    "; they came with NCCL 2.27): only plain buffers can be measured");
 }
 
-llvm::Error NcclLibrary::requireCollective(CollectiveKind kind) const {
+Error NcclLibrary::requireCollective(CollectiveKind kind) const {
   std::string missing;
   int count = 0;
   const char* release = "2.4";
@@ -174,16 +170,15 @@ llvm::Error NcclLibrary::requireCollective(CollectiveKind kind) const {
     break;
   }
   if (missing.empty())
-    return llvm::Error::success();
+    return Error::success();
   return ncclError("NCCL " + versionString() + " at " + path + " lacks " + missing + " (NCCL " +
                    release + " and later have " + (count > 1 ? "them" : "it") + "): cannot run " +
                    std::string(name(kind)) + " through NCCL");
 }
 
-llvm::Error NcclLibrary::enqueue(const NcclCollective& collective, uint64_t count, int nranks,
-                                 const void* in, void* out, ncclComm_t comm,
-                                 cudaStream_t stream) const {
-  if (llvm::Error err = requireCollective(collective.kind))
+Error NcclLibrary::enqueue(const NcclCollective& collective, uint64_t count, int nranks,
+                           const void* in, void* out, ncclComm_t comm, cudaStream_t stream) const {
+  if (Error err = requireCollective(collective.kind))
     return err;
   const NcclCallShape shape = ncclCallShape(collective.kind, count, nranks);
   const size_t n = shape.ncclCount;
@@ -208,7 +203,7 @@ llvm::Error NcclLibrary::enqueue(const NcclCollective& collective, uint64_t coun
   // included: NCCL copies that one locally). One group, so that no send waits for its recv.
   const size_t blockBytes = n * sizeOf(collective.dtype);
   COLLC_NCCL_TRY(*this, groupStart());
-  llvm::Error err = llvm::Error::success();
+  Error err = Error::success();
   for (int peer = 0; peer < nranks && !err; ++peer) {
     const void* sendBlock = static_cast<const char*>(in) + peer * blockBytes;
     void* recvBlock = static_cast<char*>(out) + peer * blockBytes;
@@ -217,13 +212,13 @@ llvm::Error NcclLibrary::enqueue(const NcclCollective& collective, uint64_t coun
       err = COLLC_NCCL_CHECK_COMM(*this, comm, recv(recvBlock, n, type, peer, comm, stream));
   }
   // Ended even after a failure: NCCL then drops what the group holds.
-  return llvm::joinErrors(std::move(err), COLLC_NCCL_CHECK(*this, groupEnd()));
+  return joinErrors(std::move(err), COLLC_NCCL_CHECK(*this, groupEnd()));
 }
 
-llvm::Error NcclLibrary::check(ncclResult_t result, const char* call, const char* file, int line,
-                               ncclComm_t comm) const {
+Error NcclLibrary::check(ncclResult_t result, const char* call, const char* file, int line,
+                         ncclComm_t comm) const {
   if (result == ncclSuccess)
-    return llvm::Error::success();
+    return Error::success();
   std::string message = std::string(call) + " failed at " + shortSourcePath(file) + ":" +
                         std::to_string(line) + ": " + getErrorString(result);
   // ncclGetLastError keeps the last failure's detail (per thread); "" when there is none.
@@ -235,7 +230,7 @@ llvm::Error NcclLibrary::check(ncclResult_t result, const char* call, const char
   return ncclError(message);
 }
 
-llvm::Expected<const NcclLibrary*> ncclLibrary() {
+Expected<const NcclLibrary*> ncclLibrary() {
   const Loaded& loaded = loadedOnce();
   if (!loaded.error.empty())
     return ncclError(loaded.error);
@@ -243,9 +238,9 @@ llvm::Expected<const NcclLibrary*> ncclLibrary() {
 }
 
 std::string ncclVersionString() {
-  llvm::Expected<const NcclLibrary*> lib = ncclLibrary();
+  Expected<const NcclLibrary*> lib = ncclLibrary();
   if (!lib) {
-    llvm::consumeError(lib.takeError());
+    consumeError(lib.takeError());
     return "not found";
   }
   return (*lib)->versionString();

@@ -7,9 +7,9 @@
 
 #include "abi/Types.h"
 #include "runtime/NcclCollective.h"
+#include "runtime/Status.h"
 
 #include <cstddef>
-#include <llvm/Support/Error.h>
 #include <nccl.h>
 #include <string>
 
@@ -74,51 +74,48 @@ struct NcclLibrary {
   /// Success if ncclMemAlloc, ncclMemFree, ncclCommWindowRegister and ncclCommWindowDeregister
   /// are all there; otherwise an error naming the missing ones, this library's version and path,
   /// and the NCCL release that has them (2.27).
-  llvm::Error requireSymmetric() const;
+  Error requireSymmetric() const;
   /// Success if every function that NCCL's version of `kind` calls is there (runtime/
   /// NcclCollective.h); otherwise an error naming the missing ones, the kind, this library's
   /// version and path, and the NCCL release that brought them.
-  llvm::Error requireCollective(CollectiveKind kind) const;
+  Error requireCollective(CollectiveKind kind) const;
   /// Enqueues one rank's part of `collective` of `count` elements on `comm` (a communicator of
   /// `nranks` ranks) and `stream`, from `in` to `out`, sized as ncclCallShape() says: one NCCL
   /// call, or for alltoall ncclGroupStart, ncclSend and ncclRecv for every rank, ncclGroupEnd.
   /// Safe inside stream capture and inside an enclosing group. An error when a function is
   /// missing (requireCollective()) or a call fails.
-  llvm::Error enqueue(const NcclCollective& collective, uint64_t count, int nranks, const void* in,
-                      void* out, ncclComm_t comm, cudaStream_t stream) const;
+  Error enqueue(const NcclCollective& collective, uint64_t count, int nranks, const void* in,
+                void* out, ncclComm_t comm, cudaStream_t stream) const;
   /// Success for ncclSuccess; otherwise "<call> failed at <file>:<line>: <NCCL's error string>",
   /// with ncclGetLastError's detail when the library has it (`comm` may be null).
-  llvm::Error check(ncclResult_t result, const char* call, const char* file, int line,
-                    ncclComm_t comm = nullptr) const;
+  Error check(ncclResult_t result, const char* call, const char* file, int line,
+              ncclComm_t comm = nullptr) const;
 };
 
 /// The process-wide NCCL: dlopen("libnccl.so.2"), then "libnccl.so", on first call (thread-safe);
 /// later calls return the same object, or the same failure: "NCCL not found: <dlerror>", or
-/// "NCCL at <path> lacks <function>". The library stays loaded until the process exits.
-///
-/// Loading also sets NCCL_NVLS_ENABLE=0 in the environment unless it is already set: NVLink
-/// multicast must stay off on the GPU machine (see ../shared/docs/GPU.md), and NCCL reads the
-/// variable when the first communicator is created.
-llvm::Expected<const NcclLibrary*> ncclLibrary();
+/// "NCCL at <path> lacks <function>". The library stays loaded until the process exits. Loading
+/// leaves the environment alone: NCCL_* variables are the host program's to set.
+Expected<const NcclLibrary*> ncclLibrary();
 
 /// The loaded NCCL's version ("2.28.3"), or "not found" when it cannot be loaded.
 std::string ncclVersionString();
 
 } // namespace collc
 
-/// An llvm::Error expression for one call through an NcclLibrary: `COLLC_NCCL_CHECK(lib,
+/// An Error expression for one call through an NcclLibrary: `COLLC_NCCL_CHECK(lib,
 /// lib.groupEnd())`.
 #define COLLC_NCCL_CHECK(lib, call) (lib).check((call), #call, __FILE__, __LINE__)
 /// The same with a communicator whose ncclGetLastError detail the message should carry.
 #define COLLC_NCCL_CHECK_COMM(lib, comm, call)                                                     \
   (lib).check((call), #call, __FILE__, __LINE__, (comm))
 
-/// Returns the error from the enclosing function (llvm::Error or llvm::Expected<T>) if `call`
+/// Returns the error from the enclosing function (Error or Expected<T>) if `call`
 /// fails.
 #define COLLC_NCCL_TRY(lib, call)                                                                  \
   do {                                                                                             \
-    if (::llvm::Error collcNcclError = COLLC_NCCL_CHECK(lib, call))                                \
-      return ::llvm::Error(std::move(collcNcclError));                                             \
+    if (::collc::Error collcNcclError = COLLC_NCCL_CHECK(lib, call))                               \
+      return ::collc::Error(std::move(collcNcclError));                                            \
   } while (false)
 
 #endif // COLLC_RUNTIME_NCCLLIBRARY_H

@@ -1,5 +1,6 @@
 #include "runtime/ProcessWorld.h"
 
+#include "abi/collc_abi.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
 #include "runtime/ExchangeFrame.h"
@@ -8,12 +9,12 @@
 #include "runtime/ProcessIdentity.h"
 #include "runtime/Rendezvous.h"
 #include "runtime/Topology.h"
-#include "abi/collc_abi.h"
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <fmt/format.h>
 #include <mutex>
 #include <thread>
 
@@ -97,35 +98,34 @@ struct ProcessWorld::State {
   // processes may be out of step); empty while healthy.
   std::string broken;
 
-  llvm::Error error(const llvm::Twine& message) const {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "rank " + llvm::Twine(rank) + ": process world: " + message);
+  Error error(const std::string& message) const {
+    return makeError("rank " + std::to_string(rank) + ": process world: " + message);
   }
 
   /// Exchanges `payload` with every rank (one ncclAllGather of fixed-size frames), bounded.
-  llvm::Expected<std::vector<std::string>> exchange(llvm::StringRef what, llvm::StringRef payload,
-                                                    double seconds) {
+  Expected<std::vector<std::string>> exchange(const std::string& what, std::string_view payload,
+                                              double seconds) {
     if (!broken.empty())
       return error("'" + what + "': the world is unusable: " + broken);
     const uint64_t mine = ++sequence;
-    if (llvm::Error err = packExchangeFrame(mine, rank, what, payload, hostSend))
+    if (Error err = packExchangeFrame(mine, rank, what, payload, hostSend))
       return err;
     ScopedDevice restore;
     COLLC_CUDA_TRY(cudaSetDevice(device));
     COLLC_CUDA_TRY(
         cudaMemcpyAsync(deviceSend, hostSend, kExchangeSlotBytes, cudaMemcpyHostToDevice, control));
-    if (llvm::Error err =
+    if (Error err =
             COLLC_NCCL_CHECK_COMM(*nccl, comm,
                                   nccl->allGather(deviceSend, deviceReceive, kExchangeSlotBytes,
                                                   ncclUint8, comm, control))) {
-      broken = "ncclAllGather failed in '" + what.str() + "'";
-      return llvm::joinErrors(error("host exchange '" + what + "'"), std::move(err));
+      broken = "ncclAllGather failed in '" + what + "'";
+      return joinErrors(error("host exchange '" + what + "'"), std::move(err));
     }
     COLLC_CUDA_TRY(cudaMemcpyAsync(hostReceive, deviceReceive, kExchangeSlotBytes * nranks,
                                    cudaMemcpyDeviceToHost, control));
-    if (llvm::Error err = waitControl(what, seconds))
+    if (Error err = waitControl(what, seconds))
       return err;
-    llvm::Expected<std::vector<std::string>> payloads =
+    Expected<std::vector<std::string>> payloads =
         unpackExchangeFrames(hostReceive, nranks, mine, what, rank);
     if (!payloads)
       broken = "the processes are out of step (exchange #" + std::to_string(mine) + ")";
@@ -133,16 +133,16 @@ struct ProcessWorld::State {
   }
 
   /// Polls the control stream until it is idle, an NCCL error shows, or `seconds` pass.
-  llvm::Error waitControl(llvm::StringRef what, double seconds) {
+  Error waitControl(const std::string& what, double seconds) {
     const Clock::time_point deadline = deadlineIn(seconds);
     Clock::time_point nextLivenessCheck = Clock::now() + std::chrono::milliseconds(200);
     for (;;) {
       cudaError_t status = cudaStreamQuery(control);
       if (status == cudaSuccess)
-        return llvm::Error::success();
+        return Error::success();
       if (status != cudaErrorNotReady) {
         broken = "the host exchange stream failed";
-        return llvm::joinErrors(error("host exchange '" + what + "'"), COLLC_CUDA_CHECK(status));
+        return joinErrors(error("host exchange '" + what + "'"), COLLC_CUDA_CHECK(status));
       }
       (void)cudaGetLastError();
       ncclResult_t asyncError = ncclSuccess;
@@ -161,10 +161,10 @@ struct ProcessWorld::State {
         }
       }
       if (Clock::now() >= deadline) {
-        broken = "host exchange '" + what.str() + "' timed out";
+        broken = "host exchange '" + what + "' timed out";
         return error("host exchange '" + what + "' did not complete within " +
-                     llvm::Twine(int(seconds)) + " s: another process did not make the same call" +
-                     withPeers());
+                     std::to_string(int(seconds)) +
+                     " s: another process did not make the same call" + withPeers());
       }
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
@@ -191,16 +191,16 @@ struct ProcessWorld::State {
     return peers.empty() ? std::string() : " (" + peers + ")";
   }
 
-  llvm::Error allocate(size_t heapBytes) {
+  Error allocate(size_t heapBytes) {
     ScopedDevice restore;
     COLLC_CUDA_TRY(cudaSetDevice(device));
     COLLC_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     COLLC_CUDA_TRY(cudaStreamCreateWithFlags(&control, cudaStreamNonBlocking));
     void* pointer = nullptr;
-    if (llvm::Error err = COLLC_CUDA_CHECK(cudaMalloc(&pointer, heapBytes)))
-      return llvm::joinErrors(error("allocating a symmetric heap of " + llvm::Twine(heapBytes) +
-                                    " bytes on GPU " + llvm::Twine(device) + " failed"),
-                              std::move(err));
+    if (Error err = COLLC_CUDA_CHECK(cudaMalloc(&pointer, heapBytes)))
+      return joinErrors(error("allocating a symmetric heap of " + std::to_string(heapBytes) +
+                              " bytes on GPU " + std::to_string(device) + " failed"),
+                        std::move(err));
     heap = static_cast<char*>(pointer);
     // Zeroed once, so that flags and scratch start from a known state however they are used.
     COLLC_CUDA_TRY(cudaMemsetAsync(heap, 0, heapBytes, control));
@@ -246,9 +246,9 @@ ProcessWorld::~ProcessWorld() {
   State& s = *state_;
   bool healthy = s.broken.empty() && s.diagnose().empty();
   if (healthy && s.hostSend) {
-    llvm::Expected<std::vector<std::string>> done = s.exchange("shutdown", "", kShutdownSeconds);
+    Expected<std::vector<std::string>> done = s.exchange("shutdown", "", kShutdownSeconds);
     if (!done) {
-      llvm::consumeError(done.takeError());
+      consumeError(done.takeError());
       healthy = false;
     }
   }
@@ -283,8 +283,8 @@ ProcessWorld::~ProcessWorld() {
   // peer died would turn cudaFree into a hang.
 }
 
-llvm::Expected<NcclUniqueIdBytes> ProcessWorld::newUniqueId() {
-  llvm::Expected<const NcclLibrary*> nccl = ncclLibrary();
+Expected<NcclUniqueIdBytes> ProcessWorld::newUniqueId() {
+  Expected<const NcclLibrary*> nccl = ncclLibrary();
   if (!nccl)
     return nccl.takeError();
   ncclUniqueId id;
@@ -294,52 +294,47 @@ llvm::Expected<NcclUniqueIdBytes> ProcessWorld::newUniqueId() {
   return bytes;
 }
 
-llvm::Expected<std::unique_ptr<ProcessWorld>>
+Expected<std::unique_ptr<ProcessWorld>>
 ProcessWorld::fromEnvironment(const ProcessWorldOptions& options) {
-  llvm::Expected<std::optional<LaunchEnvironment>> env =
-      parseLaunchEnvironment(processEnvironment());
+  Expected<std::optional<LaunchEnvironment>> env = parseLaunchEnvironment(processEnvironment());
   if (!env)
     return env.takeError();
   if (!*env)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "process world: not started by a launcher (RANK, WORLD_SIZE, LOCAL_RANK and "
-        "COLLC_RENDEZVOUS are not set): start the processes with torchrun, mpirun or "
-        "`collc run --procs N`");
+    return makeError("process world: not started by a launcher (RANK, WORLD_SIZE, LOCAL_RANK and "
+                     "COLLC_RENDEZVOUS are not set): start the processes with torchrun, mpirun or "
+                     "`collc run --procs N`");
   const LaunchEnvironment& launch = **env;
-  auto fail = [&](llvm::Error err) -> llvm::Error {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "rank " + llvm::Twine(launch.rank) +
-                                       ": process world: " + llvm::toString(std::move(err)));
+  auto fail = [&](Error err) -> Error {
+    return makeError("rank " + std::to_string(launch.rank) +
+                     ": process world: " + toString(std::move(err)));
   };
-  llvm::Expected<int> gpus = gpuCount();
+  Expected<int> gpus = gpuCount();
   if (!gpus)
     return fail(gpus.takeError());
-  llvm::Expected<int> device = chooseDevice(launch, *gpus);
+  Expected<int> device = chooseDevice(launch, *gpus);
   if (!device)
     return fail(device.takeError());
-  llvm::Expected<RendezvousAddress> address = parseRendezvous(launch.rendezvous);
+  Expected<RendezvousAddress> address = parseRendezvous(launch.rendezvous);
   if (!address)
     return fail(address.takeError());
 
   std::string idBytes;
   if (launch.rank == 0) {
-    llvm::Expected<NcclUniqueIdBytes> id = newUniqueId();
+    Expected<NcclUniqueIdBytes> id = newUniqueId();
     if (!id)
       return fail(id.takeError());
     idBytes.assign(id->data(), id->size());
   }
-  llvm::Expected<std::string> shared =
+  Expected<std::string> shared =
       shareFromRankZero(*address, launch.rank, launch.worldSize, idBytes, options.bootstrapSeconds);
   if (!shared)
     return fail(shared.takeError());
   if (shared->size() != sizeof(NcclUniqueIdBytes))
-    return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                        "the rendezvous handed over %zu bytes, not an NCCL id",
-                                        shared->size()));
+    return fail(makeError(
+        fmt::format("the rendezvous handed over {} bytes, not an NCCL id", shared->size())));
   NcclUniqueIdBytes id;
   std::memcpy(id.data(), shared->data(), id.size());
-  llvm::Expected<std::unique_ptr<ProcessWorld>> world =
+  Expected<std::unique_ptr<ProcessWorld>> world =
       create(launch.rank, launch.worldSize, *device, id, options);
   // ncclCommInitRank returns only once every rank has joined, so all have read the id by now.
   if (world && launch.rank == 0)
@@ -347,27 +342,24 @@ ProcessWorld::fromEnvironment(const ProcessWorldOptions& options) {
   return world;
 }
 
-llvm::Expected<std::unique_ptr<ProcessWorld>>
-ProcessWorld::create(int rank, int nranks, int device, const NcclUniqueIdBytes& id,
-                     const ProcessWorldOptions& options) {
-  auto fail = [&](const llvm::Twine& message) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "rank " + llvm::Twine(rank) + ": process world: " + message);
+Expected<std::unique_ptr<ProcessWorld>> ProcessWorld::create(int rank, int nranks, int device,
+                                                             const NcclUniqueIdBytes& id,
+                                                             const ProcessWorldOptions& options) {
+  auto fail = [&](const std::string& message) {
+    return makeError("rank " + std::to_string(rank) + ": process world: " + message);
   };
   if (nranks < 1 || nranks > COLLC_MAX_RANKS || rank < 0 || rank >= nranks)
-    return fail("rank " + llvm::Twine(rank) + " of " + llvm::Twine(nranks) + " (1 to " +
-                llvm::Twine(COLLC_MAX_RANKS) + " ranks)");
-  llvm::Expected<const NcclLibrary*> nccl = ncclLibrary();
+    return fail("rank " + std::to_string(rank) + " of " + std::to_string(nranks) + " (1 to " +
+                std::to_string(COLLC_MAX_RANKS) + " ranks)");
+  Expected<const NcclLibrary*> nccl = ncclLibrary();
   if (!nccl)
-    return fail(llvm::toString(nccl.takeError()));
-  if (const char* nvls = std::getenv("NCCL_NVLS_ENABLE"); nvls && std::strcmp(nvls, "0") != 0)
-    return fail(llvm::Twine("NCCL_NVLS_ENABLE=") + nvls +
-                ": NVLink multicast must stay off (it can take the host's GPUs out of service)");
-  llvm::Expected<int> gpus = gpuCount();
+    return fail(toString(nccl.takeError()));
+  Expected<int> gpus = gpuCount();
   if (!gpus)
-    return fail(llvm::toString(gpus.takeError()));
+    return fail(toString(gpus.takeError()));
   if (device < 0 || device >= *gpus)
-    return fail("GPU " + llvm::Twine(device) + " asked for; " + llvm::Twine(*gpus) + " visible");
+    return fail("GPU " + std::to_string(device) + " asked for; " + std::to_string(*gpus) +
+                " visible");
 
   auto job = std::make_shared<InitJob>();
   ncclUniqueId ncclId;
@@ -390,16 +382,16 @@ ProcessWorld::create(int rank, int nranks, int device, const NcclUniqueIdBytes& 
     if (!job->finished.wait_until(lock, deadlineIn(options.bootstrapSeconds),
                                   [&] { return job->done; }))
       return fail("ncclCommInitRank did not complete within " +
-                  llvm::Twine(int(options.bootstrapSeconds)) + " s: are all " +
-                  llvm::Twine(nranks) +
+                  std::to_string(int(options.bootstrapSeconds)) + " s: are all " +
+                  std::to_string(nranks) +
                   " ranks running, with the same NCCL id? (the thread inside NCCL is left "
                   "behind; exit the process)");
   }
   if (job->setDevice != cudaSuccess)
-    return fail(llvm::toString(COLLC_CUDA_CHECK(job->setDevice)));
-  if (llvm::Error err = COLLC_NCCL_CHECK(*lib, job->result))
-    return fail("ncclCommInitRank(rank " + llvm::Twine(rank) + " of " + llvm::Twine(nranks) +
-                ") on GPU " + llvm::Twine(device) + ": " + llvm::toString(std::move(err)));
+    return fail(toString(COLLC_CUDA_CHECK(job->setDevice)));
+  if (Error err = COLLC_NCCL_CHECK(*lib, job->result))
+    return fail("ncclCommInitRank(rank " + std::to_string(rank) + " of " + std::to_string(nranks) +
+                ") on GPU " + std::to_string(device) + ": " + toString(std::move(err)));
 
   auto state = std::make_unique<State>();
   state->nccl = lib;
@@ -411,15 +403,13 @@ ProcessWorld::create(int rank, int nranks, int device, const NcclUniqueIdBytes& 
   return build(std::move(state), options);
 }
 
-llvm::Expected<std::unique_ptr<ProcessWorld>>
-ProcessWorld::adopt(ncclComm_t comm, const ProcessWorldOptions& options) {
-  llvm::Expected<const NcclLibrary*> nccl = ncclLibrary();
+Expected<std::unique_ptr<ProcessWorld>> ProcessWorld::adopt(ncclComm_t comm,
+                                                            const ProcessWorldOptions& options) {
+  Expected<const NcclLibrary*> nccl = ncclLibrary();
   if (!nccl)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "process world: " + llvm::toString(nccl.takeError()));
+    return makeError("process world: " + toString(nccl.takeError()));
   if (!comm)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "process world: adopt() needs a communicator, got null");
+    return makeError("process world: adopt() needs a communicator, got null");
   auto state = std::make_unique<State>();
   state->nccl = *nccl;
   state->comm = comm;
@@ -429,13 +419,13 @@ ProcessWorld::adopt(ncclComm_t comm, const ProcessWorldOptions& options) {
   COLLC_NCCL_TRY(lib, lib.commCount(comm, &state->nranks));
   COLLC_NCCL_TRY(lib, lib.commCuDevice(comm, &state->device));
   if (state->nranks > COLLC_MAX_RANKS)
-    return state->error("the communicator has " + llvm::Twine(state->nranks) +
-                        " ranks; collc supports at most " + llvm::Twine(COLLC_MAX_RANKS));
+    return state->error("the communicator has " + std::to_string(state->nranks) +
+                        " ranks; collc supports at most " + std::to_string(COLLC_MAX_RANKS));
   return build(std::move(state), options);
 }
 
-llvm::Expected<std::unique_ptr<ProcessWorld>>
-ProcessWorld::build(std::unique_ptr<State> state, const ProcessWorldOptions& options) {
+Expected<std::unique_ptr<ProcessWorld>> ProcessWorld::build(std::unique_ptr<State> state,
+                                                            const ProcessWorldOptions& options) {
   if (options.heapBytes == 0)
     return state->error("the symmetric heap must not be empty");
   State& s = *state;
@@ -446,7 +436,7 @@ ProcessWorld::build(std::unique_ptr<State> state, const ProcessWorldOptions& opt
   // From here the world owns the communicator and what is allocated. A failed bootstrap leaves
   // the ranks out of step, so the destructor then aborts instead of waiting for the others.
   std::unique_ptr<ProcessWorld> world(new ProcessWorld(std::move(state), options.heapBytes));
-  if (llvm::Error err = world->bootstrap(options)) {
+  if (Error err = world->bootstrap(options)) {
     s.broken = "its bootstrap failed";
     return err;
   }
@@ -455,9 +445,9 @@ ProcessWorld::build(std::unique_ptr<State> state, const ProcessWorldOptions& opt
   return world;
 }
 
-llvm::Error ProcessWorld::bootstrap(const ProcessWorldOptions& options) {
+Error ProcessWorld::bootstrap(const ProcessWorldOptions& options) {
   State& s = *state_;
-  if (llvm::Error err = s.allocate(options.heapBytes))
+  if (Error err = s.allocate(options.heapBytes))
     return err;
   s.peerHeaps[s.rank] = s.heap;
 
@@ -465,9 +455,9 @@ llvm::Error ProcessWorld::bootstrap(const ProcessWorldOptions& options) {
   int nodeSize = options.nodeSize;
   std::string nodeSetting = nodeSize > 0 ? "nodeSize=" + std::to_string(nodeSize) : "";
   if (nodeSize < 0) {
-    llvm::Expected<int> fromEnv = parseNodeSizeOverride(processEnvironment(), nodeSetting);
+    Expected<int> fromEnv = parseNodeSizeOverride(processEnvironment(), nodeSetting);
     if (!fromEnv)
-      return s.error(llvm::toString(fromEnv.takeError()));
+      return s.error(toString(fromEnv.takeError()));
     nodeSize = *fromEnv;
   }
   const ProcessIdentity self = thisProcessIdentity();
@@ -485,8 +475,8 @@ llvm::Error ProcessWorld::bootstrap(const ProcessWorldOptions& options) {
     COLLC_CUDA_TRY(cudaDeviceGetPCIBusId(card.busId, sizeof card.busId, s.device));
     COLLC_CUDA_TRY(cudaIpcGetMemHandle(&card.heap, s.heap));
   }
-  llvm::Expected<std::vector<std::string>> cards = s.exchange(
-      "bootstrap: rank cards", llvm::StringRef(reinterpret_cast<const char*>(&card), sizeof card),
+  Expected<std::vector<std::string>> cards = s.exchange(
+      "bootstrap: rank cards", std::string_view(reinterpret_cast<const char*>(&card), sizeof card),
       options.bootstrapSeconds);
   if (!cards)
     return cards.takeError();
@@ -494,8 +484,8 @@ llvm::Error ProcessWorld::bootstrap(const ProcessWorldOptions& options) {
   std::vector<std::string> hostKeys;
   for (int r = 0; r < s.nranks; ++r) {
     if ((*cards)[r].size() != sizeof(RankCard))
-      return s.error("rank " + llvm::Twine(r) + "'s card has " + llvm::Twine((*cards)[r].size()) +
-                     " bytes: a different build of collc?");
+      return s.error("rank " + std::to_string(r) + "'s card has " +
+                     std::to_string((*cards)[r].size()) + " bytes: a different build of collc?");
     std::memcpy(&all[r], (*cards)[r].data(), sizeof(RankCard));
     ProcessIdentity identity;
     identity.pid = all[r].pid;
@@ -508,18 +498,19 @@ llvm::Error ProcessWorld::bootstrap(const ProcessWorldOptions& options) {
   // Settings that must agree, checked the same way on every rank, so all fail alike.
   for (int r = 0; r < s.nranks; ++r) {
     if (all[r].heapBytes != all[0].heapBytes)
-      return s.error("rank " + llvm::Twine(r) + " asks for a heap of " +
-                     llvm::Twine(all[r].heapBytes) + " bytes, rank 0 for " +
-                     llvm::Twine(all[0].heapBytes) + ": every rank must use the same size");
+      return s.error("rank " + std::to_string(r) + " asks for a heap of " +
+                     std::to_string(all[r].heapBytes) + " bytes, rank 0 for " +
+                     std::to_string(all[0].heapBytes) + ": every rank must use the same size");
     if (all[r].nodeSize != all[0].nodeSize)
-      return s.error("rank " + llvm::Twine(r) + " has node size " + llvm::Twine(all[r].nodeSize) +
-                     ", rank 0 " + llvm::Twine(all[0].nodeSize) +
+      return s.error("rank " + std::to_string(r) + " has node size " +
+                     std::to_string(all[r].nodeSize) + ", rank 0 " +
+                     std::to_string(all[0].nodeSize) +
                      ": COLLC_NODE_SIZE / COLLC_TREAT_EACH_GPU_AS_NODE must be the same for "
                      "every rank");
     for (int q = 0; q < r; ++q)
       if (hostKeys[q] == hostKeys[r] &&
           std::strncmp(all[q].busId, all[r].busId, sizeof all[r].busId) == 0)
-        return s.error("ranks " + llvm::Twine(q) + " and " + llvm::Twine(r) +
+        return s.error("ranks " + std::to_string(q) + " and " + std::to_string(r) +
                        " both use the GPU at PCI " + fixedString(all[r].busId, 32) +
                        "; each rank needs its own GPU (check LOCAL_RANK)");
   }
@@ -551,14 +542,14 @@ llvm::Error ProcessWorld::bootstrap(const ProcessWorldOptions& options) {
           cudaIpcOpenMemHandle(&mapped, all[r].heap, cudaIpcMemLazyEnablePeerAccess);
       if (opened != cudaSuccess) {
         problem = "cannot map rank " + std::to_string(r) +
-                  "'s heap: " + llvm::toString(COLLC_CUDA_CHECK(opened));
+                  "'s heap: " + toString(COLLC_CUDA_CHECK(opened));
         break;
       }
       s.peerHeaps[r] = static_cast<char*>(mapped);
       s.ipcOpened[r] = true;
     }
-    llvm::Expected<std::vector<std::string>> problems = s.exchange(
-        "bootstrap: peer mappings", llvm::StringRef(problem).substr(0, kExchangePayloadBytes),
+    Expected<std::vector<std::string>> problems = s.exchange(
+        "bootstrap: peer mappings", std::string_view(problem).substr(0, kExchangePayloadBytes),
         options.bootstrapSeconds);
     if (!problems)
       return problems.takeError();
@@ -575,7 +566,7 @@ llvm::Error ProcessWorld::bootstrap(const ProcessWorldOptions& options) {
     }
     s.ipcOpened.assign(s.nranks, false);
   }
-  return llvm::Error::success();
+  return Error::success();
 }
 
 int ProcessWorld::rank() const {
@@ -618,26 +609,27 @@ std::string ProcessWorld::diagnosePeers() const {
   return report;
 }
 
-llvm::Error ProcessWorld::allGatherRanks(llvm::StringRef what,
-                                         llvm::MutableArrayRef<uint64_t> table, unsigned width) {
+Error ProcessWorld::allGatherRanks(std::string_view whatView, Span<uint64_t> table,
+                                   unsigned width) {
   State& s = *state_;
+  const std::string what(whatView);
   if (table.size() != size_t(s.nranks) * width)
-    return s.error("allGatherRanks '" + what + "': a table of " + llvm::Twine(table.size()) +
-                   " values for " + llvm::Twine(s.nranks) + " ranks x " + llvm::Twine(width));
-  llvm::StringRef mine(reinterpret_cast<const char*>(table.data() + size_t(s.rank) * width),
-                       width * sizeof(uint64_t));
-  llvm::Expected<std::vector<std::string>> rows = s.exchange(what, mine, s.exchangeSeconds);
+    return s.error("allGatherRanks '" + what + "': a table of " + std::to_string(table.size()) +
+                   " values for " + std::to_string(s.nranks) + " ranks x " + std::to_string(width));
+  std::string_view mine(reinterpret_cast<const char*>(table.data() + size_t(s.rank) * width),
+                        width * sizeof(uint64_t));
+  Expected<std::vector<std::string>> rows = s.exchange(what, mine, s.exchangeSeconds);
   if (!rows)
     return rows.takeError();
   for (int r = 0; r < s.nranks; ++r) {
     if ((*rows)[r].size() != mine.size())
-      return s.error("allGatherRanks '" + what + "': rank " + llvm::Twine(r) + " sent " +
-                     llvm::Twine((*rows)[r].size()) + " bytes, this rank " +
-                     llvm::Twine(mine.size()));
+      return s.error("allGatherRanks '" + what + "': rank " + std::to_string(r) + " sent " +
+                     std::to_string((*rows)[r].size()) + " bytes, this rank " +
+                     std::to_string(mine.size()));
     if (!mine.empty())
       std::memcpy(table.data() + size_t(r) * width, (*rows)[r].data(), mine.size());
   }
-  return llvm::Error::success();
+  return Error::success();
 }
 
 } // namespace collc

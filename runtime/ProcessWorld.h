@@ -23,10 +23,10 @@
 #ifndef COLLC_RUNTIME_PROCESSWORLD_H
 #define COLLC_RUNTIME_PROCESSWORLD_H
 
+#include "runtime/Status.h"
 #include "runtime/SymmetricWorld.h"
 
 #include <array>
-#include <llvm/Support/Error.h>
 #include <memory>
 
 namespace collc {
@@ -49,25 +49,25 @@ public:
   /// Joins the world a launcher described in the environment (LaunchEnvironment.h: RANK,
   /// WORLD_SIZE, LOCAL_RANK, COLLC_RENDEZVOUS): the GPU is LOCAL_RANK, rank 0 makes the NCCL id
   /// and shares it through the rendezvous, then create(). Errors say which variable or step.
-  static llvm::Expected<std::unique_ptr<ProcessWorld>>
+  static Expected<std::unique_ptr<ProcessWorld>>
   fromEnvironment(const ProcessWorldOptions& options = {});
 
   /// A fresh NCCL unique id (ncclGetUniqueId), for the caller to hand to every rank.
-  static llvm::Expected<NcclUniqueIdBytes> newUniqueId();
+  static Expected<NcclUniqueIdBytes> newUniqueId();
 
   /// Rank `rank` of `nranks` on GPU `device`: ncclCommInitRank with `id` (bounded by
   /// options.bootstrapSeconds), then the heap and the peer mappings. The communicator is the
   /// world's, destroyed with it.
-  static llvm::Expected<std::unique_ptr<ProcessWorld>>
-  create(int rank, int nranks, int device, const NcclUniqueIdBytes& id,
-         const ProcessWorldOptions& options = {});
+  static Expected<std::unique_ptr<ProcessWorld>> create(int rank, int nranks, int device,
+                                                        const NcclUniqueIdBytes& id,
+                                                        const ProcessWorldOptions& options = {});
 
   /// Builds the world on the application's communicator (its rank, size and GPU come from
   /// NCCL). The communicator stays the application's: the world uses it for its own exchanges
   /// and NCCL path (never from another thread at the same time as the application), and does
   /// not destroy it.
-  static llvm::Expected<std::unique_ptr<ProcessWorld>>
-  adopt(ncclComm_t comm, const ProcessWorldOptions& options = {});
+  static Expected<std::unique_ptr<ProcessWorld>> adopt(ncclComm_t comm,
+                                                       const ProcessWorldOptions& options = {});
 
   /// Waits (bounded) for the other processes, so that no peer still uses this rank's heap, then
   /// unmaps the peers' heaps, frees this one and destroys the communicator if it is the world's
@@ -85,8 +85,7 @@ public:
   cudaStream_t stream(int rank) const override;
   char* heapBase(int rank) const override;
   char* peerHeap(int rank, int viewer) const override;
-  llvm::Error allGatherRanks(llvm::StringRef what, llvm::MutableArrayRef<uint64_t> table,
-                             unsigned width) override;
+  Error allGatherRanks(std::string_view what, Span<uint64_t> table, unsigned width) override;
   std::string diagnosePeers() const override;
   bool collectivesViaNccl() const override;
   ncclComm_t ncclComm() const override;
@@ -96,10 +95,10 @@ public:
 
 private:
   ProcessWorld(std::unique_ptr<State> state, size_t heapBytes);
-  static llvm::Expected<std::unique_ptr<ProcessWorld>> build(std::unique_ptr<State> state,
-                                                             const ProcessWorldOptions& options);
+  static Expected<std::unique_ptr<ProcessWorld>> build(std::unique_ptr<State> state,
+                                                       const ProcessWorldOptions& options);
   /// The heap, the rank cards, the node layout, the peer mappings and the path decision.
-  llvm::Error bootstrap(const ProcessWorldOptions& options);
+  Error bootstrap(const ProcessWorldOptions& options);
   std::unique_ptr<State> state_;
 };
 

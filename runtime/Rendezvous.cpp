@@ -1,5 +1,7 @@
 #include "runtime/Rendezvous.h"
 
+#include "runtime/TextParsing.h"
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -29,9 +31,8 @@ constexpr int kFormatVersion = 1;
 constexpr char kHelloMagic[4] = {'c', 'r', 'd', '1'};
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
 
-llvm::Error rendezvousError(const RendezvousAddress& address, const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "rendezvous " + address.text + ": " + message);
+Error rendezvousError(const RendezvousAddress& address, const std::string& message) {
+  return makeError("rendezvous " + address.text + ": " + message);
 }
 
 std::string systemError() {
@@ -48,15 +49,15 @@ int millisecondsLeft(Clock::time_point deadline) {
   return left.count() < 0 ? 0 : static_cast<int>(std::min<long long>(left.count(), 1 << 30));
 }
 
-std::string encode(int nranks, llvm::StringRef payload) {
+std::string encode(int nranks, std::string_view payload) {
   return std::string(kHeaderWord) + " " + std::to_string(kFormatVersion) +
          " nranks=" + std::to_string(nranks) + " bytes=" + std::to_string(payload.size()) + "\n" +
-         payload.str();
+         std::string(payload);
 }
 
 /// Parses what rank 0 published. `complete` is false while more bytes are still to come.
-llvm::Expected<std::string> decode(const RendezvousAddress& address, const std::string& data,
-                                   int nranks, bool& complete) {
+Expected<std::string> decode(const RendezvousAddress& address, const std::string& data, int nranks,
+                             bool& complete) {
   complete = false;
   const size_t newline = data.find('\n');
   if (newline == std::string::npos)
@@ -73,9 +74,9 @@ llvm::Expected<std::string> decode(const RendezvousAddress& address, const std::
     return rendezvousError(address, "holds something that is not a collc rendezvous (header '" +
                                         data.substr(0, std::min<size_t>(newline, 80)) + "')");
   if (published != nranks)
-    return rendezvousError(address, "rank 0 published for " + llvm::Twine(published) +
+    return rendezvousError(address, "rank 0 published for " + std::to_string(published) +
                                         " ranks, but this process is one of " +
-                                        llvm::Twine(nranks) +
+                                        std::to_string(nranks) +
                                         " (a different WORLD_SIZE, or another job's rendezvous)");
   if (data.size() < newline + 1 + bytes)
     return std::string();
@@ -112,7 +113,7 @@ double processStartWallSeconds() {
 
 // ---- file ----------------------------------------------------------------------------------
 
-llvm::Error publishFile(const RendezvousAddress& address, int nranks, llvm::StringRef payload) {
+Error publishFile(const RendezvousAddress& address, int nranks, std::string_view payload) {
   const std::string temporary = address.path + ".tmp." + std::to_string(getpid());
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
@@ -133,11 +134,11 @@ llvm::Error publishFile(const RendezvousAddress& address, int nranks, llvm::Stri
     std::remove(temporary.c_str());
     return rendezvousError(address, "cannot rename " + temporary + " into place: " + why);
   }
-  return llvm::Error::success();
+  return Error::success();
 }
 
-llvm::Expected<std::string> readFile(const RendezvousAddress& address, int nranks,
-                                     double timeoutSeconds) {
+Expected<std::string> readFile(const RendezvousAddress& address, int nranks,
+                               double timeoutSeconds) {
   const Clock::time_point deadline = deadlineIn(timeoutSeconds);
   const double notBefore = processStartWallSeconds() - kStaleFileSlackSeconds;
   bool sawStale = false;
@@ -152,14 +153,14 @@ llvm::Expected<std::string> readFile(const RendezvousAddress& address, int nrank
         std::stringstream data;
         data << in.rdbuf();
         bool complete = false;
-        llvm::Expected<std::string> payload = decode(address, data.str(), nranks, complete);
+        Expected<std::string> payload = decode(address, data.str(), nranks, complete);
         if (!payload || complete)
           return payload;
       }
     }
     if (Clock::now() >= deadline)
       return rendezvousError(
-          address, "rank 0 did not publish within " + llvm::Twine(int(timeoutSeconds)) + " s" +
+          address, "rank 0 did not publish within " + std::to_string(int(timeoutSeconds)) + " s" +
                        (sawStale ? " (the file there is older than this process: left over "
                                    "from an earlier job)"
                                  : "") +
@@ -187,7 +188,7 @@ struct Socket {
   }
 };
 
-llvm::Expected<struct addrinfo*> resolve(const RendezvousAddress& address, bool passive) {
+Expected<struct addrinfo*> resolve(const RendezvousAddress& address, bool passive) {
   struct addrinfo hints {};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -240,10 +241,10 @@ bool receive(int fd, std::string& data, size_t want, Clock::time_point deadline)
   return true;
 }
 
-llvm::Error serveTcp(const RendezvousAddress& address, int nranks, llvm::StringRef payload,
-                     double timeoutSeconds) {
+Error serveTcp(const RendezvousAddress& address, int nranks, std::string_view payload,
+               double timeoutSeconds) {
   const Clock::time_point deadline = deadlineIn(timeoutSeconds);
-  llvm::Expected<struct addrinfo*> found = resolve(address, /*passive=*/true);
+  Expected<struct addrinfo*> found = resolve(address, /*passive=*/true);
   if (!found)
     return found.takeError();
   Socket listener;
@@ -282,7 +283,7 @@ llvm::Error serveTcp(const RendezvousAddress& address, int nranks, llvm::StringR
         if (!served.count(r))
           missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       return rendezvousError(address, "rank(s) " + missing + " did not connect within " +
-                                          llvm::Twine(int(timeoutSeconds)) + " s");
+                                          std::to_string(int(timeoutSeconds)) + " s");
     }
     Socket client(accept4(listener.fd, nullptr, nullptr, SOCK_CLOEXEC));
     if (client.fd < 0)
@@ -297,25 +298,25 @@ llvm::Error serveTcp(const RendezvousAddress& address, int nranks, llvm::StringR
     // Answered either way: a client of another rank count reports the mismatch itself.
     (void)sendAll(client.fd, published, deadline);
     if (theirRanks != nranks)
-      return rendezvousError(address, "rank " + llvm::Twine(theirRank) + " connected as one of " +
-                                          llvm::Twine(theirRanks) + " ranks; rank 0 has " +
-                                          llvm::Twine(nranks));
+      return rendezvousError(address, "rank " + std::to_string(theirRank) +
+                                          " connected as one of " + std::to_string(theirRanks) +
+                                          " ranks; rank 0 has " + std::to_string(nranks));
     if (theirRank < 1 || theirRank >= nranks)
-      return rendezvousError(address, "a client says it is rank " + llvm::Twine(theirRank) +
-                                          " of " + llvm::Twine(nranks));
+      return rendezvousError(address, "a client says it is rank " + std::to_string(theirRank) +
+                                          " of " + std::to_string(nranks));
     if (!served.insert(theirRank).second)
-      return rendezvousError(address, "rank " + llvm::Twine(theirRank) +
+      return rendezvousError(address, "rank " + std::to_string(theirRank) +
                                           " connected twice: two processes have the same RANK");
   }
-  return llvm::Error::success();
+  return Error::success();
 }
 
-llvm::Expected<std::string> askTcp(const RendezvousAddress& address, int rank, int nranks,
-                                   double timeoutSeconds) {
+Expected<std::string> askTcp(const RendezvousAddress& address, int rank, int nranks,
+                             double timeoutSeconds) {
   const Clock::time_point deadline = deadlineIn(timeoutSeconds);
   std::string lastError = "not tried";
   for (;;) {
-    llvm::Expected<struct addrinfo*> found = resolve(address, /*passive=*/false);
+    Expected<struct addrinfo*> found = resolve(address, /*passive=*/false);
     if (!found)
       return found.takeError();
     Socket connection;
@@ -353,7 +354,7 @@ llvm::Expected<std::string> askTcp(const RendezvousAddress& address, int rank, i
       std::string answer;
       if (sendAll(connection.fd, hello, deadline) && receive(connection.fd, answer, 0, deadline)) {
         bool complete = false;
-        llvm::Expected<std::string> payload = decode(address, answer, nranks, complete);
+        Expected<std::string> payload = decode(address, answer, nranks, complete);
         if (!payload || complete)
           return payload;
         lastError = "rank 0 closed the connection before sending everything";
@@ -362,76 +363,83 @@ llvm::Expected<std::string> askTcp(const RendezvousAddress& address, int rank, i
       }
     }
     if (Clock::now() >= deadline)
-      return rendezvousError(
-          address, "could not get the id from rank 0 within " + llvm::Twine(int(timeoutSeconds)) +
-                       " s (last: " + lastError + "); is rank 0 running, listening there?");
+      return rendezvousError(address, "could not get the id from rank 0 within " +
+                                          std::to_string(int(timeoutSeconds)) + " s (last: " +
+                                          lastError + "); is rank 0 running, listening there?");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
 
 } // namespace
 
-llvm::Expected<RendezvousAddress> parseRendezvous(llvm::StringRef text) {
+Expected<RendezvousAddress> parseRendezvous(std::string_view text) {
   RendezvousAddress address;
-  address.text = text.str();
-  auto bad = [&](const llvm::Twine& why) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "COLLC_RENDEZVOUS='" + text + "': " + why +
-                                       "; expected file:/ABSOLUTE/PATH or tcp:HOST:PORT");
+  address.text = std::string(text);
+  auto bad = [&](const std::string& why) {
+    return makeError("COLLC_RENDEZVOUS='" + address.text + "': " + why +
+                     "; expected file:/ABSOLUTE/PATH or tcp:HOST:PORT");
   };
-  if (text.consume_front("file:")) {
-    if (!text.startswith("/"))
+  auto consumeFront = [&text](std::string_view prefix) {
+    if (text.substr(0, prefix.size()) != prefix)
+      return false;
+    text.remove_prefix(prefix.size());
+    return true;
+  };
+  if (consumeFront("file:")) {
+    if (text.substr(0, 1) != "/")
       return bad("the path must be absolute (every rank resolves it alike)");
     address.kind = RendezvousAddress::Kind::File;
-    address.path = text.str();
+    address.path = std::string(text);
     return address;
   }
-  if (text.consume_front("tcp:")) {
-    text.consume_front("//");
-    llvm::StringRef host, port;
-    if (text.startswith("[")) {
+  if (consumeFront("tcp:")) {
+    consumeFront("//");
+    std::string_view host, port;
+    if (text.substr(0, 1) == "[") {
       size_t close = text.find(']');
-      if (close == llvm::StringRef::npos || !text.substr(close + 1).startswith(":"))
+      if (close == std::string_view::npos || text.substr(close + 1, 1) != ":")
         return bad("an IPv6 host is written [ADDRESS]:PORT");
       host = text.substr(1, close - 1);
       port = text.substr(close + 2);
     } else {
-      std::tie(host, port) = text.rsplit(':');
-      if (port.empty() || host == text)
+      size_t colon = text.rfind(':');
+      if (colon == std::string_view::npos || colon + 1 == text.size())
         return bad("no port");
+      host = text.substr(0, colon);
+      port = text.substr(colon + 1);
     }
-    unsigned value = 0;
     if (host.empty())
       return bad("no host");
-    if (port.getAsInteger(10, value) || value == 0 || value > 65535)
-      return bad("port '" + port + "' is not a number in 1..65535");
+    std::optional<unsigned> value = parseDecimal<unsigned>(port);
+    if (!value || *value == 0 || *value > 65535)
+      return bad("port '" + std::string(port) + "' is not a number in 1..65535");
     address.kind = RendezvousAddress::Kind::Tcp;
-    address.host = host.str();
-    address.port = static_cast<uint16_t>(value);
+    address.host = std::string(host);
+    address.port = static_cast<uint16_t>(*value);
     return address;
   }
   return bad("unknown kind");
 }
 
-llvm::Expected<std::string> shareFromRankZero(const RendezvousAddress& address, int rank,
-                                              int nranks, llvm::StringRef payload,
-                                              double timeoutSeconds) {
+Expected<std::string> shareFromRankZero(const RendezvousAddress& address, int rank, int nranks,
+                                        std::string_view payload, double timeoutSeconds) {
   if (nranks < 1 || rank < 0 || rank >= nranks)
-    return rendezvousError(address, "rank " + llvm::Twine(rank) + " of " + llvm::Twine(nranks));
+    return rendezvousError(address,
+                           "rank " + std::to_string(rank) + " of " + std::to_string(nranks));
   if (nranks == 1)
-    return payload.str();
+    return std::string(payload);
   if (address.kind == RendezvousAddress::Kind::File) {
     if (rank == 0) {
-      if (llvm::Error err = publishFile(address, nranks, payload))
+      if (Error err = publishFile(address, nranks, payload))
         return err;
-      return payload.str();
+      return std::string(payload);
     }
     return readFile(address, nranks, timeoutSeconds);
   }
   if (rank == 0) {
-    if (llvm::Error err = serveTcp(address, nranks, payload, timeoutSeconds))
+    if (Error err = serveTcp(address, nranks, payload, timeoutSeconds))
       return err;
-    return payload.str();
+    return std::string(payload);
   }
   return askTcp(address, rank, nranks, timeoutSeconds);
 }

@@ -11,10 +11,11 @@
 #ifndef COLLC_RUNTIME_RENDEZVOUS_H
 #define COLLC_RUNTIME_RENDEZVOUS_H
 
+#include "runtime/Status.h"
+
 #include <cstdint>
-#include <llvm/ADT/StringRef.h>
-#include <llvm/Support/Error.h>
 #include <string>
+#include <string_view>
 
 namespace collc {
 
@@ -33,15 +34,14 @@ struct RendezvousAddress {
 
 /// Parses "file:PATH" (PATH absolute) or "tcp:HOST:PORT" (also "tcp://HOST:PORT"; HOST may be
 /// "[v6 address]"). The error says what is accepted.
-llvm::Expected<RendezvousAddress> parseRendezvous(llvm::StringRef text);
+Expected<RendezvousAddress> parseRendezvous(std::string_view text);
 
 /// Rank 0 publishes `payload`; ranks 1..nranks-1 receive it. Returns the payload on every rank.
 /// Rank 0 returns once every other rank has taken it (tcp) or once it is written (file). A
 /// reader that finds a payload published for another rank count fails, saying both. Bounded by
 /// `timeoutSeconds`; the error names the address and what was still missing.
-llvm::Expected<std::string> shareFromRankZero(const RendezvousAddress& address, int rank,
-                                              int nranks, llvm::StringRef payload,
-                                              double timeoutSeconds);
+Expected<std::string> shareFromRankZero(const RendezvousAddress& address, int rank, int nranks,
+                                        std::string_view payload, double timeoutSeconds);
 
 /// Removes what rank 0 left behind (the file of a file rendezvous); nothing for tcp.
 void cleanUpRendezvous(const RendezvousAddress& address);

@@ -13,23 +13,22 @@ namespace collc {
 
 namespace {
 
-llvm::Error worldError(const llvm::Twine& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "SharedGpuWorld: " + message.str());
+Error worldError(const std::string& message) {
+  return makeError("SharedGpuWorld: " + message);
 }
 
 } // namespace
 
-llvm::Expected<SharedHeapLayout> sharedHeapLayout(int nranks, uint64_t heapBytesPerRank) {
+Expected<SharedHeapLayout> sharedHeapLayout(int nranks, uint64_t heapBytesPerRank) {
   if (nranks < 1 || nranks > COLLC_MAX_RANKS)
-    return worldError(llvm::Twine(nranks) + " ranks asked for; 1 to " +
-                      llvm::Twine(COLLC_MAX_RANKS) + " are supported (COLLC_MAX_RANKS)");
+    return worldError(std::to_string(nranks) + " ranks asked for; 1 to " +
+                      std::to_string(COLLC_MAX_RANKS) + " are supported (COLLC_MAX_RANKS)");
   if (heapBytesPerRank == 0)
     return worldError("the symmetric heap must not be empty");
   const uint64_t most = std::numeric_limits<uint64_t>::max();
   // The base is aligned by hand inside the allocation: one more page than the regions need.
   if (heapBytesPerRank > most / uint64_t(nranks + 1) - kScratchAlign)
-    return worldError(llvm::Twine(nranks) + " heaps of " + llvm::Twine(heapBytesPerRank) +
+    return worldError(std::to_string(nranks) + " heaps of " + std::to_string(heapBytesPerRank) +
                       " bytes do not fit in 64 bits");
   SharedHeapLayout layout;
   layout.regionBytes = heapBytesPerRank;
@@ -44,18 +43,18 @@ void requestWorkQueuePerStream() {
   (void)setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
 }
 
-llvm::Expected<std::unique_ptr<SharedGpuWorld>> SharedGpuWorld::create(int nranks, int device,
-                                                                       size_t heapBytesPerRank) {
-  llvm::Expected<SharedHeapLayout> layout = sharedHeapLayout(nranks, heapBytesPerRank);
+Expected<std::unique_ptr<SharedGpuWorld>> SharedGpuWorld::create(int nranks, int device,
+                                                                 size_t heapBytesPerRank) {
+  Expected<SharedHeapLayout> layout = sharedHeapLayout(nranks, heapBytesPerRank);
   if (!layout)
     return layout.takeError();
   requestWorkQueuePerStream();
-  llvm::Expected<int> visible = gpuCount();
+  Expected<int> visible = gpuCount();
   if (!visible)
     return visible.takeError();
   if (device < 0 || device >= *visible)
-    return worldError("GPU " + llvm::Twine(device) + " asked for, but " + llvm::Twine(*visible) +
-                      " are visible");
+    return worldError("GPU " + std::to_string(device) + " asked for, but " +
+                      std::to_string(*visible) + " are visible");
 
   ScopedDevice restore;
   // Built in place so that, whatever fails below, the destructor frees what was made so far.
@@ -66,10 +65,10 @@ llvm::Expected<std::unique_ptr<SharedGpuWorld>> SharedGpuWorld::create(int nrank
   void* allocation = nullptr;
   cudaError_t status = cudaMalloc(&allocation, layout->allocationBytes);
   if (status != cudaSuccess)
-    return llvm::joinErrors(worldError("allocating " + llvm::Twine(nranks) + " heaps of " +
-                                       llvm::Twine(heapBytesPerRank) + " bytes on GPU " +
-                                       llvm::Twine(device) + " (" + gpuName(device) + ") failed"),
-                            COLLC_CUDA_CHECK(status));
+    return joinErrors(worldError("allocating " + std::to_string(nranks) + " heaps of " +
+                                 std::to_string(heapBytesPerRank) + " bytes on GPU " +
+                                 std::to_string(device) + " (" + gpuName(device) + ") failed"),
+                      COLLC_CUDA_CHECK(status));
   world->allocation_ = static_cast<char*>(allocation);
   world->heap_ =
       world->allocation_ + (alignUp(reinterpret_cast<uintptr_t>(allocation), kScratchAlign) -

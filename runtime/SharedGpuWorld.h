@@ -42,12 +42,12 @@
 #ifndef COLLC_RUNTIME_SHAREDGPUWORLD_H
 #define COLLC_RUNTIME_SHAREDGPUWORLD_H
 
+#include "runtime/Status.h"
 #include "runtime/SymmetricWorld.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <cuda_runtime_api.h>
-#include <llvm/Support/Error.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,7 +68,7 @@ struct SharedHeapLayout {
 
 /// The layout of `nranks` regions of `heapBytesPerRank`; an error for no ranks, more than
 /// COLLC_MAX_RANKS, an empty heap, or a total that does not fit 64 bits.
-llvm::Expected<SharedHeapLayout> sharedHeapLayout(int nranks, uint64_t heapBytesPerRank);
+Expected<SharedHeapLayout> sharedHeapLayout(int nranks, uint64_t heapBytesPerRank);
 
 /// Sets CUDA_DEVICE_MAX_CONNECTIONS to 32 (CUDA's most) unless the environment already sets it.
 /// It takes effect only if CUDA has not yet created the device's context, so a program that runs
@@ -80,8 +80,8 @@ public:
   /// `nranks` ranks (1 to COLLC_MAX_RANKS) on GPU `device`: allocates and zeroes one heap of
   /// `heapBytesPerRank` per rank, as regions of one allocation, and creates one non-blocking
   /// stream per rank. Errors: no GPU, an invalid device or rank count, out of memory.
-  static llvm::Expected<std::unique_ptr<SharedGpuWorld>> create(int nranks, int device,
-                                                                size_t heapBytesPerRank);
+  static Expected<std::unique_ptr<SharedGpuWorld>> create(int nranks, int device,
+                                                          size_t heapBytesPerRank);
   /// Frees the heap and the streams. Nothing may still run on them.
   ~SharedGpuWorld() override;
 

@@ -1,6 +1,7 @@
 #include "runtime/SymmetricWorld.h"
 
 #include <algorithm>
+#include <fmt/format.h>
 
 namespace collc {
 
@@ -12,18 +13,17 @@ int SymmetricWorld::localIndex(int rank) const {
   return it == local.end() ? -1 : static_cast<int>(it - local.begin());
 }
 
-llvm::Expected<uint64_t> SymmetricWorld::allocate(uint64_t bytes, uint64_t align) {
-  auto error = [](const llvm::Twine& message) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-  };
+Expected<uint64_t> SymmetricWorld::allocate(uint64_t bytes, uint64_t align) {
+  auto error = [](const std::string& message) { return makeError(message); };
   if (align == 0 || (align & (align - 1)) != 0)
-    return error("symmetric heap: allocation alignment " + llvm::Twine(align) +
+    return error("symmetric heap: allocation alignment " + std::to_string(align) +
                  " is not a power of two");
   uint64_t offset = (used_ + align - 1) & ~(align - 1);
   if (offset < used_ || offset > heapBytes_ || bytes > heapBytes_ - offset)
-    return error("symmetric heap exhausted: " + llvm::Twine(bytes) + " bytes asked for at offset " +
-                 llvm::Twine(offset) + ", the heap holds " + llvm::Twine(heapBytes_) +
-                 " bytes per rank (" + llvm::Twine(used_) + " in use)");
+    return error("symmetric heap exhausted: " + std::to_string(bytes) +
+                 " bytes asked for at offset " + std::to_string(offset) + ", the heap holds " +
+                 std::to_string(heapBytes_) + " bytes per rank (" + std::to_string(used_) +
+                 " in use)");
   used_ = offset + bytes;
   return offset;
 }
@@ -33,13 +33,11 @@ void SymmetricWorld::releaseTo(uint64_t mark) {
     used_ = mark;
 }
 
-llvm::Error SymmetricWorld::allGatherRanks(llvm::StringRef, llvm::MutableArrayRef<uint64_t> table,
-                                           unsigned width) {
+Error SymmetricWorld::allGatherRanks(std::string_view, Span<uint64_t> table, unsigned width) {
   if (table.size() != size_t(nranks()) * width)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "allGatherRanks: a table of %zu values for %d ranks x %u",
-                                   table.size(), nranks(), width);
-  return llvm::Error::success();
+    return makeError(fmt::format("allGatherRanks: a table of {} values for {} ranks x {}",
+                                 table.size(), nranks(), width));
+  return Error::success();
 }
 
 } // namespace collc

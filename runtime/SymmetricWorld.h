@@ -11,13 +11,14 @@
 #ifndef COLLC_RUNTIME_SYMMETRICWORLD_H
 #define COLLC_RUNTIME_SYMMETRICWORLD_H
 
+#include "runtime/Span.h"
+#include "runtime/Status.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cuda_runtime_api.h>
-#include <llvm/ADT/ArrayRef.h>
-#include <llvm/ADT/StringRef.h>
-#include <llvm/Support/Error.h>
 #include <string>
+#include <string_view>
 #include <vector>
 
 // The one NCCL type this interface names, declared as <nccl.h> declares it, so that users of the
@@ -54,7 +55,7 @@ public:
   /// must be a power of two. Memory is not zeroed on reuse (see releaseTo); its user zeroes it.
   /// Every process makes the same allocations in the same order, so offsets agree without
   /// talking (CollectiveInstance checks that they do). Not thread-safe.
-  llvm::Expected<uint64_t> allocate(uint64_t bytes, uint64_t align = 256);
+  Expected<uint64_t> allocate(uint64_t bytes, uint64_t align = 256);
   /// Bytes reserved so far: a mark to hand to releaseTo.
   uint64_t heapUsed() const { return used_; }
   /// Gives back everything allocated after `mark` (a heapUsed() value). Only when nothing that
@@ -66,10 +67,9 @@ public:
   /// row is. No process returns before every process has called it with the same `what` (a
   /// mismatch is an error naming both). Bounded: a peer that never comes is an error, with
   /// diagnosePeers() in it. A LocalWorld has every row already and returns at once.
-  virtual llvm::Error allGatherRanks(llvm::StringRef what, llvm::MutableArrayRef<uint64_t> table,
-                                     unsigned width);
+  virtual Error allGatherRanks(std::string_view what, Span<uint64_t> table, unsigned width);
   /// allGatherRanks with nothing to gather.
-  llvm::Error barrier(llvm::StringRef what) { return allGatherRanks(what, {}, 0); }
+  Error barrier(std::string_view what) { return allGatherRanks(what, {}, 0); }
 
   /// What is known about peers that stopped answering ("rank 1's process (pid 4242) has
   /// exited", an NCCL error), for error reports; empty when nothing is known.

@@ -4,7 +4,7 @@
 
 namespace collc {
 
-NodeLayout layoutNodes(llvm::ArrayRef<std::string> hostKeys, int nodeSize,
+NodeLayout layoutNodes(const std::vector<std::string>& hostKeys, int nodeSize,
                        const std::string& overrideName) {
   NodeLayout layout;
   const int nranks = static_cast<int>(hostKeys.size());
@@ -26,7 +26,7 @@ NodeLayout layoutNodes(llvm::ArrayRef<std::string> hostKeys, int nodeSize,
   return layout;
 }
 
-CollectivePath choosePath(const NodeLayout& layout, llvm::ArrayRef<std::string> unreachable) {
+CollectivePath choosePath(const NodeLayout& layout, const std::vector<std::string>& unreachable) {
   const size_t nranks = layout.nodeOf.size();
   const std::string ranks = std::to_string(nranks) + (nranks == 1 ? " rank" : " ranks");
   CollectivePath path;

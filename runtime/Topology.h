@@ -12,7 +12,6 @@
 #ifndef COLLC_RUNTIME_TOPOLOGY_H
 #define COLLC_RUNTIME_TOPOLOGY_H
 
-#include <llvm/ADT/ArrayRef.h>
 #include <string>
 #include <vector>
 
@@ -26,7 +25,7 @@ struct NodeLayout {
 
 /// Groups ranks into nodes: by equal `hostKeys` (rank order of first appearance), or, when
 /// `nodeSize` > 0, rank / nodeSize (`overrideName` says which setting asked, for the log).
-NodeLayout layoutNodes(llvm::ArrayRef<std::string> hostKeys, int nodeSize,
+NodeLayout layoutNodes(const std::vector<std::string>& hostKeys, int nodeSize,
                        const std::string& overrideName);
 
 struct CollectivePath {
@@ -36,7 +35,7 @@ struct CollectivePath {
 
 /// The decision. `unreachable[r]` is empty where rank r reaches every other rank of the world
 /// (peer access and a mapping of its heap), else why not; it matters only on a single node.
-CollectivePath choosePath(const NodeLayout& layout, llvm::ArrayRef<std::string> unreachable);
+CollectivePath choosePath(const NodeLayout& layout, const std::vector<std::string>& unreachable);
 
 } // namespace collc
 

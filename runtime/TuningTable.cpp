@@ -1,14 +1,13 @@
 #include "runtime/TuningTable.h"
 
-#include "compiler/Compile.h"
+#include "runtime/ReadFile.h"
+#include "runtime/TextParsing.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <fmt/format.h>
-#include <llvm/ADT/SmallVector.h>
-#include <llvm/ADT/StringExtras.h>
-#include <llvm/Support/MemoryBuffer.h>
 #include <map>
 #include <tuple>
 
@@ -35,13 +34,11 @@ class LineParser {
 public:
   LineParser(const std::string& path, int line) : path_(path), line_(line) {}
 
-  llvm::Error error(const llvm::Twine& message) const {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), path_ + ":" +
-                                                                       std::to_string(line_) +
-                                                                       ": error: " + message.str());
+  Error error(const std::string& message) const {
+    return makeError(path_ + ":" + std::to_string(line_) + ": error: " + message);
   }
-  llvm::Error badColumn(const char* column, llvm::StringRef value, const char* expected) const {
-    return error(fmt::format("column '{}' is '{}'; expected {}", column, value.str(), expected));
+  Error badColumn(const char* column, std::string_view value, const char* expected) const {
+    return error(fmt::format("column '{}' is '{}'; expected {}", column, value, expected));
   }
 
 private:
@@ -50,17 +47,17 @@ private:
 };
 
 template <typename T, typename Parse>
-llvm::Error parseWildcard(const LineParser& at, const char* column, llvm::StringRef text,
-                          Parse parse, const char* expected, std::optional<T>& out) {
+Error parseWildcard(const LineParser& at, const char* column, std::string_view text, Parse parse,
+                    const char* expected, std::optional<T>& out) {
   if (text == "*") {
     out.reset();
-    return llvm::Error::success();
+    return Error::success();
   }
   auto value = parse(text);
   if (!value)
     return at.badColumn(column, text, expected);
   out = *value;
-  return llvm::Error::success();
+  return Error::success();
 }
 
 /// The values a launch knob's column takes besides "-", and how an error names them.
@@ -70,60 +67,56 @@ struct KnobRange {
 };
 
 /// A launch knob: an integer in `range`, or "-" for the spec's own.
-llvm::Error parseKnob(const LineParser& at, const char* column, llvm::StringRef text,
-                      std::optional<int>& out, const KnobRange& range = {}) {
+Error parseKnob(const LineParser& at, const char* column, std::string_view text,
+                std::optional<int>& out, const KnobRange& range = {}) {
   if (text == "-") {
     out.reset();
-    return llvm::Error::success();
+    return Error::success();
   }
-  unsigned value = 0;
-  if (text.getAsInteger(10, value) || value < range.least || value > range.most)
+  std::optional<unsigned> value = parseDecimal<unsigned>(text);
+  if (!value || *value < range.least || *value > range.most)
     return at.badColumn(column, text, range.expected);
-  out = int(value);
-  return llvm::Error::success();
+  out = int(*value);
+  return Error::success();
 }
 
-llvm::Expected<TuningRow> parseRow(const LineParser& at, llvm::StringRef content) {
+Expected<TuningRow> parseRow(const LineParser& at, std::string_view content) {
   TuningRow row;
   // A trailing "# ..." is the row's note.
   size_t hash = content.find('#');
-  if (hash != llvm::StringRef::npos) {
-    row.note = content.substr(hash + 1).trim().str();
+  if (hash != std::string_view::npos) {
+    row.note = std::string(trim(content.substr(hash + 1)));
     content = content.substr(0, hash);
   }
-  llvm::SmallVector<llvm::StringRef, 20> fields;
-  content.split(fields, ' ', -1, /*KeepEmpty=*/false);
-  llvm::SmallVector<llvm::StringRef, 20> columns;
-  for (llvm::StringRef field : fields) {
-    llvm::SmallVector<llvm::StringRef, 4> parts;
-    field.split(parts, '\t', -1, false);
-    columns.append(parts.begin(), parts.end());
-  }
+  std::vector<std::string_view> columns;
+  for (std::string_view field : splitText(content, ' ', /*keepEmpty=*/false))
+    for (std::string_view part : splitText(field, '\t', /*keepEmpty=*/false))
+      columns.push_back(part);
   if (columns.size() == kColumnCountBeforeWholeStores)
     columns.insert(columns.begin() + kWholeStoresColumn, "-");
   if (columns.size() != kColumnCount)
     return at.error(fmt::format("expected {} columns ({}), found {}", kColumnCount,
                                 fmt::join(std::begin(kColumns), std::end(kColumns), " "),
                                 columns.size()));
-  row.key.gpu = columns[0].str();
+  row.key.gpu = std::string(columns[0]);
   if (columns[1] != "*") {
-    unsigned ranks = 0;
-    if (columns[1].getAsInteger(10, ranks) || ranks < 1 || ranks > 1024)
+    std::optional<unsigned> ranks = parseDecimal<unsigned>(columns[1]);
+    if (!ranks || *ranks < 1 || *ranks > 1024)
       return at.badColumn("ranks", columns[1], "a rank count or *");
-    row.key.nranks = int(ranks);
+    row.key.nranks = int(*ranks);
   }
-  row.key.topology = columns[2].str();
+  row.key.topology = std::string(columns[2]);
   auto kind = parseCollectiveKind(columns[3]);
   if (!kind)
     return at.badColumn("collective", columns[3],
                         "allreduce, allgather, reducescatter, broadcast, reduce or alltoall");
   row.key.collective = *kind;
-  if (llvm::Error err = parseWildcard<DType>(
-          at, "dtype", columns[4], [](llvm::StringRef t) { return parseDType(t); },
+  if (Error err = parseWildcard<DType>(
+          at, "dtype", columns[4], [](std::string_view t) { return parseDType(t); },
           "f32, f16, bf16 or *", row.key.dtype))
     return err;
-  if (llvm::Error err = parseWildcard<ReduceOp>(
-          at, "op", columns[5], [](llvm::StringRef t) { return parseReduceOp(t); },
+  if (Error err = parseWildcard<ReduceOp>(
+          at, "op", columns[5], [](std::string_view t) { return parseReduceOp(t); },
           "sum, max, min or *", row.key.op))
     return err;
   auto from = parseTableBytes(columns[6]);
@@ -135,14 +128,14 @@ llvm::Expected<TuningRow> parseRow(const LineParser& at, llvm::StringRef content
   if (*from >= *to)
     return at.error(fmt::format("the range from {} to {} is empty: 'from' must be below 'to' "
                                 "(the row speaks for from <= bytes < to)",
-                                columns[6].str(), columns[7].str()));
+                                std::string(columns[6]), std::string(columns[7])));
   row.fromBytes = *from;
   row.toBytes = *to;
   auto bytes = parseTableBytes(columns[8]);
   if (!bytes || *bytes == kNoUpperBound)
     return at.badColumn("bytes", columns[8], "the size in bytes the row was measured at");
   row.bytes = *bytes;
-  row.variant.spec = columns[9].str();
+  row.variant.spec = std::string(columns[9]);
   if (columns[10] != "-") {
     auto sync = parseSyncKind(columns[10]);
     if (!sync)
@@ -150,21 +143,21 @@ llvm::Expected<TuningRow> parseRow(const LineParser& at, llvm::StringRef content
                           "barrier, sentinel, ll, ll128, ll128_atomic, or - for the spec's own");
     row.variant.sync = *sync;
   }
-  if (llvm::Error err = parseKnob(at, "blocks", columns[11], row.variant.blocks))
+  if (Error err = parseKnob(at, "blocks", columns[11], row.variant.blocks))
     return err;
-  if (llvm::Error err = parseKnob(at, "threads", columns[12], row.variant.threads))
+  if (Error err = parseKnob(at, "threads", columns[12], row.variant.threads))
     return err;
-  if (llvm::Error err = parseKnob(at, "vector", columns[13], row.variant.vectorBytes))
+  if (Error err = parseKnob(at, "vector", columns[13], row.variant.vectorBytes))
     return err;
-  if (llvm::Error err = parseKnob(at, "unroll", columns[14], row.variant.unroll))
+  if (Error err = parseKnob(at, "unroll", columns[14], row.variant.unroll))
     return err;
-  if (llvm::Error err = parseKnob(at, "whole_stores", columns[kWholeStoresColumn],
-                                  row.variant.wholeStores, {0, 1, "0, 1, or - for the spec's own"}))
+  if (Error err = parseKnob(at, "whole_stores", columns[kWholeStoresColumn],
+                            row.variant.wholeStores, {0, 1, "0, 1, or - for the spec's own"}))
     return err;
   if (columns[16] == "inf") {
     row.us = std::numeric_limits<double>::infinity();
   } else {
-    std::string text = columns[16].str();
+    std::string text = std::string(columns[16]);
     char* end = nullptr;
     double us = std::strtod(text.c_str(), &end);
     if (end == text.c_str() || *end != '\0' || !(us > 0) || !std::isfinite(us))
@@ -182,7 +175,7 @@ llvm::Expected<TuningRow> parseRow(const LineParser& at, llvm::StringRef content
 
 /// The rules that involve several rows: within one key, ranges either coincide or are
 /// disjoint, and a range has at most one winner.
-llvm::Error checkRows(const TuningTable& table) {
+Error checkRows(const TuningTable& table) {
   for (size_t i = 0; i < table.rows.size(); ++i) {
     const TuningRow& later = table.rows[i];
     for (size_t j = 0; j < i; ++j) {
@@ -207,7 +200,7 @@ llvm::Error checkRows(const TuningTable& table) {
             formatTableBytes(earlier.fromBytes), formatTableBytes(earlier.toBytes), earlier.line));
     }
   }
-  return llvm::Error::success();
+  return Error::success();
 }
 
 std::string envOrEmpty(const char* name) {
@@ -233,15 +226,6 @@ bool matches(const TuningKey& key, const TuningQuery& query) {
          (!key.op || *key.op == query.op);
 }
 
-void TunedVariant::applyTo(CompileOptions& options) const {
-  options.sync = sync;
-  options.blocks = blocks;
-  options.threads = threads;
-  options.vectorBytes = vectorBytes;
-  options.unroll = unroll;
-  options.wholeStores = wholeStores;
-}
-
 std::string TunedVariant::text() const {
   // Whole stores are named only where on, so that the names of variants without them stay as
   // they were (in tables, logs and results).
@@ -262,50 +246,49 @@ bool TunedVariant::operator<(const TunedVariant& other) const {
                   other.unroll, other.wholeStores);
 }
 
-llvm::Expected<TuningTable> parseTuningTable(llvm::StringRef text, const std::string& path) {
+Expected<TuningTable> parseTuningTable(std::string_view text, const std::string& path) {
   TuningTable table;
   table.path = path;
-  llvm::SmallVector<llvm::StringRef, 64> lines;
-  text.split(lines, '\n');
+  const std::vector<std::string_view> lines = splitText(text, '\n');
   bool seenRow = false;
   for (size_t i = 0; i < lines.size(); ++i) {
-    llvm::StringRef line = lines[i].rtrim("\r");
-    llvm::StringRef content = line.trim();
+    std::string_view line = trimRight(lines[i], "\r");
+    std::string_view content = trim(line);
     if (content.empty())
       continue;
-    if (content.startswith("#")) {
+    if (content.front() == '#') {
       // Comments above the first row are the table's header (minus the column names, which the
       // writer puts back), kept when the tuner rewrites the file.
-      llvm::StringRef comment = content.drop_front().ltrim();
-      if (!seenRow && !comment.startswith(kColumns[0]))
-        table.header.push_back(comment.str());
+      std::string_view comment = trimLeft(content.substr(1));
+      if (!seenRow && comment.substr(0, std::string_view(kColumns[0]).size()) != kColumns[0])
+        table.header.push_back(std::string(comment));
       continue;
     }
     seenRow = true;
     LineParser at(path, int(i + 1));
-    llvm::Expected<TuningRow> row = parseRow(at, content);
+    Expected<TuningRow> row = parseRow(at, content);
     if (!row)
       return row.takeError();
     row->line = int(i + 1);
     table.rows.push_back(std::move(*row));
   }
-  if (llvm::Error err = checkRows(table))
+  if (Error err = checkRows(table))
     return err;
   return table;
 }
 
-llvm::Expected<TuningTable> readTuningTable(const std::string& path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), "cannot read the tuning table " +
-                                                                       path + ": " +
-                                                                       buffer.getError().message());
-  return parseTuningTable((*buffer)->getBuffer(), path);
+Expected<TuningTable> readTuningTable(const std::string& path) {
+  std::error_code error;
+  std::optional<std::string> text = readWholeFile(path, &error);
+  if (!text)
+    return makeError("cannot read the tuning table " + path + ": " + error.message());
+  return parseTuningTable(*text, path);
 }
 
-void writeTuningTable(llvm::raw_ostream& out, const TuningTable& table) {
+std::string tuningTableText(const TuningTable& table) {
+  std::string out;
   for (const std::string& comment : table.header)
-    out << (comment.empty() ? "#" : "# " + comment) << "\n";
+    out += (comment.empty() ? "#" : "# " + comment) + "\n";
   std::vector<std::vector<std::string>> cells;
   cells.emplace_back(std::begin(kColumns), std::end(kColumns));
   cells[0][0] = "# " + cells[0][0]; // the column names are a comment line
@@ -340,8 +323,9 @@ void writeTuningTable(llvm::raw_ostream& out, const TuningTable& table) {
       std::replace(note.begin(), note.end(), '#', ' ');
       line += "  # " + note;
     }
-    out << line << "\n";
+    out += line + "\n";
   }
+  return out;
 }
 
 std::string defaultTuningTablePath() {
@@ -359,7 +343,7 @@ std::string defaultTuningTablePath() {
 }
 
 std::string gpuModelKey(const std::string& gpuName) {
-  std::string key = llvm::StringRef(gpuName).trim().str();
+  std::string key(trim(gpuName));
   for (char& c : key)
     if (c == ' ' || c == '\t' || c == '#')
       c = '_';
@@ -378,18 +362,21 @@ std::string formatTableBytes(uint64_t bytes) {
   return std::to_string(bytes) + kSuffixes[unit];
 }
 
-std::optional<uint64_t> parseTableBytes(llvm::StringRef text) {
+std::optional<uint64_t> parseTableBytes(std::string_view text) {
   if (text == "inf")
     return kNoUpperBound;
   size_t digits = 0;
-  while (digits < text.size() && llvm::isDigit(text[digits]))
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9')
     ++digits;
   if (digits == 0 || digits > 15)
     return std::nullopt;
-  uint64_t value = 0;
-  if (text.substr(0, digits).getAsInteger(10, value))
+  std::optional<uint64_t> number = parseDecimal<uint64_t>(text.substr(0, digits));
+  if (!number)
     return std::nullopt;
-  std::string suffix = text.substr(digits).lower();
+  uint64_t value = *number;
+  std::string suffix(text.substr(digits));
+  for (char& c : suffix)
+    c = char(std::tolower(static_cast<unsigned char>(c)));
   int shift = 0;
   if (suffix.empty() || suffix == "b")
     shift = 0;

@@ -9,18 +9,15 @@
 #define COLLC_RUNTIME_TUNINGTABLE_H
 
 #include "abi/Types.h"
+#include "runtime/Status.h"
 
 #include <cstdint>
 #include <limits>
-#include <llvm/Support/Error.h>
-#include <llvm/Support/raw_ostream.h>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace collc {
-
-struct CompileOptions;
 
 /// "to" of a range that has no upper end (written `inf`).
 inline constexpr uint64_t kNoUpperBound = std::numeric_limits<uint64_t>::max();
@@ -72,9 +69,6 @@ struct TunedVariant {
   /// "allreduce_oneshot/sentinel 8x512 v16 u1", and " w1" with whole stores on; unset fields
   /// read "-".
   std::string text() const;
-  /// Sets the choices this variant makes (sync and launch shape) in `options`; the fields it
-  /// leaves unset stay unset there too, so the spec's own defaults apply.
-  void applyTo(CompileOptions& options) const;
   bool operator==(const TunedVariant& other) const;
   bool operator!=(const TunedVariant& other) const { return !(*this == other); }
   bool operator<(const TunedVariant& other) const;
@@ -104,11 +98,12 @@ struct TuningTable {
 
 /// Parses a table. Errors are "PATH:LINE: error: ..." (a wrong column count, an unknown dtype, a
 /// range that overlaps another of the same key, two winners for one range, ...).
-llvm::Expected<TuningTable> parseTuningTable(llvm::StringRef text, const std::string& path);
+Expected<TuningTable> parseTuningTable(std::string_view text, const std::string& path);
 /// Reads and parses `path`; an error names the file when it cannot be read.
-llvm::Expected<TuningTable> readTuningTable(const std::string& path);
-/// Writes the table: its header comments, the column names, then the rows with aligned columns.
-void writeTuningTable(llvm::raw_ostream& out, const TuningTable& table);
+Expected<TuningTable> readTuningTable(const std::string& path);
+/// The table as its file holds it: its header comments, the column names, then the rows with
+/// aligned columns.
+std::string tuningTableText(const TuningTable& table);
 
 /// $COLLC_TUNING_TABLE, else $XDG_CONFIG_HOME/collc/tuning.tsv, else ~/.config/collc/tuning.tsv;
 /// empty if there is no home.
@@ -121,7 +116,7 @@ std::string gpuModelKey(const std::string& gpuName);
 /// "1K", "64M", "1536", "inf" (kNoUpperBound): sizes as the table writes them.
 std::string formatTableBytes(uint64_t bytes);
 /// Reads what formatTableBytes writes, and KiB/MiB/GiB and lower-case suffixes too.
-std::optional<uint64_t> parseTableBytes(llvm::StringRef text);
+std::optional<uint64_t> parseTableBytes(std::string_view text);
 
 } // namespace collc
 

@@ -50,12 +50,12 @@ VersionInfo versionInfo() {
   (void)cudaGetLastError();
 
   info.ncclBuilt = ncclVersionCodeString(NCCL_VERSION_CODE);
-  if (llvm::Expected<const NcclLibrary*> nccl = ncclLibrary()) {
+  if (Expected<const NcclLibrary*> nccl = ncclLibrary()) {
     info.ncclLoaded = (*nccl)->versionString();
     info.ncclPath = (*nccl)->path;
   } else {
     info.ncclLoaded = "not found";
-    info.ncclError = llvm::toString(nccl.takeError());
+    info.ncclError = toString(nccl.takeError());
   }
   return info;
 }

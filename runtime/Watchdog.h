@@ -4,13 +4,22 @@
 #define COLLC_RUNTIME_WATCHDOG_H
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace collc {
 
-/// 5 s, unless $COLLC_WATCHDOG_TIMEOUT gives another number of seconds (0 < s <= 3600; an
-/// unreadable value is reported once on stderr and ignored). The API (CollectiveInstance::create,
-/// setTimeoutNs) and `collc run --timeout` override it.
+/// The bound where nothing else is asked for: 5 s.
+inline constexpr uint64_t kBuiltInWatchdogTimeoutNs = 5'000'000'000;
+
+/// The default of every watchdog bound in collc (CollectiveInstance::create, Dispatcher::create,
+/// the tool's --timeout): 5 s, unless $COLLC_WATCHDOG_TIMEOUT gives another number of seconds
+/// (0 < s <= 3600; a value that is not is reported once on stderr and ignored). The variable is
+/// read here only, once, the first time this is called.
 uint64_t defaultWatchdogTimeoutNs();
+
+/// The bound `text` gives in seconds, in nanoseconds; nullopt unless it is a number in (0, 3600].
+std::optional<uint64_t> parseWatchdogTimeout(std::string_view text);
 
 } // namespace collc
 

@@ -1,12 +1,14 @@
-// allreduce_app: the smallest program that uses an installed collc.
+// allreduce_app: the smallest program that compiles a spec and runs it.
 //
 //   allreduce_app [SPEC]    SPEC: a stdlib name or a .coll path (default allreduce_oneshot)
 //
 // It compiles the AllReduce spec for 2 ranks (f32, sum), JIT-compiles it to a cubin
 // with NVRTC, and, where 2 GPUs are visible, runs one call on them and checks the sum. Without
-// GPUs the compile is all it can do: it says so and exits 0. The headers are included by the
-// same paths as inside collc's source tree.
+// GPUs the compile is all it can do: it says so and exits 0. It uses the compiler's C++ API
+// (compiler/Compile.h, LLVM's types), which an install does not ship: it builds in collc's tree
+// (build/bin/allreduce_app), and its compiler errors come through fromCompiler.
 #include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
@@ -15,6 +17,7 @@
 #include "runtime/VersionInfo.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cuda_runtime_api.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/raw_ostream.h>
@@ -22,18 +25,25 @@
 #include <vector>
 
 int main(int argc, char** argv) {
+  // The GPU machine collc is tested on requires NVLink multicast off, set before anything loads
+  // NCCL (see the README); leave these three lines out where your machine has no such rule.
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
+  setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
   // Any collc error ends the program with its message; a spec error's diagnostics (file:line:col)
   // were printed to stderr already.
-  llvm::ExitOnError check("allreduce_app: ");
+  collc::ExitOnError check("allreduce_app: ");
   const int nranks = 2;
   const uint64_t count = 4096;
 
-  collc::SpecSource spec = check(collc::loadSpec(argc > 1 ? argv[1] : "allreduce_oneshot"));
+  collc::SpecSource spec =
+      check(collc::fromCompiler(collc::loadSpec(argc > 1 ? argv[1] : "allreduce_oneshot")));
   collc::CompileOptions options;
   options.nranks = nranks;
   options.dtype = collc::DType::F32;
   options.op = collc::ReduceOp::Sum;
-  collc::CompiledCollective compiled = check(collc::compileCollective(spec, options, llvm::errs()));
+  collc::CompiledCollective compiled =
+      check(collc::fromCompiler(collc::compileCollective(spec, options, llvm::errs())));
 
   if (compiled.kind != collc::CollectiveKind::AllReduce) {
     llvm::errs() << "allreduce_app: " << compiled.specName << " is of kind "
@@ -42,7 +52,7 @@ int main(int argc, char** argv) {
   }
 
   collc::JitOptions jit; // sm_90 unless a GPU says otherwise
-  llvm::Expected<int> gpus = collc::gpuCount();
+  collc::Expected<int> gpus = collc::gpuCount();
   if (gpus && *gpus >= nranks)
     jit.arch = collc::gpuArch(0);
   collc::JitResult cubin = check(
@@ -53,7 +63,7 @@ int main(int argc, char** argv) {
                << (cubin.cacheHit ? " (from the cache)" : "") << "\n";
 
   if (!gpus) {
-    llvm::outs() << llvm::toString(gpus.takeError()) << "; compiled to cubin, nothing to run\n";
+    llvm::outs() << collc::toString(gpus.takeError()) << "; compiled to cubin, nothing to run\n";
     return 0;
   }
   if (*gpus < nranks) {

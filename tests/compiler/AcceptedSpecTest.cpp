@@ -71,7 +71,7 @@ TEST_P(AcceptedSpec, CompilesWithEveryStrategyItNames) {
         JitOptions jit;
         jit.useCache = false;
         auto cubin = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, jit);
-        ASSERT_TRUE(bool(cubin)) << name(sync) << ": " << llvm::toString(cubin.takeError());
+        ASSERT_TRUE(bool(cubin)) << name(sync) << ": " << toString(cubin.takeError());
         EXPECT_FALSE(cubin->image.empty());
       }
 }

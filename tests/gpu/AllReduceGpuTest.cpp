@@ -7,10 +7,10 @@
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
-#include "runtime/RunHarness.h"
 #include "tests/StdlibApplicability.h"
 #include "tests/StdlibStrategies.h"
 #include "tests/gpu/GpuTestMain.h"
+#include "tools/harness/RunHarness.h"
 
 #include <chrono>
 #include <llvm/Support/raw_ostream.h>
@@ -75,16 +75,16 @@ protected:
 void expectMatchesReference(const Variant& variant, uint64_t count, uint64_t seed) {
   ASSERT_TRUE(variant.error.empty()) << variant.error;
   LocalWorld& world = *gputest::world();
-  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+  Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(world, variant.compiled, variant.cubin, count);
-  ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
+  ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
   RunOptions options;
   options.count = count;
   options.time = false;
   options.specialValues = true;
   options.seed = seed;
-  llvm::Expected<RunReport> report = runAndCheck(world, **instance, variant.compiled, options);
-  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  Expected<RunReport> report = runAndCheck(world, **instance, variant.compiled, options);
+  ASSERT_TRUE(bool(report)) << toString(report.takeError());
   EXPECT_TRUE(report->correct) << report->firstMismatches;
   EXPECT_EQ(report->checkedCalls, options.checks);
 }
@@ -242,13 +242,13 @@ TEST_P(GraphStressGpu, TenThousandBackToBackCallsAllCorrect) {
   const Variant& variant =
       variantFor(c.spec, c.dtype, ReduceOp::Sum, c.sync, /*root=*/0, /*rowLength=*/0, c.threads);
   ASSERT_TRUE(variant.error.empty()) << variant.error;
-  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+  Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(world, variant.compiled, variant.cubin, count);
-  ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
-  llvm::Expected<RunReport> report =
+  ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
+  Expected<RunReport> report =
       runGraphStress(world, **instance, variant.compiled, count, calls, /*seed=*/42,
                      /*specialValues=*/true);
-  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  ASSERT_TRUE(bool(report)) << toString(report.takeError());
   EXPECT_TRUE(report->correct) << report->firstMismatches;
   EXPECT_EQ(report->checkedCalls, calls);
   RecordProperty("us_per_call", std::to_string(report->usPerOp));
@@ -294,27 +294,27 @@ TEST_P(WatchdogGpu, ReportsAPeerThatNeverCame) {
   const WatchdogCase& c = GetParam();
   const Variant& variant = variantFor(c.spec, DType::F32, ReduceOp::Sum, c.sync);
   ASSERT_TRUE(variant.error.empty()) << variant.error;
-  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+  Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(world, variant.compiled, variant.cubin, count,
                                  /*timeoutNs=*/200'000'000);
-  ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
-  llvm::Expected<DeviceBuffer> in = DeviceBuffer::allocate(world.device(0), count * 4);
-  ASSERT_TRUE(bool(in)) << llvm::toString(in.takeError());
-  llvm::Expected<DeviceBuffer> out = DeviceBuffer::allocate(world.device(0), count * 4);
-  ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
-  llvm::Expected<DeviceBuffer> in1 = DeviceBuffer::allocate(world.device(1), count * 4);
-  ASSERT_TRUE(bool(in1)) << llvm::toString(in1.takeError());
-  llvm::Expected<DeviceBuffer> out1 = DeviceBuffer::allocate(world.device(1), count * 4);
-  ASSERT_TRUE(bool(out1)) << llvm::toString(out1.takeError());
+  ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
+  Expected<DeviceBuffer> in = DeviceBuffer::allocate(world.device(0), count * 4);
+  ASSERT_TRUE(bool(in)) << toString(in.takeError());
+  Expected<DeviceBuffer> out = DeviceBuffer::allocate(world.device(0), count * 4);
+  ASSERT_TRUE(bool(out)) << toString(out.takeError());
+  Expected<DeviceBuffer> in1 = DeviceBuffer::allocate(world.device(1), count * 4);
+  ASSERT_TRUE(bool(in1)) << toString(in1.takeError());
+  Expected<DeviceBuffer> out1 = DeviceBuffer::allocate(world.device(1), count * 4);
+  ASSERT_TRUE(bool(out1)) << toString(out1.takeError());
   std::vector<cudaStream_t> streams = {world.stream(0), world.stream(1)};
 
-  llvm::Error launched = (*instance)->launch(0, in->get(), out->get(), count, streams[0]);
-  ASSERT_FALSE(bool(launched)) << llvm::toString(std::move(launched));
+  Error launched = (*instance)->launch(0, in->get(), out->get(), count, streams[0]);
+  ASSERT_FALSE(bool(launched)) << toString(std::move(launched));
   const auto start = std::chrono::steady_clock::now();
-  llvm::Error waited = (*instance)->synchronize(streams);
+  Error waited = (*instance)->synchronize(streams);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::string message = waited ? llvm::toString(std::move(waited)) : "";
+  std::string message = waited ? toString(std::move(waited)) : "";
   EXPECT_NE(message.find("watchdog: rank 0 block"), std::string::npos) << message;
   if (c.sync == SyncKind::Barrier)
     EXPECT_NE(message.find("for rank 1"), std::string::npos) << message;
@@ -328,9 +328,9 @@ TEST_P(WatchdogGpu, ReportsAPeerThatNeverCame) {
   // reported but did not give up) can finish and the process can exit; its own watchdog may
   // trip in turn, which is expected here.
   launched = (*instance)->launch(1, in1->get(), out1->get(), count, streams[1]);
-  ASSERT_FALSE(bool(launched)) << llvm::toString(std::move(launched));
-  llvm::Error drained = (*instance)->synchronize(streams);
-  std::string drainedMessage = drained ? llvm::toString(std::move(drained)) : "";
+  ASSERT_FALSE(bool(launched)) << toString(std::move(launched));
+  Error drained = (*instance)->synchronize(streams);
+  std::string drainedMessage = drained ? toString(std::move(drained)) : "";
   EXPECT_EQ(drainedMessage.find("hang:"), std::string::npos) << drainedMessage;
 }
 
@@ -348,36 +348,36 @@ protected:
 TEST_F(LocalWorldGpu, AllocationsAreAlignedAndGivenBack) {
   LocalWorld& world = *gputest::world();
   const uint64_t mark = world.heapUsed();
-  llvm::Expected<uint64_t> a = world.allocate(3, 256);
-  ASSERT_TRUE(bool(a)) << llvm::toString(a.takeError());
-  llvm::Expected<uint64_t> b = world.allocate(10, 4096);
-  ASSERT_TRUE(bool(b)) << llvm::toString(b.takeError());
+  Expected<uint64_t> a = world.allocate(3, 256);
+  ASSERT_TRUE(bool(a)) << toString(a.takeError());
+  Expected<uint64_t> b = world.allocate(10, 4096);
+  ASSERT_TRUE(bool(b)) << toString(b.takeError());
   EXPECT_EQ(*a % 256, 0u);
   EXPECT_EQ(*b % 4096, 0u);
   EXPECT_GE(*b, *a + 3);
-  llvm::Expected<uint64_t> tooBig = world.allocate(world.heapBytes());
+  Expected<uint64_t> tooBig = world.allocate(world.heapBytes());
   EXPECT_FALSE(bool(tooBig));
-  EXPECT_NE(llvm::toString(tooBig.takeError()).find("heap exhausted"), std::string::npos);
+  EXPECT_NE(toString(tooBig.takeError()).find("heap exhausted"), std::string::npos);
   world.releaseTo(mark);
   EXPECT_EQ(world.heapUsed(), mark);
 }
 
 TEST_F(LocalWorldGpu, RejectsOneGpuForTwoRanks) {
-  llvm::Expected<std::unique_ptr<LocalWorld>> world = LocalWorld::create({0, 0}, 1 << 20);
+  Expected<std::unique_ptr<LocalWorld>> world = LocalWorld::create({0, 0}, 1 << 20);
   ASSERT_FALSE(bool(world));
-  EXPECT_NE(llvm::toString(world.takeError()).find("both use GPU 0"), std::string::npos);
+  EXPECT_NE(toString(world.takeError()).find("both use GPU 0"), std::string::npos);
 }
 
 TEST_F(LocalWorldGpu, InstanceRejectsTooManyElements) {
   LocalWorld& world = *gputest::world();
   const Variant& variant = variantFor("allreduce_oneshot", DType::F32, ReduceOp::Sum);
   ASSERT_TRUE(variant.error.empty()) << variant.error;
-  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+  Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(world, variant.compiled, variant.cubin, 100);
-  ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
-  llvm::Error err = (*instance)->launch(0, nullptr, nullptr, 101, world.stream(0));
+  ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
+  Error err = (*instance)->launch(0, nullptr, nullptr, 101, world.stream(0));
   ASSERT_TRUE(bool(err));
-  EXPECT_NE(llvm::toString(std::move(err)).find("at most 100"), std::string::npos);
+  EXPECT_NE(toString(std::move(err)).find("at most 100"), std::string::npos);
 }
 
 } // namespace

@@ -1,20 +1,20 @@
 // The stdlib collectives other than the two AllReduces of AllReduceGpuTest (allgather,
 // reducescatter, broadcast, reduce, alltoall, and the rings), compiled for every sync strategy
 // that accepts them and JIT-compiled for the GPUs at hand, run on 2 GPUs and checked against the
-// float64 reference of their kind (runtime/CollectiveReference.h): every dtype, every op of the
-// kinds that reduce, every root of the kinds that have one, over sizes that hit the edges of the
-// vectorized paths and of the blocks (1, 7, 8, 9 elements, odd and large counts), with inputs that
-// include -0.0, subnormals, NaN, +-inf and large magnitudes; and a graph of 2,000 back-to-back
+// float64 reference of their kind (tools/harness/CollectiveReference.h): every dtype, every op of
+// the kinds that reduce, every root of the kinds that have one, over sizes that hit the edges of
+// the vectorized paths and of the blocks (1, 7, 8, 9 elements, odd and large counts), with inputs
+// that include -0.0, subnormals, NaN, +-inf and large magnitudes; and a graph of 2,000 back-to-back
 // calls per variant with every call checked.
-#include "compiler/Compile.h"
 #include "abi/CollectiveShapes.h"
+#include "compiler/Compile.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
-#include "runtime/RunHarness.h"
 #include "tests/StdlibApplicability.h"
 #include "tests/StdlibStrategies.h"
 #include "tests/gpu/GpuTestMain.h"
+#include "tools/harness/RunHarness.h"
 
 #include <llvm/Support/raw_ostream.h>
 #include <map>
@@ -90,16 +90,16 @@ TEST_P(CollectivesGpu, MatchesFloat64Reference) {
   LocalWorld& world = *gputest::world();
   const Variant& variant = variantFor(c.spec, c.dtype, c.op, c.sync, c.root);
   ASSERT_TRUE(variant.error.empty()) << variant.error;
-  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+  Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(world, variant.compiled, variant.cubin, c.count);
-  ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
+  ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
   RunOptions options;
   options.count = c.count;
   options.time = false;
   options.specialValues = true;
   options.seed = c.count * 31 + static_cast<uint64_t>(c.dtype) * 7 + uint64_t(c.root);
-  llvm::Expected<RunReport> report = runAndCheck(world, **instance, variant.compiled, options);
-  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  Expected<RunReport> report = runAndCheck(world, **instance, variant.compiled, options);
+  ASSERT_TRUE(bool(report)) << toString(report.takeError());
   EXPECT_TRUE(report->correct) << report->firstMismatches;
   EXPECT_EQ(report->checkedCalls, options.checks);
 }
@@ -133,13 +133,13 @@ TEST_P(CollectivesGraphStressGpu, BackToBackCallsAllCorrect) {
   LocalWorld& world = *gputest::world();
   const Variant& variant = variantFor(c.spec, c.dtype, c.op, c.sync, c.root);
   ASSERT_TRUE(variant.error.empty()) << variant.error;
-  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+  Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(world, variant.compiled, variant.cubin, c.count);
-  ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
-  llvm::Expected<RunReport> report =
+  ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
+  Expected<RunReport> report =
       runGraphStress(world, **instance, variant.compiled, c.count, calls, /*seed=*/42,
                      /*specialValues=*/true);
-  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  ASSERT_TRUE(bool(report)) << toString(report.takeError());
   EXPECT_TRUE(report->correct) << report->firstMismatches;
   EXPECT_EQ(report->checkedCalls, calls);
   RecordProperty("us_per_call", std::to_string(report->usPerOp));

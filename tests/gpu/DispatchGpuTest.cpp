@@ -3,9 +3,10 @@
 // built-in rule, a CUDA graph that captures calls of three sizes and is replayed with fresh
 // inputs, two host threads (one per rank) launching the same mixed sequence, and a table that
 // overrides the built-in rule.
+#include "pipeline/CompileDispatch.h"
 #include "runtime/Dispatcher.h"
-#include "runtime/HostData.h"
 #include "tests/gpu/GpuTestMain.h"
+#include "tools/harness/HostData.h"
 
 #include <cstdio>
 #include <fstream>
@@ -33,13 +34,13 @@ protected:
   std::unique_ptr<Dispatcher> makeDispatcher(DispatchRequest request) {
     LocalWorld& world = *gputest::world();
     request.nranks = world.nranks();
-    auto program = DispatchProgram::compile(request);
-    EXPECT_TRUE(bool(program)) << llvm::toString(program.takeError());
+    auto program = compileDispatchProgram(request);
+    EXPECT_TRUE(bool(program)) << toString(program.takeError());
     if (!program)
       return nullptr;
     std::printf("%s", program->description().c_str());
     auto dispatcher = Dispatcher::create(world, std::move(*program));
-    EXPECT_TRUE(bool(dispatcher)) << llvm::toString(dispatcher.takeError());
+    EXPECT_TRUE(bool(dispatcher)) << toString(dispatcher.takeError());
     return dispatcher ? std::move(*dispatcher) : nullptr;
   }
 
@@ -53,9 +54,9 @@ protected:
       EXPECT_TRUE(in && out);
       if (!in || !out) {
         if (!in)
-          llvm::consumeError(in.takeError());
+          consumeError(in.takeError());
         if (!out)
-          llvm::consumeError(out.takeError());
+          consumeError(out.takeError());
         return call;
       }
       call.in.push_back(std::move(*in));
@@ -113,8 +114,8 @@ protected:
     std::vector<cudaStream_t> streams;
     for (int r = 0; r < world.nranks(); ++r)
       streams.push_back(world.stream(r));
-    llvm::Error err = dispatcher.synchronize(streams);
-    ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
+    Error err = dispatcher.synchronize(streams);
+    ASSERT_FALSE(bool(err)) << toString(std::move(err));
   }
 };
 
@@ -230,9 +231,9 @@ TEST_F(DispatchGpu, TwoThreadsOneRankEachLaunchTheSameMixedSequence) {
   std::string errors[2];
   auto rankThread = [&](int rank) {
     for (const CallBuffers& call : calls)
-      if (llvm::Error err = dispatcher->launch(rank, call.in[rank].get(), call.out[rank].get(),
-                                               call.count, world.stream(rank)))
-        errors[rank] += llvm::toString(std::move(err)) + "\n";
+      if (Error err = dispatcher->launch(rank, call.in[rank].get(), call.out[rank].get(),
+                                         call.count, world.stream(rank)))
+        errors[rank] += toString(std::move(err)) + "\n";
   };
   std::thread rank0(rankThread, 0), rank1(rankThread, 1);
   rank0.join();
@@ -283,10 +284,10 @@ TEST_F(DispatchGpu, ACallAboveMaxCountIsAnError) {
   auto dispatcher = makeDispatcher(request);
   ASSERT_TRUE(dispatcher);
   CallBuffers call = allocate(request.dtype, 2048);
-  llvm::Error err =
+  Error err =
       dispatcher->launch(0, call.in[0].get(), call.out[0].get(), 2048, gputest::world()->stream(0));
   ASSERT_TRUE(bool(err));
-  EXPECT_NE(llvm::toString(std::move(err)).find("at most 1024"), std::string::npos);
+  EXPECT_NE(toString(std::move(err)).find("at most 1024"), std::string::npos);
 }
 
 } // namespace

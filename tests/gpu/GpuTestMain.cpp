@@ -4,8 +4,10 @@
 #include "tests/gpu/GpuTestMain.h"
 
 #include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
+#include "tools/launch/NvlinkMulticast.h"
 
 #include <cstdio>
 #include <llvm/Support/Error.h>
@@ -47,19 +49,18 @@ std::unique_ptr<SharedGpuWorld>& sharedGpuWorldInstance() {
 class WorldEnvironment : public ::testing::Environment {
 public:
   void SetUp() override {
-    llvm::Expected<int> count = gpuCount();
+    Expected<int> count = gpuCount();
     if (!count) {
-      skipReasonText() = llvm::toString(count.takeError());
+      skipReasonText() = toString(count.takeError());
       return;
     }
     if (*count < 2) {
       skipReasonText() = "needs 2 GPUs, found " + std::to_string(*count) + " (" + gpuName(0) + ")";
       return;
     }
-    llvm::Expected<std::unique_ptr<LocalWorld>> created =
-        LocalWorld::create({0, 1}, kHeapBytesPerRank);
+    Expected<std::unique_ptr<LocalWorld>> created = LocalWorld::create({0, 1}, kHeapBytesPerRank);
     if (!created) {
-      setupErrorText() = "could not build the 2-GPU world: " + llvm::toString(created.takeError());
+      setupErrorText() = "could not build the 2-GPU world: " + toString(created.takeError());
       return;
     }
     sharedWorld() = std::move(*created);
@@ -89,16 +90,16 @@ SharedGpuWorld* sharedGpuWorld(int nranks, std::string& skip, std::string& error
   if (world && world->nranks() == nranks)
     return world.get();
   world.reset(); // one at a time: its heaps go before the next one's are allocated
-  llvm::Expected<int> count = gpuCount();
+  Expected<int> count = gpuCount();
   if (!count) {
-    skip = llvm::toString(count.takeError());
+    skip = toString(count.takeError());
     return nullptr;
   }
-  llvm::Expected<std::unique_ptr<SharedGpuWorld>> created =
+  Expected<std::unique_ptr<SharedGpuWorld>> created =
       SharedGpuWorld::create(nranks, 0, kSharedHeapBytesPerRank);
   if (!created) {
     error = "could not build the world of " + std::to_string(nranks) +
-            " ranks on GPU 0: " + llvm::toString(created.takeError());
+            " ranks on GPU 0: " + toString(created.takeError());
     return nullptr;
   }
   world = std::move(*created);
@@ -116,9 +117,9 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
   Variant& variant = it->second;
   if (!inserted)
     return variant;
-  llvm::Expected<SpecSource> spec = loadSpec(specName);
+  Expected<SpecSource> spec = fromCompiler(loadSpec(specName));
   if (!spec) {
-    variant.error = llvm::toString(spec.takeError());
+    variant.error = toString(spec.takeError());
     return variant;
   }
   CompileOptions options;
@@ -132,18 +133,19 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
     options.threads = threads;
   options.unroll = unroll;
   options.wholeStores = wholeStores;
-  llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, llvm::errs());
+  Expected<CompiledCollective> compiled =
+      fromCompiler(compileCollective(*spec, options, llvm::errs()));
   if (!compiled) {
-    variant.error = "compile: " + llvm::toString(compiled.takeError());
+    variant.error = "compile: " + toString(compiled.takeError());
     return variant;
   }
   variant.compiled = std::move(*compiled);
   JitOptions jit;
   jit.arch = gpuArch(world()->device(0));
-  llvm::Expected<JitResult> cubin =
+  Expected<JitResult> cubin =
       compileCuda(variant.compiled.cudaSource, variant.compiled.kernelName, JitOutput::Cubin, jit);
   if (!cubin) {
-    variant.error = "NVRTC: " + llvm::toString(cubin.takeError());
+    variant.error = "NVRTC: " + toString(cubin.takeError());
     return variant;
   }
   variant.cubin = std::move(cubin->image);
@@ -153,6 +155,7 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
 } // namespace collc::gputest
 
 int main(int argc, char** argv) {
+  collc::keepNvlinkMulticastOff(); // the GPU machine's rule, before anything loads NCCL
   // Before anything starts CUDA: the many-ranks tests give every rank's stream a queue of its own.
   collc::requestWorkQueuePerStream();
   ::testing::InitGoogleTest(&argc, argv);

@@ -149,18 +149,18 @@ class LL128Probe : public ::testing::TestWithParam<ReadPattern> {};
 TEST_P(LL128Probe, AWarpsLineStoreIsSeenWholeByAWarpsLineLoadAcrossNVLink) {
   // NVRTC needs no GPU: the probe's source is checked everywhere, the probe runs where GPUs are.
   auto compiled = compileCuda(probeSource(GetParam()), "ll128_probe.cu", JitOutput::Cubin);
-  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError());
   COLLC_REQUIRE_GPU_WORLD();
   LocalWorld& world = *gputest::world();
   auto kernel =
       LoadedKernel::load({world.device(0), world.device(1)}, compiled->image, "ll128_probe");
-  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  ASSERT_TRUE(bool(kernel)) << toString(kernel.takeError());
 
   const size_t lineBytes = kLines * 128;
   auto lines = DeviceBuffer::allocate(world.device(1), lineBytes);
-  ASSERT_TRUE(bool(lines)) << llvm::toString(lines.takeError());
+  ASSERT_TRUE(bool(lines)) << toString(lines.takeError());
   auto results = DeviceBuffer::allocate(world.device(1), kResults * sizeof(unsigned long long));
-  ASSERT_TRUE(bool(results)) << llvm::toString(results.takeError());
+  ASSERT_TRUE(bool(results)) << toString(results.takeError());
   ASSERT_EQ(cudaSetDevice(world.device(1)), cudaSuccess);
   ASSERT_EQ(cudaMemset(lines->get(), 0, lineBytes), cudaSuccess);
   ASSERT_EQ(cudaMemset(results->get(), 0, results->bytes()), cudaSuccess);

@@ -9,15 +9,16 @@
 // next to its peers', it is compiled with as many as fit (CoResidency.h). Timings are not looked
 // at: they mean nothing here. A machine with one GPU runs all of this.
 #include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
 #include "runtime/CoResidency.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
-#include "runtime/RunHarness.h"
 #include "tests/ManyRankCounts.h"
 #include "tests/StdlibApplicability.h"
 #include "tests/StdlibStrategies.h"
 #include "tests/gpu/GpuTestMain.h"
+#include "tools/harness/RunHarness.h"
 
 #include <algorithm>
 #include <atomic>
@@ -88,9 +89,9 @@ struct ManyRankVariant {
 /// The spec compiled for the case; with fewer blocks than its own where all ranks' would not fit.
 ManyRankVariant compileCase(const ManyRankCase& c, int multiprocessors) {
   ManyRankVariant variant;
-  llvm::Expected<SpecSource> spec = loadSpec(c.spec);
+  auto spec = fromCompiler(loadSpec(c.spec));
   if (!spec) {
-    variant.error = llvm::toString(spec.takeError());
+    variant.error = toString(spec.takeError());
     return variant;
   }
   CompileOptions options;
@@ -101,9 +102,9 @@ ManyRankVariant compileCase(const ManyRankCase& c, int multiprocessors) {
   options.sync = c.sync;
   options.formatSource = false; // a third of the compile, and nobody reads these sources
   for (int attempt = 0; attempt < 2; ++attempt) {
-    llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, llvm::errs());
+    auto compiled = fromCompiler(compileCollective(*spec, options, llvm::errs()));
     if (!compiled) {
-      variant.error = "compile: " + llvm::toString(compiled.takeError());
+      variant.error = "compile: " + toString(compiled.takeError());
       return variant;
     }
     variant.compiled = std::move(*compiled);
@@ -158,12 +159,12 @@ const ManyRankVariant& variantFor(const ManyRankCase& c) {
     auto work = [&] {
       for (size_t i; (i = next++) < pending.size();) {
         ManyRankVariant& variant = *pending[i];
-        llvm::Expected<JitResult> cubin = compileCuda(
-            variant.compiled.cudaSource, variant.compiled.kernelName, JitOutput::Cubin, jit);
+        Expected<JitResult> cubin = compileCuda(variant.compiled.cudaSource,
+                                                variant.compiled.kernelName, JitOutput::Cubin, jit);
         if (cubin)
           variant.cubin = std::move(cubin->image);
         else
-          variant.error = "NVRTC: " + llvm::toString(cubin.takeError());
+          variant.error = "NVRTC: " + toString(cubin.takeError());
       }
     };
     const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
@@ -211,9 +212,9 @@ TEST_P(ManyRanksOneGpu, EveryCallMatchesFloat64Reference) {
   ASSERT_EQ(rows, hasRows(c.spec));
   const std::vector<uint64_t> counts = countsFor(c, compiled);
   const uint64_t maxCount = *std::max_element(counts.begin(), counts.end());
-  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+  Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(*world_, compiled, variant.cubin, maxCount);
-  ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
+  ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
 
   const uint64_t caseSeed = uint64_t(c.nranks) * 1000003 + uint64_t(c.dtype) * 101 +
                             uint64_t(c.sync) * 11 + uint64_t(c.op) * 7 + uint64_t(c.root);
@@ -224,8 +225,8 @@ TEST_P(ManyRanksOneGpu, EveryCallMatchesFloat64Reference) {
     options.time = false;
     options.specialValues = !rows; // one NaN poisons a whole row's norm
     options.seed = caseSeed + count;
-    llvm::Expected<RunReport> report = runAndCheck(*world_, **instance, compiled, options);
-    ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+    Expected<RunReport> report = runAndCheck(*world_, **instance, compiled, options);
+    ASSERT_TRUE(bool(report)) << toString(report.takeError());
     EXPECT_TRUE(report->correct) << report->firstMismatches;
     EXPECT_EQ(report->checkedCalls, options.checks);
   }
@@ -233,9 +234,9 @@ TEST_P(ManyRanksOneGpu, EveryCallMatchesFloat64Reference) {
   // (a scratch copy, flag or epoch reused too early) corrupts some call's output.
   SCOPED_TRACE("graph of " + std::to_string(kGraphCalls) + " calls of " +
                std::to_string(counts.back()));
-  llvm::Expected<RunReport> report =
+  Expected<RunReport> report =
       runGraphStress(*world_, **instance, compiled, counts.back(), kGraphCalls, caseSeed, !rows);
-  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  ASSERT_TRUE(bool(report)) << toString(report.takeError());
   EXPECT_TRUE(report->correct) << report->firstMismatches;
   EXPECT_EQ(report->checkedCalls, kGraphCalls);
 }
@@ -278,22 +279,22 @@ TEST_F(ManyRanksOneGpuWorld, RefusesBlocksThatCannotAllBeResident) {
   const int multiprocessors = multiprocessorCount(0);
   const int blocks = maxCoResidentBlocksPerRank(multiprocessors, kMostRanks) + 1;
   ASSERT_LE(blocks, COLLC_MAX_BLOCKS);
-  llvm::Expected<SpecSource> spec = loadSpec("allreduce_oneshot");
-  ASSERT_TRUE(bool(spec)) << llvm::toString(spec.takeError());
+  auto spec = fromCompiler(loadSpec("allreduce_oneshot"));
+  ASSERT_TRUE(bool(spec)) << toString(spec.takeError());
   CompileOptions options;
   options.nranks = kMostRanks;
   options.blocks = blocks;
-  llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, llvm::errs());
-  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  auto compiled = fromCompiler(compileCollective(*spec, options, llvm::errs()));
+  ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError());
   JitOptions jit;
   jit.arch = gpuArch(0);
-  llvm::Expected<JitResult> cubin =
+  Expected<JitResult> cubin =
       compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, jit);
-  ASSERT_TRUE(bool(cubin)) << llvm::toString(cubin.takeError());
-  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+  ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError());
+  Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(*world_, *compiled, cubin->image, 1024);
   ASSERT_FALSE(bool(instance));
-  const std::string message = llvm::toString(instance.takeError());
+  const std::string message = toString(instance.takeError());
   EXPECT_NE(message.find("8 ranks share GPU 0 with " + std::to_string(blocks) + " blocks each: " +
                          std::to_string(blocks * kMostRanks) + " blocks, but it has " +
                          std::to_string(multiprocessors) + " multiprocessors"),

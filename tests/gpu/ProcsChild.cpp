@@ -1,6 +1,7 @@
 #include "tests/gpu/ProcsChild.h"
 
 #include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
@@ -9,8 +10,8 @@
 #include "runtime/NcclLibrary.h"
 #include "runtime/ProcessWorld.h"
 #include "runtime/Rendezvous.h"
-#include "runtime/RunHarness.h"
 #include "tests/StdlibStrategies.h"
+#include "tools/harness/RunHarness.h"
 
 #include <chrono>
 #include <csignal>
@@ -50,7 +51,7 @@ std::string oneLine(std::string text) {
   return text;
 }
 
-llvm::Expected<std::unique_ptr<ProcessWorld>> joinWorld() {
+Expected<std::unique_ptr<ProcessWorld>> joinWorld() {
   ProcessWorldOptions options;
   options.heapBytes = kHeapBytes;
   return ProcessWorld::fromEnvironment(options);
@@ -67,9 +68,9 @@ struct Variant {
 Variant compileVariant(const SymmetricWorld& world, const std::string& spec, SyncKind sync,
                        DType dtype, ReduceOp op) {
   Variant variant;
-  llvm::Expected<SpecSource> source = loadSpec(spec);
+  Expected<SpecSource> source = fromCompiler(loadSpec(spec));
   if (!source) {
-    variant.error = llvm::toString(source.takeError());
+    variant.error = toString(source.takeError());
     return variant;
   }
   CompileOptions options;
@@ -79,19 +80,19 @@ Variant compileVariant(const SymmetricWorld& world, const std::string& spec, Syn
   options.op = op;
   std::string diagnostics;
   llvm::raw_string_ostream os(diagnostics);
-  llvm::Expected<CompiledCollective> compiled = compileCollective(*source, options, os);
+  Expected<CompiledCollective> compiled = fromCompiler(compileCollective(*source, options, os));
   if (!compiled) {
     variant.error =
-        "the compiler refuses it: " + oneLine(os.str() + llvm::toString(compiled.takeError()));
+        "the compiler refuses it: " + oneLine(os.str() + toString(compiled.takeError()));
     return variant;
   }
   variant.compiled = std::move(*compiled);
   JitOptions jit;
   jit.arch = gpuArch(world.device(world.localRanks()[0]));
-  llvm::Expected<JitResult> cubin =
+  Expected<JitResult> cubin =
       compileCuda(variant.compiled.cudaSource, variant.compiled.kernelName, JitOutput::Cubin, jit);
   if (!cubin) {
-    variant.error = "NVRTC: " + oneLine(llvm::toString(cubin.takeError()));
+    variant.error = "NVRTC: " + oneLine(toString(cubin.takeError()));
     return variant;
   }
   variant.cubin = std::move(cubin->image);
@@ -110,7 +111,7 @@ int matrix(const std::vector<std::string>& args) {
   const std::string spec = args[1];
   auto world = joinWorld();
   if (!world)
-    return fail("matrix", oneLine(llvm::toString(world.takeError())));
+    return fail("matrix", oneLine(toString(world.takeError())));
   for (DType dtype : kAllDTypes)
     for (ReduceOp op : kAllReduceOps) {
       if (!tests::strategyApplies(*sync, op))
@@ -124,7 +125,7 @@ int matrix(const std::vector<std::string>& args) {
       auto instance = CollectiveInstance::create(**world, variant.compiled, variant.cubin,
                                                  kMatrixCounts[std::size(kMatrixCounts) - 1]);
       if (!instance) {
-        return fail(variantName, oneLine(llvm::toString(instance.takeError())));
+        return fail(variantName, oneLine(toString(instance.takeError())));
       }
       for (uint64_t count : kMatrixCounts) {
         const std::string caseName = variantName + " n=" + std::to_string(count);
@@ -135,7 +136,7 @@ int matrix(const std::vector<std::string>& args) {
         auto report = runAndCheck(**world, **instance, variant.compiled, options);
         if (!report) {
           // The ranks may be out of step now: stop here.
-          return fail(caseName, oneLine(llvm::toString(report.takeError())));
+          return fail(caseName, oneLine(toString(report.takeError())));
         }
         if (!report->correct)
           fail(caseName, oneLine(report->firstMismatches));
@@ -154,7 +155,7 @@ int graph(const std::vector<std::string>& args) {
   const std::string spec = args[1];
   auto world = joinWorld();
   if (!world)
-    return fail("graph", oneLine(llvm::toString(world.takeError())));
+    return fail("graph", oneLine(toString(world.takeError())));
   for (DType dtype : {DType::F32, DType::BF16}) {
     const std::string variantName = spec + " " + args[2] + " " + std::string(name(dtype)) + " sum";
     Variant variant = compileVariant(**world, spec, *sync, dtype, ReduceOp::Sum);
@@ -162,10 +163,10 @@ int graph(const std::vector<std::string>& args) {
       return fail(variantName, variant.error);
     auto instance = CollectiveInstance::create(**world, variant.compiled, variant.cubin, 65536);
     if (!instance)
-      return fail(variantName, oneLine(llvm::toString(instance.takeError())));
+      return fail(variantName, oneLine(toString(instance.takeError())));
     auto stress = runGraphStress(**world, **instance, variant.compiled, 4096 + 5, 300, 42);
     if (!stress)
-      return fail(variantName + " stress", oneLine(llvm::toString(stress.takeError())));
+      return fail(variantName + " stress", oneLine(toString(stress.takeError())));
     if (!stress->correct || stress->checkedCalls != 300)
       fail(variantName + " stress", oneLine(stress->firstMismatches));
     else
@@ -177,7 +178,7 @@ int graph(const std::vector<std::string>& args) {
     options.replays = 3;
     auto timed = runAndCheck(**world, **instance, variant.compiled, options);
     if (!timed)
-      return fail(variantName + " timed", oneLine(llvm::toString(timed.takeError())));
+      return fail(variantName + " timed", oneLine(toString(timed.takeError())));
     if (!timed->correct || timed->usPerOp <= 0 || timed->usPerOpPerRank.size() != 2)
       fail(variantName + " timed", oneLine(timed->firstMismatches));
     else
@@ -197,7 +198,7 @@ bool checkThroughNccl(ProcessWorld& world, CollectiveInstance& instance, const V
   auto report = runAndCheck(world, instance, variant.compiled, options);
   const std::string caseName = variantName + " n=" + std::to_string(count);
   if (!report) {
-    fail(caseName, oneLine(llvm::toString(report.takeError())));
+    fail(caseName, oneLine(toString(report.takeError())));
     return false;
   }
   if (!report->correct)
@@ -213,7 +214,7 @@ bool checkThroughNccl(ProcessWorld& world, CollectiveInstance& instance, const V
 int ncclPath(const std::vector<std::string>&) {
   auto world = joinWorld();
   if (!world)
-    return fail("nccl-path", oneLine(llvm::toString(world.takeError())));
+    return fail("nccl-path", oneLine(toString(world.takeError())));
   if (!(*world)->collectivesViaNccl() || (*world)->nodeCount() != 2)
     return fail("nccl-path world", "expected 2 nodes and NCCL: " + (*world)->pathDescription()), 1;
   pass("nccl-path world", (*world)->pathDescription());
@@ -226,7 +227,7 @@ int ncclPath(const std::vector<std::string>&) {
       return fail(variantName, variant.error);
     auto instance = CollectiveInstance::create(**world, variant.compiled, variant.cubin, 1 << 20);
     if (!instance)
-      return fail(variantName, oneLine(llvm::toString(instance.takeError())));
+      return fail(variantName, oneLine(toString(instance.takeError())));
     if ((*instance)->engine() != CollectiveInstance::Engine::Nccl)
       return fail(variantName, "the instance runs " + (*instance)->engineDescription());
     for (uint64_t count : {uint64_t(1), uint64_t(4097), uint64_t(1) << 20})
@@ -246,7 +247,7 @@ int ncclPath(const std::vector<std::string>&) {
       return fail(variantName, variant.error);
     auto instance = CollectiveInstance::create(**world, variant.compiled, variant.cubin, 1 << 16);
     if (!instance)
-      return fail(variantName, oneLine(llvm::toString(instance.takeError())));
+      return fail(variantName, oneLine(toString(instance.takeError())));
     for (uint64_t count : {uint64_t(4097), uint64_t(1) << 16})
       if (!checkThroughNccl(**world, **instance, variant, variantName, count))
         return 1;
@@ -259,7 +260,7 @@ int ncclPath(const std::vector<std::string>&) {
 int deadPeer(const std::vector<std::string>&) {
   auto world = joinWorld();
   if (!world)
-    return fail("dead-peer", oneLine(llvm::toString(world.takeError())));
+    return fail("dead-peer", oneLine(toString(world.takeError())));
   ProcessWorld& w = **world;
   Variant variant =
       compileVariant(w, "allreduce_oneshot", SyncKind::Barrier, DType::F32, ReduceOp::Sum);
@@ -268,9 +269,9 @@ int deadPeer(const std::vector<std::string>&) {
   auto instance = CollectiveInstance::create(w, variant.compiled, variant.cubin, 4096,
                                              /*timeoutNs=*/1'000'000'000);
   if (!instance)
-    return fail("dead-peer", oneLine(llvm::toString(instance.takeError())));
-  if (llvm::Error err = w.barrier("before rank 1 exits"))
-    return fail("dead-peer", oneLine(llvm::toString(std::move(err))));
+    return fail("dead-peer", oneLine(toString(instance.takeError())));
+  if (Error err = w.barrier("before rank 1 exits"))
+    return fail("dead-peer", oneLine(toString(std::move(err))));
   if (w.rank() == 1) {
     std::printf("rank 1 exits now, without a word to its peer\n");
     std::fflush(stdout);
@@ -284,13 +285,13 @@ int deadPeer(const std::vector<std::string>&) {
   if (!in || !out)
     return fail("dead-peer", "allocation failed");
   const auto start = std::chrono::steady_clock::now();
-  llvm::Error launched = (*instance)->launch(0, in->get(), out->get(), 4096, w.stream(0));
-  llvm::Error waited = launched ? std::move(launched) : (*instance)->synchronize({w.stream(0)});
+  Error launched = (*instance)->launch(0, in->get(), out->get(), 4096, w.stream(0));
+  Error waited = launched ? std::move(launched) : (*instance)->synchronize({w.stream(0)});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!waited)
     return fail("dead-peer", "the call succeeded without its peer");
-  const std::string message = oneLine(llvm::toString(std::move(waited)));
+  const std::string message = oneLine(toString(std::move(waited)));
   if (message.find("rank 1's process") == std::string::npos ||
       message.find("has exited") == std::string::npos || message.find("hang:") != std::string::npos)
     return fail("dead-peer", "the error does not name the dead peer: " + message);
@@ -305,7 +306,7 @@ int deadPeer(const std::vector<std::string>&) {
 int killPeer(const std::vector<std::string>&) {
   auto world = joinWorld();
   if (!world)
-    return fail("kill-peer", oneLine(llvm::toString(world.takeError())));
+    return fail("kill-peer", oneLine(toString(world.takeError())));
   if ((*world)->rank() == 1)
     raise(SIGKILL);
   std::this_thread::sleep_for(std::chrono::seconds(60));
@@ -340,7 +341,7 @@ int adopt(const std::vector<std::string>&) {
     options.heapBytes = size_t(64) << 20;
     auto world = ProcessWorld::adopt(comm, options);
     if (!world)
-      return fail("adopt", oneLine(llvm::toString(world.takeError())));
+      return fail("adopt", oneLine(toString(world.takeError())));
     if ((*world)->rank() != env.rank || (*world)->device(env.rank) != env.localRank)
       return fail("adopt", "rank or device not taken from the communicator");
     Variant variant =
@@ -349,14 +350,14 @@ int adopt(const std::vector<std::string>&) {
       return fail("adopt", variant.error);
     auto instance = CollectiveInstance::create(**world, variant.compiled, variant.cubin, 65536);
     if (!instance)
-      return fail("adopt", oneLine(llvm::toString(instance.takeError())));
+      return fail("adopt", oneLine(toString(instance.takeError())));
     RunOptions options2;
     options2.count = 65536;
     options2.graphOps = 10;
     options2.replays = 3;
     auto report = runAndCheck(**world, **instance, variant.compiled, options2);
     if (!report)
-      return fail("adopt", oneLine(llvm::toString(report.takeError())));
+      return fail("adopt", oneLine(toString(report.takeError())));
     if (!report->correct)
       return fail("adopt", oneLine(report->firstMismatches));
     pass("adopt run", std::to_string(report->usPerOp) + " us/op");

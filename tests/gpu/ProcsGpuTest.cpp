@@ -11,11 +11,12 @@
 //  - `collc run --procs 2` and `collc run` under a launcher, against NCCL in the same run.
 // Without two GPUs and NCCL every test skips and says why.
 #include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
 #include "runtime/Devices.h"
-#include "runtime/Launcher.h"
 #include "runtime/NcclLibrary.h"
 #include "tests/StdlibApplicability.h"
 #include "tests/StdlibStrategies.h"
+#include "tools/launch/Launcher.h"
 
 #include <cctype>
 #include <gtest/gtest.h>
@@ -31,9 +32,9 @@ namespace {
 /// Skips unless 2 GPUs and NCCL are there.
 #define REQUIRE_TWO_GPUS_AND_NCCL()                                                                \
   do {                                                                                             \
-    llvm::Expected<int> gpus = gpuCount();                                                         \
+    Expected<int> gpus = gpuCount();                                                               \
     if (!gpus)                                                                                     \
-      GTEST_SKIP() << llvm::toString(gpus.takeError());                                            \
+      GTEST_SKIP() << toString(gpus.takeError());                                                  \
     if (*gpus < 2)                                                                                 \
       GTEST_SKIP() << "no GPU pair: one process per GPU needs 2 GPUs, " << *gpus << " visible";    \
     if (ncclVersionString() == "not found")                                                        \
@@ -79,10 +80,10 @@ WorldRun runScenario(const std::vector<std::string>& scenario,
   launch.args.insert(launch.args.end(), scenario.begin(), scenario.end());
   launch.extraEnvironment = std::move(environment);
   launch.timeoutSeconds = timeoutSeconds;
-  llvm::Expected<LaunchOutcome> outcome = launchWorld(launch, capture(run, mutex));
+  Expected<LaunchOutcome> outcome = launchWorld(launch, capture(run, mutex));
   if (!outcome) {
     run.outcome.exitCode = -1;
-    run.outcome.failure = llvm::toString(outcome.takeError());
+    run.outcome.failure = toString(outcome.takeError());
   } else {
     run.outcome = std::move(*outcome);
   }
@@ -126,18 +127,18 @@ std::vector<SpecSync> specSyncCases() {
 /// case is a strategy this version implements, so a refusal is a failure, found before any
 /// process starts.
 std::string refusal(const SpecSync& c) {
-  llvm::Expected<SpecSource> spec = loadSpec(c.spec);
+  Expected<SpecSource> spec = fromCompiler(loadSpec(c.spec));
   if (!spec)
-    return llvm::toString(spec.takeError());
+    return toString(spec.takeError());
   CompileOptions options;
   options.nranks = 2;
   options.sync = c.sync;
   std::string diagnostics;
   llvm::raw_string_ostream os(diagnostics);
-  llvm::Expected<CompiledCollective> compiled = compileCollective(*spec, options, os);
+  Expected<CompiledCollective> compiled = fromCompiler(compileCollective(*spec, options, os));
   if (compiled)
     return "";
-  return os.str() + llvm::toString(compiled.takeError());
+  return os.str() + toString(compiled.takeError());
 }
 
 class ProcsMatrix : public ::testing::TestWithParam<SpecSync> {
@@ -230,9 +231,9 @@ TEST_F(ProcsGpu, AdoptsTheApplicationsCommunicator) {
 
 /// bin/collc next to this test binary (the build folder and the GPU bundle both have it).
 std::string collcTool() {
-  llvm::Expected<std::string> self = thisExecutable();
+  Expected<std::string> self = thisExecutable();
   if (!self) {
-    llvm::consumeError(self.takeError());
+    consumeError(self.takeError());
     return "";
   }
   std::string tool = self->substr(0, self->rfind('/') + 1) + "collc";
@@ -252,11 +253,11 @@ WorldRun runCollc(const std::vector<std::string>& args, int processes,
     spec.processes = 1;
     spec.timeoutSeconds = 300;
     spec.environment = [environment](int) { return environment; };
-    llvm::Expected<LaunchOutcome> outcome = launchProcesses(spec, capture(run, mutex));
+    Expected<LaunchOutcome> outcome = launchProcesses(spec, capture(run, mutex));
     if (outcome)
       run.outcome = std::move(*outcome);
     else
-      run.outcome.exitCode = -1, run.outcome.failure = llvm::toString(outcome.takeError());
+      run.outcome.exitCode = -1, run.outcome.failure = toString(outcome.takeError());
     return run;
   }
   WorldLaunch launch;
@@ -265,11 +266,11 @@ WorldRun runCollc(const std::vector<std::string>& args, int processes,
   launch.args = args;
   launch.extraEnvironment = std::move(environment);
   launch.timeoutSeconds = 300;
-  llvm::Expected<LaunchOutcome> outcome = launchWorld(launch, capture(run, mutex));
+  Expected<LaunchOutcome> outcome = launchWorld(launch, capture(run, mutex));
   if (outcome)
     run.outcome = std::move(*outcome);
   else
-    run.outcome.exitCode = -1, run.outcome.failure = llvm::toString(outcome.takeError());
+    run.outcome.exitCode = -1, run.outcome.failure = toString(outcome.takeError());
   return run;
 }
 

@@ -1,6 +1,6 @@
 // The fused AllReduce + residual add + RMSNorm (stdlib/allreduce_rmsnorm.coll) on 2 GPUs, through
 // the run harness: fresh random input, residual and weight for every call, and both outputs
-// (residual_out and out) checked against the float64 reference of runtime/RmsNormReference.h,
+// (residual_out and out) checked against the float64 reference of tools/harness/RmsNormReference.h,
 // eagerly and after a timed graph; hidden 4096 and 8192, 1 to 128 tokens, every type and the sync
 // strategies the spec is written for; a graph of back-to-back calls each with its own buffers;
 // and the harness's refusals (a count that is not whole rows, special values).
@@ -8,8 +8,8 @@
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
-#include "runtime/RunHarness.h"
 #include "tests/gpu/GpuTestMain.h"
+#include "tools/harness/RunHarness.h"
 
 #include <map>
 #include <ostream>
@@ -68,16 +68,16 @@ TEST_P(RmsNormGpu, BothOutputsMatchFloat64Reference) {
   const gputest::Variant variant = rowVariantFor(c.hidden, c.dtype, c.sync);
   ASSERT_TRUE(variant.error.empty()) << variant.error;
   const uint64_t count = c.tokens * uint64_t(c.hidden);
-  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+  Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(world, variant.compiled, variant.cubin, count);
-  ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
+  ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
   RunOptions options;
   options.count = count;
   options.graphOps = 8;
   options.replays = 2;
   options.seed = c.tokens * 131 + uint64_t(c.hidden) + uint64_t(c.dtype) * 7 + uint64_t(c.sync);
-  llvm::Expected<RunReport> report = runAndCheck(world, **instance, variant.compiled, options);
-  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  Expected<RunReport> report = runAndCheck(world, **instance, variant.compiled, options);
+  ASSERT_TRUE(bool(report)) << toString(report.takeError());
   EXPECT_TRUE(report->correct) << report->firstMismatches;
   EXPECT_EQ(report->checkedCalls, options.checks + 1);
   EXPECT_GT(report->usPerOp, 0);
@@ -123,16 +123,16 @@ TEST_P(RmsNormRowShapeGpu, BothOutputsMatchFloat64Reference) {
     ASSERT_EQ(variant.compiled.launch.threads, c.threads);
     for (uint64_t tokens : {1, 3, 40}) {
       const uint64_t count = tokens * uint64_t(c.hidden);
-      llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+      Expected<std::unique_ptr<CollectiveInstance>> instance =
           CollectiveInstance::create(world, variant.compiled, variant.cubin, count);
-      ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
+      ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
       RunOptions options;
       options.count = count;
       options.graphOps = 4;
       options.replays = 2;
       options.seed = tokens + uint64_t(c.hidden) + uint64_t(c.threads);
-      llvm::Expected<RunReport> report = runAndCheck(world, **instance, variant.compiled, options);
-      ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+      Expected<RunReport> report = runAndCheck(world, **instance, variant.compiled, options);
+      ASSERT_TRUE(bool(report)) << toString(report.takeError());
       EXPECT_TRUE(report->correct) << "tokens " << tokens << ": " << report->firstMismatches;
     }
   }
@@ -155,12 +155,12 @@ TEST_P(RmsNormStressGpu, BackToBackCallsAllCorrect) {
   const gputest::Variant variant = rowVariantFor(4096, DType::BF16, GetParam());
   ASSERT_TRUE(variant.error.empty()) << variant.error;
   const uint64_t count = 2 * 4096;
-  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+  Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(world, variant.compiled, variant.cubin, count);
-  ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
-  llvm::Expected<RunReport> report =
+  ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
+  Expected<RunReport> report =
       runGraphStress(world, **instance, variant.compiled, count, 2000, /*seed=*/42);
-  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  ASSERT_TRUE(bool(report)) << toString(report.takeError());
   EXPECT_TRUE(report->correct) << report->firstMismatches;
   EXPECT_EQ(report->checkedCalls, 2000);
 }
@@ -179,21 +179,21 @@ TEST_F(RmsNormHarnessGpu, RefusesCountsThatAreNotWholeRowsAndSpecialValues) {
   LocalWorld& world = *gputest::world();
   const gputest::Variant variant = rowVariantFor(4096, DType::BF16, SyncKind::LL);
   ASSERT_TRUE(variant.error.empty()) << variant.error;
-  llvm::Expected<std::unique_ptr<CollectiveInstance>> instance =
+  Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(world, variant.compiled, variant.cubin, 2 * 4096);
-  ASSERT_TRUE(bool(instance)) << llvm::toString(instance.takeError());
+  ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
   RunOptions options;
   options.time = false;
   options.count = 4096 + 8;
-  llvm::Expected<RunReport> partial = runAndCheck(world, **instance, variant.compiled, options);
+  Expected<RunReport> partial = runAndCheck(world, **instance, variant.compiled, options);
   ASSERT_FALSE(bool(partial));
-  EXPECT_NE(llvm::toString(partial.takeError()).find("not a whole number of rows of 4096"),
+  EXPECT_NE(toString(partial.takeError()).find("not a whole number of rows of 4096"),
             std::string::npos);
   options.count = 4096;
   options.specialValues = true;
-  llvm::Expected<RunReport> special = runAndCheck(world, **instance, variant.compiled, options);
+  Expected<RunReport> special = runAndCheck(world, **instance, variant.compiled, options);
   ASSERT_FALSE(bool(special));
-  EXPECT_NE(llvm::toString(special.takeError()).find("special input values"), std::string::npos);
+  EXPECT_NE(toString(special.takeError()).find("special input values"), std::string::npos);
 }
 
 } // namespace

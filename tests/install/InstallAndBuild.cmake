@@ -1,6 +1,6 @@
 # Installs a collc build and builds examples/external against it (see CMakeLists.txt here):
 #   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DEXAMPLE_DIR=... -DWORK_DIR=... -DGENERATOR=...
-#         -DCXX_COMPILER=... -DLLVM_INCLUDE_DIR=... -DCUDA_INCLUDE_DIRS="a|b" -P this
+#         -DCXX_COMPILER=... -DCUDA_INCLUDE_DIRS="a|b" -P this
 # Every step's failure names the step and shows its output.
 function(run_step what)
   if(NOT DEFINED step_directory)
@@ -20,8 +20,9 @@ file(MAKE_DIRECTORY ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 run_step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 
-foreach(file bin/collc lib/libcollc.so include/collc/compiler/Compile.h
-        include/collc/runtime/CollectiveInstance.h include/collc/abi/collc_abi.h
+foreach(file bin/collc lib/libcollc.so lib/libcollc_compiler.so include/collc/runtime/Dispatcher.h
+        include/collc/runtime/CollectiveInstance.h include/collc/runtime/Status.h
+        include/collc/pipeline/CompileDispatch.h include/collc/abi/collc_abi.h
         include/collc/abi/Types.h share/collc/stdlib/allreduce_oneshot.coll
         lib/cmake/collc/collcConfig.cmake lib/cmake/collc/collcConfigVersion.cmake
         lib/cmake/collc/collcTargets.cmake)
@@ -29,6 +30,10 @@ foreach(file bin/collc lib/libcollc.so include/collc/compiler/Compile.h
     message(FATAL_ERROR "the install has no ${file}")
   endif()
 endforeach()
+# The compiler's C++ API speaks LLVM's types: none of its headers is installed.
+if(EXISTS ${prefix}/include/collc/compiler OR EXISTS ${prefix}/include/collc/dsl)
+  message(FATAL_ERROR "the install has compiler headers, which need LLVM's")
+endif()
 # Every header an installed header includes by a collc path must be installed too.
 file(GLOB_RECURSE headers RELATIVE ${prefix}/include/collc ${prefix}/include/collc/*.h)
 foreach(header ${headers})
@@ -41,21 +46,29 @@ foreach(header ${headers})
   endforeach()
 endforeach()
 
-# Together they compile with nothing but LLVM's and the CUDA toolkit's headers beside them (the
-# examples below include most of them; this covers the rest, such as ProcessWorld.h).
+# None includes LLVM, clang or fmt, and each compiles on its own (and all together) with nothing
+# but the C++ library and the CUDA toolkit's headers beside it: no LLVM include path is given.
+set(system_includes)
+foreach(dir ${CUDA_INCLUDE_DIRS})
+  list(APPEND system_includes -isystem ${dir})
+endforeach()
 set(all_headers ${WORK_DIR}/all_headers.cpp)
 file(WRITE ${all_headers} "// Every installed collc header, for a syntax check.\n")
 foreach(header ${headers})
+  file(STRINGS ${prefix}/include/collc/${header} foreign REGEX "^#include [<\"](llvm|clang|fmt)/")
+  if(foreign)
+    message(FATAL_ERROR "installed ${header} includes ${foreign}")
+  endif()
+  set(one_header ${WORK_DIR}/one_header.cpp)
+  file(WRITE ${one_header} "#include \"${header}\"\n")
+  run_step("compiling installed ${header} on its own" ${CXX_COMPILER} -std=c++17 -fsyntax-only -Wall
+           -Wextra -Werror -I${prefix}/include/collc ${system_includes} ${one_header})
   file(APPEND ${all_headers} "#include \"${header}\"\n")
-endforeach()
-set(system_includes)
-foreach(dir ${LLVM_INCLUDE_DIR} ${CUDA_INCLUDE_DIRS})
-  list(APPEND system_includes -isystem ${dir})
 endforeach()
 run_step("compiling every installed header" ${CXX_COMPILER} -std=c++17 -fsyntax-only -Wall
          -Wextra -Werror -I${prefix}/include/collc ${system_includes} ${all_headers})
 
-# The installed tool finds libcollc.so through its RPATH, from any directory, and the embedded
+# The installed tool finds its libraries through its RPATH, from any directory, and the embedded
 # standard library; the installed .coll files are the same specs.
 set(ENV{COLLC_CACHE_DIR} ${WORK_DIR}/cache)
 run_step("installed collc list" ${prefix}/bin/collc list)
@@ -71,16 +84,6 @@ run_step("configuring examples/external" ${CMAKE_COMMAND} -S ${EXAMPLE_DIR} -B $
          -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release
          -DCMAKE_PREFIX_PATH=${prefix})
 run_step("building examples/external" ${CMAKE_COMMAND} --build ${build})
-run_step("running allreduce_app" ${build}/allreduce_app)
-message("${step_output}")
-set(report "allreduce_oneshot for 2 ranks, kernel [A-Za-z0-9_]+, cubin [1-9][0-9]* bytes")
-if(NOT step_output MATCHES "${report}")
-  message(FATAL_ERROR "allreduce_app did not report its kernel and cubin")
-endif()
-if(NOT step_output MATCHES "nothing to run|correct")
-  message(FATAL_ERROR "allreduce_app neither ran nor said why not")
-endif()
-
 # Dispatch by size, with the built-in rule ("none": no table), so the plan is the same anywhere.
 run_step("running tuned_app" ${build}/tuned_app none)
 message("${step_output}")

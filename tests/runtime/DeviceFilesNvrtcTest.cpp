@@ -126,11 +126,11 @@ TEST_P(DeviceFilesNvrtc, CompilesToACubinWithoutWarnings) {
   auto cubin = compileCuda(sourceOf(c), "collc_test_" + c.driver, JitOutput::Cubin, jit);
   if (!c.refusal.empty()) {
     ASSERT_FALSE(bool(cubin)) << "compiled although " << c.arch << " lacks what it needs";
-    std::string message = llvm::toString(cubin.takeError());
+    std::string message = toString(cubin.takeError());
     EXPECT_NE(message.find(c.refusal), std::string::npos) << message;
     return;
   }
-  ASSERT_TRUE(bool(cubin)) << llvm::toString(cubin.takeError());
+  ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError());
   EXPECT_NE(cubin->image.find("collc_test_" + c.driver + '\0'), std::string::npos);
   EXPECT_EQ(cubin->log.find("warning"), std::string::npos) << cubin->log;
 }

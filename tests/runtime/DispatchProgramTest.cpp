@@ -1,6 +1,7 @@
 // The dispatcher's first step without a GPU: the plan's variants compile through the front end
 // and NVRTC, the heap they need is known, and a table that names what cannot be compiled, or a
 // table named on purpose that is missing or malformed, is an error that says which.
+#include "pipeline/CompileDispatch.h"
 #include "runtime/Dispatcher.h"
 
 #include <cstdlib>
@@ -35,15 +36,15 @@ struct TempTable {
 };
 
 std::string errorOf(const DispatchRequest& request) {
-  auto program = DispatchProgram::compile(request);
-  return program ? "" : llvm::toString(program.takeError());
+  auto program = compileDispatchProgram(request);
+  return program ? "" : toString(program.takeError());
 }
 
 TEST(DispatchProgram, TheDefaultRuleCompilesEveryVariant) {
   DispatchRequest request = h200Request();
   request.table = "none";
-  auto program = DispatchProgram::compile(request);
-  ASSERT_TRUE(bool(program)) << llvm::toString(program.takeError());
+  auto program = compileDispatchProgram(request);
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
   ASSERT_EQ(program->variants().size(), 3u);
   for (const DispatchVariant& variant : program->variants()) {
     EXPECT_FALSE(variant.cubin.empty()) << variant.variant.text();
@@ -62,8 +63,8 @@ TEST(DispatchProgram, ATableRowChoosesTheVariantsCompiled) {
                   "4 256 8 2 3.0 *\n");
   DispatchRequest request = h200Request();
   request.table = table.path;
-  auto program = DispatchProgram::compile(request);
-  ASSERT_TRUE(bool(program)) << llvm::toString(program.takeError());
+  auto program = compileDispatchProgram(request);
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
   ASSERT_EQ(program->variants().size(), 1u);
   const CompiledCollective& compiled = program->variants()[0].compiled;
   EXPECT_EQ(compiled.specName, "allreduce_twoshot");
@@ -80,8 +81,8 @@ TEST(DispatchProgram, AnotherMachinesTableFallsBackToTheDefaultRule) {
                   "4 256 8 2 3.0 *\n");
   DispatchRequest request = h200Request();
   request.table = table.path;
-  auto program = DispatchProgram::compile(request);
-  ASSERT_TRUE(bool(program)) << llvm::toString(program.takeError());
+  auto program = compileDispatchProgram(request);
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
   EXPECT_FALSE(program->plan().fromTable);
   EXPECT_NE(program->plan().source.find("no row of"), std::string::npos);
 }
@@ -121,14 +122,14 @@ TEST(DispatchProgram, TheEnvironmentNamesTheTable) {
   const char* saved = std::getenv("COLLC_TUNING_TABLE");
   std::string savedValue = saved ? saved : "";
   setenv("COLLC_TUNING_TABLE", table.path.c_str(), 1);
-  auto program = DispatchProgram::compile(h200Request());
+  auto program = compileDispatchProgram(h200Request());
   setenv("COLLC_TUNING_TABLE", "/nonexistent/env-table.tsv", 1);
   std::string missing = errorOf(h200Request());
   if (saved)
     setenv("COLLC_TUNING_TABLE", savedValue.c_str(), 1);
   else
     unsetenv("COLLC_TUNING_TABLE");
-  ASSERT_TRUE(bool(program)) << llvm::toString(program.takeError());
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
   EXPECT_TRUE(program->plan().fromTable);
   EXPECT_EQ(program->variants()[0].compiled.sync, SyncKind::Barrier);
   // Named by the environment, a missing table is an error, not a silent fall-back.

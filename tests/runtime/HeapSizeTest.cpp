@@ -3,6 +3,7 @@
 #include "runtime/HeapSize.h"
 
 #include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
 #include "runtime/Align.h"
 
 #include <gtest/gtest.h>
@@ -12,13 +13,14 @@ namespace collc {
 namespace {
 
 CompiledCollective compileStdlib(const char* spec, SyncKind sync) {
-  llvm::Expected<SpecSource> source = loadSpec(spec);
-  EXPECT_TRUE(bool(source)) << llvm::toString(source.takeError());
+  Expected<SpecSource> source = fromCompiler(loadSpec(spec));
+  EXPECT_TRUE(bool(source)) << toString(source.takeError());
   CompileOptions options;
   options.dtype = DType::BF16;
   options.sync = sync;
-  llvm::Expected<CompiledCollective> compiled = compileCollective(*source, options, llvm::errs());
-  EXPECT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  Expected<CompiledCollective> compiled =
+      fromCompiler(compileCollective(*source, options, llvm::errs()));
+  EXPECT_TRUE(bool(compiled)) << toString(compiled.takeError());
   return *compiled;
 }
 

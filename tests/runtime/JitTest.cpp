@@ -24,21 +24,21 @@ constexpr const char* ScaleKernel =
 )";
 
 /// Unwraps `result`, turning an error into a test failure that shows its message.
-std::optional<JitResult> valueOrFail(llvm::Expected<JitResult> result) {
+std::optional<JitResult> valueOrFail(Expected<JitResult> result) {
   if (!result) {
-    ADD_FAILURE() << llvm::toString(result.takeError());
+    ADD_FAILURE() << toString(result.takeError());
     return std::nullopt;
   }
   return std::move(*result);
 }
 
 /// The error message of a compile expected to fail.
-std::string errorOf(llvm::Expected<JitResult> result) {
+std::string errorOf(Expected<JitResult> result) {
   if (result) {
     ADD_FAILURE() << "compile unexpectedly succeeded";
     return "";
   }
-  return llvm::toString(result.takeError());
+  return toString(result.takeError());
 }
 
 class JitTest : public ::testing::Test {

@@ -20,11 +20,11 @@ std::string readFile(const fs::path& path) {
 }
 
 /// Consumes `error`, so a failed check reports its message instead of aborting on an unchecked
-/// llvm::Error.
-::testing::AssertionResult succeeded(llvm::Error error) {
+/// Error.
+::testing::AssertionResult succeeded(Error error) {
   if (!error)
     return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << llvm::toString(std::move(error));
+  return ::testing::AssertionFailure() << toString(std::move(error));
 }
 
 void writeFile(const fs::path& path, const std::string& contents) {
@@ -165,9 +165,9 @@ TEST_F(KernelCacheTest, MalformedKeysNeverTouchTheFileSystem) {
   KernelCache cache((root_ / "cache").string());
   for (const std::string& key :
        std::vector<std::string>{"", "../escape", std::string(64, 'G'), key_ + "0"}) {
-    llvm::Error error = cache.store(key, payload_);
+    Error error = cache.store(key, payload_);
     EXPECT_TRUE(static_cast<bool>(error)) << key;
-    llvm::consumeError(std::move(error));
+    consumeError(std::move(error));
     EXPECT_FALSE(cache.load(key).has_value()) << key;
   }
   EXPECT_FALSE(fs::exists(root_ / "escape"));
@@ -177,9 +177,9 @@ TEST_F(KernelCacheTest, UnwritableDirectoryIsAnErrorNotACrash) {
   // A directory below a regular file cannot be created, even by root (unlike a chmod'ed one).
   writeFile(root_ / "file", "not a directory");
   KernelCache cache((root_ / "file" / "cache").string());
-  llvm::Error error = cache.store(key_, payload_);
+  Error error = cache.store(key_, payload_);
   ASSERT_TRUE(static_cast<bool>(error));
-  EXPECT_NE(llvm::toString(std::move(error)).find("cache directory"), std::string::npos);
+  EXPECT_NE(toString(std::move(error)).find("cache directory"), std::string::npos);
   EXPECT_FALSE(cache.load(key_).has_value());
 }
 

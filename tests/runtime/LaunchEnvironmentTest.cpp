@@ -1,6 +1,5 @@
 // The launch environment of a process-per-GPU world: torchrun's and Open MPI's variables, the
-// rendezvous that must come with them, node-size overrides, the GPU a rank takes, and what a
-// launcher hands its children.
+// rendezvous that must come with them, node-size overrides and the GPU a rank takes.
 #include "runtime/LaunchEnvironment.h"
 
 #include <gtest/gtest.h>
@@ -18,26 +17,26 @@ EnvironmentLookup env(std::map<std::string, std::string> vars) {
   };
 }
 
-std::string errorOf(llvm::Expected<std::optional<LaunchEnvironment>> parsed) {
+std::string errorOf(Expected<std::optional<LaunchEnvironment>> parsed) {
   if (parsed)
     return "";
-  return llvm::toString(parsed.takeError());
+  return toString(parsed.takeError());
 }
 
 TEST(LaunchEnvironment, NoLauncherVariablesMeansNotLaunched) {
-  llvm::Expected<std::optional<LaunchEnvironment>> parsed = parseLaunchEnvironment(env({}));
-  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  Expected<std::optional<LaunchEnvironment>> parsed = parseLaunchEnvironment(env({}));
+  ASSERT_TRUE(bool(parsed)) << toString(parsed.takeError());
   EXPECT_FALSE(parsed->has_value());
 }
 
 TEST(LaunchEnvironment, TorchrunStyle) {
-  llvm::Expected<std::optional<LaunchEnvironment>> parsed =
+  Expected<std::optional<LaunchEnvironment>> parsed =
       parseLaunchEnvironment(env({{"RANK", "3"},
                                   {"WORLD_SIZE", "4"},
                                   {"LOCAL_RANK", "1"},
                                   {"LOCAL_WORLD_SIZE", "2"},
                                   {"COLLC_RENDEZVOUS", "tcp:10.0.0.1:29600"}}));
-  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  ASSERT_TRUE(bool(parsed)) << toString(parsed.takeError());
   ASSERT_TRUE(parsed->has_value());
   const LaunchEnvironment& e = **parsed;
   EXPECT_EQ(e.rank, 3);
@@ -49,11 +48,11 @@ TEST(LaunchEnvironment, TorchrunStyle) {
 }
 
 TEST(LaunchEnvironment, OpenMpiStyleAndLocalRankDefault) {
-  llvm::Expected<std::optional<LaunchEnvironment>> parsed =
+  Expected<std::optional<LaunchEnvironment>> parsed =
       parseLaunchEnvironment(env({{"OMPI_COMM_WORLD_RANK", "1"},
                                   {"OMPI_COMM_WORLD_SIZE", "2"},
                                   {"COLLC_RENDEZVOUS", "file:/tmp/id"}}));
-  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  ASSERT_TRUE(bool(parsed)) << toString(parsed.takeError());
   ASSERT_TRUE(parsed->has_value());
   EXPECT_EQ((*parsed)->rank, 1);
   EXPECT_EQ((*parsed)->localRank, 1) << "without LOCAL_RANK the rank is the local rank";
@@ -90,42 +89,40 @@ TEST(LaunchEnvironment, ErrorsNameTheVariable) {
 
 TEST(LaunchEnvironment, NodeSizeOverride) {
   std::string setting;
-  llvm::Expected<int> none = parseNodeSizeOverride(env({}), setting);
+  Expected<int> none = parseNodeSizeOverride(env({}), setting);
   ASSERT_TRUE(bool(none));
   EXPECT_EQ(*none, 0);
   EXPECT_EQ(setting, "");
 
-  llvm::Expected<int> each =
-      parseNodeSizeOverride(env({{"COLLC_TREAT_EACH_GPU_AS_NODE", "1"}}), setting);
+  Expected<int> each = parseNodeSizeOverride(env({{"COLLC_TREAT_EACH_GPU_AS_NODE", "1"}}), setting);
   ASSERT_TRUE(bool(each));
   EXPECT_EQ(*each, 1);
   EXPECT_EQ(setting, "COLLC_TREAT_EACH_GPU_AS_NODE=1");
 
-  llvm::Expected<int> off =
-      parseNodeSizeOverride(env({{"COLLC_TREAT_EACH_GPU_AS_NODE", "0"}}), setting);
+  Expected<int> off = parseNodeSizeOverride(env({{"COLLC_TREAT_EACH_GPU_AS_NODE", "0"}}), setting);
   ASSERT_TRUE(bool(off));
   EXPECT_EQ(*off, 0);
 
-  llvm::Expected<int> four = parseNodeSizeOverride(env({{"COLLC_NODE_SIZE", "4"}}), setting);
+  Expected<int> four = parseNodeSizeOverride(env({{"COLLC_NODE_SIZE", "4"}}), setting);
   ASSERT_TRUE(bool(four));
   EXPECT_EQ(*four, 4);
   EXPECT_EQ(setting, "COLLC_NODE_SIZE=4");
 
-  llvm::Expected<int> bad = parseNodeSizeOverride(env({{"COLLC_NODE_SIZE", "0"}}), setting);
+  Expected<int> bad = parseNodeSizeOverride(env({{"COLLC_NODE_SIZE", "0"}}), setting);
   ASSERT_FALSE(bool(bad));
-  EXPECT_NE(llvm::toString(bad.takeError()).find("positive"), std::string::npos);
+  EXPECT_NE(toString(bad.takeError()).find("positive"), std::string::npos);
 
-  llvm::Expected<int> clash = parseNodeSizeOverride(
+  Expected<int> clash = parseNodeSizeOverride(
       env({{"COLLC_NODE_SIZE", "2"}, {"COLLC_TREAT_EACH_GPU_AS_NODE", "1"}}), setting);
   ASSERT_FALSE(bool(clash));
-  EXPECT_NE(llvm::toString(clash.takeError()).find("disagree"), std::string::npos);
+  EXPECT_NE(toString(clash.takeError()).find("disagree"), std::string::npos);
 }
 
 TEST(LaunchEnvironment, DeviceChoice) {
   LaunchEnvironment e;
   e.rank = 5;
   e.localRank = 1;
-  llvm::Expected<int> device = chooseDevice(e, 2);
+  Expected<int> device = chooseDevice(e, 2);
   ASSERT_TRUE(bool(device));
   EXPECT_EQ(*device, 1);
   // One GPU visible per process (CUDA_VISIBLE_DEVICES set by the launcher): it is device 0.
@@ -135,35 +132,7 @@ TEST(LaunchEnvironment, DeviceChoice) {
   e.localRank = 3;
   device = chooseDevice(e, 2);
   ASSERT_FALSE(bool(device));
-  EXPECT_NE(llvm::toString(device.takeError()).find("needs GPU 3, but 2 are visible"),
-            std::string::npos);
-}
-
-TEST(LaunchEnvironment, ChildEnvironmentRoundTrips) {
-  llvm::Expected<std::vector<std::pair<std::string, std::string>>> vars =
-      childEnvironment(1, 2, "file:/tmp/d/nccl-id", 4242, env({}));
-  ASSERT_TRUE(bool(vars)) << llvm::toString(vars.takeError());
-  std::map<std::string, std::string> child(vars->begin(), vars->end());
-  EXPECT_EQ(child["NCCL_NVLS_ENABLE"], "0");
-  EXPECT_EQ(child["COLLC_LAUNCHER_PID"], "4242");
-  // What the launcher sets is what a child parses.
-  llvm::Expected<std::optional<LaunchEnvironment>> parsed = parseLaunchEnvironment(env(child));
-  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
-  ASSERT_TRUE(parsed->has_value());
-  EXPECT_EQ((*parsed)->rank, 1);
-  EXPECT_EQ((*parsed)->worldSize, 2);
-  EXPECT_EQ((*parsed)->localRank, 1);
-  EXPECT_EQ((*parsed)->rendezvous, "file:/tmp/d/nccl-id");
-  EXPECT_TRUE(startedByCollcLauncher(env(child), 4242));
-  EXPECT_FALSE(startedByCollcLauncher(env(child), 4243));
-  EXPECT_FALSE(startedByCollcLauncher(env({}), 4242));
-}
-
-TEST(LaunchEnvironment, ChildEnvironmentRefusesNvlinkMulticast) {
-  llvm::Expected<std::vector<std::pair<std::string, std::string>>> vars =
-      childEnvironment(0, 2, "file:/tmp/x", 1, env({{"NCCL_NVLS_ENABLE", "1"}}));
-  ASSERT_FALSE(bool(vars));
-  EXPECT_NE(llvm::toString(vars.takeError()).find("NCCL_NVLS_ENABLE=1"), std::string::npos);
+  EXPECT_NE(toString(device.takeError()).find("needs GPU 3, but 2 are visible"), std::string::npos);
 }
 
 } // namespace

@@ -5,7 +5,6 @@
 #include "runtime/NcclCollective.h"
 
 #include "abi/CollectiveShapes.h"
-#include "runtime/NcclBaseline.h"
 #include "runtime/NcclLibrary.h"
 
 #include <gtest/gtest.h>
@@ -53,17 +52,6 @@ TEST(NcclCollective, ShapesFollowNcclsBuffers) {
   EXPECT_EQ(ncclCallShape(CollectiveKind::AllGather, 1000, 8).outputElems, 8000u);
   EXPECT_EQ(ncclCallShape(CollectiveKind::AllToAll, 1000, 8).callsPerOp, 16);
   EXPECT_EQ(ncclCallShape(CollectiveKind::AllReduce, 1000, 8).bufferElems(), 1000u);
-}
-
-TEST(NcclCollective, BaselineBuffersHoldTheLargerSide) {
-  NcclCollective collective;
-  collective.dtype = DType::BF16;
-  EXPECT_EQ(ncclBaselineBytes(collective, 512, 8), 1024u); // allreduce: n elements
-  collective.kind = CollectiveKind::ReduceScatter;
-  EXPECT_EQ(ncclBaselineBytes(collective, 512, 8), 8192u); // the input: n * nranks
-  collective.kind = CollectiveKind::AllGather;
-  collective.dtype = DType::F32;
-  EXPECT_EQ(ncclBaselineBytes(collective, 512, 2), 4096u); // the output: n * nranks
 }
 
 TEST(NcclCollective, DescriptionsNameTheCallAndRoot) {
@@ -174,8 +162,8 @@ TEST(NcclCollective, EnqueueMakesTheKindsOwnCall) {
     SCOPED_TRACE(std::string(name(kind)));
     collective.kind = kind;
     calls.clear();
-    llvm::Error err = lib.enqueue(collective, 7, 4, in, out, nullptr, nullptr);
-    ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+    Error err = lib.enqueue(collective, 7, 4, in, out, nullptr, nullptr);
+    ASSERT_FALSE(static_cast<bool>(err)) << toString(std::move(err));
     ASSERT_EQ(calls.size(), 1u);
     EXPECT_EQ(calls[0].function, ncclCallName(kind));
     EXPECT_EQ(calls[0].send, in);
@@ -197,8 +185,8 @@ TEST(NcclCollective, EnqueuedAllToAllIsOneGroupOfSendsAndRecvs) {
   NcclCollective collective;
   collective.kind = CollectiveKind::AllToAll;
   calls.clear();
-  llvm::Error err = lib.enqueue(collective, 5, 3, in, out, nullptr, nullptr);
-  ASSERT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+  Error err = lib.enqueue(collective, 5, 3, in, out, nullptr, nullptr);
+  ASSERT_FALSE(static_cast<bool>(err)) << toString(std::move(err));
   ASSERT_EQ(calls.size(), 2u + 2 * 3);
   EXPECT_EQ(calls.front().function, "ncclGroupStart");
   EXPECT_EQ(calls.back().function, "ncclGroupEnd");
@@ -227,8 +215,7 @@ TEST(NcclCollective, EnqueueEndsTheGroupAfterAFailedSend) {
   collective.kind = CollectiveKind::AllToAll;
   float in[4], out[4];
   calls.clear();
-  const std::string message =
-      llvm::toString(lib.enqueue(collective, 2, 2, in, out, nullptr, nullptr));
+  const std::string message = toString(lib.enqueue(collective, 2, 2, in, out, nullptr, nullptr));
   EXPECT_NE(message.find("send("), std::string::npos) << message;
   EXPECT_NE(message.find("fake error"), std::string::npos) << message;
   // No receive after the failed send, and the group is still ended (NCCL drops what it holds).
@@ -245,8 +232,7 @@ TEST(NcclCollective, EnqueueRefusesAKindThisNcclCannotRun) {
   collective.kind = CollectiveKind::AllToAll;
   float in[4], out[4];
   calls.clear();
-  const std::string message =
-      llvm::toString(lib.enqueue(collective, 2, 2, in, out, nullptr, nullptr));
+  const std::string message = toString(lib.enqueue(collective, 2, 2, in, out, nullptr, nullptr));
   EXPECT_NE(message.find("lacks ncclSend, ncclRecv"), std::string::npos) << message;
   EXPECT_TRUE(calls.empty()) << "nothing may be enqueued, not even the group";
 }

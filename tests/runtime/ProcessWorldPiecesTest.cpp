@@ -5,14 +5,12 @@
 #include "runtime/ExchangeFrame.h"
 #include "runtime/ProcessIdentity.h"
 #include "runtime/ProcessWorld.h"
-#include "runtime/RunHarness.h"
 #include "runtime/SymmetricWorld.h"
 #include "runtime/Topology.h"
 
 #include <csignal>
 #include <cstdlib>
 #include <gtest/gtest.h>
-#include <set>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,19 +69,19 @@ TEST(ExchangeFrame, RoundTripsPayloadsInRankOrder) {
   for (int r = 0; r < 3; ++r)
     ASSERT_FALSE(bool(packExchangeFrame(7, r, "layout of allreduce_oneshot", payloads[r],
                                         slots.data() + r * kExchangeSlotBytes)));
-  llvm::Expected<std::vector<std::string>> got =
+  Expected<std::vector<std::string>> got =
       unpackExchangeFrames(slots.data(), 3, 7, "layout of allreduce_oneshot", 0);
-  ASSERT_TRUE(bool(got)) << llvm::toString(got.takeError());
+  ASSERT_TRUE(bool(got)) << toString(got.takeError());
   for (int r = 0; r < 3; ++r)
     EXPECT_EQ((*got)[r], payloads[r]);
 }
 
 TEST(ExchangeFrame, TooBigPayloadIsAnError) {
   std::vector<char> slot(kExchangeSlotBytes);
-  llvm::Error err =
+  Error err =
       packExchangeFrame(1, 0, "big", std::string(kExchangePayloadBytes + 1, 'x'), slot.data());
   ASSERT_TRUE(bool(err));
-  EXPECT_NE(llvm::toString(std::move(err)).find("at most"), std::string::npos);
+  EXPECT_NE(toString(std::move(err)).find("at most"), std::string::npos);
 }
 
 TEST(ExchangeFrame, APeerInAnotherExchangeIsNamed) {
@@ -91,10 +89,10 @@ TEST(ExchangeFrame, APeerInAnotherExchangeIsNamed) {
   ASSERT_FALSE(bool(packExchangeFrame(12, 0, "run verdicts", "", slots.data())));
   ASSERT_FALSE(bool(packExchangeFrame(12, 1, "layout of allreduce_twoshot", "",
                                       slots.data() + kExchangeSlotBytes)));
-  llvm::Expected<std::vector<std::string>> got =
+  Expected<std::vector<std::string>> got =
       unpackExchangeFrames(slots.data(), 2, 12, "run verdicts", 0);
   ASSERT_FALSE(bool(got));
-  const std::string message = llvm::toString(got.takeError());
+  const std::string message = toString(got.takeError());
   EXPECT_NE(message.find("rank 1 is at exchange #12 'layout of allreduce_twoshot'"),
             std::string::npos)
       << message;
@@ -104,12 +102,12 @@ TEST(ExchangeFrame, APeerInAnotherExchangeIsNamed) {
       bool(packExchangeFrame(11, 1, "run verdicts", "", slots.data() + kExchangeSlotBytes)));
   got = unpackExchangeFrames(slots.data(), 2, 12, "run verdicts", 0);
   ASSERT_FALSE(bool(got));
-  EXPECT_NE(llvm::toString(got.takeError()).find("rank 1 is at exchange #11"), std::string::npos);
+  EXPECT_NE(toString(got.takeError()).find("rank 1 is at exchange #11"), std::string::npos);
   // Zeros (a slot NCCL never filled) are not a frame.
   std::fill(slots.begin() + kExchangeSlotBytes, slots.end(), 0);
   got = unpackExchangeFrames(slots.data(), 2, 12, "run verdicts", 0);
   ASSERT_FALSE(bool(got));
-  EXPECT_NE(llvm::toString(got.takeError()).find("not a collc exchange frame"), std::string::npos);
+  EXPECT_NE(toString(got.takeError()).find("not a collc exchange frame"), std::string::npos);
 }
 
 TEST(ProcessIdentity, ThisProcessIsAlive) {
@@ -172,41 +170,29 @@ TEST(SymmetricWorld, AllocatorAlignsExhaustsAndReleases) {
   EXPECT_EQ(world.localIndex(1), -1);
   EXPECT_TRUE(world.isLocal(2));
   EXPECT_FALSE(world.isLocal(0));
-  llvm::Expected<uint64_t> a = world.allocate(3, 256);
+  Expected<uint64_t> a = world.allocate(3, 256);
   ASSERT_TRUE(bool(a));
-  llvm::Expected<uint64_t> b = world.allocate(10, 4096);
+  Expected<uint64_t> b = world.allocate(10, 4096);
   ASSERT_TRUE(bool(b));
   EXPECT_EQ(*a, 0u);
   EXPECT_EQ(*b, 4096u);
   const uint64_t mark = world.heapUsed();
-  llvm::Expected<uint64_t> tooBig = world.allocate(1 << 20);
+  Expected<uint64_t> tooBig = world.allocate(1 << 20);
   ASSERT_FALSE(bool(tooBig));
-  EXPECT_NE(llvm::toString(tooBig.takeError()).find("heap exhausted"), std::string::npos);
-  llvm::Expected<uint64_t> badAlign = world.allocate(8, 3);
+  EXPECT_NE(toString(tooBig.takeError()).find("heap exhausted"), std::string::npos);
+  Expected<uint64_t> badAlign = world.allocate(8, 3);
   ASSERT_FALSE(bool(badAlign));
-  EXPECT_NE(llvm::toString(badAlign.takeError()).find("not a power of two"), std::string::npos);
+  EXPECT_NE(toString(badAlign.takeError()).find("not a power of two"), std::string::npos);
   EXPECT_EQ(world.heapUsed(), mark);
   world.releaseTo(0);
   EXPECT_EQ(world.heapUsed(), 0u);
   // One process: every row of a gather is already there; a wrong table size is an error.
   std::vector<uint64_t> table(4 * 2);
   EXPECT_FALSE(bool(world.allGatherRanks("t", table, 2)));
-  llvm::Error wrong = world.allGatherRanks("t", table, 3);
+  Error wrong = world.allGatherRanks("t", table, 3);
   ASSERT_TRUE(bool(wrong));
-  llvm::consumeError(std::move(wrong));
+  consumeError(std::move(wrong));
   EXPECT_FALSE(bool(world.barrier("b")));
-}
-
-TEST(RunHarness, RankInputSeedsAreDistinctAndStable) {
-  std::set<uint64_t> seeds;
-  for (uint64_t seed : {1, 2})
-    for (uint64_t round = 0; round < 16; ++round)
-      for (int rank = 0; rank < 8; ++rank)
-        seeds.insert(rankInputSeed(seed, round, rank));
-  EXPECT_EQ(seeds.size(), 2u * 16 * 8);
-  // The same in every process: a fixed function of its arguments.
-  EXPECT_EQ(rankInputSeed(1, 0, 1), rankInputSeed(1, 0, 1));
-  EXPECT_NE(rankInputSeed(1, 0, 1), rankInputSeed(1, 1, 0));
 }
 
 TEST(ProcessWorld, SaysWhyItCannotStart) {
@@ -214,9 +200,9 @@ TEST(ProcessWorld, SaysWhyItCannotStart) {
   for (const char* name : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"})
     if (std::getenv(name))
       GTEST_SKIP() << name << " is set: this test runs outside a launcher";
-  llvm::Expected<std::unique_ptr<ProcessWorld>> world = ProcessWorld::fromEnvironment();
+  Expected<std::unique_ptr<ProcessWorld>> world = ProcessWorld::fromEnvironment();
   ASSERT_FALSE(bool(world));
-  EXPECT_NE(llvm::toString(world.takeError()).find("collc run --procs N"), std::string::npos);
+  EXPECT_NE(toString(world.takeError()).find("collc run --procs N"), std::string::npos);
   // Launched, but the rendezvous is malformed or (here) there is no GPU: named either way.
   setenv("RANK", "0", 1);
   setenv("WORLD_SIZE", "2", 1);
@@ -226,7 +212,7 @@ TEST(ProcessWorld, SaysWhyItCannotStart) {
   unsetenv("WORLD_SIZE");
   unsetenv("COLLC_RENDEZVOUS");
   ASSERT_FALSE(bool(world));
-  const std::string message = llvm::toString(world.takeError());
+  const std::string message = toString(world.takeError());
   EXPECT_EQ(message.rfind("rank 0: process world: ", 0), 0u) << message;
   EXPECT_TRUE(message.find("no GPU") != std::string::npos ||
               message.find("COLLC_RENDEZVOUS='tcp:nohost'") != std::string::npos)
@@ -234,9 +220,9 @@ TEST(ProcessWorld, SaysWhyItCannotStart) {
 }
 
 TEST(ProcessWorld, AdoptRejectsNullCommunicator) {
-  llvm::Expected<std::unique_ptr<ProcessWorld>> world = ProcessWorld::adopt(nullptr);
+  Expected<std::unique_ptr<ProcessWorld>> world = ProcessWorld::adopt(nullptr);
   ASSERT_FALSE(bool(world));
-  const std::string message = llvm::toString(world.takeError());
+  const std::string message = toString(world.takeError());
   EXPECT_TRUE(message.find("needs a communicator") != std::string::npos ||
               message.find("NCCL not found") != std::string::npos)
       << message;

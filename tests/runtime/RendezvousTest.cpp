@@ -32,7 +32,7 @@ protected:
     rmdir(dir_.c_str());
   }
   RendezvousAddress address() {
-    llvm::Expected<RendezvousAddress> parsed = parseRendezvous("file:" + path_);
+    Expected<RendezvousAddress> parsed = parseRendezvous("file:" + path_);
     EXPECT_TRUE(bool(parsed));
     return parsed ? *parsed : RendezvousAddress{};
   }
@@ -63,10 +63,10 @@ std::string binaryPayload() {
 
 /// Runs rank 0 and ranks 1..n-1 of one rendezvous on threads; readers start `readersFirstMs`
 /// before rank 0 (or after it, if negative).
-std::vector<llvm::Expected<std::string>> share(const RendezvousAddress& address, int nranks,
-                                               const std::string& payload, int readersFirstMs,
-                                               double timeout = 10) {
-  std::vector<std::future<llvm::Expected<std::string>>> futures;
+std::vector<Expected<std::string>> share(const RendezvousAddress& address, int nranks,
+                                         const std::string& payload, int readersFirstMs,
+                                         double timeout = 10) {
+  std::vector<std::future<Expected<std::string>>> futures;
   auto start = [&](int rank) {
     futures.push_back(std::async(std::launch::async, [=] {
       return shareFromRankZero(address, rank, nranks, rank == 0 ? payload : "", timeout);
@@ -82,34 +82,34 @@ std::vector<llvm::Expected<std::string>> share(const RendezvousAddress& address,
     std::this_thread::sleep_for(std::chrono::milliseconds(readersFirstMs));
     start(0);
   }
-  std::vector<llvm::Expected<std::string>> results;
+  std::vector<Expected<std::string>> results;
   for (auto& f : futures)
     results.push_back(f.get());
   return results;
 }
 
 TEST(Rendezvous, ParsesAddresses) {
-  llvm::Expected<RendezvousAddress> file = parseRendezvous("file:/shared/job7/id");
+  Expected<RendezvousAddress> file = parseRendezvous("file:/shared/job7/id");
   ASSERT_TRUE(bool(file));
   EXPECT_EQ(file->kind, RendezvousAddress::Kind::File);
   EXPECT_EQ(file->path, "/shared/job7/id");
-  llvm::Expected<RendezvousAddress> tcp = parseRendezvous("tcp:node0.cluster:29600");
+  Expected<RendezvousAddress> tcp = parseRendezvous("tcp:node0.cluster:29600");
   ASSERT_TRUE(bool(tcp));
   EXPECT_EQ(tcp->kind, RendezvousAddress::Kind::Tcp);
   EXPECT_EQ(tcp->host, "node0.cluster");
   EXPECT_EQ(tcp->port, 29600);
-  llvm::Expected<RendezvousAddress> url = parseRendezvous("tcp://127.0.0.1:1234");
+  Expected<RendezvousAddress> url = parseRendezvous("tcp://127.0.0.1:1234");
   ASSERT_TRUE(bool(url));
   EXPECT_EQ(url->host, "127.0.0.1");
-  llvm::Expected<RendezvousAddress> v6 = parseRendezvous("tcp:[::1]:1234");
+  Expected<RendezvousAddress> v6 = parseRendezvous("tcp:[::1]:1234");
   ASSERT_TRUE(bool(v6));
   EXPECT_EQ(v6->host, "::1");
   EXPECT_EQ(v6->port, 1234);
   for (const char* bad : {"file:relative/path", "tcp:host", "tcp:host:0", "tcp:host:99999",
                           "tcp::80", "http://x", ""}) {
-    llvm::Expected<RendezvousAddress> parsed = parseRendezvous(bad);
+    Expected<RendezvousAddress> parsed = parseRendezvous(bad);
     ASSERT_FALSE(bool(parsed)) << bad;
-    EXPECT_NE(llvm::toString(parsed.takeError()).find("expected file:"), std::string::npos) << bad;
+    EXPECT_NE(toString(parsed.takeError()).find("expected file:"), std::string::npos) << bad;
   }
 }
 
@@ -118,9 +118,9 @@ TEST_F(RendezvousFile, EveryRankGetsRankZerosBytesWhoeverStartsFirst) {
     SCOPED_TRACE(readersFirstMs > 0 ? "readers first" : "rank 0 first");
     std::remove(path_.c_str());
     const std::string payload = binaryPayload();
-    std::vector<llvm::Expected<std::string>> got = share(address(), 4, payload, readersFirstMs);
+    std::vector<Expected<std::string>> got = share(address(), 4, payload, readersFirstMs);
     for (size_t r = 0; r < got.size(); ++r) {
-      ASSERT_TRUE(bool(got[r])) << llvm::toString(got[r].takeError());
+      ASSERT_TRUE(bool(got[r])) << toString(got[r].takeError());
       EXPECT_EQ(*got[r], payload) << "rank " << r;
     }
   }
@@ -131,11 +131,10 @@ TEST_F(RendezvousFile, EveryRankGetsRankZerosBytesWhoeverStartsFirst) {
 
 TEST_F(RendezvousFile, WrongRankCountIsReported) {
   ASSERT_TRUE(bool(shareFromRankZero(address(), 0, 2, "abc", 5)));
-  llvm::Expected<std::string> got = shareFromRankZero(address(), 1, 4, "", 5);
+  Expected<std::string> got = shareFromRankZero(address(), 1, 4, "", 5);
   ASSERT_FALSE(bool(got));
-  EXPECT_NE(
-      llvm::toString(got.takeError()).find("published for 2 ranks, but this process is one of 4"),
-      std::string::npos);
+  EXPECT_NE(toString(got.takeError()).find("published for 2 ranks, but this process is one of 4"),
+            std::string::npos);
 }
 
 TEST_F(RendezvousFile, MissingRankZeroTimesOutAndStaleFilesAreIgnored) {
@@ -149,18 +148,18 @@ TEST_F(RendezvousFile, MissingRankZeroTimesOutAndStaleFilesAreIgnored) {
   };
   ASSERT_EQ(utime(path_.c_str(), &times), 0);
   auto start = std::chrono::steady_clock::now();
-  llvm::Expected<std::string> got = shareFromRankZero(address(), 1, 2, "", 0.5);
+  Expected<std::string> got = shareFromRankZero(address(), 1, 2, "", 0.5);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_FALSE(bool(got));
-  const std::string message = llvm::toString(got.takeError());
+  const std::string message = toString(got.takeError());
   EXPECT_NE(message.find("did not publish within"), std::string::npos) << message;
   EXPECT_NE(message.find("earlier job"), std::string::npos) << message;
   EXPECT_LT(seconds, 5);
   // A fresh publication replaces it.
-  std::vector<llvm::Expected<std::string>> fresh = share(address(), 2, "new", 50);
-  ASSERT_TRUE(bool(fresh[1])) << llvm::toString(fresh[1].takeError());
+  std::vector<Expected<std::string>> fresh = share(address(), 2, "new", 50);
+  ASSERT_TRUE(bool(fresh[1])) << toString(fresh[1].takeError());
   EXPECT_EQ(*fresh[1], "new");
-  llvm::consumeError(fresh[0].takeError());
+  consumeError(fresh[0].takeError());
 }
 
 TEST_F(RendezvousFile, GarbageIsNotTakenForAnId) {
@@ -168,64 +167,61 @@ TEST_F(RendezvousFile, GarbageIsNotTakenForAnId) {
     std::ofstream junk(path_);
     junk << "hello world\n";
   }
-  llvm::Expected<std::string> got = shareFromRankZero(address(), 1, 2, "", 2);
+  Expected<std::string> got = shareFromRankZero(address(), 1, 2, "", 2);
   ASSERT_FALSE(bool(got));
-  EXPECT_NE(llvm::toString(got.takeError()).find("not a collc rendezvous"), std::string::npos);
+  EXPECT_NE(toString(got.takeError()).find("not a collc rendezvous"), std::string::npos);
 }
 
 TEST(Rendezvous, TcpLoopbackWhoeverStartsFirst) {
   for (int readersFirstMs : {200, -100}) {
     SCOPED_TRACE(readersFirstMs > 0 ? "readers first" : "rank 0 first");
-    llvm::Expected<RendezvousAddress> address =
+    Expected<RendezvousAddress> address =
         parseRendezvous("tcp:127.0.0.1:" + std::to_string(freePort()));
     ASSERT_TRUE(bool(address));
     const std::string payload = binaryPayload();
-    std::vector<llvm::Expected<std::string>> got = share(*address, 3, payload, readersFirstMs);
+    std::vector<Expected<std::string>> got = share(*address, 3, payload, readersFirstMs);
     for (size_t r = 0; r < got.size(); ++r) {
-      ASSERT_TRUE(bool(got[r])) << "rank " << r << ": " << llvm::toString(got[r].takeError());
+      ASSERT_TRUE(bool(got[r])) << "rank " << r << ": " << toString(got[r].takeError());
       EXPECT_EQ(*got[r], payload) << "rank " << r;
     }
   }
 }
 
 TEST(Rendezvous, TcpRankZeroReportsMissingRanksAndMismatches) {
-  llvm::Expected<RendezvousAddress> address =
+  Expected<RendezvousAddress> address =
       parseRendezvous("tcp:127.0.0.1:" + std::to_string(freePort()));
   ASSERT_TRUE(bool(address));
   // Nobody else comes: rank 0 names the ranks it waited for.
-  llvm::Expected<std::string> alone = shareFromRankZero(*address, 0, 3, "id", 0.5);
+  Expected<std::string> alone = shareFromRankZero(*address, 0, 3, "id", 0.5);
   ASSERT_FALSE(bool(alone));
-  EXPECT_NE(llvm::toString(alone.takeError()).find("rank(s) 1, 2 did not connect"),
-            std::string::npos);
+  EXPECT_NE(toString(alone.takeError()).find("rank(s) 1, 2 did not connect"), std::string::npos);
   // A client that believes in another world size: both sides say so.
   auto server =
       std::async(std::launch::async, [&] { return shareFromRankZero(*address, 0, 2, "id", 5); });
-  llvm::Expected<std::string> client = shareFromRankZero(*address, 1, 4, "", 5);
-  llvm::Expected<std::string> served = server.get();
+  Expected<std::string> client = shareFromRankZero(*address, 1, 4, "", 5);
+  Expected<std::string> served = server.get();
   ASSERT_FALSE(bool(client));
-  EXPECT_NE(llvm::toString(client.takeError()).find("published for 2 ranks"), std::string::npos);
+  EXPECT_NE(toString(client.takeError()).find("published for 2 ranks"), std::string::npos);
   ASSERT_FALSE(bool(served));
-  EXPECT_NE(llvm::toString(served.takeError()).find("connected as one of 4 ranks"),
-            std::string::npos);
+  EXPECT_NE(toString(served.takeError()).find("connected as one of 4 ranks"), std::string::npos);
 }
 
 TEST(Rendezvous, TcpClientGivesUpWhenRankZeroNeverListens) {
-  llvm::Expected<RendezvousAddress> address =
+  Expected<RendezvousAddress> address =
       parseRendezvous("tcp:127.0.0.1:" + std::to_string(freePort()));
   ASSERT_TRUE(bool(address));
   auto start = std::chrono::steady_clock::now();
-  llvm::Expected<std::string> got = shareFromRankZero(*address, 1, 2, "", 0.5);
+  Expected<std::string> got = shareFromRankZero(*address, 1, 2, "", 0.5);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_FALSE(bool(got));
-  EXPECT_NE(llvm::toString(got.takeError()).find("could not get the id from rank 0"),
-            std::string::npos);
+  EXPECT_NE(toString(got.takeError()).find("could not get the id from rank 0"), std::string::npos);
   EXPECT_LT(seconds, 5);
 }
 
 TEST(Rendezvous, OneRankNeedsNobody) {
-  llvm::Expected<RendezvousAddress> address = parseRendezvous("tcp:127.0.0.1:9");
+  Expected<RendezvousAddress> address = parseRendezvous("tcp:127.0.0.1:9");
   ASSERT_TRUE(bool(address));
-  llvm::Expected<std::string> got = shareFromRankZero(*address, 0, 1, "solo", 1);
+  Expected<std::string> got = shareFromRankZero(*address, 0, 1, "solo", 1);
   ASSERT_TRUE(bool(got));
   EXPECT_EQ(*got, "solo");
 }

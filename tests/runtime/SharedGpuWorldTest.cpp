@@ -17,26 +17,26 @@ namespace collc {
 namespace {
 
 TEST(CoResidency, GroupsLocalRanksByGpu) {
-  std::vector<GpuRanks> gpus = ranksPerGpu({0, 1});
+  std::vector<GpuRanks> gpus = ranksPerGpu(std::vector<int>{0, 1});
   ASSERT_EQ(gpus.size(), 2u);
   EXPECT_EQ(gpus[0].device, 0);
   EXPECT_EQ(gpus[0].ranks, 1);
   EXPECT_EQ(gpus[1].device, 1);
   EXPECT_FALSE(ranksShareAGpu(gpus));
 
-  gpus = ranksPerGpu({3, 3, 3, 3, 3});
+  gpus = ranksPerGpu(std::vector<int>{3, 3, 3, 3, 3});
   ASSERT_EQ(gpus.size(), 1u);
   EXPECT_EQ(gpus[0].device, 3);
   EXPECT_EQ(gpus[0].ranks, 5);
   EXPECT_TRUE(ranksShareAGpu(gpus));
 
-  gpus = ranksPerGpu({2, 0, 2});
+  gpus = ranksPerGpu(std::vector<int>{2, 0, 2});
   ASSERT_EQ(gpus.size(), 2u);
   EXPECT_EQ(gpus[0].device, 2);
   EXPECT_EQ(gpus[0].ranks, 2);
   EXPECT_EQ(gpus[1].ranks, 1);
   EXPECT_TRUE(ranksShareAGpu(gpus));
-  EXPECT_TRUE(ranksPerGpu({}).empty());
+  EXPECT_TRUE(ranksPerGpu(std::vector<int>{}).empty());
 }
 
 TEST(CoResidency, BlocksOfEveryRankOnAGpuMustFitItsMultiprocessors) {
@@ -77,8 +77,8 @@ TEST(CoResidency, BlocksOfEveryRankOnAGpuMustFitItsMultiprocessors) {
 
 TEST(SharedHeapLayout, RegionsStartOnScratchPages) {
   const uint64_t MiB = uint64_t(1) << 20;
-  llvm::Expected<SharedHeapLayout> layout = sharedHeapLayout(3, 1 * MiB);
-  ASSERT_TRUE(bool(layout)) << llvm::toString(layout.takeError());
+  Expected<SharedHeapLayout> layout = sharedHeapLayout(3, 1 * MiB);
+  ASSERT_TRUE(bool(layout)) << toString(layout.takeError());
   EXPECT_EQ(layout->regionBytes, 1 * MiB);
   EXPECT_EQ(layout->regionStride, kScratchAlign);
   EXPECT_EQ(layout->totalBytes, 3 * kScratchAlign);
@@ -89,12 +89,12 @@ TEST(SharedHeapLayout, RegionsStartOnScratchPages) {
 
   // One byte over a page takes two; a whole number of pages takes just those.
   layout = sharedHeapLayout(8, kScratchAlign + 1);
-  ASSERT_TRUE(bool(layout)) << llvm::toString(layout.takeError());
+  ASSERT_TRUE(bool(layout)) << toString(layout.takeError());
   EXPECT_EQ(layout->regionStride, 2 * kScratchAlign);
   EXPECT_EQ(layout->offset(7), 14 * kScratchAlign);
   EXPECT_EQ(layout->totalBytes, 16 * kScratchAlign);
   layout = sharedHeapLayout(2, 256 * MiB);
-  ASSERT_TRUE(bool(layout)) << llvm::toString(layout.takeError());
+  ASSERT_TRUE(bool(layout)) << toString(layout.takeError());
   EXPECT_EQ(layout->regionStride, 256 * MiB);
   // Regions never overlap: each ends before the next begins, the last before the end.
   EXPECT_LE(layout->offset(0) + layout->regionBytes, layout->offset(1));
@@ -103,8 +103,8 @@ TEST(SharedHeapLayout, RegionsStartOnScratchPages) {
 
 TEST(SharedHeapLayout, RefusesWhatCannotBeCarved) {
   auto message = [](int nranks, uint64_t bytes) {
-    llvm::Expected<SharedHeapLayout> layout = sharedHeapLayout(nranks, bytes);
-    return layout ? std::string("accepted") : llvm::toString(layout.takeError());
+    Expected<SharedHeapLayout> layout = sharedHeapLayout(nranks, bytes);
+    return layout ? std::string("accepted") : toString(layout.takeError());
   };
   EXPECT_NE(message(0, 1024).find("0 ranks asked for; 1 to 8 are supported"), std::string::npos);
   EXPECT_NE(message(9, 1024).find("9 ranks asked for"), std::string::npos);

@@ -1,6 +1,7 @@
 // Every stdlib spec, for every sync strategy, element type and reduction operator, compiles to an
 // sm_90 cubin with NVRTC. No GPU is needed: this runs in CI.
 #include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
 #include "runtime/Jit.h"
 #include "tests/StdlibApplicability.h"
 #include "tests/StdlibStrategies.h"
@@ -47,7 +48,7 @@ class StdlibNvrtc : public testing::TestWithParam<Variant> {};
 
 TEST_P(StdlibNvrtc, CompilesToSm90Cubin) {
   const Variant& v = GetParam();
-  auto spec = loadSpec(v.spec);
+  auto spec = fromCompiler(loadSpec(v.spec));
   ASSERT_TRUE(bool(spec));
   CompileOptions options;
   options.dtype = v.dtype;
@@ -58,14 +59,14 @@ TEST_P(StdlibNvrtc, CompilesToSm90Cubin) {
   options.experimentalLL128 = true; // compiled here, though disabled by default
   std::string diagnostics;
   llvm::raw_string_ostream out(diagnostics);
-  auto compiled = compileCollective(*spec, options, out);
-  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError()) << out.str();
+  auto compiled = fromCompiler(compileCollective(*spec, options, out));
+  ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError()) << out.str();
 
   JitOptions jit;
   jit.arch = "sm_90";
   jit.useCache = false; // measure NVRTC itself, not a previous run's cache
   auto cubin = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, jit);
-  ASSERT_TRUE(bool(cubin)) << llvm::toString(cubin.takeError());
+  ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError());
   ASSERT_GE(cubin->image.size(), 4u);
   EXPECT_EQ(cubin->image.substr(0, 4), "\x7f"
                                        "ELF");
@@ -98,7 +99,7 @@ TEST(GeneratedKernels, CompileWithNoHeaderForEveryArchitecture) {
     for (DType dtype : kAllDTypes)
       for (const Case& c : cases) {
         SCOPED_TRACE(fmt::format("{} {} {} {}", c.spec, name(c.sync), name(dtype), arch));
-        auto spec = loadSpec(c.spec);
+        auto spec = fromCompiler(loadSpec(c.spec));
         ASSERT_TRUE(bool(spec));
         const bool sm90 = std::string(arch) == "sm_90" || std::string(arch) == "sm_100";
         CompileOptions options;
@@ -108,8 +109,8 @@ TEST(GeneratedKernels, CompileWithNoHeaderForEveryArchitecture) {
         options.programmaticLaunch = sm90;
         std::string diagnostics;
         llvm::raw_string_ostream out(diagnostics);
-        auto compiled = compileCollective(*spec, options, out);
-        ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError()) << out.str();
+        auto compiled = fromCompiler(compileCollective(*spec, options, out));
+        ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError()) << out.str();
         EXPECT_EQ(compiled->cudaSource.find("#include"), std::string::npos);
         JitOptions jit;
         jit.arch = arch;
@@ -117,11 +118,11 @@ TEST(GeneratedKernels, CompileWithNoHeaderForEveryArchitecture) {
         auto cubin = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, jit);
         if (c.sync == SyncKind::LL128Atomic && !sm90) {
           ASSERT_FALSE(bool(cubin));
-          const std::string message = llvm::toString(cubin.takeError());
+          const std::string message = toString(cubin.takeError());
           EXPECT_NE(message.find("needs sm_90 or newer"), std::string::npos) << message;
           continue;
         }
-        ASSERT_TRUE(bool(cubin)) << llvm::toString(cubin.takeError());
+        ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError());
         EXPECT_EQ(cubin->log.find("warning"), std::string::npos) << cubin->log;
       }
 }
@@ -131,10 +132,10 @@ TEST(GeneratedKernels, CompileWithNoHeaderForEveryArchitecture) {
 // vector whose two load paths meet in a union), and is one vector store with it.
 TEST(WholeStores, OneVectorStorePerVectorInThePtx) {
   auto ptxOf = [](int wholeStores) -> std::string {
-    auto spec = loadSpec("allreduce_oneshot");
+    auto spec = fromCompiler(loadSpec("allreduce_oneshot"));
     EXPECT_TRUE(bool(spec));
     if (!spec) {
-      llvm::consumeError(spec.takeError());
+      consumeError(spec.takeError());
       return "";
     }
     CompileOptions options;
@@ -143,10 +144,10 @@ TEST(WholeStores, OneVectorStorePerVectorInThePtx) {
     options.wholeStores = wholeStores;
     std::string diagnostics;
     llvm::raw_string_ostream out(diagnostics);
-    auto compiled = compileCollective(*spec, options, out);
+    auto compiled = fromCompiler(compileCollective(*spec, options, out));
     EXPECT_TRUE(bool(compiled)) << out.str();
     if (!compiled) {
-      llvm::consumeError(compiled.takeError());
+      consumeError(compiled.takeError());
       return "";
     }
     JitOptions jit;
@@ -155,7 +156,7 @@ TEST(WholeStores, OneVectorStorePerVectorInThePtx) {
     auto ptx = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Ptx, jit);
     EXPECT_TRUE(bool(ptx));
     if (!ptx) {
-      llvm::consumeError(ptx.takeError());
+      consumeError(ptx.takeError());
       return "";
     }
     return ptx->image;

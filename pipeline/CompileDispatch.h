@@ -1,0 +1,19 @@
+// Step 1 of dispatch by size in full: the plan (runtime/Dispatcher.h) and every variant it may
+// pick compiled by collc's compiler and NVRTC (disk cache). No GPU needed.
+#ifndef COLLC_PIPELINE_COMPILEDISPATCH_H
+#define COLLC_PIPELINE_COMPILEDISPATCH_H
+
+#include "runtime/Dispatcher.h"
+#include "runtime/Status.h"
+
+namespace collc {
+
+/// Reads the table, makes the plan and compiles each of its variants for request.arch (empty:
+/// GPU 0's architecture, or sm_90 without a GPU). A variant that does not compile is an error that
+/// names it and the table row's source (a table edited by hand may name a spec that no longer
+/// exists).
+Expected<DispatchProgram> compileDispatchProgram(const DispatchRequest& request);
+
+} // namespace collc
+
+#endif // COLLC_PIPELINE_COMPILEDISPATCH_H

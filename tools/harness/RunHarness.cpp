@@ -1,0 +1,551 @@
+#include "tools/harness/RunHarness.h"
+
+#include "runtime/Align.h"
+#include "runtime/CudaCheck.h"
+#include "runtime/LocalWorld.h"
+#include "tools/harness/CollectiveReference.h"
+#include "tools/harness/HostData.h"
+#include "tools/harness/RankGraphs.h"
+#include "tools/harness/RmsNormReference.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+namespace collc {
+
+namespace {
+
+// Mismatch lines kept in a report, over all ranks and calls.
+constexpr unsigned kMaxReportedMismatches = 8;
+// A generous bound on one operation's time, so that long graphs are not mistaken for hangs.
+constexpr double kSecondsPerOpAllowance = 0.01;
+
+Error harnessError(const std::string& message) {
+  return makeError("run: " + message);
+}
+
+uint64_t doubleBits(double value) {
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+double bitsDouble(uint64_t bits) {
+  double value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+/// The streams of the ranks this process drives, in localRanks() order.
+std::vector<cudaStream_t> localStreams(const SymmetricWorld& world) {
+  std::vector<cudaStream_t> streams;
+  for (int r : world.localRanks())
+    streams.push_back(world.stream(r));
+  return streams;
+}
+
+/// A spec with user buffers besides the input and the output is checked only where the harness
+/// knows its float64 reference: the fused add + RMSNorm, with separate residual in and out.
+Error validateAux(const CompiledCollective& compiled, uint64_t count, bool specialValues) {
+  if (compiled.aux.empty())
+    return Error::success();
+  const std::optional<AddRmsNormEpilogue>& e = compiled.addRmsNorm;
+  const int auxCount = int(compiled.aux.size());
+  auto valid = [&](int k) { return k >= 0 && k < auxCount; };
+  if (!e || !valid(e->residualIn) || !valid(e->residualOut) || !valid(e->weight) ||
+      e->residualIn == e->residualOut || e->residualIn == e->weight || e->residualOut == e->weight)
+    return harnessError("'" + compiled.specName +
+                        "' has user buffers besides its input and output, but not the fused "
+                        "residual add + RMSNorm (with separate residual in and out buffers) that "
+                        "the run harness can check");
+  if (compiled.rowLength <= 0 || count % uint64_t(compiled.rowLength) != 0)
+    return harnessError(std::to_string(count) + " elements is not a whole number of rows of " +
+                        std::to_string(compiled.rowLength) + " (--hidden) for '" +
+                        compiled.specName + "'");
+  if (specialValues)
+    return harnessError("special input values (NaN, infinities, values near overflow) are not "
+                        "checked for the fused RMSNorm of '" +
+                        compiled.specName + "': one of them poisons the whole row's norm");
+  return Error::success();
+}
+
+Error validate(const SymmetricWorld& world, const CollectiveInstance& instance,
+               const CompiledCollective& compiled, uint64_t count, bool specialValues) {
+  if (Error err = validateAux(compiled, count, specialValues))
+    return err;
+  if (&instance.world() != &world)
+    return harnessError("the instance was created for another world");
+  if (compiled.nranks != world.nranks() || compiled.dtype != instance.compiled().dtype ||
+      compiled.kernelName != instance.compiled().kernelName)
+    return harnessError("the compiled collective is not the one the instance runs");
+  if (count > instance.maxCount())
+    return harnessError(std::to_string(count) + " elements asked for; the instance was made for " +
+                        std::to_string(instance.maxCount()));
+  return Error::success();
+}
+
+/// User buffers: `slots` inputs and outputs of one call each, laid out at 256-byte strides in one
+/// allocation per local rank; host copies of every rank's inputs (each process builds them all,
+/// for the reference) and of the local ranks' outputs. `local` indexes the device buffers and
+/// hostOut: local[i] is world.localRanks()[i]. A fused epilogue's aux buffers (CompiledCollective
+/// ::aux, index k) are laid out the same way, one allocation per buffer: those the kernel only
+/// reads are random like the inputs, those it writes are poisoned and read back like the output.
+struct RankBuffers {
+  uint64_t inStride = 0, outStride = 0;
+  int slots = 0;
+  std::vector<int> local;
+  std::vector<DeviceBuffer> in, out;                   // per local rank
+  std::vector<std::vector<char>> hostIn;               // per rank of the world
+  std::vector<std::vector<char>> hostOut;              // per local rank
+  std::vector<uint64_t> auxStride;                     // per aux buffer
+  std::vector<bool> auxWritten;                        // per aux buffer
+  std::vector<std::vector<DeviceBuffer>> aux;          // [local rank][aux buffer]
+  std::vector<std::vector<std::vector<char>>> hostAux; // [rank of the world][aux buffer]
+
+  char* deviceIn(size_t i, int slot) const { return in[i].as<char>() + slot * inStride; }
+  char* deviceOut(size_t i, int slot) const { return out[i].as<char>() + slot * outStride; }
+  const char* inputOf(int rank, int slot) const { return hostIn[rank].data() + slot * inStride; }
+  const char* outputOf(size_t i, int slot) const { return hostOut[i].data() + slot * outStride; }
+  /// Local rank i's device pointers of every aux buffer for `slot`, in collc_params::aux order.
+  std::vector<void*> deviceAux(size_t i, int slot) const {
+    std::vector<void*> pointers;
+    for (size_t k = 0; k < auxStride.size(); ++k)
+      pointers.push_back(aux[i][k].as<char>() + slot * auxStride[k]);
+    return pointers;
+  }
+  const char* auxOf(int rank, size_t k, int slot) const {
+    return hostAux[rank][k].data() + slot * auxStride[k];
+  }
+};
+
+Expected<RankBuffers> allocateBuffers(const SymmetricWorld& world,
+                                      const CompiledCollective& compiled, uint64_t count,
+                                      int slots) {
+  RankBuffers buffers;
+  const uint64_t elementBytes = sizeOf(compiled.dtype);
+  buffers.inStride = alignUp(compiled.inputCount(count) * elementBytes, 256);
+  buffers.outStride = alignUp(compiled.outputCount(count) * elementBytes, 256);
+  buffers.slots = slots;
+  buffers.local = world.localRanks();
+  for (int r : buffers.local) {
+    Expected<DeviceBuffer> in = DeviceBuffer::allocate(world.device(r), buffers.inStride * slots);
+    if (!in)
+      return in.takeError();
+    Expected<DeviceBuffer> out = DeviceBuffer::allocate(world.device(r), buffers.outStride * slots);
+    if (!out)
+      return out.takeError();
+    buffers.in.push_back(std::move(*in));
+    buffers.out.push_back(std::move(*out));
+    buffers.hostOut.emplace_back(buffers.outStride * slots);
+  }
+  for (int r = 0; r < world.nranks(); ++r)
+    buffers.hostIn.emplace_back(buffers.inStride * slots);
+  if (compiled.aux.empty())
+    return buffers;
+  for (const AuxBuffer& aux : compiled.aux) {
+    buffers.auxStride.push_back(alignUp(aux.elements(count) * elementBytes, 256));
+    buffers.auxWritten.push_back(aux.written);
+  }
+  for (int r : buffers.local) {
+    std::vector<DeviceBuffer> perBuffer;
+    for (uint64_t stride : buffers.auxStride) {
+      Expected<DeviceBuffer> aux = DeviceBuffer::allocate(world.device(r), stride * slots);
+      if (!aux)
+        return aux.takeError();
+      perBuffer.push_back(std::move(*aux));
+    }
+    buffers.aux.push_back(std::move(perBuffer));
+  }
+  for (int r = 0; r < world.nranks(); ++r) {
+    std::vector<std::vector<char>> perBuffer;
+    for (uint64_t stride : buffers.auxStride)
+      perBuffer.emplace_back(stride * slots);
+    buffers.hostAux.push_back(std::move(perBuffer));
+  }
+  return buffers;
+}
+
+/// Fresh random inputs for every slot of every rank of the world, from (seed, round, rank) alone:
+/// every process computes the same values.
+void randomizeInputs(RankBuffers& buffers, const CompiledCollective& compiled, uint64_t count,
+                     uint64_t seed, uint64_t round, bool specialValues) {
+  const uint64_t elements = compiled.inputCount(count);
+  for (size_t r = 0; r < buffers.hostIn.size(); ++r) {
+    std::mt19937_64 rng(rankInputSeed(seed, round, static_cast<int>(r)));
+    for (int slot = 0; slot < buffers.slots; ++slot)
+      (specialValues ? fillRandomWithSpecials : fillRandom)(
+          compiled.dtype, buffers.hostIn[r].data() + slot * buffers.inStride, elements, rng);
+    // The aux buffers the kernel reads (residual, weight) continue the rank's own sequence.
+    for (size_t k = 0; k < buffers.auxStride.size(); ++k) {
+      if (buffers.auxWritten[k])
+        continue;
+      for (int slot = 0; slot < buffers.slots; ++slot)
+        fillRandom(compiled.dtype, buffers.hostAux[r][k].data() + slot * buffers.auxStride[k],
+                   compiled.aux[k].elements(count), rng);
+    }
+  }
+}
+
+/// Copies the local ranks' host inputs to their devices and fills the outputs with 0xFF bytes, a
+/// NaN in every type, so that an element the kernel never writes fails the comparison. Streams
+/// must be idle: copies from pageable memory may wait for them. The caller synchronizes.
+Error uploadInputsPoisonOutputs(const SymmetricWorld& world, const RankBuffers& buffers) {
+  ScopedDevice restore;
+  for (size_t i = 0; i < buffers.local.size(); ++i) {
+    const int r = buffers.local[i];
+    COLLC_CUDA_TRY(cudaSetDevice(world.device(r)));
+    COLLC_CUDA_TRY(cudaMemcpyAsync(buffers.in[i].get(), buffers.hostIn[r].data(),
+                                   buffers.hostIn[r].size(), cudaMemcpyHostToDevice,
+                                   world.stream(r)));
+    COLLC_CUDA_TRY(
+        cudaMemsetAsync(buffers.out[i].get(), 0xFF, buffers.out[i].bytes(), world.stream(r)));
+    for (size_t k = 0; k < buffers.auxStride.size(); ++k) {
+      if (buffers.auxWritten[k])
+        COLLC_CUDA_TRY(cudaMemsetAsync(buffers.aux[i][k].get(), 0xFF, buffers.aux[i][k].bytes(),
+                                       world.stream(r)));
+      else
+        COLLC_CUDA_TRY(cudaMemcpyAsync(buffers.aux[i][k].get(), buffers.hostAux[r][k].data(),
+                                       buffers.hostAux[r][k].size(), cudaMemcpyHostToDevice,
+                                       world.stream(r)));
+    }
+  }
+  return Error::success();
+}
+
+/// Copies the local ranks' outputs back. Streams must be idle (see above).
+Error downloadOutputs(const SymmetricWorld& world, RankBuffers& buffers) {
+  ScopedDevice restore;
+  for (size_t i = 0; i < buffers.local.size(); ++i) {
+    const int r = buffers.local[i];
+    COLLC_CUDA_TRY(cudaSetDevice(world.device(r)));
+    COLLC_CUDA_TRY(cudaMemcpyAsync(buffers.hostOut[i].data(), buffers.out[i].get(),
+                                   buffers.hostOut[i].size(), cudaMemcpyDeviceToHost,
+                                   world.stream(r)));
+    for (size_t k = 0; k < buffers.auxStride.size(); ++k)
+      if (buffers.auxWritten[k])
+        COLLC_CUDA_TRY(cudaMemcpyAsync(buffers.hostAux[r][k].data(), buffers.aux[i][k].get(),
+                                       buffers.hostAux[r][k].size(), cudaMemcpyDeviceToHost,
+                                       world.stream(r)));
+  }
+  return Error::success();
+}
+
+/// Verdicts of this process's ranks: how many checked calls each got wrong.
+struct LocalVerdicts {
+  std::vector<uint64_t> wrongCalls; // per local rank
+  int checkedCalls = 0;
+};
+
+/// Compares slot `slot` of every local rank's output with the reference built from slot `slot`
+/// of every rank's input; adds mismatch lines to the report.
+void checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, uint64_t count,
+               int slot, const std::string& what, RunReport& report, LocalVerdicts& verdicts) {
+  std::vector<const void*> inputs;
+  for (size_t r = 0; r < buffers.hostIn.size(); ++r)
+    inputs.push_back(buffers.inputOf(static_cast<int>(r), slot));
+  CollectiveCall call;
+  call.kind = compiled.kind;
+  call.type = compiled.dtype;
+  call.op = compiled.op;
+  call.root = compiled.root;
+  call.count = count;
+  call.inputs = inputs;
+  verdicts.wrongCalls.resize(buffers.local.size(), 0);
+  for (size_t i = 0; i < buffers.local.size(); ++i) {
+    const int rank = buffers.local[i];
+    std::string label = what + " rank " + std::to_string(rank) + " out";
+    Comparison comparison;
+    if (compiled.addRmsNorm) { // validate() admits no other aux buffers
+      const AddRmsNormEpilogue& e = *compiled.addRmsNorm;
+      label = what + " rank " + std::to_string(rank);
+      AddRmsNormCall fused;
+      fused.type = compiled.dtype;
+      fused.count = count;
+      fused.rowLength = compiled.rowLength;
+      fused.eps = compiled.eps;
+      fused.inputs = inputs;
+      fused.residual = buffers.auxOf(rank, size_t(e.residualIn), slot);
+      fused.weight = buffers.auxOf(rank, size_t(e.weight), slot);
+      comparison = compareAddRmsNorm(fused, buffers.auxOf(rank, size_t(e.residualOut), slot),
+                                     buffers.outputOf(i, slot), label, kMaxReportedMismatches);
+    } else
+      comparison =
+          compareCollective(call, rank, buffers.outputOf(i, slot), label, kMaxReportedMismatches);
+    if (comparison.ok())
+      continue;
+    ++verdicts.wrongCalls[i];
+    if (std::count(report.firstMismatches.begin(), report.firstMismatches.end(), '\n') <
+        kMaxReportedMismatches)
+      report.firstMismatches +=
+          label + ": " + std::to_string(comparison.mismatches) + " of " +
+          std::to_string(compiled.outputCount(count) * (compiled.addRmsNorm ? 2 : 1)) +
+          " elements wrong\n" + comparison.firstMismatches;
+  }
+  ++verdicts.checkedCalls;
+  ++report.checkedCalls;
+}
+
+/// Gathers every rank's verdict: the report is correct only if every rank of the world was.
+/// Ranks of other processes that got something wrong are named (their details are in their own
+/// reports).
+Error gatherVerdicts(SymmetricWorld& world, const LocalVerdicts& verdicts, RunReport& report) {
+  std::vector<uint64_t> table(world.nranks(), 0);
+  const std::vector<int>& local = world.localRanks();
+  for (size_t i = 0; i < local.size(); ++i)
+    table[local[i]] = i < verdicts.wrongCalls.size() ? verdicts.wrongCalls[i] : 0;
+  if (Error err = world.allGatherRanks("run verdicts", table, 1))
+    return err;
+  report.correct = true;
+  for (int r = 0; r < world.nranks(); ++r) {
+    if (table[r] == 0)
+      continue;
+    report.correct = false;
+    if (!world.isLocal(r))
+      report.firstMismatches += "rank " + std::to_string(r) + ": " + std::to_string(table[r]) +
+                                " of " + std::to_string(verdicts.checkedCalls) +
+                                " checked calls wrong (its own report has the details)\n";
+  }
+  return Error::success();
+}
+
+/// Gathers `perLocalRank[i][k]` (k < width) of every rank: result[r][k].
+Expected<std::vector<std::vector<double>>>
+gatherTimes(SymmetricWorld& world, const std::vector<std::vector<double>>& perLocalRank,
+            unsigned width, std::string_view what) {
+  std::vector<uint64_t> table(size_t(world.nranks()) * width, 0);
+  const std::vector<int>& local = world.localRanks();
+  for (size_t i = 0; i < local.size(); ++i)
+    for (unsigned k = 0; k < width; ++k)
+      table[size_t(local[i]) * width + k] = doubleBits(perLocalRank[i][k]);
+  if (Error err = world.allGatherRanks(what, table, width))
+    return err;
+  std::vector<std::vector<double>> all(world.nranks(), std::vector<double>(width));
+  for (int r = 0; r < world.nranks(); ++r)
+    for (unsigned k = 0; k < width; ++k)
+      all[r][k] = bitsDouble(table[size_t(r) * width + k]);
+  return all;
+}
+
+/// Launches every local rank's graph, each between its rank's timer events, in rank order; the
+/// ranks synchronize among themselves on the device. Waits (bounded) and returns the local
+/// ranks' replay times in microseconds.
+Expected<std::vector<double>> replayTimed(SymmetricWorld& world, CollectiveInstance& instance,
+                                          RankGraphs& graphs, RankTimers& timers, int opsPerGraph) {
+  for (int r : world.localRanks()) {
+    if (Error err = timers.start(r))
+      return err;
+    if (Error err = graphs.launch(r))
+      return err;
+    if (Error err = timers.stop(r))
+      return err;
+  }
+  if (Error err = instance.synchronize(localStreams(world), opsPerGraph * kSecondsPerOpAllowance))
+    return err;
+  std::vector<double> us;
+  for (int r : world.localRanks()) {
+    Expected<double> elapsed = timers.elapsedUs(r);
+    if (!elapsed)
+      return elapsed.takeError();
+    us.push_back(*elapsed);
+  }
+  return us;
+}
+
+/// Enqueues local rank i's part of one call on slot `slot`'s buffers (and aux buffers, if any).
+Error launchSlot(CollectiveInstance& instance, const RankBuffers& buffers, size_t i, int slot,
+                 uint64_t count, cudaStream_t stream) {
+  if (buffers.auxStride.empty())
+    return instance.launch(buffers.local[i], buffers.deviceIn(i, slot), buffers.deviceOut(i, slot),
+                           count, stream);
+  return instance.launch(buffers.local[i], buffers.deviceIn(i, slot), buffers.deviceOut(i, slot),
+                         buffers.deviceAux(i, slot), count, stream);
+}
+
+} // namespace
+
+uint64_t rankInputSeed(uint64_t seed, uint64_t round, int rank) {
+  // SplitMix64's finalizer over each argument in turn: nearby arguments give unrelated seeds.
+  auto mix = [](uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  };
+  return mix(mix(mix(seed) ^ round) ^ uint64_t(uint32_t(rank)));
+}
+
+Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& instance,
+                                const CompiledCollective& compiled, const RunOptions& options) {
+  const uint64_t count = options.count;
+  if (Error err = validate(world, instance, compiled, count, options.specialValues))
+    return err;
+  if (options.time && (options.graphOps < 1 || options.replays < 1))
+    return harnessError("timing needs at least one operation per graph and one replay");
+  Expected<RankBuffers> allocated = allocateBuffers(world, compiled, count, 1);
+  if (!allocated)
+    return allocated.takeError();
+  RankBuffers& buffers = *allocated;
+  const std::vector<int>& local = world.localRanks();
+  const std::vector<cudaStream_t> streams = localStreams(world);
+  uint64_t round = 0;
+  RunReport report;
+  LocalVerdicts verdicts;
+
+  // Fresh inputs on every rank, outputs poisoned, and all of it on the devices of every process
+  // before any rank launches.
+  auto prepare = [&]() -> Error {
+    randomizeInputs(buffers, compiled, count, options.seed, round++, options.specialValues);
+    if (Error err = uploadInputsPoisonOutputs(world, buffers))
+      return err;
+    if (Error err = instance.synchronize(streams))
+      return err;
+    return world.barrier("inputs ready");
+  };
+  auto fetchAndCheck = [&](const std::string& what) -> Error {
+    if (Error err = downloadOutputs(world, buffers))
+      return err;
+    if (Error err = instance.synchronize(streams))
+      return err;
+    checkSlot(buffers, compiled, count, 0, what, report, verdicts);
+    return Error::success();
+  };
+
+  for (int call = 0; call < options.checks; ++call) {
+    if (Error err = prepare())
+      return err;
+    for (size_t i = 0; i < local.size(); ++i)
+      if (Error err = launchSlot(instance, buffers, i, 0, count, streams[i]))
+        return err;
+    if (Error err = instance.synchronize(streams, kSecondsPerOpAllowance))
+      return err;
+    if (Error err = fetchAndCheck("call " + std::to_string(call)))
+      return err;
+  }
+  if (!options.time) {
+    if (Error err = gatherVerdicts(world, verdicts, report))
+      return err;
+    return report;
+  }
+
+  RankGraphs graphs(world);
+  for (size_t i = 0; i < local.size(); ++i) {
+    Error captured = graphs.capture(local[i], [&]() -> Error {
+      for (int op = 0; op < options.graphOps; ++op)
+        if (Error err = launchSlot(instance, buffers, i, 0, count, streams[i]))
+          return err;
+      return Error::success();
+    });
+    if (captured)
+      return captured;
+  }
+  Expected<std::unique_ptr<RankTimers>> timers = RankTimers::create(world);
+  if (!timers)
+    return timers.takeError();
+  // The first replay uploads the graphs and warms caches and clocks; it is not timed.
+  if (Expected<std::vector<double>> warmup =
+          replayTimed(world, instance, graphs, **timers, options.graphOps);
+      !warmup)
+    return warmup.takeError();
+
+  std::vector<std::vector<double>> localTimes(local.size());
+  for (int replay = 0; replay < options.replays; ++replay) {
+    if (Error err = prepare())
+      return err;
+    Expected<std::vector<double>> us =
+        replayTimed(world, instance, graphs, **timers, options.graphOps);
+    if (!us)
+      return us.takeError();
+    for (size_t i = 0; i < local.size(); ++i)
+      localTimes[i].push_back((*us)[i] / options.graphOps);
+  }
+  Expected<std::vector<std::vector<double>>> times =
+      gatherTimes(world, localTimes, unsigned(options.replays), "run timings");
+  if (!times)
+    return times.takeError();
+  std::vector<double> slowest(options.replays, 0);
+  for (const std::vector<double>& rankTimes : *times) {
+    for (int replay = 0; replay < options.replays; ++replay)
+      slowest[replay] = std::max(slowest[replay], rankTimes[replay]);
+    report.usPerOpPerRank.push_back(median(rankTimes));
+  }
+  report.usPerOp = median(slowest);
+  // The outputs now hold the last replay's last operation, computed from the last inputs.
+  if (Error err = fetchAndCheck("graph replay " + std::to_string(options.replays) + " op " +
+                                std::to_string(options.graphOps)))
+    return err;
+  if (Error err = gatherVerdicts(world, verdicts, report))
+    return err;
+  return report;
+}
+
+Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& instance,
+                                   const CompiledCollective& compiled, uint64_t count, int calls,
+                                   uint64_t seed, bool specialValues) {
+  if (Error err = validate(world, instance, compiled, count, specialValues))
+    return err;
+  if (calls < 1)
+    return harnessError("a stress graph needs at least one call");
+  Expected<RankBuffers> allocated = allocateBuffers(world, compiled, count, calls);
+  if (!allocated)
+    return allocated.takeError();
+  RankBuffers& buffers = *allocated;
+  const std::vector<int>& local = world.localRanks();
+  const std::vector<cudaStream_t> streams = localStreams(world);
+  randomizeInputs(buffers, compiled, count, seed, /*round=*/0, specialValues);
+  if (Error err = uploadInputsPoisonOutputs(world, buffers))
+    return err;
+  if (Error err = instance.synchronize(streams))
+    return err;
+
+  RankGraphs graphs(world);
+  for (size_t i = 0; i < local.size(); ++i) {
+    Error captured = graphs.capture(local[i], [&]() -> Error {
+      for (int call = 0; call < calls; ++call)
+        if (Error err = launchSlot(instance, buffers, i, call, count, streams[i]))
+          return err;
+      return Error::success();
+    });
+    if (captured)
+      return captured;
+  }
+  Expected<std::unique_ptr<RankTimers>> timers = RankTimers::create(world);
+  if (!timers)
+    return timers.takeError();
+  if (Error err = world.barrier("stress inputs ready"))
+    return err;
+  Expected<std::vector<double>> us = replayTimed(world, instance, graphs, **timers, calls);
+  if (!us)
+    return us.takeError();
+
+  if (Error err = downloadOutputs(world, buffers))
+    return err;
+  if (Error err = instance.synchronize(streams))
+    return err;
+  RunReport report;
+  LocalVerdicts verdicts;
+  for (int call = 0; call < calls; ++call)
+    checkSlot(buffers, compiled, count, call, "call " + std::to_string(call), report, verdicts);
+  uint64_t wrongCalls = 0;
+  for (uint64_t wrong : verdicts.wrongCalls)
+    wrongCalls += wrong;
+  if (wrongCalls)
+    report.firstMismatches = std::to_string(wrongCalls) + " of " + std::to_string(calls) +
+                             " calls wrong on this process's ranks; the first ones:\n" +
+                             report.firstMismatches;
+  if (Error err = gatherVerdicts(world, verdicts, report))
+    return err;
+  std::vector<std::vector<double>> localTimes;
+  for (double rankUs : *us)
+    localTimes.push_back({rankUs / calls});
+  Expected<std::vector<std::vector<double>>> times =
+      gatherTimes(world, localTimes, 1, "stress timings");
+  if (!times)
+    return times.takeError();
+  for (const std::vector<double>& rankTimes : *times)
+    report.usPerOpPerRank.push_back(rankTimes[0]);
+  report.usPerOp = *std::max_element(report.usPerOpPerRank.begin(), report.usPerOpPerRank.end());
+  return report;
+}
+
+} // namespace collc

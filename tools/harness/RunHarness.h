@@ -1,0 +1,70 @@
+// Runs a collective on every rank of a SymmetricWorld and checks it: what `collc run` and the GPU
+// tests call. Correctness first (fresh random inputs, poisoned outputs, a float64 reference), then
+// per-operation latency measured the way DESIGN.md § Measuring asks: one CUDA graph of many
+// back-to-back operations per rank, replayed, the median replay divided by the operations.
+//
+// Each process drives its own ranks (all of them in a LocalWorld, one in a ProcessWorld). Every
+// rank's input is generated from (seed, round, rank) alone, so each process can build every
+// rank's input and compute the float64 reference itself, without exchanging data; only the
+// verdicts and timings are gathered (SymmetricWorld::allGatherRanks). In a ProcessWorld these
+// functions are collective: every process calls them with the same arguments.
+#ifndef COLLC_TOOLS_HARNESS_RUNHARNESS_H
+#define COLLC_TOOLS_HARNESS_RUNHARNESS_H
+
+#include "abi/CompiledCollective.h"
+#include "runtime/CollectiveInstance.h"
+#include "runtime/Status.h"
+#include "runtime/SymmetricWorld.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace collc {
+
+struct RunOptions {
+  uint64_t count = 0;         // elements per call (<= the instance's maxCount)
+  int graphOps = 50;          // operations captured back to back in the timed graph
+  int replays = 7;            // timed replays; the median counts
+  uint64_t seed = 1;          // for the random inputs
+  bool time = true;           // false: check correctness only
+  int checks = 3;             // eager calls checked before timing (3 covers every scratch copy)
+  bool specialValues = false; // inputs include -0.0, subnormals, NaN, +-inf, large magnitudes
+};
+
+struct RunReport {
+  bool correct = false;               // on every rank of the world
+  std::string firstMismatches;        // empty when correct; this process's ranks in detail
+  double usPerOp = 0;                 // median over replays of (max over ranks of replay / ops)
+  std::vector<double> usPerOpPerRank; // per rank, median over replays of replay / ops
+  int checkedCalls = 0;               // calls whose output was compared on every rank
+};
+
+/// Checks `options.checks` eager calls, then (if options.time) times a graph of
+/// options.graphOps calls per rank over options.replays replays with fresh inputs before each,
+/// and checks the graph's last call. Every kind is checked against its float64 reference
+/// (CollectiveReference.h). A spec with the fused residual add + RMSNorm epilogue gets fresh
+/// random residual and weight buffers with every set of inputs, and both its outputs (out and
+/// residual_out) are checked against RmsNormReference.h; options.count must then be whole rows,
+/// and special values are refused (one NaN poisons a whole row's norm). A wrong result
+/// is reported in the RunReport; an error means the run itself failed (CUDA error, watchdog, hang).
+Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& instance,
+                                const CompiledCollective& compiled, const RunOptions& options);
+
+/// One graph per rank of `calls` back-to-back calls, call j reading its own input buffer j and
+/// writing its own output buffer j (each with different random data), replayed once; then every
+/// call's output is checked on every rank. This is what catches a call that overtakes the
+/// previous one (a parity or epoch bug) where one-call-at-a-time tests cannot. usPerOp is the
+/// slowest rank's replay time divided by `calls`.
+Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& instance,
+                                   const CompiledCollective& compiled, uint64_t count, int calls,
+                                   uint64_t seed, bool specialValues = false);
+
+/// The seed of rank `rank`'s input in round `round` of a run seeded with `seed` (a round is one
+/// set of inputs: one eager call, one replay, one stress graph). Distinct for distinct arguments
+/// in practice (SplitMix64 over all three), and the same in every process.
+uint64_t rankInputSeed(uint64_t seed, uint64_t round, int rank);
+
+} // namespace collc
+
+#endif // COLLC_TOOLS_HARNESS_RUNHARNESS_H
