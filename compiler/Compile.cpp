@@ -7,6 +7,7 @@
 #include "compiler/ExpandSteps.h"
 #include "compiler/FormatSource.h"
 #include "compiler/Lower.h"
+#include "compiler/ProofMemo.h"
 #include "compiler/RowEpilogue.h"
 #include "compiler/Sema.h"
 #include "compiler/Verifier.h"
@@ -75,7 +76,12 @@ Checked parseAndVerify(Diagnostics& diags, const SpecSource& spec, llvm::raw_ost
   auto program = analyze(*ast, diags);
   if (!program)
     return result;
-  result.proof = verify(*program, diags);
+  if (auto proof = rememberedSpecProof(spec.text)) {
+    result.proof = *proof;
+  } else {
+    result.proof = verify(*program, diags);
+    rememberSpecProof(spec.text, result.proof);
+  }
   if (result.proof.ok)
     result.program = std::move(program);
   return result;
@@ -204,8 +210,7 @@ ir::LineOf lineOfIn(const llvm::SourceMgr& sources) {
 
 } // namespace
 
-llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics,
-                      CheckReport* report) {
+llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, CheckReport* report) {
   llvm::SourceMgr sources;
   Diagnostics diags(sources, diagnostics);
   const auto start = std::chrono::steady_clock::now();

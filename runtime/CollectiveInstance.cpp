@@ -1,6 +1,7 @@
 #include "runtime/CollectiveInstance.h"
 
 #include "abi/collc_abi.h"
+#include "runtime/BufferOverlap.h"
 #include "runtime/CoResidency.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
@@ -334,6 +335,8 @@ Error CollectiveInstance::launch(int rank, const void* in, void* out, Span<void*
                                         std::to_string(maxCount_));
   if (count > 0 && (!in || !out))
     return instanceError(compiled_, "null input or output buffer on rank " + std::to_string(rank));
+  if (Error overlap = checkBufferOverlap(compiled_, in, out, aux, count))
+    return instanceError(compiled_, overlap.message() + " (rank " + std::to_string(rank) + ")");
   if (engine_ == Engine::Nccl)
     return launchNccl(in, out, count, stream);
 

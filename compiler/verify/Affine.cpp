@@ -5,12 +5,6 @@
 namespace collc::proof {
 namespace {
 
-int64_t checked(bool overflow, int64_t value) {
-  if (overflow)
-    throw AffineError{"integer overflow"};
-  return value;
-}
-
 /// floor(a / b) for b != 0, exact for negative values too.
 int64_t floorDiv(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -25,10 +19,7 @@ int64_t ceilDiv(int64_t a, int64_t b) {
 
 } // namespace
 
-int Arith::compare(const Affine& a, const Affine& b) {
-  const Affine d = sub(a, b);
-  if (d.u == 0)
-    return d.v < 0 ? -1 : d.v > 0 ? 1 : 0;
+int Arith::compareDependent(const Affine& d) {
   if (!symbolic_)
     throw AffineError{"a value that depends on n in a run with n fixed"};
   // u * q + v has the sign of u for every q > -v / u.
@@ -36,25 +27,8 @@ int Arith::compare(const Affine& a, const Affine& b) {
   return d.u < 0 ? -1 : 1;
 }
 
-Affine Arith::add(const Affine& a, const Affine& b) {
-  int64_t u, v;
-  bool overflow = __builtin_add_overflow(a.u, b.u, &u);
-  overflow |= __builtin_add_overflow(a.v, b.v, &v);
-  return Affine{checked(overflow, u), checked(overflow, v)};
-}
-
-Affine Arith::sub(const Affine& a, const Affine& b) {
-  int64_t u, v;
-  bool overflow = __builtin_sub_overflow(a.u, b.u, &u);
-  overflow |= __builtin_sub_overflow(a.v, b.v, &v);
-  return Affine{checked(overflow, u), checked(overflow, v)};
-}
-
-Affine Arith::mul(const Affine& a, int64_t c) {
-  int64_t u, v;
-  bool overflow = __builtin_mul_overflow(a.u, c, &u);
-  overflow |= __builtin_mul_overflow(a.v, c, &v);
-  return Affine{checked(overflow, u), checked(overflow, v)};
+void Arith::overflow() {
+  throw AffineError{"integer overflow"};
 }
 
 std::optional<Affine> evaluate(const ir::Expr& e, const Bindings& env, Arith& arith,
@@ -79,10 +53,10 @@ std::optional<Affine> evaluate(const ir::Expr& e, const Bindings& env, Arith& ar
   case ExprKind::RowLength:
     return Affine::constant(env.rowLength);
   case ExprKind::Var: {
-    auto it = env.vars.find(e->name);
-    if (it == env.vars.end())
+    const int64_t* value = env.vars.find(e->name);
+    if (!value)
       return fail("unbound variable '" + e->name + "'");
-    return Affine::constant(it->second);
+    return Affine::constant(*value);
   }
   case ExprKind::ChunkSize:
   case ExprKind::ChunkBegin:

@@ -14,9 +14,10 @@
 #include "compiler/ir/Expr.h"
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace collc::proof {
 
@@ -42,31 +43,86 @@ public:
   bool symbolic() const { return symbolic_; }
 
   /// -1, 0 or 1: the sign of a - b, for every q >= threshold() (symbolic), or now (concrete).
-  int compare(const Affine& a, const Affine& b);
+  /// Inline: the verifier's runs spend most of their time here.
+  int compare(const Affine& a, const Affine& b) {
+    const Affine d = sub(a, b);
+    if (d.u == 0)
+      return d.v < 0 ? -1 : d.v > 0 ? 1 : 0;
+    return compareDependent(d);
+  }
   bool less(const Affine& a, const Affine& b) { return compare(a, b) < 0; }
   bool lessEqual(const Affine& a, const Affine& b) { return compare(a, b) <= 0; }
   bool equal(const Affine& a, const Affine& b) { return compare(a, b) == 0; }
   Affine min(const Affine& a, const Affine& b) { return lessEqual(a, b) ? a : b; }
   Affine max(const Affine& a, const Affine& b) { return lessEqual(a, b) ? b : a; }
 
-  static Affine add(const Affine& a, const Affine& b);
-  static Affine sub(const Affine& a, const Affine& b);
-  static Affine mul(const Affine& a, int64_t c);
+  static Affine add(const Affine& a, const Affine& b) {
+    Affine r;
+    if (__builtin_add_overflow(a.u, b.u, &r.u) | __builtin_add_overflow(a.v, b.v, &r.v))
+      overflow();
+    return r;
+  }
+  static Affine sub(const Affine& a, const Affine& b) {
+    Affine r;
+    if (__builtin_sub_overflow(a.u, b.u, &r.u) | __builtin_sub_overflow(a.v, b.v, &r.v))
+      overflow();
+    return r;
+  }
+  static Affine mul(const Affine& a, int64_t c) {
+    Affine r;
+    if (__builtin_mul_overflow(a.u, c, &r.u) | __builtin_mul_overflow(a.v, c, &r.v))
+      overflow();
+    return r;
+  }
 
   /// The smallest q from which every comparison made so far keeps its outcome (0 if none
   /// depends on q).
   int64_t threshold() const { return threshold_; }
 
 private:
+  /// The sign of d (d.u != 0) for large q; records from which q on.
+  int compareDependent(const Affine& d);
+  [[noreturn]] static void overflow();
+
   bool symbolic_;
   int64_t threshold_ = 0;
+};
+
+/// The loop variables bound while a run executes: few at a time, so a flat list. Names point into
+/// the program, which outlives every run.
+class VarBindings {
+public:
+  void set(const std::string& name, int64_t value) {
+    for (auto& [bound, v] : vars_)
+      if (*bound == name) {
+        v = value;
+        return;
+      }
+    vars_.push_back({&name, value});
+  }
+  void erase(const std::string& name) {
+    for (size_t i = 0; i < vars_.size(); ++i)
+      if (*vars_[i].first == name) {
+        vars_.erase(vars_.begin() + long(i));
+        return;
+      }
+  }
+  const int64_t* find(const std::string& name) const {
+    for (const auto& [bound, v] : vars_)
+      if (*bound == name)
+        return &v;
+    return nullptr;
+  }
+
+private:
+  std::vector<std::pair<const std::string*, int64_t>> vars_;
 };
 
 /// The values an expression's free names take.
 struct Bindings {
   int64_t rank = 0, nranks = 2, root = 0, rowLength = 0;
   Affine count;
-  std::map<std::string, int64_t> vars;
+  VarBindings vars;
 };
 
 /// Evaluates `e` (AffineError where a division leaves the affine values, or overflow); nullopt

@@ -585,8 +585,8 @@ private:
         fail(s.loc, "loop runs " + std::to_string(end - begin) + " times; at most " +
                         std::to_string(kMaxLoopTrips) + " are supported");
       for (int64_t i = begin; i < end; ++i) {
-        env.vars[s.index] = i;
-        env.vars[s.var] = evalInt(s.value, env, s.loc);
+        env.vars.set(s.index, i);
+        env.vars.set(s.var, evalInt(s.value, env, s.loc));
         for (const auto& inner : s.body)
           execute(inner, env);
       }
@@ -740,7 +740,7 @@ private:
         const int q = *operand.set == ir::LoopRange::Peers ? (rank_ + 1 + i) % config_.nranks : i;
         if (*operand.set == ir::LoopRange::Peers && i == config_.nranks - 1)
           break;
-        env.vars[operand.setVar] = q;
+        env.vars.set(operand.setVar, q);
         add(operand, "operand ");
       }
       env.vars.erase(operand.setVar);

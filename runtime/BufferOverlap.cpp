@@ -1,0 +1,72 @@
+#include "runtime/BufferOverlap.h"
+
+#include <string>
+#include <vector>
+
+namespace collc {
+namespace {
+
+struct Extent {
+  std::string name;
+  uintptr_t begin = 0, end = 0;
+  int aux = -1; // index into CompiledCollective::aux; -1 for in and out
+};
+
+bool overlaps(const Extent& a, const Extent& b) {
+  return a.begin < b.end && b.begin < a.end;
+}
+
+/// Whether the verifier proved `a` and `b` as one memory (they must then coincide exactly).
+bool provedAsOne(const CompiledCollective& compiled, const Extent& a, const Extent& b) {
+  if (a.begin != b.begin || a.end != b.end)
+    return false;
+  if ((a.name == "in" && b.name == "out") || (a.name == "out" && b.name == "in"))
+    return compiled.inPlace;
+  if (a.aux < 0 || b.aux < 0)
+    return false;
+  for (const auto& [written, read] : compiled.auxAliases)
+    if ((written == a.aux && read == b.aux) || (written == b.aux && read == a.aux))
+      return true;
+  return false;
+}
+
+} // namespace
+
+Error checkBufferOverlap(const CompiledCollective& compiled, const void* in, const void* out,
+                         Span<void* const> aux, uint64_t count) {
+  if (count == 0)
+    return Error::success();
+  const uint64_t elemBytes = sizeOf(compiled.dtype);
+  std::vector<Extent> extents;
+  auto add = [&](std::string name, const void* base, uint64_t elems, int auxIndex) {
+    if (!base || elems == 0)
+      return;
+    const auto begin = reinterpret_cast<uintptr_t>(base);
+    extents.push_back({std::move(name), begin, begin + uintptr_t(elems * elemBytes), auxIndex});
+  };
+  add("in", in, compiled.inputCount(count), -1);
+  add("out", out, compiled.outputCount(count), -1);
+  for (size_t k = 0; k < aux.size() && k < compiled.aux.size(); ++k)
+    add(compiled.aux[k].name, aux[k], compiled.aux[k].elements(count), int(k));
+  for (size_t i = 0; i < extents.size(); ++i)
+    for (size_t j = i + 1; j < extents.size(); ++j) {
+      const Extent& a = extents[i];
+      const Extent& b = extents[j];
+      if (!overlaps(a, b) || provedAsOne(compiled, a, b))
+        continue;
+      const bool same = a.begin == b.begin && a.end == b.end;
+      std::string message = "buffers '" + a.name + "' and '" + b.name + "' ";
+      message += same ? "are the same memory" : "overlap";
+      message += " in a call of " + std::to_string(count) + " elements; ";
+      if (same)
+        message += "the verifier did not prove the spec for that (collc check lists the pairs "
+                   "that may be one memory): pass distinct buffers";
+      else
+        message +=
+            "buffers may only be distinct, or exactly one memory where collc check allows it";
+      return makeError(message);
+    }
+  return Error::success();
+}
+
+} // namespace collc

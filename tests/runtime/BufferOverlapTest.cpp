@@ -1,0 +1,82 @@
+// checkBufferOverlap (runtime/BufferOverlap.h): the memory a launch may be given. Addresses are
+// only compared, never touched, so the test needs no GPU.
+#include "runtime/BufferOverlap.h"
+
+#include <gtest/gtest.h>
+#include <vector>
+
+namespace collc {
+namespace {
+
+/// An f32 AllReduce over 2 ranks with a residual read and a residual written, like the fused
+/// AllReduce + RMSNorm.
+CompiledCollective fusedAllReduce() {
+  CompiledCollective compiled;
+  compiled.kind = CollectiveKind::AllReduce;
+  compiled.dtype = DType::F32;
+  compiled.nranks = 2;
+  compiled.aux = {AuxBuffer{"residual", ElementCount{1, 0, false, 2}, false},
+                  AuxBuffer{"residual_out", ElementCount{1, 0, false, 2}, true}};
+  return compiled;
+}
+
+void* at(std::vector<float>& memory, size_t element) {
+  return memory.data() + element;
+}
+
+TEST(BufferOverlap, DistinctBuffersAreAccepted) {
+  std::vector<float> memory(400);
+  std::vector<void*> aux = {at(memory, 200), at(memory, 300)};
+  EXPECT_FALSE(checkBufferOverlap(fusedAllReduce(), at(memory, 0), at(memory, 100), aux, 100));
+}
+
+TEST(BufferOverlap, InPlaceOnlyWhereProved) {
+  std::vector<float> memory(400);
+  std::vector<void*> aux = {at(memory, 200), at(memory, 300)};
+  CompiledCollective compiled = fusedAllReduce();
+  Error refused = checkBufferOverlap(compiled, at(memory, 0), at(memory, 0), aux, 100);
+  ASSERT_TRUE(refused);
+  EXPECT_NE(refused.message().find("'in' and 'out' are the same memory"), std::string::npos)
+      << refused.message();
+  compiled.inPlace = true;
+  EXPECT_FALSE(checkBufferOverlap(compiled, at(memory, 0), at(memory, 0), aux, 100));
+}
+
+TEST(BufferOverlap, PartialOverlapIsRefusedEvenWhereInPlaceIsProved) {
+  std::vector<float> memory(400);
+  std::vector<void*> aux = {at(memory, 200), at(memory, 300)};
+  CompiledCollective compiled = fusedAllReduce();
+  compiled.inPlace = true;
+  Error refused = checkBufferOverlap(compiled, at(memory, 0), at(memory, 50), aux, 100);
+  ASSERT_TRUE(refused);
+  EXPECT_NE(refused.message().find("'in' and 'out' overlap"), std::string::npos)
+      << refused.message();
+}
+
+TEST(BufferOverlap, AuxPairsOnlyWhereProved) {
+  std::vector<float> memory(400);
+  std::vector<void*> same = {at(memory, 200), at(memory, 200)};
+  CompiledCollective compiled = fusedAllReduce();
+  Error refused = checkBufferOverlap(compiled, at(memory, 0), at(memory, 100), same, 100);
+  ASSERT_TRUE(refused);
+  EXPECT_NE(refused.message().find("'residual' and 'residual_out'"), std::string::npos)
+      << refused.message();
+  compiled.auxAliases = {{1, 0}};
+  EXPECT_FALSE(checkBufferOverlap(compiled, at(memory, 0), at(memory, 100), same, 100));
+  // An aux buffer may not be the output, whatever the aux pairs allow.
+  std::vector<void*> onOutput = {at(memory, 100), at(memory, 300)};
+  EXPECT_TRUE(checkBufferOverlap(compiled, at(memory, 0), at(memory, 100), onOutput, 100));
+}
+
+TEST(BufferOverlap, SizesFollowTheCount) {
+  std::vector<float> memory(400);
+  std::vector<void*> aux = {at(memory, 200), at(memory, 300)};
+  // out starts 50 elements after in: apart for 50 elements, overlapping for 51.
+  EXPECT_FALSE(checkBufferOverlap(fusedAllReduce(), at(memory, 0), at(memory, 50), aux, 50));
+  EXPECT_TRUE(checkBufferOverlap(fusedAllReduce(), at(memory, 0), at(memory, 50), aux, 51));
+  // An empty call touches nothing.
+  EXPECT_FALSE(checkBufferOverlap(fusedAllReduce(), at(memory, 0), at(memory, 0), aux, 0));
+}
+
+} // namespace
+} // namespace collc
