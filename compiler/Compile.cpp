@@ -278,6 +278,30 @@ ScratchBuffer describeScratch(const ir::Buffer& buffer, const CompileOptions& op
 
 } // namespace
 
+llvm::Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
+                                                     const CompileOptions& options,
+                                                     llvm::raw_ostream& diagnostics) {
+  llvm::SourceMgr sources;
+  Diagnostics diags(sources, diagnostics);
+  auto fail = [&]() -> llvm::Error {
+    return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+  };
+  Checked checked = parseAndVerify(diags, spec, nullptr);
+  if (!checked.program)
+    return fail();
+  auto lowered = lowerVariant(*checked.program, checked.proof, options, diags, lineOfIn(sources));
+  if (!lowered)
+    return fail();
+  auto steps = expandRepeatedSteps(*checked.program, options.nranks, diags);
+  if (!steps)
+    return fail();
+  checked.program->steps = std::move(*steps);
+  VariantPrograms programs;
+  programs.spec = std::move(checked.program);
+  programs.lowered = std::make_shared<const ir::Program>(std::move(lowered->program));
+  return programs;
+}
+
 llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
                                                      const CompileOptions& options,
                                                      llvm::raw_ostream& diagnostics) {

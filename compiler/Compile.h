@@ -7,11 +7,16 @@
 
 #include <llvm/Support/Error.h>
 #include <llvm/Support/raw_ostream.h>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace collc {
+
+namespace ir {
+struct Program;
+}
 
 struct CompileOptions {
   DType dtype = DType::F32;
@@ -89,6 +94,19 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics,
 /// Diagnostics (file:line:col: error: ...) go to `diagnostics`; on user error the returned
 /// llvm::Error says how many errors were found.
 llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
+                                                     const CompileOptions& options,
+                                                     llvm::raw_ostream& diagnostics);
+
+/// One variant's two programs, for the interpreter (compiler/interpret/): the verified spec and
+/// what the variant lowers it to, the steps of both expanded for options.nranks. Their source
+/// locations point into text that is gone: only their data flow is for use.
+struct VariantPrograms {
+  std::shared_ptr<const ir::Program> spec;
+  std::shared_ptr<const ir::Program> lowered;
+};
+
+/// compileCollective up to the lowered program (verified too), without generating code.
+llvm::Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
                                                      const CompileOptions& options,
                                                      llvm::raw_ostream& diagnostics);
 

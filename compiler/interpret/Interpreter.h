@@ -1,0 +1,57 @@
+// A float64 interpreter of a program's data flow: the spec's, or the program a strategy lowered it
+// to. It runs one call for one rank count and count, step after step and, within a step, rank
+// after rank and statement after statement over whole regions. A verified program computes the
+// same whatever the order its threads and ranks run in, so this order gives the result every
+// correct kernel must give: the spec is its own reference, for any kind and any aux buffers.
+//
+// Loads and stores are data moves whatever their kind (a poll reads, a flagged store writes);
+// accumulation-line adds add into lines that start each call at zero, and taking a line zeroes it.
+#ifndef COLLC_COMPILER_INTERPRET_INTERPRETER_H
+#define COLLC_COMPILER_INTERPRET_INTERPRETER_H
+
+#include "abi/Types.h"
+#include "compiler/ir/IR.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace collc::interpret {
+
+/// One call's configuration and the caller's data.
+struct Call {
+  int nranks = 2;
+  int64_t count = 0; // n
+  int root = 0;
+  int64_t rowLength = 0; // a spec with `rows`: the row length (n a multiple of it)
+  ReduceOp op = ReduceOp::Sum;
+  double eps = 1e-6; // rmsnorm's epsilon
+  /// input[r]: rank r's input buffer (its size: the input's slot size for this n).
+  std::vector<std::vector<double>> input;
+  /// aux[r][k]: rank r's aux buffer k (Buffer::auxIndex order), holding the caller's data.
+  std::vector<std::vector<std::vector<double>>> aux;
+};
+
+/// What the call leaves in the caller's memory.
+struct Result {
+  std::vector<std::vector<double>> output;           // [rank]
+  std::vector<std::vector<std::vector<double>>> aux; // [rank][auxIndex], written ones and not
+};
+
+/// A program the interpreter cannot run as given: a size that does not evaluate, a region out of
+/// range, data given of the wrong size. (A verified program never raises it.)
+struct InterpretError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Sizes of the input and aux buffers of `program` for a call (to fill Call::input and aux).
+int64_t inputElements(const ir::Program& program, const Call& call);
+std::vector<int64_t> auxElements(const ir::Program& program, const Call& call);
+
+/// Runs `steps` (the program's, repeated steps expanded for call.nranks) once.
+Result interpret(const ir::Program& program, const std::vector<ir::Step>& steps, const Call& call);
+
+} // namespace collc::interpret
+
+#endif // COLLC_COMPILER_INTERPRET_INTERPRETER_H
