@@ -103,9 +103,10 @@ bool parseSettings(const ParsedArguments& args, RunSettings& settings, std::stri
 
 /// Loads and compiles the spec for a run of `count` elements into `compiled`; kSuccess, or the exit
 /// status of the error it reported. A spec with rows runs whole rows: checked here for its own
-/// default row length, which is known only once it is compiled.
+/// default row length, which is known only once it is compiled. With `run`, a spec with aux
+/// buffers also gets its program as the run's reference (the spec interpreted checks it).
 int compileForRun(const std::string& specName, const CompileOptions& options, uint64_t count,
-                  CompiledCollective& compiled) {
+                  CompiledCollective& compiled, RunOptions* run = nullptr) {
   auto spec = fromCompiler(loadSpec(specName));
   if (!spec)
     return reportError(spec.takeError());
@@ -118,6 +119,12 @@ int compileForRun(const std::string& specName, const CompileOptions& options, ui
     return usageError(fmt::format("--count={} is not a whole number of rows of {} elements ('{}' "
                                   "has rows; set the row length with --hidden)",
                                   count, compiled.rowLength, compiled.specName));
+  if (run && !compiled.aux.empty()) {
+    auto programs = fromCompiler(lowerVariantPrograms(*spec, options, llvm::errs()), &specError);
+    if (!programs)
+      return reportError(programs.takeError(), specError);
+    run->reference = programs->spec;
+  }
   return kSuccess;
 }
 
@@ -179,7 +186,8 @@ int runLocal(RunSettings& settings, const std::string& specName) {
     return status;
   const uint64_t count = settings.run.count;
   CompiledCollective compiled;
-  if (int status = compileForRun(specName, options, count, compiled); status != kSuccess)
+  if (int status = compileForRun(specName, options, count, compiled, &settings.run);
+      status != kSuccess)
     return status;
   auto image = compileForDevice(compiled, devices[0]);
   if (!image)
@@ -232,7 +240,8 @@ int runProcess(RunSettings& settings, const std::string& specName, const LaunchE
   const uint64_t count = settings.run.count;
   // The spec is compiled before the world exists: its scratch sizes the heap.
   CompiledCollective compiled;
-  if (int status = compileForRun(specName, options, count, compiled); status != kSuccess)
+  if (int status = compileForRun(specName, options, count, compiled, &settings.run);
+      status != kSuccess)
     return status;
   ProcessWorldOptions worldOptions;
   worldOptions.heapBytes = heapBytesFor(compiled, count);
@@ -295,7 +304,7 @@ std::string oneGpuConflict(const ParsedArguments& args, const RunSettings& setti
 int compileForOneGpu(RunSettings& settings, const std::string& specName, int device,
                      CompiledCollective& compiled) {
   CompileOptions& options = settings.compile;
-  if (int status = compileForRun(specName, options, settings.run.count, compiled);
+  if (int status = compileForRun(specName, options, settings.run.count, compiled, &settings.run);
       status != kSuccess)
     return status;
   const int multiprocessors = multiprocessorCount(device);
@@ -308,7 +317,7 @@ int compileForOneGpu(RunSettings& settings, const std::string& specName, int dev
                               options.nranks, compiled.launch.blocks, device, multiprocessors,
                               most);
   options.blocks = most;
-  return compileForRun(specName, options, settings.run.count, compiled);
+  return compileForRun(specName, options, settings.run.count, compiled, &settings.run);
 }
 
 /// --one-gpu: one process drives R ranks on GPU 0, a SharedGpuWorld.

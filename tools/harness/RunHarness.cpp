@@ -5,6 +5,7 @@
 #include "runtime/LocalWorld.h"
 #include "tools/harness/CollectiveReference.h"
 #include "tools/harness/HostData.h"
+#include "tools/harness/InterpretedReference.h"
 #include "tools/harness/RankGraphs.h"
 #include "tools/harness/RmsNormReference.h"
 
@@ -45,34 +46,42 @@ std::vector<cudaStream_t> localStreams(const SymmetricWorld& world) {
   return streams;
 }
 
-/// A spec with user buffers besides the input and the output is checked only where the harness
-/// knows its float64 reference: the fused add + RMSNorm, with separate residual in and out.
-Error validateAux(const CompiledCollective& compiled, uint64_t count, bool specialValues) {
-  if (compiled.aux.empty())
-    return Error::success();
+/// A spec with user buffers besides the input and the output is checked against the fused
+/// add + RMSNorm's reference where it is that epilogue, else against the spec interpreted.
+bool isAddRmsNorm(const CompiledCollective& compiled) {
   const std::optional<AddRmsNormEpilogue>& e = compiled.addRmsNorm;
   const int auxCount = int(compiled.aux.size());
   auto valid = [&](int k) { return k >= 0 && k < auxCount; };
-  if (!e || !valid(e->residualIn) || !valid(e->residualOut) || !valid(e->weight) ||
-      e->residualIn == e->residualOut || e->residualIn == e->weight || e->residualOut == e->weight)
+  return e && valid(e->residualIn) && valid(e->residualOut) && valid(e->weight) &&
+         e->residualIn != e->residualOut && e->residualIn != e->weight &&
+         e->residualOut != e->weight;
+}
+
+Error validateAux(const CompiledCollective& compiled, uint64_t count, bool specialValues,
+                  const ir::Program* reference) {
+  if (compiled.aux.empty())
+    return Error::success();
+  if (!isAddRmsNorm(compiled) && !reference)
     return harnessError("'" + compiled.specName +
-                        "' has user buffers besides its input and output, but not the fused "
-                        "residual add + RMSNorm (with separate residual in and out buffers) that "
-                        "the run harness can check");
-  if (compiled.rowLength <= 0 || count % uint64_t(compiled.rowLength) != 0)
+                        "' has user buffers besides its input and output: its reference is the "
+                        "spec interpreted, and no spec program was given to the harness");
+  if (compiled.rowLength > 0 && count % uint64_t(compiled.rowLength) != 0)
     return harnessError(std::to_string(count) + " elements is not a whole number of rows of " +
                         std::to_string(compiled.rowLength) + " (--hidden) for '" +
                         compiled.specName + "'");
   if (specialValues)
     return harnessError("special input values (NaN, infinities, values near overflow) are not "
-                        "checked for the fused RMSNorm of '" +
-                        compiled.specName + "': one of them poisons the whole row's norm");
+                        "checked for '" +
+                        compiled.specName +
+                        "', whose aux buffers need a reference of their own: one NaN would "
+                        "poison every result it reaches");
   return Error::success();
 }
 
 Error validate(const SymmetricWorld& world, const CollectiveInstance& instance,
-               const CompiledCollective& compiled, uint64_t count, bool specialValues) {
-  if (Error err = validateAux(compiled, count, specialValues))
+               const CompiledCollective& compiled, uint64_t count, bool specialValues,
+               const ir::Program* reference) {
+  if (Error err = validateAux(compiled, count, specialValues, reference))
     return err;
   if (&instance.world() != &world)
     return harnessError("the instance was created for another world");
@@ -237,13 +246,34 @@ struct LocalVerdicts {
   int checkedCalls = 0;
 };
 
+/// Elements one rank's check compares: its output and every aux buffer the kernel writes.
+uint64_t checkedElements(const CompiledCollective& compiled, uint64_t count) {
+  uint64_t elements = compiled.outputCount(count);
+  for (const AuxBuffer& aux : compiled.aux)
+    if (aux.written)
+      elements += aux.elements(count);
+  return elements;
+}
+
 /// Compares slot `slot` of every local rank's output with the reference built from slot `slot`
 /// of every rank's input; adds mismatch lines to the report.
 void checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, uint64_t count,
-               int slot, const std::string& what, RunReport& report, LocalVerdicts& verdicts) {
+               int slot, const std::string& what, RunReport& report, LocalVerdicts& verdicts,
+               const ir::Program* reference) {
   std::vector<const void*> inputs;
   for (size_t r = 0; r < buffers.hostIn.size(); ++r)
     inputs.push_back(buffers.inputOf(static_cast<int>(r), slot));
+  const bool interpreted = !compiled.aux.empty() && !isAddRmsNorm(compiled) && reference;
+  InterpretedReference expected;
+  if (interpreted) {
+    // The aux buffers the kernel only reads, as every rank gave them; those it writes start NaN.
+    std::vector<std::vector<const void*>> aux(buffers.hostIn.size());
+    for (size_t r = 0; r < aux.size(); ++r)
+      for (size_t k = 0; k < compiled.aux.size(); ++k)
+        aux[r].push_back(buffers.auxWritten[k] ? nullptr
+                                               : buffers.auxOf(static_cast<int>(r), k, slot));
+    expected = interpretReference(*reference, compiled, count, inputs, aux);
+  }
   CollectiveCall call;
   call.kind = compiled.kind;
   call.type = compiled.dtype;
@@ -256,7 +286,25 @@ void checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, u
     const int rank = buffers.local[i];
     std::string label = what + " rank " + std::to_string(rank) + " out";
     Comparison comparison;
-    if (compiled.addRmsNorm) { // validate() admits no other aux buffers
+    if (interpreted) {
+      // The output and every aux buffer the kernel writes; a sum over every rank and aux term.
+      label = what + " rank " + std::to_string(rank);
+      const int terms = compiled.nranks + int(compiled.aux.size());
+      comparison =
+          compareInterpreted(compiled.dtype, terms, expected.value.output[size_t(rank)],
+                             expected.scale.output[size_t(rank)], buffers.outputOf(i, slot),
+                             label + " out", kMaxReportedMismatches);
+      for (size_t k = 0; k < compiled.aux.size(); ++k) {
+        if (!buffers.auxWritten[k])
+          continue;
+        Comparison aux =
+            compareInterpreted(compiled.dtype, terms, expected.value.aux[size_t(rank)][k],
+                               expected.scale.aux[size_t(rank)][k], buffers.auxOf(rank, k, slot),
+                               label + " " + compiled.aux[k].name, kMaxReportedMismatches);
+        comparison.mismatches += aux.mismatches;
+        comparison.firstMismatches += aux.firstMismatches;
+      }
+    } else if (isAddRmsNorm(compiled)) {
       const AddRmsNormEpilogue& e = *compiled.addRmsNorm;
       label = what + " rank " + std::to_string(rank);
       AddRmsNormCall fused;
@@ -277,10 +325,9 @@ void checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, u
     ++verdicts.wrongCalls[i];
     if (std::count(report.firstMismatches.begin(), report.firstMismatches.end(), '\n') <
         kMaxReportedMismatches)
-      report.firstMismatches +=
-          label + ": " + std::to_string(comparison.mismatches) + " of " +
-          std::to_string(compiled.outputCount(count) * (compiled.addRmsNorm ? 2 : 1)) +
-          " elements wrong\n" + comparison.firstMismatches;
+      report.firstMismatches += label + ": " + std::to_string(comparison.mismatches) + " of " +
+                                std::to_string(checkedElements(compiled, count)) +
+                                " elements wrong\n" + comparison.firstMismatches;
   }
   ++verdicts.checkedCalls;
   ++report.checkedCalls;
@@ -378,7 +425,8 @@ uint64_t rankInputSeed(uint64_t seed, uint64_t round, int rank) {
 Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& instance,
                                 const CompiledCollective& compiled, const RunOptions& options) {
   const uint64_t count = options.count;
-  if (Error err = validate(world, instance, compiled, count, options.specialValues))
+  if (Error err = validate(world, instance, compiled, count, options.specialValues,
+                           options.reference.get()))
     return err;
   if (options.time && (options.graphOps < 1 || options.replays < 1))
     return harnessError("timing needs at least one operation per graph and one replay");
@@ -407,7 +455,7 @@ Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& insta
       return err;
     if (Error err = instance.synchronize(streams))
       return err;
-    checkSlot(buffers, compiled, count, 0, what, report, verdicts);
+    checkSlot(buffers, compiled, count, 0, what, report, verdicts, options.reference.get());
     return Error::success();
   };
 
@@ -481,8 +529,9 @@ Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& insta
 
 Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& instance,
                                    const CompiledCollective& compiled, uint64_t count, int calls,
-                                   uint64_t seed, bool specialValues) {
-  if (Error err = validate(world, instance, compiled, count, specialValues))
+                                   uint64_t seed, bool specialValues,
+                                   const ir::Program* reference) {
+  if (Error err = validate(world, instance, compiled, count, specialValues, reference))
     return err;
   if (calls < 1)
     return harnessError("a stress graph needs at least one call");
@@ -525,7 +574,8 @@ Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& in
   RunReport report;
   LocalVerdicts verdicts;
   for (int call = 0; call < calls; ++call)
-    checkSlot(buffers, compiled, count, call, "call " + std::to_string(call), report, verdicts);
+    checkSlot(buffers, compiled, count, call, "call " + std::to_string(call), report, verdicts,
+              reference);
   uint64_t wrongCalls = 0;
   for (uint64_t wrong : verdicts.wrongCalls)
     wrongCalls += wrong;

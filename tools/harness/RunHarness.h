@@ -17,10 +17,15 @@
 #include "runtime/SymmetricWorld.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace collc {
+
+namespace ir {
+struct Program;
+}
 
 struct RunOptions {
   uint64_t count = 0;         // elements per call (<= the instance's maxCount)
@@ -30,6 +35,9 @@ struct RunOptions {
   bool time = true;           // false: check correctness only
   int checks = 3;             // eager calls checked before timing (3 covers every scratch copy)
   bool specialValues = false; // inputs include -0.0, subnormals, NaN, +-inf, large magnitudes
+  /// The spec's program (lowerVariantPrograms in compiler/Compile.h), interpreted in float64 as
+  /// the reference of a spec with aux buffers other than the fused add + RMSNorm's.
+  std::shared_ptr<const ir::Program> reference;
 };
 
 struct RunReport {
@@ -46,7 +54,9 @@ struct RunReport {
 /// (CollectiveReference.h). A spec with the fused residual add + RMSNorm epilogue gets fresh
 /// random residual and weight buffers with every set of inputs, and both its outputs (out and
 /// residual_out) are checked against RmsNormReference.h; options.count must then be whole rows,
-/// and special values are refused (one NaN poisons a whole row's norm). A wrong result
+/// and special values are refused (one NaN poisons a whole row's norm). Any other spec with aux
+/// buffers is checked against options.reference interpreted (InterpretedReference.h): its output
+/// and every aux buffer it writes. A wrong result
 /// is reported in the RunReport; an error means the run itself failed (CUDA error, watchdog, hang).
 Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& instance,
                                 const CompiledCollective& compiled, const RunOptions& options);
@@ -58,7 +68,8 @@ Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& insta
 /// slowest rank's replay time divided by `calls`.
 Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& instance,
                                    const CompiledCollective& compiled, uint64_t count, int calls,
-                                   uint64_t seed, bool specialValues = false);
+                                   uint64_t seed, bool specialValues = false,
+                                   const ir::Program* reference = nullptr);
 
 /// The seed of rank `rank`'s input in round `round` of a run seeded with `seed` (a round is one
 /// set of inputs: one eager call, one replay, one stress graph). Distinct for distinct arguments
