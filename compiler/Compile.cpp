@@ -59,6 +59,10 @@ llvm::Expected<SpecSource> loadSpec(const std::string& nameOrPath) {
 
 namespace {
 
+int64_t workLimitOf(const CompileOptions& options) {
+  return options.verifyWorkLimit > 0 ? options.verifyWorkLimit : kDefaultVerifyWorkLimit;
+}
+
 /// Front end and verifier, shared by checkSpec and compileCollective.
 struct Checked {
   std::unique_ptr<ir::Program> program; // every variant is lowered from a copy of it
@@ -66,7 +70,8 @@ struct Checked {
   VerifyResult proof;
 };
 
-Checked parseAndVerify(Diagnostics& diags, const SpecSource& spec, llvm::raw_ostream* printAst) {
+Checked parseAndVerify(Diagnostics& diags, const SpecSource& spec, llvm::raw_ostream* printAst,
+                       int64_t workLimit) {
   Checked result;
   auto ast = parseSpecText(diags, spec.text, spec.bufferName);
   if (!ast)
@@ -76,11 +81,13 @@ Checked parseAndVerify(Diagnostics& diags, const SpecSource& spec, llvm::raw_ost
   auto program = analyze(*ast, diags);
   if (!program)
     return result;
-  if (auto proof = rememberedSpecProof(spec.text)) {
+  // Keyed by the limit too: a smaller one may leave an alias unproved that a larger one proves.
+  const std::string memoKey = std::to_string(workLimit) + "\n" + spec.text;
+  if (auto proof = rememberedSpecProof(memoKey)) {
     result.proof = *proof;
   } else {
-    result.proof = verify(*program, diags);
-    rememberSpecProof(spec.text, result.proof);
+    result.proof = verify(*program, diags, workLimit);
+    rememberSpecProof(memoKey, result.proof);
   }
   if (result.proof.ok)
     result.program = std::move(program);
@@ -184,7 +191,8 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
     lowerOptions.printAfterEach = options.printIr;
   auto lowered = lower(program, proof, lowerOptions, diags);
   if (!lowered || !checkRowLength(*lowered, lowerOptions.rowLength, diags) ||
-      !verifyLowered(program, *lowered, options.nranks, options.dtype, diags))
+      !verifyLowered(program, *lowered, options.nranks, options.dtype, diags,
+                     workLimitOf(options)))
     return std::nullopt;
   // Unroll multiplies the vectors of an element loop; LL128's line loops and row steps have
   // their own shape, which it would leave as it is.
@@ -214,10 +222,12 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
   llvm::SourceMgr sources;
   Diagnostics diags(sources, diagnostics);
   const auto start = std::chrono::steady_clock::now();
-  Checked checked = parseAndVerify(diags, spec, nullptr);
+  Checked checked = parseAndVerify(diags, spec, nullptr, kDefaultVerifyWorkLimit);
   if (!checked.program)
     return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
   if (report) {
+    report->work = checked.proof.work;
+    report->workLimit = kDefaultVerifyWorkLimit;
     report->minRanks = checked.program->minRanks;
     report->maxRanks = checked.program->maxRanks;
     report->runs = checked.proof.runs;
@@ -286,7 +296,7 @@ llvm::Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
   auto fail = [&]() -> llvm::Error {
     return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
   };
-  Checked checked = parseAndVerify(diags, spec, nullptr);
+  Checked checked = parseAndVerify(diags, spec, nullptr, workLimitOf(options));
   if (!checked.program)
     return fail();
   auto lowered = lowerVariant(*checked.program, checked.proof, options, diags, lineOfIn(sources));
@@ -310,7 +320,7 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   auto fail = [&]() -> llvm::Error {
     return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
   };
-  Checked checked = parseAndVerify(diags, spec, options.printAst);
+  Checked checked = parseAndVerify(diags, spec, options.printAst, workLimitOf(options));
   if (!checked.program)
     return fail();
   auto lowered = lowerVariant(*checked.program, checked.proof, options, diags, lineOfIn(sources));

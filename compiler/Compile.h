@@ -42,6 +42,9 @@ struct CompileOptions {
   /// Compile the ll128 strategy although it is not trusted yet (dsl/README.md, ll128): for
   /// investigating it on a machine, never for results that matter.
   bool experimentalLL128 = false;
+  /// Work the proof of the spec may take (collc check reports it); 0: kDefaultVerifyWorkLimit
+  /// (compiler/Verifier.h). Each variant's lowered program gets as much again.
+  int64_t verifyWorkLimit = 0;
   llvm::raw_ostream* printAst = nullptr; // if set, the parsed tree is printed here
   llvm::raw_ostream* printIr = nullptr;  // if set, the lowered IR is printed here
   bool printIrAfterAll = false;          // with printIr: after every pass, not only the last
@@ -77,6 +80,7 @@ std::vector<std::string> stdlibNames();
 struct CheckReport {
   int minRanks = 2, maxRanks = 8;
   int64_t runs = 0;     // configurations the proof ran (rank count, root, count or residue)
+  int64_t work = 0, workLimit = 0; // the proof's work (segment operations) and its limit
   double seconds = 0;   // the proof's time
   bool inPlace = false; // the output may be the input's memory
   /// Aux buffers that may be the same memory: (written, read) names.

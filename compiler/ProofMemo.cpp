@@ -45,13 +45,13 @@ Memo& specProofs() {
 
 } // namespace
 
-std::optional<VerifyResult> rememberedSpecProof(const std::string& specText) {
-  return specProofs().find(specText);
+std::optional<VerifyResult> rememberedSpecProof(const std::string& key) {
+  return specProofs().find(key);
 }
 
-void rememberSpecProof(const std::string& specText, const VerifyResult& proof) {
+void rememberSpecProof(const std::string& key, const VerifyResult& proof) {
   if (proof.ok)
-    specProofs().insert(specText, proof);
+    specProofs().insert(key, proof);
 }
 
 } // namespace collc

@@ -13,9 +13,9 @@
 
 namespace collc {
 
-/// The proof of the spec with this text, if this process made it.
-std::optional<VerifyResult> rememberedSpecProof(const std::string& specText);
-void rememberSpecProof(const std::string& specText, const VerifyResult& proof);
+/// The proof of the spec with this text (and whatever else `key` adds), if this process made it.
+std::optional<VerifyResult> rememberedSpecProof(const std::string& key);
+void rememberSpecProof(const std::string& key, const VerifyResult& proof);
 
 } // namespace collc
 

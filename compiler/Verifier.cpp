@@ -19,17 +19,15 @@ using proof::RunConfig;
 using proof::RunFacts;
 using proof::RunFailed;
 
-/// Work (segment operations) all the runs of one spec may take together before it is refused.
-constexpr int64_t kMaxWork = 50'000'000;
-
 /// Every run of one program for one rank count: the counts an earlier verifier tried first (so
 /// their diagnostics read as before), then every residue of n modulo 8 * nranks with q symbolic,
 /// then every q below the symbolic run's bound with numbers (Affine.h).
 class Sweep {
 public:
   Sweep(const ir::Program& program, const std::vector<ir::Step>& steps, RunConfig base,
-        Diagnostics* diags, int64_t& work)
-      : program_(program), steps_(steps), base_(std::move(base)), diags_(diags), work_(work) {}
+        Diagnostics* diags, int64_t& work, int64_t workLimit)
+      : program_(program), steps_(steps), base_(std::move(base)), diags_(diags), work_(work),
+        workLimit_(workLimit) {}
 
   /// False (after reporting, unless quiet) at the first configuration that breaks a rule.
   bool run() {
@@ -77,7 +75,7 @@ private:
     config.count = count;
     config.rowLength = rowLength;
     config.root = root;
-    config.budget = std::max<int64_t>(1, kMaxWork - work_);
+    config.budget = std::max<int64_t>(1, workLimit_ - work_);
     return config;
   }
 
@@ -105,7 +103,7 @@ private:
       if (error.why == "budget")
         diags_->error(program_.loc,
                       "verifying '" + program_.name + "' takes more than " +
-                          std::to_string(kMaxWork) + " steps of work (" + std::to_string(runs_) +
+                          std::to_string(workLimit_) + " steps of work (" + std::to_string(runs_) +
                           " runs so far); collc refuses a spec it cannot prove in that: use "
                           "fewer statements, loop trips or rank counts");
       else
@@ -120,6 +118,7 @@ private:
   RunConfig base_;
   Diagnostics* diags_;
   int64_t& work_;
+  const int64_t workLimit_;
   int64_t runs_ = 0;
   std::vector<RunFacts> facts_;
 };
@@ -140,14 +139,14 @@ void fold(VerifyResult& result, const RunFacts& facts) {
 /// every run into `result` and collects the waits that ordered something.
 bool proveAll(const ir::Program& program, const RunConfig& base, Diagnostics* diags,
               Diagnostics& expandDiags, VerifyResult& result,
-              std::set<std::pair<int, const char*>>& usedWaits) {
+              std::set<std::pair<int, const char*>>& usedWaits, int64_t workLimit) {
   for (int nranks = program.minRanks; nranks <= program.maxRanks; ++nranks) {
     auto steps = expandRepeatedSteps(program, nranks, expandDiags);
     if (!steps)
       return false;
     RunConfig config = base;
     config.nranks = nranks;
-    Sweep sweep(program, *steps, config, diags, result.work);
+    Sweep sweep(program, *steps, config, diags, result.work, workLimit);
     const bool ok = sweep.run();
     result.runs += sweep.runs();
     if (!ok)
@@ -198,7 +197,8 @@ bool sameSize(const ir::Buffer& a, const ir::Buffer& b) {
 }
 
 /// The pairs of memory a caller may pass as one buffer, each proved like the spec itself.
-void proveAliases(const ir::Program& program, Diagnostics& diags, VerifyResult& result) {
+void proveAliases(const ir::Program& program, Diagnostics& diags, VerifyResult& result,
+                  int64_t workLimit) {
   std::set<std::pair<int, const char*>> ignored;
   auto holds = [&](ir::BufferId alias, ir::BufferId original) {
     RunConfig config;
@@ -207,7 +207,7 @@ void proveAliases(const ir::Program& program, Diagnostics& diags, VerifyResult& 
     // simply not allowed.
     VerifyResult scratch;
     scratch.work = result.work;
-    const bool proved = proveAll(program, config, nullptr, diags, scratch, ignored);
+    const bool proved = proveAll(program, config, nullptr, diags, scratch, ignored, workLimit);
     result.work = scratch.work;
     return proved;
   };
@@ -232,20 +232,20 @@ void proveAliases(const ir::Program& program, Diagnostics& diags, VerifyResult& 
 
 } // namespace
 
-VerifyResult verify(const ir::Program& program, Diagnostics& diags) {
+VerifyResult verify(const ir::Program& program, Diagnostics& diags, int64_t workLimit) {
   VerifyResult result;
   std::set<std::pair<int, const char*>> usedWaits;
-  if (!proveAll(program, RunConfig{}, &diags, diags, result, usedWaits))
+  if (!proveAll(program, RunConfig{}, &diags, diags, result, usedWaits, workLimit))
     return result;
   if (!checkWaitsUsed(program, usedWaits, diags))
     return result;
-  proveAliases(program, diags, result);
+  proveAliases(program, diags, result, workLimit);
   result.ok = true;
   return result;
 }
 
 bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
-                   Diagnostics& diags) {
+                   Diagnostics& diags, int64_t workLimit) {
   RunConfig config;
   config.nranks = nranks;
   config.lowered = true;
@@ -253,7 +253,7 @@ bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nran
   config.reference = &spec;
   config.referenceSteps = &spec.steps;
   int64_t work = 0;
-  Sweep sweep(lowered, lowered.steps, config, &diags, work);
+  Sweep sweep(lowered, lowered.steps, config, &diags, work, workLimit);
   return sweep.run();
 }
 

@@ -60,14 +60,19 @@ struct VerifyResult {
   int64_t work = 0;
 };
 
+/// Work (segment operations) the runs of one spec may take together, its alias proofs included;
+/// past it the spec is refused as too large to prove (aliases past it are not allowed).
+inline constexpr int64_t kDefaultVerifyWorkLimit = 50'000'000;
+
 /// Proves `program` (as Sema built it) for every rank count it declares.
-VerifyResult verify(const ir::Program& program, Diagnostics& diags);
+VerifyResult verify(const ir::Program& program, Diagnostics& diags,
+                    int64_t workLimit = kDefaultVerifyWorkLimit);
 
 /// Checks `lowered`, the program a strategy lowered `spec` (its steps expanded) to for `nranks`,
 /// for every root and every n: it breaks no rule and computes what the spec computes. Reports, as
 /// the strategy's, what it finds; true if nothing.
 bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
-                   Diagnostics& diags);
+                   Diagnostics& diags, int64_t workLimit = kDefaultVerifyWorkLimit);
 
 } // namespace collc
 

@@ -7,6 +7,7 @@
 // Built only with -DCOLLC_FUZZ=ON (clang): see tests/fuzz/CMakeLists.txt and scripts/test.
 #include "compiler/Compile.h"
 #include "compiler/Sema.h"
+#include "compiler/Verifier.h"
 #include "dsl/Diagnostics.h"
 #include "dsl/Parser.h"
 
@@ -45,6 +46,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   collc::SpecSource source{kBufferName, text.str()};
   collc::CompileOptions options; // defaults: f32, sum, 2 ranks, the spec's sync and launch
   options.formatSource = false;
+  // A twenty-fifth of the default proof budget: the refusal past it is what the fuzzer checks for
+  // large inputs, and an input then costs at most about a second under the sanitizers.
+  options.verifyWorkLimit = collc::kDefaultVerifyWorkLimit / 25;
   llvm::raw_null_ostream sink;
   auto compiled = collc::compileCollective(source, options, sink);
   if (!compiled) // a user error (the proof failed, or the spec cannot be built for 2 ranks): fine

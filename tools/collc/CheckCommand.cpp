@@ -30,7 +30,8 @@ int runCheck(const ParsedArguments& args) {
     return reportError(std::move(error), specError);
   llvm::outs() << spec->bufferName << ": ok\n";
   llvm::outs() << "  proved for nranks " << report.minRanks << ".." << report.maxRanks
-               << ", every root and every n: " << report.runs << " runs, "
+               << ", every root and every n: " << report.runs << " runs, " << report.work
+               << " steps of work (limit " << report.workLimit << "), "
                << llvm::format("%.2f", report.seconds) << " s\n";
   llvm::outs() << "  in place (out is in): " << (report.inPlace ? "allowed" : "not allowed")
                << "\n";

@@ -1,0 +1,162 @@
+// Differential testing on one GPU: random valid specs (tests/differential/SpecGenerator.h) and the
+// accepted specs of tests/specs, each compiled with every strategy it accepts, run as 2 to 8
+// co-resident ranks on GPU 0 (SharedGpuWorld) and checked against their float64 reference: the
+// kind's (CollectiveReference.h), or the spec interpreted where it has aux buffers. Counts leave
+// the last chunk empty, hold one element in it, and make it long and partial
+// (tests/ManyRankCounts.h). The closing line of each case says how many variants and calls it ran.
+#include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
+#include "runtime/CoResidency.h"
+#include "runtime/CollectiveInstance.h"
+#include "runtime/Devices.h"
+#include "runtime/Jit.h"
+#include "tests/ManyRankCounts.h"
+#include "tests/StdlibStrategies.h"
+#include "tests/differential/SpecGenerator.h"
+#include "tests/gpu/GpuTestMain.h"
+#include "tools/harness/RunHarness.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <llvm/Support/raw_ostream.h>
+#include <regex>
+#include <sstream>
+
+namespace collc {
+namespace {
+
+/// Generated specs run on the GPU (seeds 0 .. kGeneratedSpecs - 1).
+constexpr uint64_t kGeneratedSpecs = 40;
+
+struct DifferentialCase {
+  int nranks;
+  std::string name;
+  SpecSource source;
+};
+
+void PrintTo(const DifferentialCase& c, std::ostream* os) {
+  *os << c.name << " at " << c.nranks << " ranks";
+}
+
+/// The rank counts a spec declares (`ranks A..B`, else 2..8) that the test runs: its fewest, 3, 5
+/// and its most. Read off the text: the cases are listed in every gpu_tests process, so they must
+/// cost nothing to list.
+std::vector<int> rankCountsOf(const SpecSource& source) {
+  int fewest = 2, most = 8;
+  std::smatch match;
+  if (std::regex_search(source.text, match, std::regex(R"(\branks\s+(\d+)\s*\.\.\s*(\d+))"))) {
+    fewest = std::stoi(match[1]);
+    most = std::stoi(match[2]);
+  }
+  std::vector<int> counts = {fewest};
+  for (int r : {3, 5, most})
+    if (r > counts.back() && r <= most && r <= 8)
+      counts.push_back(r);
+  return counts;
+}
+
+std::vector<DifferentialCase> differentialCases() {
+  std::vector<std::pair<std::string, SpecSource>> specs;
+  for (uint64_t seed = 0; seed < kGeneratedSpecs; ++seed) {
+    const differential::GeneratedSpec spec = differential::generateSpec(seed);
+    specs.push_back({"generated_" + std::to_string(seed),
+                     SpecSource{"generated-" + std::to_string(seed) + ".coll", spec.text}});
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(COLLC_ACCEPTED_SPECS_DIR)) {
+    if (entry.path().extension() != ".coll")
+      continue;
+    std::ifstream file(entry.path());
+    std::stringstream text;
+    text << file.rdbuf();
+    specs.push_back({"specs_" + entry.path().stem().string(),
+                     SpecSource{entry.path().filename().string(), text.str()}});
+  }
+  // Rank count outermost: the shared world is rebuilt only when the rank count changes.
+  std::vector<DifferentialCase> cases;
+  for (int nranks = 2; nranks <= 8; ++nranks)
+    for (const auto& [name, source] : specs) {
+      const std::vector<int> counts = rankCountsOf(source);
+      if (std::find(counts.begin(), counts.end(), nranks) != counts.end())
+        cases.push_back({nranks, name, source});
+    }
+  return cases;
+}
+
+class DifferentialOneGpu : public ::testing::TestWithParam<DifferentialCase> {
+protected:
+  void SetUp() override {
+    std::string skip, error;
+    world_ = gputest::sharedGpuWorld(GetParam().nranks, skip, error);
+    if (!world_) {
+      if (!error.empty())
+        FAIL() << error;
+      GTEST_SKIP() << skip;
+    }
+  }
+  SharedGpuWorld* world_ = nullptr;
+};
+
+TEST_P(DifferentialOneGpu, EveryStrategyMatchesTheReference) {
+  const DifferentialCase& c = GetParam();
+  const int multiprocessors = multiprocessorCount(0);
+  JitOptions jit;
+  jit.arch = gpuArch(0);
+  int variants = 0, calls = 0;
+  size_t d = 0;
+  for (SyncKind sync : tests::kGpuStrategies) {
+    const DType dtype = kAllDTypes[d++ % std::size(kAllDTypes)];
+    CompileOptions options;
+    options.nranks = c.nranks;
+    options.sync = sync;
+    options.dtype = dtype;
+    options.formatSource = false;
+    options.blocks = std::min(4, maxCoResidentBlocksPerRank(multiprocessors, c.nranks));
+    std::string refused;
+    llvm::raw_string_ostream refusedSink(refused);
+    auto programs = lowerVariantPrograms(c.source, options, refusedSink);
+    if (!programs) { // a strategy this spec cannot use (or no default row length: none here)
+      llvm::consumeError(programs.takeError());
+      continue;
+    }
+    auto compiled = fromCompiler(compileCollective(c.source, options, llvm::errs()));
+    ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError());
+    SCOPED_TRACE(std::string("sync ") + std::string(name(sync)) + " " +
+                 std::string(name(dtype)));
+    Expected<JitResult> cubin =
+        compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, jit);
+    ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError());
+    std::vector<uint64_t> counts = tests::manyRankCounts(c.nranks);
+    if (compiled->rowLength > 0)
+      for (uint64_t& count : counts)
+        count = (count % 3 + 1) * uint64_t(compiled->rowLength);
+    const uint64_t maxCount = *std::max_element(counts.begin(), counts.end());
+    auto instance = CollectiveInstance::create(*world_, *compiled, cubin->image, maxCount);
+    ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
+    ++variants;
+    for (uint64_t count : counts) {
+      SCOPED_TRACE("count " + std::to_string(count));
+      RunOptions run;
+      run.count = count;
+      run.time = false;
+      run.seed = count * 31 + uint64_t(c.nranks);
+      run.reference = programs->spec;
+      Expected<RunReport> report = runAndCheck(*world_, **instance, *compiled, run);
+      ASSERT_TRUE(bool(report)) << toString(report.takeError());
+      EXPECT_TRUE(report->correct) << c.source.text << "\n" << report->firstMismatches;
+      calls += report->checkedCalls;
+    }
+  }
+  EXPECT_GE(variants, 1) << "no GPU strategy compiles " << c.name;
+  std::cout << "[ differential ] " << c.name << " at " << c.nranks << " ranks: " << variants
+            << " variants, " << calls << " calls checked\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Specs, DifferentialOneGpu, ::testing::ValuesIn(differentialCases()),
+                         [](const ::testing::TestParamInfo<DifferentialCase>& info) {
+                           return "r" + std::to_string(info.param.nranks) + "_" +
+                                  info.param.name;
+                         });
+
+} // namespace
+} // namespace collc
