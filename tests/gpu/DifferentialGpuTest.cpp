@@ -121,8 +121,7 @@ TEST_P(DifferentialOneGpu, EveryStrategyMatchesTheReference) {
     }
     auto compiled = fromCompiler(compileCollective(c.source, options, llvm::errs()));
     ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError());
-    SCOPED_TRACE(std::string("sync ") + std::string(name(sync)) + " " +
-                 std::string(name(dtype)));
+    SCOPED_TRACE(std::string("sync ") + std::string(name(sync)) + " " + std::string(name(dtype)));
     Expected<JitResult> cubin =
         compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, jit);
     ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError());
@@ -154,8 +153,7 @@ TEST_P(DifferentialOneGpu, EveryStrategyMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Specs, DifferentialOneGpu, ::testing::ValuesIn(differentialCases()),
                          [](const ::testing::TestParamInfo<DifferentialCase>& info) {
-                           return "r" + std::to_string(info.param.nranks) + "_" +
-                                  info.param.name;
+                           return "r" + std::to_string(info.param.nranks) + "_" + info.param.name;
                          });
 
 } // namespace

@@ -1,0 +1,77 @@
+// Differential testing on the CPU: random valid specs (SpecGenerator.h), each lowered with every
+// strategy that accepts it at several rank counts, interpreted in float64: the spec against its
+// kind's result, and every lowered program against the spec (InterpretedCheck.h). The GPU
+// counterpart runs the same specs' kernels (tests/gpu/DifferentialGpuTest.cpp).
+#include "compiler/Compile.h"
+#include "compiler/ir/IR.h"
+#include "tests/StdlibStrategies.h"
+#include "tests/differential/InterpretedCheck.h"
+#include "tests/differential/SpecGenerator.h"
+
+#include <gtest/gtest.h>
+#include <iostream>
+#include <llvm/Support/raw_ostream.h>
+
+namespace collc::differential {
+namespace {
+
+// Seeds run here: every template comes up several times (SpecGenerator.cpp).
+constexpr uint64_t kSeeds = 60;
+
+std::vector<int> rankCounts(const CheckReport& spec) {
+  std::vector<int> counts = {spec.minRanks};
+  for (int r : {3, 5, spec.maxRanks})
+    if (r > counts.back() && r <= spec.maxRanks)
+      counts.push_back(r);
+  return counts;
+}
+
+TEST(Differential, GeneratedSpecsInterpretedAgreeWithTheirKindAndEveryLowering) {
+  int specs = 0, refused = 0, variants = 0, calls = 0;
+  for (uint64_t seed = 0; seed < kSeeds; ++seed) {
+    const GeneratedSpec generated = generateSpec(seed);
+    const SpecSource source{generated.name + ".coll", generated.text};
+    llvm::raw_null_ostream sink;
+    CheckReport report;
+    if (llvm::Error error = checkSpec(source, sink, &report)) {
+      // GeneratorTest reports refusals; only accepted specs are compared here.
+      llvm::consumeError(std::move(error));
+      ++refused;
+      continue;
+    }
+    ++specs;
+    bool reduces = true;
+    for (int nranks : rankCounts(report))
+      for (SyncKind sync : tests::kImplementedStrategies)
+        for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Min}) {
+          if (op != ReduceOp::Sum && (!reduces || sync != SyncKind::Barrier))
+            continue;
+          CompileOptions options;
+          options.nranks = nranks;
+          options.sync = sync;
+          options.op = op;
+          options.experimentalLL128 = true;
+          auto programs = lowerVariantPrograms(source, options, sink);
+          if (!programs) { // a strategy, or an operator, this spec cannot use
+            llvm::consumeError(programs.takeError());
+            continue;
+          }
+          ++variants;
+          reduces = collc::reduces(programs->spec->kind);
+          const std::string failure = checkInterpreted(*programs, options, calls);
+          ASSERT_TRUE(failure.empty())
+              << "seed " << seed << " (" << generated.shape << "): " << failure << "\n"
+              << generated.text;
+        }
+  }
+  std::cout << "differential: " << specs << " generated specs (" << refused << " refused), "
+            << variants << " variants, " << calls << " calls interpreted and compared\n";
+  EXPECT_GE(specs, int(kSeeds) * 7 / 10);
+  EXPECT_GT(variants, specs);
+  RecordProperty("specs", specs);
+  RecordProperty("variants", variants);
+  RecordProperty("calls", calls);
+}
+
+} // namespace
+} // namespace collc::differential

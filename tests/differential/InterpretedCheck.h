@@ -1,0 +1,26 @@
+// One variant of a spec interpreted in float64 (compiler/interpret/) against what it must compute:
+// the spec against its kind's result (computed here, independently, with NCCL's layouts) where it
+// has no aux buffers or rows, and the lowered program against the spec for every buffer the call
+// leaves. Inputs are small integers, so every sum is exact in any order and results compare
+// exactly. Shared by the interpreter's test on the stdlib and the differential test.
+#pragma once
+
+#include "compiler/Compile.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace collc::differential {
+
+/// Counts that leave the last chunk empty, hold one element in it, and make it long and partial;
+/// whole rows for a spec with rows.
+std::vector<int64_t> interpretedCounts(int nranks, int64_t rowLength);
+
+/// Interprets `programs` (one variant, options as compiled) at every count of interpretedCounts
+/// and every root; returns the first difference found (with where), or empty. Adds the calls
+/// interpreted to `calls`.
+std::string checkInterpreted(const VariantPrograms& programs, const CompileOptions& options,
+                             int& calls);
+
+} // namespace collc::differential
