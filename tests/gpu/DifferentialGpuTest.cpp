@@ -17,6 +17,7 @@
 #include "tools/harness/RunHarness.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <llvm/Support/raw_ostream.h>
@@ -56,6 +57,13 @@ std::vector<int> rankCountsOf(const SpecSource& source) {
   return counts;
 }
 
+/// tests/specs: COLLC_TEST_SPECS_DIR where the tests run away from the source tree (the GPU
+/// machine), else the source tree's.
+std::filesystem::path acceptedSpecsDir() {
+  const char* dir = std::getenv("COLLC_TEST_SPECS_DIR");
+  return dir && *dir ? dir : COLLC_ACCEPTED_SPECS_DIR;
+}
+
 std::vector<DifferentialCase> differentialCases() {
   std::vector<std::pair<std::string, SpecSource>> specs;
   for (uint64_t seed = 0; seed < kGeneratedSpecs; ++seed) {
@@ -63,7 +71,8 @@ std::vector<DifferentialCase> differentialCases() {
     specs.push_back({"generated_" + std::to_string(seed),
                      SpecSource{"generated-" + std::to_string(seed) + ".coll", spec.text}});
   }
-  for (const auto& entry : std::filesystem::directory_iterator(COLLC_ACCEPTED_SPECS_DIR)) {
+  std::error_code missing;
+  for (const auto& entry : std::filesystem::directory_iterator(acceptedSpecsDir(), missing)) {
     if (entry.path().extension() != ".coll")
       continue;
     std::ifstream file(entry.path());
@@ -149,6 +158,12 @@ TEST_P(DifferentialOneGpu, EveryStrategyMatchesTheReference) {
   EXPECT_GE(variants, 1) << "no GPU strategy compiles " << c.name;
   std::cout << "[ differential ] " << c.name << " at " << c.nranks << " ranks: " << variants
             << " variants, " << calls << " calls checked\n";
+}
+
+// The accepted specs are part of the matrix: a run that cannot find them must say so.
+TEST(DifferentialOneGpuSpecs, FindsTheAcceptedSpecs) {
+  EXPECT_TRUE(std::filesystem::is_directory(acceptedSpecsDir()))
+      << acceptedSpecsDir() << " is not a directory: set COLLC_TEST_SPECS_DIR to tests/specs";
 }
 
 INSTANTIATE_TEST_SUITE_P(Specs, DifferentialOneGpu, ::testing::ValuesIn(differentialCases()),
