@@ -106,8 +106,8 @@ TEST(Compile, LaunchOverridesApplyAndAreChecked) {
   EXPECT_NE(compileError(spec->text, options).find("threads = 100 is invalid"), std::string::npos);
 }
 
-// unroll N: each thread takes N vectors a stride apart per iteration of an element loop (it was
-// accepted and ignored until session 7). Unroll 1 keeps the plain loop.
+// unroll N: each thread takes N vectors a stride apart per iteration of an element loop (earlier
+// builds accepted and ignored it). Unroll 1 keeps the plain loop.
 TEST(Compile, UnrollTakesSeveralVectorsPerIteration) {
   CompileOptions options;
   options.unroll = 4;
