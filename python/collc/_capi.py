@@ -1,0 +1,101 @@
+"""ctypes declarations of collc's C API (include/collc/collc.h), and the call wrapper that turns a
+status into a collc.Error carrying the library's message."""
+
+import ctypes
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_int, c_int64, c_size_t,
+                    c_uint64, c_void_p)
+
+from . import _library
+from ._errors import Error
+
+# collc_status
+OK, INVALID_ARGUMENT, SPEC_ERROR, CUDA_ERROR, NCCL_ERROR, UNSUPPORTED, INTERNAL = range(7)
+
+DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2}
+OPS = {"sum": 0, "max": 1, "min": 2}
+SYNCS = {None: 0, "barrier": 1, "sentinel": 2, "ll": 3, "ll128": 4, "ll128_atomic": 5}
+KINDS = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"]
+
+
+class CompileOptions(Structure):
+    _fields_ = [("dtype", c_int), ("op", c_int), ("nranks", c_int), ("root", c_int),
+                ("sync", c_int), ("row_length", c_int64), ("blocks", c_int), ("threads", c_int)]
+
+
+ALLGATHER_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t, c_void_p)
+
+# name: (restype, argtypes). A status-returning function has restype c_int.
+_SIGNATURES = {
+    "collc_last_error": (c_char_p, []),
+    "collc_status_name": (c_char_p, [c_int]),
+    "collc_version": (c_char_p, []),
+    "collc_device_count": (c_int, [POINTER(c_int)]),
+    "collc_world_create_local": (c_int, [POINTER(c_int), c_int, c_uint64, POINTER(c_void_p)]),
+    "collc_world_create_process": (c_int, [c_int, c_int, c_int, c_uint64, ALLGATHER_FN, c_void_p,
+                                           POINTER(c_void_p)]),
+    "collc_world_create_shared_gpu": (c_int, [c_int, c_int, c_uint64, POINTER(c_void_p)]),
+    "collc_world_nranks": (c_int, [c_void_p, POINTER(c_int)]),
+    "collc_world_heap_bytes": (c_int, [c_void_p, POINTER(c_uint64)]),
+    "collc_world_destroy": (c_int, [c_void_p]),
+    "collc_compiled_in_place": (c_int, [c_void_p]),
+    "collc_compiled_info": (c_int, [c_void_p, POINTER(c_int), POINTER(c_int), POINTER(c_int),
+                                    POINTER(c_int)]),
+    "collc_compiled_buffer_counts": (c_int, [c_void_p, c_uint64, POINTER(c_uint64),
+                                             POINTER(c_uint64)]),
+    "collc_compiled_heap_bytes": (c_int, [c_void_p, c_uint64, POINTER(c_uint64)]),
+    "collc_compiled_kernel_name": (c_char_p, [c_void_p]),
+    "collc_compiled_cuda_source": (c_char_p, [c_void_p]),
+    "collc_compiled_destroy": (c_int, [c_void_p]),
+    "collc_instance_create": (c_int, [c_void_p, c_void_p, c_uint64, POINTER(c_void_p)]),
+    "collc_launch": (c_int, [c_void_p, c_int, c_void_p, c_void_p, POINTER(c_void_p), c_int,
+                             c_uint64, c_void_p]),
+    "collc_instance_synchronize": (c_int, [c_void_p, POINTER(c_void_p), c_int]),
+    "collc_instance_destroy": (c_int, [c_void_p]),
+}
+_COMPILER_SIGNATURES = {
+    "collc_compile_options_init": (c_int, [POINTER(CompileOptions)]),
+    "collc_compile": (c_int, [c_char_p, POINTER(CompileOptions), POINTER(c_void_p)]),
+    "collc_compile_text": (c_int, [c_char_p, c_char_p, POINTER(CompileOptions),
+                                   POINTER(c_void_p)]),
+}
+
+runtime, compiler, where = _library.load()
+
+
+def _declare(library, signatures):
+    for name, (restype, argtypes) in signatures.items():
+        function = getattr(library, name)
+        function.restype = restype
+        function.argtypes = argtypes
+
+
+_declare(runtime, _SIGNATURES)
+if compiler is not None:
+    _declare(compiler, _COMPILER_SIGNATURES)
+
+
+def last_error():
+    message = runtime.collc_last_error()
+    return message.decode("utf-8", "replace") if message else ""
+
+
+def check(status):
+    """Raises collc.Error for a failing status, with the calling thread's last error."""
+    if status != OK:
+        name = runtime.collc_status_name(status).decode()
+        raise Error(last_error() or name, name)
+
+
+def call(name, *args):
+    """Calls a status-returning C function by name and checks its status."""
+    if name in _COMPILER_SIGNATURES:
+        if compiler is None:
+            raise Error(f"{name} needs {_library.COMPILER}, which was not found next to "
+                        f"{_library.RUNTIME} ({where})", "COLLC_UNSUPPORTED")
+        check(getattr(compiler, name)(*args))
+    else:
+        check(getattr(runtime, name)(*args))
+
+
+def version():
+    return runtime.collc_version().decode()

@@ -1,0 +1,115 @@
+"""collc.compile: one variant of a spec, compiled and proved (no GPU needed)."""
+
+import ctypes
+import os
+
+from ._errors import Error
+
+_KIND_NAMES = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"]
+_DTYPE_NAMES = ["float32", "float16", "bfloat16"]
+
+
+def _choice(table, value, what):
+    if value not in table:
+        names = ", ".join(repr(k) for k in table if k is not None)
+        raise Error(f"unknown {what} {value!r}: use one of {names}")
+    return table[value]
+
+
+def _positive(value, what, allow_zero=True):
+    if not isinstance(value, int) or value < 0 or (value == 0 and not allow_zero):
+        raise Error(f"{what} must be a {'non-negative' if allow_zero else 'positive'} integer, "
+                    f"not {value!r}")
+    return value
+
+
+class Compiled:
+    """One compiled variant. Owns its C handle; `close()` or garbage collection frees it."""
+
+    def __init__(self, handle, spec):
+        self._handle = handle
+        self.spec = spec
+        from . import _capi
+        kind, dtype, nranks, naux = (ctypes.c_int() for _ in range(4))
+        _capi.call("collc_compiled_info", handle, ctypes.byref(kind), ctypes.byref(dtype),
+                   ctypes.byref(nranks), ctypes.byref(naux))
+        self.kind = _KIND_NAMES[kind.value]
+        self.dtype = _DTYPE_NAMES[dtype.value]
+        self.nranks = nranks.value
+        self.naux = naux.value
+        self.in_place = bool(_capi.runtime.collc_compiled_in_place(handle))
+        self.kernel_name = _capi.runtime.collc_compiled_kernel_name(handle).decode()
+
+    @property
+    def handle(self):
+        if self._handle is None:
+            raise Error("this compiled collective was closed")
+        return self._handle
+
+    @property
+    def cuda_source(self):
+        from . import _capi
+        return _capi.runtime.collc_compiled_cuda_source(self.handle).decode()
+
+    def buffer_counts(self, count):
+        """(input elements, output elements) of each rank for a call of `count` elements."""
+        from . import _capi
+        _positive(count, "count")
+        inp, out = ctypes.c_uint64(), ctypes.c_uint64()
+        _capi.call("collc_compiled_buffer_counts", self.handle, count, ctypes.byref(inp),
+                   ctypes.byref(out))
+        return inp.value, out.value
+
+    def heap_bytes(self, max_count):
+        """Symmetric heap per rank one instance of this variant takes for calls of up to
+        `max_count` elements."""
+        from . import _capi
+        _positive(max_count, "max_count", allow_zero=False)
+        bytes_ = ctypes.c_uint64()
+        _capi.call("collc_compiled_heap_bytes", self.handle, max_count, ctypes.byref(bytes_))
+        return bytes_.value
+
+    def close(self):
+        if self._handle is not None:
+            from . import _capi
+            _capi.runtime.collc_compiled_destroy(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the library may be gone
+            pass
+
+    def __repr__(self):
+        return (f"collc.Compiled({self.spec!r}, kind={self.kind}, dtype={self.dtype}, "
+                f"nranks={self.nranks}, kernel={self.kernel_name})")
+
+
+def compile(spec, *, dtype="float32", op="sum", nranks=2, root=0, sync=None, row_length=0,
+            blocks=0, threads=0):
+    """Compiles `spec` (a stdlib name such as "allreduce_oneshot", a path to a .coll file, or the
+    text of a spec) for one variant, proving it first. A wrong spec raises collc.Error with the
+    diagnostics (file:line:col: error: ...)."""
+    from . import _capi
+    if not isinstance(spec, str) or not spec:
+        raise Error(f"spec must be a stdlib name, a path or spec text, not {spec!r}")
+    options = _capi.CompileOptions()
+    _capi.call("collc_compile_options_init", ctypes.byref(options))
+    options.dtype = _choice(_capi.DTYPES, dtype, "dtype")
+    options.op = _choice(_capi.OPS, op, "op")
+    options.sync = _choice(_capi.SYNCS, sync, "sync")
+    options.nranks = _positive(nranks, "nranks", allow_zero=False)
+    options.root = _positive(root, "root")
+    options.row_length = _positive(row_length, "row_length")
+    options.blocks = _positive(blocks, "blocks")
+    options.threads = _positive(threads, "threads")
+    handle = ctypes.c_void_p()
+    is_text = "\n" in spec or spec.lstrip().startswith("collective ")
+    if is_text:
+        _capi.call("collc_compile_text", b"<text>", spec.encode(), ctypes.byref(options),
+                   ctypes.byref(handle))
+    else:
+        _capi.call("collc_compile", os.fspath(spec).encode(), ctypes.byref(options),
+                   ctypes.byref(handle))
+    return Compiled(handle, spec if not is_text else "<text>")

@@ -1,0 +1,62 @@
+"""Finding and loading collc's C libraries.
+
+The runtime (libcollc.so) and the compiler (libcollc_compiler.so, which needs the runtime) are
+looked for, in order: in $COLLC_LIBRARY_DIR; in the package's own lib/ (a wheel that carries
+them); in the build/lib of the source tree this package sits in (a development checkout); then
+wherever the system's loader finds them. The first directory holding libcollc.so wins, and the
+compiler is taken from the same place.
+"""
+
+import ctypes
+import os
+from pathlib import Path
+
+RUNTIME = "libcollc.so"
+COMPILER = "libcollc_compiler.so"
+
+
+class LibraryNotFound(ImportError):
+    """collc's C library is not where collc looks for it."""
+
+
+def candidate_dirs():
+    """Directories searched for the libraries, in order (those that exist)."""
+    dirs = []
+    env = os.environ.get("COLLC_LIBRARY_DIR")
+    if env:
+        dirs.append(Path(env))
+    here = Path(__file__).resolve().parent
+    dirs.append(here / "lib")
+    dirs.append(here.parent.parent / "build" / "lib")
+    return [d for d in dirs if d.is_dir()]
+
+
+def _load(path):
+    # RTLD_GLOBAL: the compiler library resolves the runtime's symbols against this copy.
+    return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+
+
+def load():
+    """(runtime, compiler or None, where): the loaded libraries and a description of where from."""
+    tried = []
+    for d in candidate_dirs():
+        runtime_path = d / RUNTIME
+        tried.append(str(runtime_path))
+        if runtime_path.exists():
+            runtime = _load(runtime_path)
+            compiler_path = d / COMPILER
+            compiler = _load(compiler_path) if compiler_path.exists() else None
+            return runtime, compiler, str(d)
+    try:
+        runtime = _load(RUNTIME)
+    except OSError as error:
+        tried.append(f"{RUNTIME} on the loader's path ({error})")
+        raise LibraryNotFound(
+            "collc's C library was not found; tried: " + "; ".join(tried) +
+            ". Build collc (scripts/setup) or set COLLC_LIBRARY_DIR to the directory holding "
+            "libcollc.so") from None
+    try:
+        compiler = _load(COMPILER)
+    except OSError:
+        compiler = None
+    return runtime, compiler, "the system loader's path"

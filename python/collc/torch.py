@@ -1,0 +1,331 @@
+"""collc on PyTorch tensors: a Communicator over a torch.distributed group (one process per GPU,
+bootstrapped through the group: no rendezvous server), and the ops as torch custom ops
+(torch.ops.collc.*) with fake implementations, so CUDA graphs capture them and
+torch.compile(fullgraph=True) traces through them.
+
+    import torch.distributed as dist, collc.torch as ct
+    dist.init_process_group("nccl")
+    comm = ct.Communicator(dist.group.WORLD, max_bytes=8 << 20)
+    y = comm.all_reduce(x)
+
+docs/python.md is the reference.
+"""
+
+import itertools
+import weakref
+
+import torch
+import torch.distributed as dist
+
+from . import compile as _compile_spec
+from ._errors import Error
+from ._world import Instance, World
+
+_DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+_OPS = ("sum", "max", "min")
+# The stdlib spec each op runs. AllReduce: one-shot up to 1 MiB per call, else two-shot.
+_SPECS = {"allgather": "allgather_direct", "reducescatter": "reducescatter_direct",
+          "broadcast": "broadcast_direct", "reduce": "reduce_direct",
+          "alltoall": "alltoall_direct", "rmsnorm": "allreduce_rmsnorm"}
+_ONESHOT_LIMIT = 1 << 20
+# Instances a default heap holds at max_bytes (each op, type and operator used takes one).
+_DEFAULT_INSTANCES = 8
+
+_communicators = weakref.WeakValueDictionary()
+_ids = itertools.count(1)
+
+
+def _communicator(handle):
+    comm = _communicators.get(handle)
+    if comm is None:
+        raise Error(f"no live collc communicator {handle}")
+    return comm
+
+
+class Communicator:
+    """collc over the processes of a torch.distributed group, one GPU each (this process's current
+    CUDA device). Collective to create, like the group's own calls."""
+
+    def __init__(self, group=None, max_bytes=8 << 20, heap_bytes=None):
+        if not dist.is_initialized():
+            raise Error("torch.distributed is not initialized: call dist.init_process_group first")
+        if not isinstance(max_bytes, int) or max_bytes <= 0:
+            raise Error(f"max_bytes must be a positive integer, not {max_bytes!r}")
+        self.group = group
+        self.rank = dist.get_rank(group)
+        self.nranks = dist.get_world_size(group)
+        self.device = torch.cuda.current_device()
+        self.max_bytes = max_bytes
+        if heap_bytes is None:
+            probe = _compile_spec("allreduce_oneshot", dtype="float32", nranks=self.nranks)
+            heap_bytes = _DEFAULT_INSTANCES * probe.heap_bytes(max(1, max_bytes // 4))
+
+        def allgather(data):
+            gathered = [None] * self.nranks
+            dist.all_gather_object(gathered, data, group=group)
+            return gathered
+
+        self.world = World.process(self.rank, self.nranks, self.device, allgather, heap_bytes)
+        self.heap_bytes = self.world.heap_bytes
+        self._instances = {}
+        self.handle = next(_ids)
+        _communicators[self.handle] = self
+
+    # ---- which tensors collc takes
+    def should_use(self, t, kind="allreduce"):
+        """Whether collc takes `t` for `kind` (else use NCCL): a contiguous CUDA tensor of this
+        communicator's GPU, float32/float16/bfloat16, 16-byte aligned, within max_bytes."""
+        return self._refusal(t, kind) is None
+
+    def _refusal(self, t, kind):
+        if not isinstance(t, torch.Tensor):
+            return f"not a tensor: {type(t).__name__}"
+        if t.device.type != "cuda" or t.device.index != self.device:
+            return f"a tensor on {t.device}; this communicator runs on cuda:{self.device}"
+        if t.dtype not in _DTYPES:
+            return f"dtype {t.dtype}; collc takes float32, float16 and bfloat16"
+        if not t.is_contiguous():
+            return "a non-contiguous tensor"
+        if t.data_ptr() % 16:
+            return "a tensor whose data is not 16-byte aligned"
+        per_rank = t.numel() // self.nranks if kind in ("reducescatter", "alltoall") else t.numel()
+        if per_rank * t.element_size() > self.max_bytes:
+            return (f"{per_rank * t.element_size()} bytes per call; this communicator was made "
+                    f"for at most {self.max_bytes} (max_bytes)")
+        if kind in ("reducescatter", "alltoall") and t.numel() % self.nranks:
+            return f"{t.numel()} elements do not split into {self.nranks} equal parts"
+        return None
+
+    def _check(self, t, kind):
+        why = self._refusal(t, kind)
+        if why:
+            raise Error(f"collc cannot take this tensor for {kind}: {why} (fall back to NCCL; "
+                        "should_use() tells beforehand)")
+
+    # ---- instances, made on first use
+    def _instance(self, kind, dtype, op="sum", root=0, row_length=0):
+        key = (kind, dtype, op, root, row_length)
+        if key not in self._instances:
+            elem = {"float32": 4, "float16": 2, "bfloat16": 2}[dtype]
+            max_count = max(1, self.max_bytes // elem)
+            if kind == "allreduce":
+                spec = "allreduce_oneshot" if self.max_bytes <= _ONESHOT_LIMIT else "allreduce_twoshot"
+            else:
+                spec = _SPECS[kind]
+            compiled = _compile_spec(spec, dtype=dtype, op=op, nranks=self.nranks, root=root,
+                                     row_length=row_length)
+            try:
+                self._instances[key] = Instance(self.world, compiled, max_count)
+            except Error as error:
+                raise Error(f"{error} (collc's heap holds {self.heap_bytes} bytes per rank: pass "
+                            "a larger heap_bytes to Communicator)", error.status) from None
+        return self._instances[key]
+
+    def _launch(self, instance, inp, out, count, aux=()):
+        instance.launch(self.rank, inp.data_ptr(), out.data_ptr(), count,
+                        torch.cuda.current_stream(self.device).cuda_stream,
+                        [a.data_ptr() for a in aux])
+
+    # ---- the collectives (on the current stream)
+    def all_reduce(self, x, op="sum", out=None):
+        """The reduction over ranks of x. out=x reduces in place."""
+        if out is None:
+            return torch.ops.collc.all_reduce(x, self.handle, op)
+        if out is x:
+            torch.ops.collc.all_reduce_(x, self.handle, op)
+            return x
+        out.copy_(torch.ops.collc.all_reduce(x, self.handle, op))
+        return out
+
+    def all_gather(self, x):
+        """Every rank's x, concatenated in rank order (NCCL's layout)."""
+        return torch.ops.collc.all_gather(x, self.handle)
+
+    def reduce_scatter(self, x, op="sum"):
+        """Rank r's part of the reduction of x over ranks: block r of nranks equal blocks."""
+        return torch.ops.collc.reduce_scatter(x, self.handle, op)
+
+    def broadcast(self, x, root=0):
+        return torch.ops.collc.broadcast(x, self.handle, root)
+
+    def reduce(self, x, root=0, op="sum"):
+        """The reduction over ranks on `root`; other ranks' results are unspecified."""
+        return torch.ops.collc.reduce(x, self.handle, root, op)
+
+    def all_to_all(self, x):
+        """Block q of rank r's x goes to block r of rank q's result."""
+        return torch.ops.collc.all_to_all(x, self.handle)
+
+    def fused_add_rms_norm(self, x, residual, weight, eps=1e-6):
+        """(rmsnorm(allreduce(x) + residual) * weight, allreduce(x) + residual), per row of
+        weight.numel() elements, in one kernel."""
+        return torch.ops.collc.fused_add_rms_norm(x, residual, weight, self.handle, eps)
+
+    def close(self):
+        for instance in self._instances.values():
+            instance.close()
+        self._instances.clear()
+        self.world.close()
+
+
+# ---- the custom ops
+_LIB = torch.library.Library("collc", "DEF")
+_LIB.define("all_reduce(Tensor x, int comm, str op) -> Tensor")
+_LIB.define("all_reduce_(Tensor(a!) x, int comm, str op) -> ()")
+_LIB.define("all_gather(Tensor x, int comm) -> Tensor")
+_LIB.define("reduce_scatter(Tensor x, int comm, str op) -> Tensor")
+_LIB.define("broadcast(Tensor x, int comm, int root) -> Tensor")
+_LIB.define("reduce(Tensor x, int comm, int root, str op) -> Tensor")
+_LIB.define("all_to_all(Tensor x, int comm) -> Tensor")
+_LIB.define("fused_add_rms_norm(Tensor x, Tensor residual, Tensor weight, int comm, float eps) "
+            "-> (Tensor, Tensor)")
+
+
+def _check_op(op):
+    if op not in _OPS:
+        raise Error(f"unknown op {op!r}: use 'sum', 'max' or 'min'")
+
+
+def _nranks(handle):
+    return _communicator(handle).nranks
+
+
+@torch.library.impl(_LIB, "all_reduce", "CUDA")
+def _all_reduce(x, comm, op):
+    c = _communicator(comm)
+    _check_op(op)
+    c._check(x, "allreduce")
+    out = torch.empty_like(x)
+    if x.numel():
+        c._launch(c._instance("allreduce", _DTYPES[x.dtype], op), x, out, x.numel())
+    return out
+
+
+@torch.library.impl(_LIB, "all_reduce_", "CUDA")
+def _all_reduce_(x, comm, op):
+    c = _communicator(comm)
+    _check_op(op)
+    c._check(x, "allreduce")
+    if not x.numel():
+        return
+    instance = c._instance("allreduce", _DTYPES[x.dtype], op)
+    if instance.compiled.in_place:
+        c._launch(instance, x, x, x.numel())
+    else:  # the proof does not allow it: through a copy
+        x.copy_(_all_reduce(x, comm, op))
+
+
+@torch.library.impl(_LIB, "all_gather", "CUDA")
+def _all_gather(x, comm):
+    c = _communicator(comm)
+    c._check(x, "allgather")
+    out = x.new_empty((c.nranks * x.numel(),))
+    if x.numel():
+        c._launch(c._instance("allgather", _DTYPES[x.dtype]), x, out, x.numel())
+    return out
+
+
+@torch.library.impl(_LIB, "reduce_scatter", "CUDA")
+def _reduce_scatter(x, comm, op):
+    c = _communicator(comm)
+    _check_op(op)
+    c._check(x, "reducescatter")
+    count = x.numel() // c.nranks
+    out = x.new_empty((count,))
+    if count:
+        c._launch(c._instance("reducescatter", _DTYPES[x.dtype], op), x, out, count)
+    return out
+
+
+@torch.library.impl(_LIB, "broadcast", "CUDA")
+def _broadcast(x, comm, root):
+    c = _communicator(comm)
+    c._check(x, "broadcast")
+    out = torch.empty_like(x)
+    if x.numel():
+        c._launch(c._instance("broadcast", _DTYPES[x.dtype], root=root), x, out, x.numel())
+    return out
+
+
+@torch.library.impl(_LIB, "reduce", "CUDA")
+def _reduce(x, comm, root, op):
+    c = _communicator(comm)
+    _check_op(op)
+    c._check(x, "reduce")
+    out = torch.empty_like(x)
+    if x.numel():
+        c._launch(c._instance("reduce", _DTYPES[x.dtype], op, root=root), x, out, x.numel())
+    return out
+
+
+@torch.library.impl(_LIB, "all_to_all", "CUDA")
+def _all_to_all(x, comm):
+    c = _communicator(comm)
+    c._check(x, "alltoall")
+    out = torch.empty_like(x)
+    count = x.numel() // c.nranks
+    if count:
+        c._launch(c._instance("alltoall", _DTYPES[x.dtype]), x, out, count)
+    return out
+
+
+@torch.library.impl(_LIB, "fused_add_rms_norm", "CUDA")
+def _fused_add_rms_norm(x, residual, weight, comm, eps):
+    c = _communicator(comm)
+    c._check(x, "allreduce")
+    for t, what in ((residual, "residual"), (weight, "weight")):
+        if t.dtype != x.dtype or not t.is_contiguous() or t.device != x.device:
+            raise Error(f"{what} must be a contiguous {x.dtype} tensor on {x.device}")
+    hidden = weight.numel()
+    if residual.numel() != x.numel() or hidden == 0 or x.numel() % hidden:
+        raise Error(f"x and residual must hold the same whole rows of weight.numel() = {hidden} "
+                    f"elements (x: {x.numel()}, residual: {residual.numel()})")
+    if eps != 1e-6:
+        raise Error("this version compiles rmsnorm with eps = 1e-6 only")
+    out = torch.empty_like(x)
+    residual_out = torch.empty_like(residual)
+    if x.numel():
+        instance = c._instance("rmsnorm", _DTYPES[x.dtype], row_length=hidden)
+        c._launch(instance, x, out, x.numel(), aux=(residual, residual_out, weight))
+    return out, residual_out
+
+
+# Fake (meta) implementations: shapes only, for torch.compile and graph tracing.
+@torch.library.register_fake("collc::all_reduce")
+def _all_reduce_fake(x, comm, op):
+    return torch.empty_like(x)
+
+
+@torch.library.register_fake("collc::all_reduce_")
+def _all_reduce__fake(x, comm, op):
+    return None
+
+
+@torch.library.register_fake("collc::all_gather")
+def _all_gather_fake(x, comm):
+    return x.new_empty((_nranks(comm) * x.numel(),))
+
+
+@torch.library.register_fake("collc::reduce_scatter")
+def _reduce_scatter_fake(x, comm, op):
+    return x.new_empty((x.numel() // _nranks(comm),))
+
+
+@torch.library.register_fake("collc::broadcast")
+def _broadcast_fake(x, comm, root):
+    return torch.empty_like(x)
+
+
+@torch.library.register_fake("collc::reduce")
+def _reduce_fake(x, comm, root, op):
+    return torch.empty_like(x)
+
+
+@torch.library.register_fake("collc::all_to_all")
+def _all_to_all_fake(x, comm):
+    return torch.empty_like(x)
+
+
+@torch.library.register_fake("collc::fused_add_rms_norm")
+def _fused_add_rms_norm_fake(x, residual, weight, comm, eps):
+    return torch.empty_like(x), torch.empty_like(residual)

@@ -1,0 +1,76 @@
+"""collc without torch and without a GPU: import, version, compile, and errors."""
+
+import pytest
+
+import collc
+
+
+def test_version_matches_the_library():
+    assert collc.__version__ == collc.library_version()
+    assert collc.library_path()
+
+
+def test_compiles_a_stdlib_spec():
+    compiled = collc.compile("allreduce_oneshot", dtype="bfloat16", nranks=4, sync="ll")
+    assert compiled.kind == "allreduce"
+    assert compiled.dtype == "bfloat16"
+    assert compiled.nranks == 4
+    assert compiled.naux == 0
+    assert compiled.in_place  # the proof allows it for the one-shot AllReduce
+    assert compiled.kernel_name
+    assert "__global__" in compiled.cuda_source
+    assert compiled.buffer_counts(100) == (100, 100)
+    assert compiled.heap_bytes(1000) > 0
+
+
+def test_allgather_buffers_hold_every_rank():
+    compiled = collc.compile("allgather_direct", nranks=3)
+    assert compiled.kind == "allgather"
+    assert compiled.buffer_counts(10) == (10, 30)
+
+
+def test_the_fused_epilogue_has_aux_buffers():
+    compiled = collc.compile("allreduce_rmsnorm", nranks=2, row_length=1024)
+    assert compiled.naux == 3
+
+
+SPEC_WITH_A_BUG = """collective broken kind allreduce
+  buffers in: T[n], out: T[n]
+  scratch slot[nranks]: T[n]
+{
+  step push {
+    for p in peers { put in -> p.slot[rank] }
+  }
+  step reduce {
+    out = reduce(in, slot[peers])
+  }
+}
+"""
+
+
+def test_a_wrong_spec_is_refused_with_its_location():
+    with pytest.raises(collc.Error) as refused:
+        collc.compile(SPEC_WITH_A_BUG)
+    assert refused.value.status == "COLLC_SPEC_ERROR"
+    message = str(refused.value)
+    assert "<text>:9:" in message  # the unordered read, at its line
+    assert "wait push" in message
+
+
+def test_unknown_spec_and_bad_options_are_errors():
+    with pytest.raises(collc.Error, match="no_such_spec"):
+        collc.compile("no_such_spec")
+    with pytest.raises(collc.Error, match="unknown dtype"):
+        collc.compile("allreduce_oneshot", dtype="int8")
+    with pytest.raises(collc.Error, match="unknown op"):
+        collc.compile("allreduce_oneshot", op="avg")
+    with pytest.raises(collc.Error, match="nranks"):
+        collc.compile("allreduce_oneshot", nranks=0)
+    with pytest.raises(collc.Error, match="ranks 2..8"):
+        collc.compile("allreduce_oneshot", nranks=9)
+    with pytest.raises(collc.Error, match="spec must be"):
+        collc.compile(None)
+
+
+def test_device_count_needs_no_gpu():
+    assert collc.device_count() >= 0
