@@ -15,6 +15,9 @@ using collc::capi::guarded;
 
 namespace {
 
+static_assert(COLLC_NCCL_UNIQUE_ID_BYTES == std::tuple_size<NcclUniqueIdBytes>::value,
+              "collc.h's NCCL id size must be ProcessWorld's");
+
 constexpr uint64_t kDefaultHeapBytes = uint64_t(256) << 20;
 
 uint64_t heapOrDefault(uint64_t heapBytes) {

@@ -7,8 +7,8 @@
  * Two libraries implement it, as they do the C++ API:
  *   libcollc.so           everything but compiling: devices, worlds, instances, launches,
  *                         dispatchers' launches (no LLVM);
- *   libcollc_compiler.so  collc_compile, collc_compile_text and collc_dispatcher_create (the
- *                         compiler inside it); it needs libcollc.so.
+ *   libcollc_compiler.so  collc_compile, collc_compile_text, collc_compile_options_init and
+ *                         collc_dispatcher_create (the compiler inside it); it needs libcollc.so.
  * A program that only loads ready-made collectives links libcollc.so alone.
  *
  * Errors: every function returns a collc_status; on failure the calling thread's last error
@@ -35,7 +35,8 @@ typedef enum collc_status {
   COLLC_CUDA_ERROR = 3,       /* the CUDA runtime, the driver or NVRTC failed, no GPU, no peer
                                  access, a heap too small for the instance */
   COLLC_NCCL_ERROR = 4,       /* NCCL could not be loaded or failed (process-per-GPU worlds) */
-  COLLC_UNSUPPORTED = 5,      /* valid, but not something this build or machine can do */
+  COLLC_UNSUPPORTED = 5,      /* valid, but not something this build or machine can do
+                                 (reserved: no function of this version returns it) */
   COLLC_INTERNAL = 6          /* a failure of collc itself: please report it */
 } collc_status;
 
@@ -241,7 +242,8 @@ collc_status collc_dispatch_options_init(collc_dispatch_options* options);
  * instances in the world (libcollc_compiler.so). Collective in a process world. */
 collc_status collc_dispatcher_create(collc_world* world, const collc_dispatch_options* options,
                                      collc_dispatcher** out);
-/* As collc_launch, with no aux buffers, running the variant the plan names for count. */
+/* As collc_launch, with no aux buffers, running the variant the plan names for count; in place
+ * where that variant allows it (refused otherwise, as by collc_launch). */
 collc_status collc_dispatcher_launch(collc_dispatcher* dispatcher, int rank, const void* in,
                                      void* out, uint64_t count, void* stream);
 /* Where the plan came from and which variant runs for which sizes (owned by the handle). */

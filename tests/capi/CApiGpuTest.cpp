@@ -112,4 +112,26 @@ TEST_F(CApiGpu, WorldOutlivesItsInstances) {
   EXPECT_EQ(ranks[1], 1);
 }
 
+TEST_F(CApiGpu, DispatcherByTheBuiltInRule) {
+  collc_dispatch_options options;
+  ASSERT_EQ(collc_dispatch_options_init(&options), COLLC_OK);
+  options.dtype = COLLC_F32;
+  EXPECT_EQ(collc_dispatcher_create(world_, &options, nullptr), COLLC_INVALID_ARGUMENT);
+  collc_dispatcher* dispatcher = nullptr;
+  // max_count left at 0: the largest call must be said.
+  EXPECT_EQ(collc_dispatcher_create(world_, &options, &dispatcher), COLLC_INVALID_ARGUMENT);
+  options.max_count = kMaxCount;
+  ASSERT_EQ(collc_dispatcher_create(world_, &options, &dispatcher), COLLC_OK) << collc_last_error();
+  EXPECT_NE(std::string(collc_dispatcher_description(dispatcher)).find("built-in"),
+            std::string::npos)
+      << collc_dispatcher_description(dispatcher);
+  float* in = static_cast<float*>(buffer_);
+  float* out = in + 2 * kMaxCount;
+  EXPECT_EQ(collc_dispatcher_launch(dispatcher, 0, in, out, kMaxCount + 1, nullptr),
+            COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_dispatcher_launch(dispatcher, 3, in, out, 1, nullptr), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_world_destroy(world_), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_dispatcher_destroy(dispatcher), COLLC_OK);
+}
+
 } // namespace
