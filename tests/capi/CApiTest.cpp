@@ -127,6 +127,25 @@ TEST(CApi, RanksOutOfRangeAreInvalidBeforeAnythingCollective) {
   EXPECT_EQ(world, nullptr);
 }
 
+TEST(CApi, WithoutAGpuWorldsSaySoAndCallNoCallback) {
+  int gpus = -1;
+  if (collc_device_count(&gpus) == COLLC_OK)
+    GTEST_SKIP() << gpus << " GPUs visible: this checks a machine without one";
+  EXPECT_EQ(gpus, 0);
+  EXPECT_EQ(lastError().rfind("no GPU: ", 0), 0u) << lastError();
+  collc_world* world = nullptr;
+  const int devices[2] = {0, 1};
+  EXPECT_EQ(collc_world_create_local(devices, 2, 0, &world), COLLC_CUDA_ERROR);
+  EXPECT_NE(lastError().find("no GPU"), std::string::npos) << lastError();
+  auto never = [](const void*, void*, size_t, void*) -> int {
+    ADD_FAILURE() << "the all-gather must not be called on a machine without a GPU";
+    return 1;
+  };
+  EXPECT_EQ(collc_world_create_process(0, 2, 0, 0, never, nullptr, &world), COLLC_CUDA_ERROR);
+  EXPECT_NE(lastError().find("no GPU"), std::string::npos) << lastError();
+  EXPECT_EQ(world, nullptr);
+}
+
 TEST(CApi, BadSpecTextIsASpecErrorAtItsPlace) {
   collc_compiled* compiled = nullptr;
   EXPECT_EQ(collc_compile_text("broken.coll", kReadsBeforeWait, nullptr, &compiled),
