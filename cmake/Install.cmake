@@ -4,6 +4,7 @@
 #   P/lib/libcollc_compiler.so        the compiler, LLVM's and clang's archives hidden inside it
 #   P/include/collc/<dir>/<header>    the public headers free of LLVM types, with the in-tree
 #                                     include paths kept: #include "runtime/Dispatcher.h"
+#   P/include/collc/collc.h           the C API: #include "collc/collc.h"
 #   P/share/collc/stdlib/*.coll       the standard specs, to read and copy (the libraries and the
 #                                     tool carry them embedded and never look them up on disk)
 #   P/lib/cmake/collc/                find_package(collc) -> the imported targets collc::collc
@@ -18,7 +19,7 @@ set(COLLC_INSTALL_INCLUDEDIR include/collc)
 # The API a program uses, and every collc header these include: plain C++17 and the CUDA runtime's
 # headers, nothing of LLVM's, fmt's or NCCL's (tests/install compiles each with nothing else on the
 # include path). The compiler's C++ API (compiler/Compile.h) speaks LLVM's types and stays out:
-# programs reach the compiler through the C API that is to come, or through dispatch by size
+# programs reach the compiler through the C API (collc/collc.h, below), or through dispatch by size
 # (pipeline/CompileDispatch.h), which compiles the plan's variants inside libcollc_compiler.so.
 set(COLLC_PUBLIC_HEADERS
     abi/CollectiveShapes.h
@@ -50,6 +51,10 @@ foreach(header ${COLLC_PUBLIC_HEADERS})
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${COLLC_INSTALL_INCLUDEDIR}/${dir}
           COMPONENT development)
 endforeach()
+# The C API: P/include/collc/collc.h, included as "collc/collc.h" (collc::collc puts P/include on
+# the include path too).
+install(FILES ${PROJECT_SOURCE_DIR}/include/collc/collc.h DESTINATION ${COLLC_INSTALL_INCLUDEDIR}
+        COMPONENT development)
 
 # Installed binaries find the libraries next to them, wherever the prefix is moved; NVRTC, the CUDA
 # runtime and NCCL come from the machine's loader path, as in the build tree.

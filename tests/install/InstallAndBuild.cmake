@@ -1,6 +1,6 @@
 # Installs a collc build and builds examples/external against it (see CMakeLists.txt here):
 #   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DEXAMPLE_DIR=... -DWORK_DIR=... -DGENERATOR=...
-#         -DCXX_COMPILER=... -DCUDA_INCLUDE_DIRS="a|b" -P this
+#         -DCXX_COMPILER=... -DC_COMPILER=... -DCUDA_INCLUDE_DIRS="a|b" -P this
 # Every step's failure names the step and shows its output.
 function(run_step what)
   if(NOT DEFINED step_directory)
@@ -20,7 +20,8 @@ file(MAKE_DIRECTORY ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 run_step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 
-foreach(file bin/collc lib/libcollc.so lib/libcollc_compiler.so include/collc/runtime/Dispatcher.h
+foreach(file bin/collc lib/libcollc.so lib/libcollc_compiler.so include/collc/collc.h
+        include/collc/runtime/Dispatcher.h
         include/collc/runtime/CollectiveInstance.h include/collc/runtime/Status.h
         include/collc/pipeline/CompileDispatch.h include/collc/abi/collc_abi.h
         include/collc/abi/Types.h share/collc/stdlib/allreduce_oneshot.coll
@@ -67,6 +68,10 @@ foreach(header ${headers})
 endforeach()
 run_step("compiling every installed header" ${CXX_COMPILER} -std=c++17 -fsyntax-only -Wall
          -Wextra -Werror -I${prefix}/include/collc ${system_includes} ${all_headers})
+# The C API's header is plain C99 too, included as "collc/collc.h" from the prefix's include/.
+file(WRITE ${WORK_DIR}/c_api.c "#include \"collc/collc.h\"\nint main(void) { return COLLC_OK; }\n")
+run_step("compiling installed collc/collc.h as C99" ${C_COMPILER} -std=c99 -pedantic -fsyntax-only
+         -Wall -Wextra -Werror -I${prefix}/include ${WORK_DIR}/c_api.c)
 
 # The installed tool finds its libraries through its RPATH, from any directory, and the embedded
 # standard library; the installed .coll files are the same specs.
@@ -81,7 +86,8 @@ run_step("installed collc check" ${prefix}/bin/collc check
 # The example, built as a user would: only the prefix is given.
 set(build ${WORK_DIR}/external-build)
 run_step("configuring examples/external" ${CMAKE_COMMAND} -S ${EXAMPLE_DIR} -B ${build}
-         -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release
+         -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_C_COMPILER=${C_COMPILER}
+         -DCMAKE_BUILD_TYPE=Release
          -DCMAKE_PREFIX_PATH=${prefix})
 run_step("building examples/external" ${CMAKE_COMMAND} --build ${build})
 # Dispatch by size, with the built-in rule ("none": no table), so the plan is the same anywhere.
@@ -92,6 +98,14 @@ if(NOT step_output MATCHES "built-in default rule.*[1-9][0-9]* variants compiled
 endif()
 if(NOT step_output MATCHES "nothing to run|correct")
   message(FATAL_ERROR "tuned_app neither ran nor said why not")
+endif()
+
+# The C API from C, built against the prefix: it compiles its spec, then runs on 2 GPUs or says
+# why not.
+run_step("running c_allreduce" ${build}/c_allreduce 4096)
+message("${step_output}")
+if(NOT step_output MATCHES "compiled allreduce_oneshot for 2 ranks.*(no GPU|needs 2 GPUs|graph replay: correct)")
+  message(FATAL_ERROR "c_allreduce did not compile its spec, or neither ran nor said why not")
 endif()
 
 # The tutorial's table (docs/tutorial.md, section 6): its spec paths are relative to the

@@ -1,7 +1,7 @@
 # What collc's shared libraries show a host process (see cmake/collc.exports):
 #   cmake -DNM=nm -DREADELF=readelf -DRUNTIME=libcollc.so -DCOMPILER=libcollc_compiler.so -P this
-# Every symbol either library exports is collc's own: none of LLVM's or clang's (nor fmt's or the
-# C++ library's template instances), so that a copy of LLVM already in the process (Triton's, an
+# Every symbol either library exports is collc's own, C++ or its C API (collc_*): none of LLVM's or
+# clang's (nor fmt's or the C++ library's template instances), so that a copy of LLVM already in the process (Triton's, an
 # engine's) never meets ours. libcollc.so needs no LLVM or clang library at all.
 function(run_tool)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -27,6 +27,11 @@ foreach(library ${RUNTIME} ${COMPILER})
       math(EXPR own "${own} + 1")
       continue()
     endif()
+    if(name MATCHES "^collc_[a-z0-9_]+$")
+      math(EXPR own "${own} + 1")
+      list(APPEND c_api_${library} "${name}")
+      continue()
+    endif()
     list(APPEND foreign "${name}")
     if(name MATCHES "(^|[ *&<(,])(llvm|clang)::")
       math(EXPR llvm_or_clang "${llvm_or_clang} + 1")
@@ -43,6 +48,25 @@ foreach(library ${RUNTIME} ${COMPILER})
     message(FATAL_ERROR "${library} exports no collc symbol at all: is it the right file?")
   endif()
   message("${library}: ${own} symbols, all collc's")
+endforeach()
+
+# The C API: compiling in libcollc_compiler.so, everything else in libcollc.so (include/collc/collc.h).
+function(expect_c_api library expected present)
+  list(FIND c_api_${library} ${expected} index)
+  if(present AND index EQUAL -1)
+    message(FATAL_ERROR "${library} does not export the C API's ${expected}")
+  elseif(NOT present AND NOT index EQUAL -1)
+    message(FATAL_ERROR "${library} exports ${expected}, which needs the compiler")
+  endif()
+endfunction()
+foreach(expected collc_version collc_last_error collc_world_create_local collc_instance_create
+        collc_launch collc_dispatcher_launch)
+  expect_c_api(${RUNTIME} ${expected} TRUE)
+endforeach()
+foreach(expected collc_compile collc_compile_text collc_compile_options_init
+        collc_dispatcher_create)
+  expect_c_api(${COMPILER} ${expected} TRUE)
+  expect_c_api(${RUNTIME} ${expected} FALSE)
 endforeach()
 
 run_tool(${READELF} -d ${RUNTIME})

@@ -1,0 +1,183 @@
+// The C API's compiling half (include/collc/collc.h): collc_compile, collc_compile_text and
+// collc_dispatcher_create, which need the compiler and so live in libcollc_compiler.so. A program
+// that only launches what is compiled links libcollc.so alone.
+#include "compiler/Compile.h"
+#include "pipeline/CompileDispatch.h"
+#include "pipeline/CompilerErrors.h"
+#include "runtime/CApiSupport.h"
+
+#include <llvm/Support/raw_ostream.h>
+
+using namespace collc;
+using collc::capi::fail;
+using collc::capi::guarded;
+
+namespace {
+
+/// The C options as the compiler's; COLLC_OK or an argument error naming the field.
+collc_status toCompileOptions(const char* function, const collc_compile_options* in,
+                              CompileOptions& out) {
+  collc_compile_options defaults;
+  collc_compile_options_init(&defaults);
+  const collc_compile_options& o = in ? *in : defaults;
+  auto invalid = [&](const std::string& why) {
+    return fail(COLLC_INVALID_ARGUMENT, std::string(function) + ": options: " + why);
+  };
+  if (!collc::capi::fromC(o.dtype, out.dtype))
+    return invalid("dtype " + std::to_string(int(o.dtype)) + " is no collc_dtype");
+  if (!collc::capi::fromC(o.op, out.op))
+    return invalid("op " + std::to_string(int(o.op)) + " is no collc_reduce_op");
+  out.nranks = o.nranks;
+  out.root = o.root;
+  switch (o.sync) {
+  case COLLC_SYNC_DEFAULT:
+    out.sync.reset();
+    break;
+  case COLLC_SYNC_BARRIER:
+    out.sync = SyncKind::Barrier;
+    break;
+  case COLLC_SYNC_SENTINEL:
+    out.sync = SyncKind::Sentinel;
+    break;
+  case COLLC_SYNC_LL:
+    out.sync = SyncKind::LL;
+    break;
+  case COLLC_SYNC_LL128:
+    out.sync = SyncKind::LL128;
+    break;
+  case COLLC_SYNC_LL128_ATOMIC:
+    out.sync = SyncKind::LL128Atomic;
+    break;
+  default:
+    return invalid("sync " + std::to_string(int(o.sync)) + " is no collc_sync");
+  }
+  if (o.row_length < 0)
+    return invalid("row_length " + std::to_string(o.row_length) + " is negative");
+  out.rowLength = o.row_length;
+  if (o.blocks < 0 || o.threads < 0)
+    return invalid("blocks and threads must be positive, or 0 for the spec's default");
+  if (o.blocks > 0)
+    out.blocks = o.blocks;
+  if (o.threads > 0)
+    out.threads = o.threads;
+  return COLLC_OK;
+}
+
+/// Compiles `spec` and hands out the result; the diagnostics become the last error.
+collc_status compileSpec(const char* function, const SpecSource& spec,
+                         const collc_compile_options* options, collc_compiled** out) {
+  CompileOptions compileOptions;
+  if (collc_status status = toCompileOptions(function, options, compileOptions))
+    return status;
+  std::string diagnostics;
+  llvm::raw_string_ostream diagnosticStream(diagnostics);
+  bool specError = false;
+  Expected<CompiledCollective> compiled =
+      fromCompiler(compileCollective(spec, compileOptions, diagnosticStream), &specError);
+  diagnosticStream.flush();
+  if (!compiled) {
+    std::string message = std::string(function) + ": " + toString(compiled.takeError());
+    if (!diagnostics.empty())
+      message += "\n" + diagnostics;
+    while (!message.empty() && message.back() == '\n')
+      message.pop_back();
+    return fail(specError ? COLLC_SPEC_ERROR : COLLC_INTERNAL, message);
+  }
+  auto handle = std::make_unique<collc_compiled>();
+  handle->compiled = std::move(*compiled);
+  *out = handle.release();
+  return COLLC_OK;
+}
+
+} // namespace
+
+extern "C" {
+
+collc_status collc_compile_options_init(collc_compile_options* options) {
+  if (!options)
+    return fail(COLLC_INVALID_ARGUMENT, "collc_compile_options_init: options is null");
+  *options = collc_compile_options{};
+  options->dtype = COLLC_F32;
+  options->op = COLLC_SUM;
+  options->nranks = 2;
+  options->root = 0;
+  options->sync = COLLC_SYNC_DEFAULT;
+  options->row_length = 0;
+  options->blocks = 0;
+  options->threads = 0;
+  return COLLC_OK;
+}
+
+collc_status collc_compile(const char* spec_name_or_path, const collc_compile_options* options,
+                           collc_compiled** out) {
+  const char* function = "collc_compile";
+  return guarded(function, [&] {
+    if (!out)
+      return fail(COLLC_INVALID_ARGUMENT, "collc_compile: out is null");
+    *out = nullptr;
+    if (!spec_name_or_path)
+      return fail(COLLC_INVALID_ARGUMENT, "collc_compile: spec_name_or_path is null");
+    Expected<SpecSource> spec = fromCompiler(loadSpec(spec_name_or_path));
+    if (!spec)
+      return fail(COLLC_SPEC_ERROR, function, spec.takeError());
+    return compileSpec(function, *spec, options, out);
+  });
+}
+
+collc_status collc_compile_text(const char* name, const char* text,
+                                const collc_compile_options* options, collc_compiled** out) {
+  const char* function = "collc_compile_text";
+  return guarded(function, [&] {
+    if (!out)
+      return fail(COLLC_INVALID_ARGUMENT, "collc_compile_text: out is null");
+    *out = nullptr;
+    if (!text)
+      return fail(COLLC_INVALID_ARGUMENT, "collc_compile_text: text is null");
+    SpecSource spec{name ? name : "<text>", text};
+    return compileSpec(function, spec, options, out);
+  });
+}
+
+collc_status collc_dispatcher_create(collc_world* world, const collc_dispatch_options* options,
+                                     collc_dispatcher** out) {
+  const char* function = "collc_dispatcher_create";
+  return guarded(function, [&] {
+    if (!out)
+      return fail(COLLC_INVALID_ARGUMENT, "collc_dispatcher_create: out is null");
+    *out = nullptr;
+    if (!world || !world->world || !options)
+      return fail(COLLC_INVALID_ARGUMENT, "collc_dispatcher_create: null world or options");
+    DispatchRequest request;
+    if (!collc::capi::fromC(options->collective, request.collective) ||
+        !collc::capi::fromC(options->dtype, request.dtype) ||
+        !collc::capi::fromC(options->op, request.op))
+      return fail(COLLC_INVALID_ARGUMENT,
+                  "collc_dispatcher_create: options: collective, dtype or op is out of range");
+    if (options->max_count == 0)
+      return fail(COLLC_INVALID_ARGUMENT,
+                  "collc_dispatcher_create: options: max_count must be set (the largest call)");
+    request.spec = options->spec ? options->spec : "";
+    request.nranks = world->world->nranks();
+    request.maxCount = options->max_count;
+    // Null: the built-in rule alone; "": the default table path, as the C++ API's empty string.
+    request.table = options->table ? options->table : "none";
+    request.arch = collc::capi::worldArch(*world->world);
+    Expected<DispatchProgram> program = compileDispatchProgram(request);
+    if (!program)
+      return fail(COLLC_SPEC_ERROR, function, program.takeError());
+    std::string description = program->description();
+    Expected<std::unique_ptr<Dispatcher>> dispatcher =
+        Dispatcher::create(*world->world, std::move(*program));
+    if (!dispatcher)
+      return fail(COLLC_CUDA_ERROR, function, dispatcher.takeError());
+    auto handle = std::make_unique<collc_dispatcher>();
+    handle->world = world;
+    handle->dispatcher = std::move(*dispatcher);
+    handle->description = std::move(description);
+    ++world->users;
+    *out = handle.release();
+    return COLLC_OK;
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,79 @@
+// What the C API's two halves share (include/collc/collc.h): the handles' contents, the calling
+// thread's last error, and the C enums as collc's own. The compiling half lives in
+// libcollc_compiler.so (pipeline/CApiCompile.cpp), the rest in libcollc.so; the last error is kept
+// by libcollc.so alone, so that both halves report into the same place. Not installed.
+#ifndef COLLC_RUNTIME_CAPISUPPORT_H
+#define COLLC_RUNTIME_CAPISUPPORT_H
+
+#include "abi/CompiledCollective.h"
+#include "abi/Types.h"
+#include "collc/collc.h"
+#include "runtime/CollectiveInstance.h"
+#include "runtime/Dispatcher.h"
+#include "runtime/Status.h"
+#include "runtime/SymmetricWorld.h"
+
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+
+struct collc_world {
+  std::unique_ptr<collc::SymmetricWorld> world;
+  /// Instances and dispatchers made in it: the world may not go before they do.
+  std::atomic<int> users{0};
+};
+
+struct collc_compiled {
+  collc::CompiledCollective compiled;
+};
+
+struct collc_instance {
+  collc_world* world = nullptr;
+  std::unique_ptr<collc::CollectiveInstance> instance;
+};
+
+struct collc_dispatcher {
+  collc_world* world = nullptr;
+  std::unique_ptr<collc::Dispatcher> dispatcher;
+  std::string description;
+};
+
+namespace collc::capi {
+
+/// Makes `message` the calling thread's last error and returns `status`.
+collc_status fail(collc_status status, std::string message);
+
+/// fail() with the message of `error` (which must be a failure) after `function`'s name.
+inline collc_status fail(collc_status status, const char* function, Error error) {
+  return fail(status, std::string(function) + ": " + toString(std::move(error)));
+}
+
+/// Runs `body` (which returns a collc_status), turning any exception into COLLC_INTERNAL: nothing
+/// may unwind into a C caller.
+template <class Body> collc_status guarded(const char* function, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(COLLC_INTERNAL, std::string(function) + ": out of host memory");
+  } catch (const std::exception& e) {
+    return fail(COLLC_INTERNAL, std::string(function) + ": internal error: " + e.what());
+  } catch (...) {
+    return fail(COLLC_INTERNAL, std::string(function) + ": internal error: unknown exception");
+  }
+}
+
+/// The C enums as collc's; false for a value outside the enum (the caller reports it).
+bool fromC(collc_dtype in, DType& out);
+bool fromC(collc_reduce_op in, ReduceOp& out);
+bool fromC(collc_collective in, CollectiveKind& out);
+collc_collective toC(CollectiveKind kind);
+collc_dtype toC(DType dtype);
+
+/// The NVRTC target for the GPU of the world's first local rank ("" if it cannot be told).
+std::string worldArch(const SymmetricWorld& world);
+
+} // namespace collc::capi
+
+#endif // COLLC_RUNTIME_CAPISUPPORT_H

@@ -1,0 +1,278 @@
+// The C API without a GPU: every pointer checked, errors with their status and message, the last
+// error per thread, compiling a spec by name and from text.
+#include "collc/collc.h"
+
+#include <fstream>
+#include <gtest/gtest.h>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace {
+
+std::string lastError() {
+  return collc_last_error();
+}
+
+std::string readStdlib(const std::string& name) {
+  std::ifstream file(std::string(COLLC_STDLIB_DIR) + "/" + name + ".coll");
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// The one-shot AllReduce without `wait push`: the reduce reads what peers put without waiting.
+const char* kReadsBeforeWait = R"(collective broken kind allreduce
+  buffers in: T[n], out: T[n]
+  scratch slot[nranks]: T[n]
+{
+  step push {
+    for p in peers { put in -> p.slot[rank] }
+  }
+  step reduce {
+    out = reduce(in, slot[peers])
+  }
+}
+)";
+
+TEST(CApi, NullPointersAreInvalidArguments) {
+  collc_compiled* compiled = nullptr;
+  collc_world* world = nullptr;
+  collc_instance* instance = nullptr;
+  collc_dispatcher* dispatcher = nullptr;
+  collc_compile_options options;
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  const int devices[2] = {0, 1};
+  int n = 0;
+  uint64_t bytes = 0;
+
+  EXPECT_EQ(collc_compile(nullptr, &options, &compiled), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("collc_compile: spec_name_or_path is null"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, nullptr), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("out is null"), std::string::npos) << lastError();
+  EXPECT_EQ(collc_compile_text("x.coll", nullptr, &options, &compiled), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(compiled, nullptr);
+  EXPECT_EQ(collc_compile_options_init(nullptr), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_device_count(nullptr), COLLC_INVALID_ARGUMENT);
+
+  EXPECT_EQ(collc_world_create_local(nullptr, 2, 0, &world), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("devices is null"), std::string::npos) << lastError();
+  EXPECT_EQ(collc_world_create_local(devices, 2, 0, nullptr), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_world_create_local(devices, 0, 0, &world), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_world_create_local(devices, 99, 0, &world), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(world, nullptr);
+  EXPECT_EQ(collc_world_create_process(0, 2, 0, 0, nullptr, nullptr, &world),
+            COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("allgather is null"), std::string::npos) << lastError();
+  EXPECT_EQ(
+      collc_world_create_process_nccl_id(0, 2, 0, nullptr, COLLC_NCCL_UNIQUE_ID_BYTES, 0, &world),
+      COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_world_adopt_nccl_comm(nullptr, 0, &world), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_nccl_unique_id(nullptr, COLLC_NCCL_UNIQUE_ID_BYTES), COLLC_INVALID_ARGUMENT);
+  char shortId[16];
+  EXPECT_EQ(collc_nccl_unique_id(shortId, sizeof shortId), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_world_nranks(nullptr, &n), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_world_heap_bytes(nullptr, &bytes), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_world_local_ranks(nullptr, nullptr, 0, &n), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_world_device(nullptr, 0, &n), COLLC_INVALID_ARGUMENT);
+  void* stream = nullptr;
+  EXPECT_EQ(collc_world_stream(nullptr, 0, &stream), COLLC_INVALID_ARGUMENT);
+
+  EXPECT_EQ(collc_compiled_in_place(nullptr), 0);
+  EXPECT_EQ(collc_compiled_info(nullptr, nullptr, nullptr, &n, nullptr), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_compiled_buffer_counts(nullptr, 1, &bytes, &bytes), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_compiled_heap_bytes(nullptr, 1, &bytes), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_compiled_kernel_name(nullptr), nullptr);
+  EXPECT_EQ(collc_compiled_cuda_source(nullptr), nullptr);
+
+  EXPECT_EQ(collc_instance_create(nullptr, nullptr, 1, &instance), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_instance_create(nullptr, nullptr, 1, nullptr), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(instance, nullptr);
+  EXPECT_EQ(collc_launch(nullptr, 0, &n, &n, nullptr, 0, 1, nullptr), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("collc_launch: instance is null"), std::string::npos) << lastError();
+  EXPECT_EQ(collc_instance_synchronize(nullptr, nullptr, 0), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_instance_max_count(nullptr, &bytes), COLLC_INVALID_ARGUMENT);
+
+  collc_dispatch_options dispatch;
+  EXPECT_EQ(collc_dispatch_options_init(nullptr), COLLC_INVALID_ARGUMENT);
+  ASSERT_EQ(collc_dispatch_options_init(&dispatch), COLLC_OK);
+  EXPECT_EQ(collc_dispatcher_create(nullptr, &dispatch, &dispatcher), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_dispatcher_create(nullptr, nullptr, nullptr), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_dispatcher_launch(nullptr, 0, &n, &n, 1, nullptr), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_dispatcher_description(nullptr), nullptr);
+
+  // Destroying nothing is nothing, as free(NULL).
+  EXPECT_EQ(collc_compiled_destroy(nullptr), COLLC_OK);
+  EXPECT_EQ(collc_world_destroy(nullptr), COLLC_OK);
+  EXPECT_EQ(collc_instance_destroy(nullptr), COLLC_OK);
+  EXPECT_EQ(collc_dispatcher_destroy(nullptr), COLLC_OK);
+}
+
+TEST(CApi, RanksOutOfRangeAreInvalidBeforeAnythingCollective) {
+  collc_world* world = nullptr;
+  auto never = [](const void*, void*, size_t, void*) -> int {
+    ADD_FAILURE() << "the all-gather must not be called for a wrong rank";
+    return 1;
+  };
+  EXPECT_EQ(collc_world_create_process(2, 2, 0, 0, never, nullptr, &world), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("rank 2 of 2"), std::string::npos) << lastError();
+  EXPECT_EQ(collc_world_create_process(0, 0, 0, 0, never, nullptr, &world), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_world_create_process(0, 99, 0, 0, never, nullptr, &world),
+            COLLC_INVALID_ARGUMENT);
+  char id[COLLC_NCCL_UNIQUE_ID_BYTES] = {};
+  EXPECT_EQ(collc_world_create_process_nccl_id(0, 2, 0, id, sizeof id - 1, 0, &world),
+            COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(world, nullptr);
+}
+
+TEST(CApi, WithoutAGpuWorldsSaySoAndCallNoCallback) {
+  int gpus = -1;
+  if (collc_device_count(&gpus) == COLLC_OK)
+    GTEST_SKIP() << gpus << " GPUs visible: this checks a machine without one";
+  EXPECT_EQ(gpus, 0);
+  EXPECT_EQ(lastError().rfind("no GPU: ", 0), 0u) << lastError();
+  collc_world* world = nullptr;
+  const int devices[2] = {0, 1};
+  EXPECT_EQ(collc_world_create_local(devices, 2, 0, &world), COLLC_CUDA_ERROR);
+  EXPECT_NE(lastError().find("no GPU"), std::string::npos) << lastError();
+  auto never = [](const void*, void*, size_t, void*) -> int {
+    ADD_FAILURE() << "the all-gather must not be called on a machine without a GPU";
+    return 1;
+  };
+  EXPECT_EQ(collc_world_create_process(0, 2, 0, 0, never, nullptr, &world), COLLC_CUDA_ERROR);
+  EXPECT_NE(lastError().find("no GPU"), std::string::npos) << lastError();
+  EXPECT_EQ(world, nullptr);
+}
+
+TEST(CApi, BadSpecTextIsASpecErrorAtItsPlace) {
+  collc_compiled* compiled = nullptr;
+  EXPECT_EQ(collc_compile_text("broken.coll", kReadsBeforeWait, nullptr, &compiled),
+            COLLC_SPEC_ERROR);
+  EXPECT_EQ(compiled, nullptr);
+  const std::string message = lastError();
+  EXPECT_TRUE(std::regex_search(message, std::regex("broken\\.coll:9:[0-9]+: error: reads "
+                                                    "'slot\\[peers\\]'")))
+      << message;
+  EXPECT_NE(message.find("add 'wait push'"), std::string::npos) << message;
+
+  EXPECT_EQ(collc_compile_text(nullptr, "collective x kind nonsense\n{}\n", nullptr, &compiled),
+            COLLC_SPEC_ERROR);
+  EXPECT_TRUE(std::regex_search(lastError(), std::regex("<text>:1:[0-9]+: error:"))) << lastError();
+}
+
+TEST(CApi, UnknownStdlibNameIsASpecError) {
+  collc_compiled* compiled = nullptr;
+  EXPECT_EQ(collc_compile("allreduce_no_such_spec", nullptr, &compiled), COLLC_SPEC_ERROR);
+  EXPECT_EQ(compiled, nullptr);
+  EXPECT_NE(lastError().find("allreduce_no_such_spec"), std::string::npos) << lastError();
+}
+
+TEST(CApi, OptionsOutOfRangeAreInvalidArguments) {
+  collc_compile_options options;
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  collc_compiled* compiled = nullptr;
+  options.dtype = static_cast<collc_dtype>(7);
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("dtype 7"), std::string::npos) << lastError();
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  options.sync = static_cast<collc_sync>(-1);
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_INVALID_ARGUMENT);
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  options.blocks = -4;
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_INVALID_ARGUMENT);
+  // In range for C, refused by the spec: its message says so.
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  options.nranks = 9;
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_SPEC_ERROR);
+  EXPECT_EQ(compiled, nullptr);
+}
+
+TEST(CApi, CompilesTheOneShotAllReduceTextAndReportsInPlace) {
+  const std::string text = readStdlib("allreduce_oneshot");
+  ASSERT_FALSE(text.empty()) << "cannot read " << COLLC_STDLIB_DIR << "/allreduce_oneshot.coll";
+  collc_compile_options options;
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  options.dtype = COLLC_BF16;
+  options.nranks = 4;
+  collc_compiled* compiled = nullptr;
+  ASSERT_EQ(collc_compile_text("allreduce_oneshot.coll", text.c_str(), &options, &compiled),
+            COLLC_OK)
+      << lastError();
+  ASSERT_NE(compiled, nullptr);
+  EXPECT_EQ(collc_compiled_in_place(compiled), 1);
+  collc_collective kind = COLLC_ALLGATHER;
+  collc_dtype dtype = COLLC_F32;
+  int nranks = 0, naux = -1;
+  ASSERT_EQ(collc_compiled_info(compiled, &kind, &dtype, &nranks, &naux), COLLC_OK);
+  EXPECT_EQ(kind, COLLC_ALLREDUCE);
+  EXPECT_EQ(dtype, COLLC_BF16);
+  EXPECT_EQ(nranks, 4);
+  EXPECT_EQ(naux, 0);
+  uint64_t in = 0, out = 0, heap = 0;
+  ASSERT_EQ(collc_compiled_buffer_counts(compiled, 1000, &in, &out), COLLC_OK);
+  EXPECT_EQ(in, 1000u);
+  EXPECT_EQ(out, 1000u);
+  ASSERT_EQ(collc_compiled_heap_bytes(compiled, 1000, &heap), COLLC_OK);
+  // At least both scratch copies of 4 slots of 1000 bf16 elements.
+  EXPECT_GE(heap, 2u * 4 * 1000 * 2);
+  const std::string kernel = collc_compiled_kernel_name(compiled);
+  EXPECT_FALSE(kernel.empty());
+  EXPECT_NE(std::string(collc_compiled_cuda_source(compiled)).find(kernel), std::string::npos);
+  EXPECT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
+}
+
+TEST(CApi, CompilesByNameWithTheOptionsGiven) {
+  collc_compile_options options;
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  options.nranks = 2;
+  options.sync = COLLC_SYNC_LL;
+  options.blocks = 4;
+  options.threads = 256;
+  collc_compiled* compiled = nullptr;
+  ASSERT_EQ(collc_compile("allgather_direct", &options, &compiled), COLLC_OK) << lastError();
+  collc_collective kind = COLLC_ALLREDUCE;
+  ASSERT_EQ(collc_compiled_info(compiled, &kind, nullptr, nullptr, nullptr), COLLC_OK);
+  EXPECT_EQ(kind, COLLC_ALLGATHER);
+  uint64_t in = 0, out = 0;
+  ASSERT_EQ(collc_compiled_buffer_counts(compiled, 10, &in, &out), COLLC_OK);
+  EXPECT_EQ(in, 10u);
+  EXPECT_EQ(out, 20u); // every rank's 10 elements
+  const std::string source = collc_compiled_cuda_source(compiled);
+  EXPECT_NE(source.find("256"), std::string::npos);
+  EXPECT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
+}
+
+TEST(CApi, LastErrorIsPerThreadAndKeptBySuccessfulCalls) {
+  ASSERT_EQ(collc_world_nranks(nullptr, nullptr), COLLC_INVALID_ARGUMENT);
+  const std::string mine = lastError();
+  ASSERT_NE(mine.find("collc_world_nranks"), std::string::npos) << mine;
+
+  std::string otherBefore, otherAfter;
+  std::thread other([&] {
+    otherBefore = collc_last_error();
+    (void)collc_compiled_info(nullptr, nullptr, nullptr, nullptr, nullptr);
+    otherAfter = collc_last_error();
+  });
+  other.join();
+  EXPECT_EQ(otherBefore, "") << "a fresh thread sees another thread's error";
+  EXPECT_NE(otherAfter.find("collc_compiled_info"), std::string::npos) << otherAfter;
+  EXPECT_EQ(lastError(), mine) << "another thread's error replaced this one's";
+
+  collc_compile_options options;
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  EXPECT_EQ(lastError(), mine);
+}
+
+TEST(CApi, VersionAndStatusNames) {
+  EXPECT_TRUE(
+      std::regex_match(std::string(collc_version()), std::regex("[0-9]+\\.[0-9]+\\.[0-9]+")))
+      << collc_version();
+  EXPECT_STREQ(collc_status_name(COLLC_OK), "COLLC_OK");
+  EXPECT_STREQ(collc_status_name(COLLC_SPEC_ERROR), "COLLC_SPEC_ERROR");
+  EXPECT_STREQ(collc_status_name(COLLC_INTERNAL), "COLLC_INTERNAL");
+  EXPECT_STREQ(collc_status_name(static_cast<collc_status>(42)), "unknown status");
+}
+
+} // namespace

@@ -1,0 +1,39 @@
+/* include/collc/collc.h on its own, compiled as C99 and as C++ (tests/capi/CMakeLists.txt). Each
+ * pointer below must match its function's declaration exactly, so a changed prototype fails. */
+#include "collc/collc.h"
+
+const char* (*const last_error)(void) = collc_last_error;
+const char* (*const version)(void) = collc_version;
+collc_status (*const device_count)(int*) = collc_device_count;
+collc_status (*const world_create_local)(const int*, int, uint64_t,
+                                         collc_world**) = collc_world_create_local;
+collc_status (*const world_create_process)(int, int, int, uint64_t, collc_allgather_fn, void*,
+                                           collc_world**) = collc_world_create_process;
+collc_status (*const world_heap_bytes)(const collc_world*, uint64_t*) = collc_world_heap_bytes;
+collc_status (*const world_nranks)(const collc_world*, int*) = collc_world_nranks;
+collc_status (*const world_destroy)(collc_world*) = collc_world_destroy;
+collc_status (*const compile)(const char*, const collc_compile_options*,
+                              collc_compiled**) = collc_compile;
+collc_status (*const compile_text)(const char*, const char*, const collc_compile_options*,
+                                   collc_compiled**) = collc_compile_text;
+int (*const compiled_in_place)(const collc_compiled*) = collc_compiled_in_place;
+collc_status (*const instance_create)(collc_world*, const collc_compiled*, uint64_t,
+                                      collc_instance**) = collc_instance_create;
+collc_status (*const launch)(collc_instance*, int, const void*, void*, void* const*, int, uint64_t,
+                             void*) = collc_launch;
+collc_status (*const dispatcher_create)(collc_world*, const collc_dispatch_options*,
+                                        collc_dispatcher**) = collc_dispatcher_create;
+collc_status (*const dispatcher_launch)(collc_dispatcher*, int, const void*, void*, uint64_t,
+                                        void*) = collc_dispatcher_launch;
+
+/* The options structs are plain C structs a caller fills in. */
+int header_options_are_plain(void) {
+  collc_compile_options compile_options;
+  collc_dispatch_options dispatch_options;
+  compile_options.dtype = COLLC_BF16;
+  compile_options.sync = COLLC_SYNC_LL;
+  dispatch_options.collective = COLLC_ALLREDUCE;
+  dispatch_options.max_count = 1;
+  return (int)compile_options.dtype + (int)compile_options.sync + (int)dispatch_options.collective +
+         (int)dispatch_options.max_count + COLLC_OK;
+}
