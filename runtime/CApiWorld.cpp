@@ -5,6 +5,7 @@
 #include "runtime/Devices.h"
 #include "runtime/LocalWorld.h"
 #include "runtime/ProcessWorld.h"
+#include "runtime/SharedGpuWorld.h"
 
 #include <cstring>
 #include <vector>
@@ -116,6 +117,26 @@ collc_status collc_world_create_local(const int* devices, int ndevices, uint64_t
         std::vector<int>(devices, devices + ndevices), size_t(heapOrDefault(heap_bytes)));
     if (!world)
       return fail(COLLC_CUDA_ERROR, "collc_world_create_local", world.takeError());
+    return publish(std::move(*world), out);
+  });
+}
+
+collc_status collc_world_create_shared_gpu(int device, int nranks, uint64_t heap_bytes,
+                                           collc_world** out) {
+  return guarded("collc_world_create_shared_gpu", [&] {
+    if (!out)
+      return fail(COLLC_INVALID_ARGUMENT, "collc_world_create_shared_gpu: out is null");
+    *out = nullptr;
+    if (nranks < 1 || nranks > COLLC_MAX_RANKS)
+      return fail(COLLC_INVALID_ARGUMENT,
+                  "collc_world_create_shared_gpu: " + std::to_string(nranks) + " ranks; 1 to " +
+                      std::to_string(COLLC_MAX_RANKS) + " are supported");
+    if (heap_bytes > SIZE_MAX)
+      return fail(COLLC_INVALID_ARGUMENT, "collc_world_create_shared_gpu: heap too large");
+    Expected<std::unique_ptr<SharedGpuWorld>> world =
+        SharedGpuWorld::create(nranks, device, size_t(heapOrDefault(heap_bytes)));
+    if (!world)
+      return fail(COLLC_CUDA_ERROR, "collc_world_create_shared_gpu", world.takeError());
     return publish(std::move(*world), out);
   });
 }

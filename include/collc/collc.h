@@ -91,6 +91,12 @@ collc_status collc_device_count(int* count);
 collc_status collc_world_create_local(const int* devices, int ndevices, uint64_t heap_bytes,
                                       collc_world** out);
 
+/* `nranks` ranks as co-resident kernels on one GPU, each rank's heap a region of its memory (0:
+ * 256 MiB each): for testing collectives at many ranks on a machine with one GPU. Correctness
+ * only: the ranks share the GPU's multiprocessors and memory, so timings mean nothing. */
+collc_status collc_world_create_shared_gpu(int device, int nranks, uint64_t heap_bytes,
+                                           collc_world** out);
+
 /* All-gathers `bytes` bytes from every rank: recv receives nranks * bytes, rank r's at
  * r * bytes. Returns 0 on success, anything else on failure. Called collectively: every rank
  * calls it the same number of times with the same `bytes`. */

@@ -62,6 +62,9 @@ TEST(CApi, NullPointersAreInvalidArguments) {
   EXPECT_EQ(collc_world_create_local(devices, 2, 0, nullptr), COLLC_INVALID_ARGUMENT);
   EXPECT_EQ(collc_world_create_local(devices, 0, 0, &world), COLLC_INVALID_ARGUMENT);
   EXPECT_EQ(collc_world_create_local(devices, 99, 0, &world), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_world_create_shared_gpu(0, 2, 0, nullptr), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_world_create_shared_gpu(0, 0, 0, &world), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("0 ranks"), std::string::npos) << lastError();
   EXPECT_EQ(world, nullptr);
   EXPECT_EQ(collc_world_create_process(0, 2, 0, 0, nullptr, nullptr, &world),
             COLLC_INVALID_ARGUMENT);
@@ -136,6 +139,8 @@ TEST(CApi, WithoutAGpuWorldsSaySoAndCallNoCallback) {
   collc_world* world = nullptr;
   const int devices[2] = {0, 1};
   EXPECT_EQ(collc_world_create_local(devices, 2, 0, &world), COLLC_CUDA_ERROR);
+  EXPECT_NE(lastError().find("no GPU"), std::string::npos) << lastError();
+  EXPECT_EQ(collc_world_create_shared_gpu(0, 4, 0, &world), COLLC_CUDA_ERROR);
   EXPECT_NE(lastError().find("no GPU"), std::string::npos) << lastError();
   auto never = [](const void*, void*, size_t, void*) -> int {
     ADD_FAILURE() << "the all-gather must not be called on a machine without a GPU";
