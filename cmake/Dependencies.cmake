@@ -31,18 +31,16 @@ find_package(fmt REQUIRED)
 add_library(collc_fmt INTERFACE)
 target_link_libraries(collc_fmt INTERFACE fmt::fmt-header-only)
 
-# CUDA: the runtime library and NVRTC linked dynamically, taken from the machine it runs on. The
-# runtime loads the driver lazily and reports "no driver" as an error code, so everything short of
-# running a kernel works without a GPU; one shared copy serves libcollc and its users alike.
+# CUDA: the runtime library linked dynamically, taken from the machine it runs on. The runtime
+# loads the driver lazily and reports "no driver" as an error code, so everything short of running
+# a kernel works without a GPU; one shared copy serves libcollc and its users alike.
 if(NOT COLLC_FUZZ)
   find_package(CUDAToolkit 12.4 REQUIRED)
   message(STATUS "CUDA toolkit ${CUDAToolkit_VERSION} in ${CUDAToolkit_LIBRARY_DIR}")
-  # NVRTC by path: CMake's CUDA::nvrtc target drags in the driver stub, and a binary that needs
-  # libcuda.so.1 would not even start on a machine without a GPU driver.
-  find_library(COLLC_NVRTC_LIBRARY nvrtc HINTS ${CUDAToolkit_LIBRARY_DIR} REQUIRED)
+  # NVRTC: its header only. The library is opened at run time (runtime/NvrtcLibrary.h), from the
+  # toolkit, a pip wheel or wherever COLLC_NVRTC_LIBRARY points.
   add_library(collc_nvrtc INTERFACE)
   target_include_directories(collc_nvrtc SYSTEM INTERFACE ${CUDAToolkit_INCLUDE_DIRS})
-  target_link_libraries(collc_nvrtc INTERFACE ${COLLC_NVRTC_LIBRARY})
   find_path(COLLC_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/include REQUIRED)
 endif()
 

@@ -406,10 +406,14 @@ private:
     line("}}");
     if (!target_.programmaticLaunch)
       return;
-    line("// Programmatic dependent launch: wait for the previous kernel, then let the next start.");
+    line(
+        "// Programmatic dependent launch: wait for the previous kernel, then let the next start.");
+    line("// Only sm_90 and later have it; older GPUs are launched without it, in stream order.");
+    line("#if __CUDA_ARCH__ >= 900");
     line("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");");
     line("if (threadIdx.x == 0)");
     line("asm volatile(\"griddepcontrol.launch_dependents;\");");
+    line("#endif");
   }
 
   void printStep(const ir::Step& step) {

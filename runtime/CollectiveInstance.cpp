@@ -83,8 +83,12 @@ CollectiveInstance::create(SymmetricWorld& world, const CompiledCollective& comp
 
   std::unique_ptr<CollectiveInstance> instance(new CollectiveInstance(world, compiled));
   // A programmatic launch makes the next kernel resident while this one runs: on a shared GPU it
-  // would hold SMs a peer's kernel needs (SharedGpuWorld.h).
-  instance->programmaticLaunch_ = compiled.programmaticLaunch && !ranksShareAGpu(gpus);
+  // would hold SMs a peer's kernel needs (SharedGpuWorld.h). GPUs before sm_90 have none; there
+  // the kernel's griddepcontrol instructions are compiled out, and it runs in stream order.
+  const bool everyGpuHasIt =
+      std::all_of(localDevices.begin(), localDevices.end(), hasProgrammaticLaunch);
+  instance->programmaticLaunch_ =
+      compiled.programmaticLaunch && everyGpuHasIt && !ranksShareAGpu(gpus);
   instance->maxCount_ = maxCount;
   instance->timeoutNs_ = timeoutNs;
   instance->heapBegin_ = instance->heapEnd_ = world.heapUsed();

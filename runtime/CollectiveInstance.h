@@ -115,7 +115,7 @@ private:
   uint64_t flagsOffset_ = 0;
   uint64_t heapBegin_ = 0, heapEnd_ = 0; // this instance's part of the world's heap
   Engine engine_ = Engine::CollcKernel;
-  bool programmaticLaunch_ = false;   // the compiled kernel's, unless ranks share a GPU
+  bool programmaticLaunch_ = false;   // the compiled kernel's, on sm_90+ GPUs no two ranks share
   const NcclLibrary* nccl_ = nullptr; // the NCCL engine's library
   // Per local rank (index i is world.localRanks()[i]), as is the kernel's slot i:
   std::vector<DeviceBuffer> epochs_;        // unsigned long long[blocks]

@@ -67,14 +67,23 @@ int multiprocessorCount(int device) {
   return count;
 }
 
-std::string gpuArch(int device) {
+int computeCapability(int device) {
   int major = 0, minor = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
     (void)cudaGetLastError();
-    return "";
+    return 0;
   }
-  return "sm_" + std::to_string(major * 10 + minor);
+  return major * 10 + minor;
+}
+
+std::string gpuArch(int device) {
+  const int capability = computeCapability(device);
+  return capability == 0 ? "" : "sm_" + std::to_string(capability);
+}
+
+bool hasProgrammaticLaunch(int device) {
+  return computeCapability(device) >= 90;
 }
 
 bool canAccessPeer(int from, int to) {

@@ -22,6 +22,14 @@ int multiprocessorCount(int device);
 /// The device's compute capability as an NVRTC target, "sm_90" for Hopper; "" if unknown.
 std::string gpuArch(int device);
 
+/// The device's compute capability as major * 10 + minor, 90 for Hopper; 0 if unknown.
+int computeCapability(int device);
+
+/// Whether the device has programmatic dependent launch (compute capability 9.0 and later): a
+/// kernel launched with it may start before the previous one ends. Elsewhere kernels run in
+/// stream order, and the generated kernels compile their griddepcontrol instructions out.
+bool hasProgrammaticLaunch(int device);
+
 /// Whether `from` can load and store into memory of `to` (peer access over NVLink or PCIe).
 bool canAccessPeer(int from, int to);
 

@@ -1,6 +1,7 @@
 #include "runtime/Jit.h"
 
 #include "runtime/KernelCache.h"
+#include "runtime/NvrtcLibrary.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,7 +10,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
-#include <nvrtc.h>
 #include <optional>
 #include <pwd.h>
 #include <string_view>
@@ -109,40 +109,43 @@ std::string numberedSource(std::string_view source) {
 
 class ProgramHandle {
 public:
+  explicit ProgramHandle(const NvrtcLibrary& nvrtc) : nvrtc_(nvrtc) {}
   ~ProgramHandle() {
     if (program_)
-      nvrtcDestroyProgram(&program_);
+      nvrtc_.destroyProgram(&program_);
   }
   nvrtcProgram* out() { return &program_; }
   nvrtcProgram get() const { return program_; }
 
 private:
+  const NvrtcLibrary& nvrtc_;
   nvrtcProgram program_ = nullptr;
 };
 
-std::string programLog(nvrtcProgram program) {
+std::string programLog(const NvrtcLibrary& nvrtc, nvrtcProgram program) {
   size_t size = 0;
-  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1)
+  if (nvrtc.getProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1)
     return "";
   std::string log(size, '\0');
-  if (nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS)
+  if (nvrtc.getProgramLog(program, log.data()) != NVRTC_SUCCESS)
     return "";
   log.resize(size - 1); // the size counts the trailing NUL
   return log;
 }
 
-Expected<std::string> programImage(nvrtcProgram program, JitOutput output) {
+Expected<std::string> programImage(const NvrtcLibrary& nvrtc, nvrtcProgram program,
+                                   JitOutput output) {
   size_t size = 0;
-  nvrtcResult status = output == JitOutput::Ptx ? nvrtcGetPTXSize(program, &size)
-                                                : nvrtcGetCUBINSize(program, &size);
+  nvrtcResult status = output == JitOutput::Ptx ? nvrtc.getPTXSize(program, &size)
+                                                : nvrtc.getCUBINSize(program, &size);
   std::string image(size, '\0');
   if (status == NVRTC_SUCCESS && size > 0)
-    status = output == JitOutput::Ptx ? nvrtcGetPTX(program, image.data())
-                                      : nvrtcGetCUBIN(program, image.data());
+    status = output == JitOutput::Ptx ? nvrtc.getPTX(program, image.data())
+                                      : nvrtc.getCUBIN(program, image.data());
   if (status != NVRTC_SUCCESS || size == 0)
     return jitError(fmt::format("NVRTC produced no {}: {}",
                                 output == JitOutput::Ptx ? "PTX" : "cubin",
-                                nvrtcGetErrorString(status)));
+                                nvrtc.getErrorString(status)));
   // PTX comes NUL-terminated; std::string keeps its own terminator, so drop NVRTC's.
   if (output == JitOutput::Ptx && image.back() == '\0')
     image.pop_back();
@@ -154,28 +157,29 @@ struct Compiled {
   std::string log;
 };
 
-Expected<Compiled> runNvrtc(std::string_view source, std::string_view programName, JitOutput output,
+Expected<Compiled> runNvrtc(const NvrtcLibrary& nvrtc, std::string_view source,
+                            std::string_view programName, JitOutput output,
                             const std::vector<std::string>& options) {
   std::string sourceText(source), name(programName); // NVRTC wants NUL-terminated strings
-  ProgramHandle program;
+  ProgramHandle program(nvrtc);
   nvrtcResult status =
-      nvrtcCreateProgram(program.out(), sourceText.c_str(), name.c_str(), 0, nullptr, nullptr);
+      nvrtc.createProgram(program.out(), sourceText.c_str(), name.c_str(), 0, nullptr, nullptr);
   if (status != NVRTC_SUCCESS)
     return jitError(
-        fmt::format("NVRTC cannot create program '{}': {}", name, nvrtcGetErrorString(status)));
+        fmt::format("NVRTC cannot create program '{}': {}", name, nvrtc.getErrorString(status)));
   std::vector<const char*> argv;
   argv.reserve(options.size());
   for (const std::string& option : options)
     argv.push_back(option.c_str());
-  status = nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
-  std::string log = programLog(program.get());
+  status = nvrtc.compileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
+  std::string log = programLog(nvrtc, program.get());
   if (status != NVRTC_SUCCESS) {
     return jitError(fmt::format("NVRTC failed to compile '{}' ({}):\n{}{}options: {}\nsource:\n{}",
-                                name, nvrtcGetErrorString(status), log,
+                                name, nvrtc.getErrorString(status), log,
                                 !log.empty() && log.back() != '\n' ? "\n" : "",
                                 joinOptions(options), numberedSource(source)));
   }
-  Expected<std::string> image = programImage(program.get(), output);
+  Expected<std::string> image = programImage(nvrtc, program.get(), output);
   if (!image)
     return image.takeError();
   return Compiled{std::move(*image), std::move(log)};
@@ -192,13 +196,12 @@ void warnCacheUnusableOnce(Error error) {
 } // namespace
 
 std::string nvrtcVersionString() {
-  static const std::string version = [] {
-    int major = 0, minor = 0;
-    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS)
-      return std::string("unknown");
-    return fmt::format("{}.{}", major, minor);
-  }();
-  return version;
+  Expected<const NvrtcLibrary*> nvrtc = nvrtcLibrary();
+  if (!nvrtc) {
+    consumeError(nvrtc.takeError());
+    return "not found";
+  }
+  return (*nvrtc)->version;
 }
 
 std::string defaultCacheDir() {
@@ -231,6 +234,10 @@ Expected<JitResult> compileCuda(std::string_view source, std::string_view progra
   if (!gpuArch)
     return gpuArch.takeError();
   std::vector<std::string> nvrtcArgs = nvrtcOptions(*gpuArch, options);
+  // Loaded before the cache is asked: its version is part of the key.
+  Expected<const NvrtcLibrary*> nvrtc = nvrtcLibrary(options.nvrtcLibrary);
+  if (!nvrtc)
+    return nvrtc.takeError();
 
   std::optional<KernelCache> cache;
   std::string key;
@@ -238,7 +245,7 @@ Expected<JitResult> compileCuda(std::string_view source, std::string_view progra
     std::string dir = options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir;
     if (!dir.empty()) {
       cache.emplace(dir);
-      key = KernelCache::key(source, programName, nvrtcArgs, nvrtcVersionString(), options.arch,
+      key = KernelCache::key(source, programName, nvrtcArgs, (*nvrtc)->version, options.arch,
                              output == JitOutput::Ptx ? "ptx" : "cubin");
       if (std::optional<std::string> image = cache->load(key)) {
         JitResult result;
@@ -250,7 +257,7 @@ Expected<JitResult> compileCuda(std::string_view source, std::string_view progra
     }
   }
 
-  Expected<Compiled> compiled = runNvrtc(source, programName, output, nvrtcArgs);
+  Expected<Compiled> compiled = runNvrtc(**nvrtc, source, programName, output, nvrtcArgs);
   if (!compiled)
     return compiled.takeError();
   if (cache)

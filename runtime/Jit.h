@@ -21,6 +21,9 @@ struct JitOptions {
   bool useCache = true;
   /// Empty: defaultCacheDir().
   std::string cacheDir;
+  /// The NVRTC library to compile with: a file path, or a name the loader searches for. Empty:
+  /// $COLLC_NVRTC_LIBRARY, else the search that runtime/NvrtcLibrary.h describes.
+  std::string nvrtcLibrary;
   /// Appended after the built-in options, so they can override them (NVRTC: last one wins).
   std::vector<std::string> extraOptions;
 };
@@ -44,7 +47,8 @@ struct JitResult {
 Expected<JitResult> compileCuda(std::string_view source, std::string_view programName,
                                 JitOutput output, const JitOptions& options = {});
 
-/// Version of the NVRTC library loaded at run time, e.g. "13.0".
+/// Version of the NVRTC library loaded at run time (nvrtcLibrary()), e.g. "13.0"; "not found" when
+/// none loads.
 std::string nvrtcVersionString();
 
 /// $COLLC_CACHE_DIR, else $XDG_CACHE_HOME/collc, else ~/.cache/collc; empty if there is no home.

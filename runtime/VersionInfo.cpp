@@ -2,6 +2,7 @@
 
 #include "runtime/Jit.h"
 #include "runtime/NcclLibrary.h"
+#include "runtime/NvrtcLibrary.h"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -29,11 +30,17 @@ VersionInfo versionInfo() {
   VersionInfo info;
   info.collc = COLLC_LIBRARY_VERSION;
   info.cudaToolkit = COLLC_CUDA_TOOLKIT_VERSION;
-  // NVRTC's header has no version macro; the library linked is the toolkit's own.
+  // NVRTC's header has no version macro; the header built against is the toolkit's own.
   std::string toolkit = info.cudaToolkit;
   size_t secondDot = toolkit.find('.', toolkit.find('.') + 1);
   info.nvrtcBuilt = toolkit.substr(0, secondDot);
-  info.nvrtcLoaded = nvrtcVersionString();
+  if (Expected<const NvrtcLibrary*> nvrtc = nvrtcLibrary()) {
+    info.nvrtcLoaded = (*nvrtc)->version;
+    info.nvrtcPath = (*nvrtc)->path;
+  } else {
+    info.nvrtcLoaded = "not found";
+    info.nvrtcError = toString(nvrtc.takeError());
+  }
   info.cudaRuntimeBuilt = cudaVersionString(CUDART_VERSION);
 
   int version = 0;

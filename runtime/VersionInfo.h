@@ -16,7 +16,9 @@ struct VersionInfo {
   std::string collc;             // libcollc.so's version, "0.1.0"
   std::string cudaToolkit;       // the toolkit libcollc.so was built with, "13.0.88"
   std::string nvrtcBuilt;        // its NVRTC (major.minor of the toolkit), "13.0"
-  std::string nvrtcLoaded;       // nvrtcVersion() of the NVRTC loaded now (nvrtcVersionString())
+  std::string nvrtcLoaded;       // nvrtcVersion() of the NVRTC loaded now; "not found"
+  std::string nvrtcPath;         // the file it was loaded from; empty when not found
+  std::string nvrtcError;        // why none was loaded (what was tried); empty when found
   std::string cudaRuntimeBuilt;  // CUDART_VERSION of the toolkit's headers, "13.0"
   std::string cudaRuntimeLoaded; // cudaRuntimeGetVersion() of the libcudart loaded now
   std::string cudaDriver;        // cudaDriverGetVersion(): newest CUDA the driver runs; "none"
@@ -26,7 +28,8 @@ struct VersionInfo {
   std::string ncclError;         // why it was not found (dlerror's text); empty when found
 };
 
-/// Gathers the versions; loads NCCL (ncclLibrary()) if nothing has yet. Thread-safe.
+/// Gathers the versions; loads NVRTC (nvrtcLibrary()) and NCCL (ncclLibrary()) if nothing has yet.
+/// Thread-safe.
 VersionInfo versionInfo();
 
 /// "13.0" from a CUDA version number such as 13000 (CUDART_VERSION, cudaRuntimeGetVersion).

@@ -1,5 +1,6 @@
 // Every stdlib spec, for every sync strategy, element type and reduction operator, compiles to an
-// sm_90 cubin with NVRTC. No GPU is needed: this runs in CI.
+// sm_90 cubin with NVRTC; a few compile for every architecture collc targets (sm_80, sm_89, sm_90,
+// sm_100). No GPU is needed: this runs in CI.
 #include "compiler/Compile.h"
 #include "pipeline/CompilerErrors.h"
 #include "runtime/Jit.h"
@@ -83,9 +84,9 @@ INSTANTIATE_TEST_SUITE_P(AllStdlibVariants, StdlibNvrtc, testing::ValuesIn(allVa
                          });
 
 // Generated kernels include no toolkit header, and the JIT hands NVRTC no include directory: a
-// kernel of each element type and strategy compiles for every architecture collc targets. Before
-// sm_90 without programmatic dependent launch (griddepcontrol needs sm_90); ll128_atomic needs
-// sm_90's vector atomics (red.v4) and says so.
+// kernel of each element type and strategy compiles for every architecture collc targets, with
+// programmatic dependent launch on (its griddepcontrol instructions are compiled only for sm_90 and
+// later); ll128_atomic needs sm_90's vector atomics (red.v4) and says so.
 TEST(GeneratedKernels, CompileWithNoHeaderForEveryArchitecture) {
   struct Case {
     const char* spec;
@@ -106,7 +107,6 @@ TEST(GeneratedKernels, CompileWithNoHeaderForEveryArchitecture) {
         options.dtype = dtype;
         options.sync = c.sync;
         options.experimentalLL128 = true;
-        options.programmaticLaunch = sm90;
         std::string diagnostics;
         llvm::raw_string_ostream out(diagnostics);
         auto compiled = fromCompiler(compileCollective(*spec, options, out));
@@ -126,6 +126,59 @@ TEST(GeneratedKernels, CompileWithNoHeaderForEveryArchitecture) {
         EXPECT_EQ(cubin->log.find("warning"), std::string::npos) << cubin->log;
       }
 }
+
+// One source for every architecture: with the default options (programmatic dependent launch on),
+// a kernel compiles to a cubin for sm_80, sm_89, sm_90 and sm_100, and its PTX has griddepcontrol
+// exactly where the architecture has it (sm_90 and later).
+struct ArchCase {
+  const char* spec;
+  const char* arch;
+};
+
+void PrintTo(const ArchCase& c, std::ostream* os) {
+  *os << c.spec << " " << c.arch;
+}
+
+std::vector<ArchCase> archCases() {
+  std::vector<ArchCase> cases;
+  for (const char* spec : {"allreduce_oneshot", "allreduce_twoshot", "allgather_direct"})
+    for (const char* arch : {"sm_80", "sm_89", "sm_90", "sm_100"})
+      cases.push_back({spec, arch});
+  return cases;
+}
+
+class DefaultOptionsForEachArch : public testing::TestWithParam<ArchCase> {};
+
+TEST_P(DefaultOptionsForEachArch, CompilesWithProgrammaticLaunchWhereTheArchHasIt) {
+  const ArchCase& c = GetParam();
+  auto spec = fromCompiler(loadSpec(c.spec));
+  ASSERT_TRUE(bool(spec));
+  std::string diagnostics;
+  llvm::raw_string_ostream out(diagnostics);
+  auto compiled = fromCompiler(compileCollective(*spec, CompileOptions{}, out));
+  ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError()) << out.str();
+  ASSERT_TRUE(compiled->programmaticLaunch) << "programmatic launch is on by default";
+
+  JitOptions jit;
+  jit.arch = c.arch;
+  jit.useCache = false;
+  auto cubin = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, jit);
+  ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError());
+  EXPECT_EQ(cubin->image.substr(0, 4), "\x7f"
+                                       "ELF");
+  EXPECT_EQ(cubin->log.find("warning"), std::string::npos) << cubin->log;
+
+  auto ptx = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Ptx, jit);
+  ASSERT_TRUE(bool(ptx)) << toString(ptx.takeError());
+  const bool hasIt = std::string(c.arch) == "sm_90" || std::string(c.arch) == "sm_100";
+  EXPECT_EQ(ptx->image.find("griddepcontrol.wait") != std::string::npos, hasIt);
+  EXPECT_EQ(ptx->image.find("griddepcontrol.launch_dependents") != std::string::npos, hasIt);
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, DefaultOptionsForEachArch, testing::ValuesIn(archCases()),
+                         [](const testing::TestParamInfo<ArchCase>& info) {
+                           return std::string(info.param.spec) + "_" + info.param.arch;
+                         });
 
 // What whole_stores changes in the machine code, checked in the PTX: the one-shot's push of
 // loaded data is split into 32-bit stores without it (NVVM's choice for the plain store of a

@@ -19,7 +19,11 @@ int printVersion() {
   if (info.collc != COLLC_VERSION)
     out << "  libcollc.so    " << info.collc << " (not the tool's version)\n";
   out << "  NVRTC          built with " << info.nvrtcBuilt << " (CUDA toolkit " << info.cudaToolkit
-      << "), loaded " << info.nvrtcLoaded << "\n";
+      << "), loaded ";
+  if (info.nvrtcPath.empty())
+    out << "not found (" << info.nvrtcError << ")\n";
+  else
+    out << info.nvrtcLoaded << " (" << info.nvrtcPath << ")\n";
   out << "  CUDA runtime   built with " << info.cudaRuntimeBuilt << ", loaded "
       << info.cudaRuntimeLoaded << "; driver "
       << (info.cudaDriver == "none" ? std::string("none found") : "for CUDA " + info.cudaDriver)
