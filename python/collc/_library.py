@@ -31,6 +31,20 @@ def candidate_dirs():
     return [d for d in dirs if d.is_dir()]
 
 
+def find_nvrtc_wheel():
+    """libnvrtc from the NVRTC pip wheel (nvidia-cuda-nvrtc-cu13/-cu12, which torch's CUDA wheels
+    install) on sys.path, or None. collc's runtime finds a toolkit's NVRTC itself; a pip-only
+    environment has only this one."""
+    import sys
+    for entry in sys.path:
+        lib = Path(entry or ".") / "nvidia" / "cuda_nvrtc" / "lib"
+        if lib.is_dir():
+            for name in ("libnvrtc.so.13", "libnvrtc.so.12"):
+                if (lib / name).exists():
+                    return str(lib / name)
+    return None
+
+
 def _load(path):
     # RTLD_GLOBAL: the compiler library resolves the runtime's symbols against this copy.
     return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
@@ -38,6 +52,10 @@ def _load(path):
 
 def load():
     """(runtime, compiler or None, where): the loaded libraries and a description of where from."""
+    if not os.environ.get("COLLC_NVRTC_LIBRARY"):
+        wheel = find_nvrtc_wheel()
+        if wheel:
+            os.environ["COLLC_NVRTC_LIBRARY"] = wheel
     tried = []
     for d in candidate_dirs():
         runtime_path = d / RUNTIME
