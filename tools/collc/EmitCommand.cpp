@@ -2,6 +2,7 @@
 #include "runtime/Jit.h"
 #include "tools/collc/Commands.h"
 
+#include <cstdlib>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/raw_ostream.h>
 #include <set>
@@ -65,6 +66,11 @@ int emitBundle(CompiledCollective compiled, const std::vector<std::string>& arch
                const std::string& path) {
   CollectiveBundle bundle;
   for (const std::string& arch : archs) {
+    // One variant serves every arch, and the kernel's programmatic-launch wait is an sm_90
+    // instruction: older archs need the variant without it.
+    if (compiled.programmaticLaunch && std::atoi(arch.c_str() + 3) < 90)
+      return usageError(arch + " has no programmatic dependent launch (sm_90 and newer); add "
+                               "--no-pdl to build a bundle that includes it");
     JitOptions jit;
     jit.arch = arch;
     auto image = compileCuda(compiled.cudaSource, compiled.kernelName, JitOutput::Cubin, jit);
