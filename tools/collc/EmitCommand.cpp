@@ -17,15 +17,16 @@ const Command kEmitCommand{
     "Binary output (cubin, bundle) needs -o FILE. PTX, cubin and bundle go through the JIT cache\n"
     "($COLLC_CACHE_DIR, else $XDG_CACHE_HOME/collc, else ~/.cache/collc).\n"
     "A bundle is the variant ahead of time: its description and one cubin per --arch\n"
-    "(--arch=sm_80,sm_90), loaded later by the runtime alone (loadBundle, runtime/BundleFile.h)\n"
-    "or run with 'collc run FILE'. The format is in docs/bundles.md.\n",
+    "(--arch=sm_90,sm_100), loaded later by the runtime alone (loadBundle, runtime/BundleFile.h)\n"
+    "or run with 'collc run FILE'. An arch before sm_90 needs --no-pdl. The format is in\n"
+    "docs/bundles.md.\n",
     [] {
       std::vector<OptionSpec> options = {
           {"emit", "KIND", "ast, ir, cuda, ptx, cubin or bundle (default: cuda)"},
           {"o", "FILE", "write to FILE instead of stdout"},
           {"arch", "SM",
            "target architecture for ptx/cubin (default: sm_90); for a bundle a "
-           "comma-separated list, one cubin each (sm_80,sm_90)"},
+           "comma-separated list, one cubin each (sm_90,sm_100)"},
           {"with-source", "",
            "with --emit=bundle: store the CUDA source too (the runtime "
            "never needs it)"},
