@@ -27,6 +27,8 @@ set(COLLC_PUBLIC_HEADERS
     abi/Types.h
     abi/collc_abi.h
     pipeline/CompileDispatch.h
+    runtime/BundleFile.h
+    runtime/BundleFormat.h
     runtime/CollectiveInstance.h
     runtime/CudaCheck.h
     runtime/Devices.h

@@ -1,23 +1,35 @@
+#include "runtime/BundleFile.h"
 #include "runtime/Jit.h"
 #include "tools/collc/Commands.h"
 
+#include <cstdlib>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/raw_ostream.h>
+#include <set>
 
 namespace collc::driver {
 
 const Command kEmitCommand{
     "emit",
-    "emit SPEC --emit=ast|ir|cuda|ptx|cubin [options]",
+    "emit SPEC --emit=ast|ir|cuda|ptx|cubin|bundle [options]",
     "Compile one variant of a spec and print a stage of it: the parsed tree, the lowered IR, the\n"
-    "generated CUDA source, or NVRTC's PTX or cubin (no GPU needed).",
-    "Binary output (cubin) needs -o FILE. PTX and cubin go through the JIT cache\n"
-    "($COLLC_CACHE_DIR, else $XDG_CACHE_HOME/collc, else ~/.cache/collc).\n",
+    "generated CUDA source, NVRTC's PTX or cubin, or a bundle (no GPU needed).",
+    "Binary output (cubin, bundle) needs -o FILE. PTX, cubin and bundle go through the JIT cache\n"
+    "($COLLC_CACHE_DIR, else $XDG_CACHE_HOME/collc, else ~/.cache/collc).\n"
+    "A bundle is the variant ahead of time: its description and one cubin per --arch\n"
+    "(--arch=sm_90,sm_100), loaded later by the runtime alone (loadBundle, runtime/BundleFile.h)\n"
+    "or run with 'collc run FILE'. An arch before sm_90 needs --no-pdl. The format is in\n"
+    "docs/bundles.md.\n",
     [] {
       std::vector<OptionSpec> options = {
-          {"emit", "KIND", "ast, ir, cuda, ptx or cubin (default: cuda)"},
+          {"emit", "KIND", "ast, ir, cuda, ptx, cubin or bundle (default: cuda)"},
           {"o", "FILE", "write to FILE instead of stdout"},
-          {"arch", "SM", "target architecture for ptx/cubin (default: sm_90)"},
+          {"arch", "SM",
+           "target architecture for ptx/cubin (default: sm_90); for a bundle a "
+           "comma-separated list, one cubin each (sm_90,sm_100)"},
+          {"with-source", "",
+           "with --emit=bundle: store the CUDA source too (the runtime "
+           "never needs it)"},
           {"print-ir-after-all", "", "with --emit=ir: print the IR after every pass"},
           {"no-format", "", "leave the emitted CUDA as generated (skip clang-format)"},
           {"help", "", "show this help"}};
@@ -27,12 +39,73 @@ const Command kEmitCommand{
     }(),
     1};
 
+namespace {
+
+/// The architectures of --arch=sm_80,sm_90 for a bundle; empty with `error` set on a bad list.
+std::vector<std::string> bundleArchs(const std::string& list, std::string& error) {
+  std::vector<std::string> archs;
+  std::set<std::string> seen;
+  size_t begin = 0;
+  for (;;) {
+    const size_t end = std::min(list.find(',', begin), list.size());
+    const std::string arch = list.substr(begin, end - begin);
+    if (arch.size() <= 3 || arch.compare(0, 3, "sm_") != 0)
+      return error = "--arch for a bundle takes real architectures such as sm_80,sm_90, not '" +
+                     arch + "'",
+             std::vector<std::string>{};
+    if (!seen.insert(arch).second)
+      return error = "--arch names " + arch + " twice", std::vector<std::string>{};
+    archs.push_back(arch);
+    if (end == list.size())
+      return archs;
+    begin = end + 1;
+  }
+}
+
+/// Compiles `compiled` for every architecture and writes the bundle to `path`.
+int emitBundle(CompiledCollective compiled, const std::vector<std::string>& archs, bool withSource,
+               const std::string& path) {
+  CollectiveBundle bundle;
+  for (const std::string& arch : archs) {
+    // One variant serves every arch, and the kernel's programmatic-launch wait is an sm_90
+    // instruction: older archs need the variant without it.
+    if (compiled.programmaticLaunch && std::atoi(arch.c_str() + 3) < 90)
+      return usageError(arch + " has no programmatic dependent launch (sm_90 and newer); add "
+                               "--no-pdl to build a bundle that includes it");
+    JitOptions jit;
+    jit.arch = arch;
+    auto image = compileCuda(compiled.cudaSource, compiled.kernelName, JitOutput::Cubin, jit);
+    if (!image)
+      return reportError(image.takeError());
+    bundle.cubins.push_back({arch, std::move(image->image)});
+  }
+  if (!withSource)
+    compiled.cudaSource.clear();
+  bundle.compiled = std::move(compiled);
+  if (Error err = writeBundle(path, bundle))
+    return reportError(std::move(err));
+  return kSuccess;
+}
+
+} // namespace
+
 int runEmit(const ParsedArguments& args) {
   std::string kind = args.get("emit").value_or("cuda");
-  if (kind != "ast" && kind != "ir" && kind != "cuda" && kind != "ptx" && kind != "cubin")
-    return usageError("unknown --emit kind '" + kind + "'; expected ast, ir, cuda, ptx or cubin");
-  if (kind == "cubin" && !args.has("o"))
-    return usageError("--emit=cubin writes binary data: give an output file with -o FILE");
+  if (kind != "ast" && kind != "ir" && kind != "cuda" && kind != "ptx" && kind != "cubin" &&
+      kind != "bundle")
+    return usageError("unknown --emit kind '" + kind +
+                      "'; expected ast, ir, cuda, ptx, cubin or bundle");
+  if ((kind == "cubin" || kind == "bundle") && !args.has("o"))
+    return usageError("--emit=" + kind + " writes binary data: give an output file with -o FILE");
+  if (args.has("with-source") && kind != "bundle")
+    return usageError("--with-source goes with --emit=bundle");
+  std::vector<std::string> archs;
+  if (kind == "bundle") {
+    std::string archError;
+    archs = bundleArchs(args.get("arch").value_or("sm_90"), archError);
+    if (archs.empty())
+      return usageError(archError);
+  }
   CompileOptions options;
   std::string error;
   if (!parseVariant(args, options, error))
@@ -61,6 +134,8 @@ int runEmit(const ParsedArguments& args) {
   auto compiled = fromCompiler(compileCollective(*spec, options, llvm::errs()), &specError);
   if (!compiled)
     return reportError(compiled.takeError(), specError);
+  if (kind == "bundle")
+    return emitBundle(std::move(*compiled), archs, args.has("with-source"), *args.get("o"));
   if (kind == "cuda") {
     text = compiled->cudaSource;
   } else if (kind == "ptx" || kind == "cubin") {

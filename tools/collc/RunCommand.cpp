@@ -1,3 +1,4 @@
+#include "runtime/BundleFile.h"
 #include "runtime/CoResidency.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
@@ -49,7 +50,11 @@ const Command kRunCommand{
     "as fit, and the log says so. Its timings mean nothing (the ranks divide one GPU between\n"
     "them): the results table says so; use --no-time to check correctness only.\n"
     "\n"
-    "Without a GPU this says so and exits with status 1; 'collc emit --emit=cubin' still works.\n",
+    "Without a GPU this says so and exits with status 1; 'collc emit --emit=cubin' still works.\n"
+    "\n"
+    "SPEC may be a bundle ('collc emit SPEC --emit=bundle -o FILE'): its variant runs with the\n"
+    "cubin for GPU 0's architecture, compiling nothing. The bundle fixes the variant, so it takes\n"
+    "no variant option but --ranks (which must match it), in this process or with --one-gpu.\n",
     [] {
       std::vector<OptionSpec> options = {
           {"count", "N", "elements per rank (K/M/G suffixes allowed; default 262144)"},
@@ -370,6 +375,87 @@ int runOneGpu(const ParsedArguments& args, RunSettings& settings, const std::str
   return kSuccess;
 }
 
+// ---- A bundle: the variant and its cubins written ahead of time (runtime/BundleFile.h).
+
+/// Why the options given cannot go with a bundle; empty when they can.
+std::string bundleConflict(const ParsedArguments& args, const RunSettings& settings,
+                           const CompiledCollective& compiled) {
+  for (const OptionSpec& option : variantOptions())
+    if (option.name != "ranks" && args.has(option.name))
+      return "--" + option.name +
+             " chooses a variant, but the bundle fixes its variant; leave it out";
+  if (settings.ranksGiven && settings.compile.nranks != compiled.nranks)
+    return fmt::format("--ranks={}, but the bundle is compiled for {} ranks",
+                       settings.compile.nranks, compiled.nranks);
+  if (args.has("procs") || args.has("procs-timeout") || settings.nccl)
+    return "a bundle runs in this process (or with --one-gpu); leave --procs and --nccl out";
+  if (!compiled.aux.empty() && !compiled.addRmsNorm)
+    return "the bundle's spec has aux buffers that only its program can check, and a bundle "
+           "holds no program; run the spec instead";
+  if (compiled.rowLength > 0 && settings.run.count % uint64_t(compiled.rowLength) != 0)
+    return fmt::format("--count={} is not a whole number of rows of {} elements (the bundle's "
+                       "row length)",
+                       settings.run.count, compiled.rowLength);
+  return "";
+}
+
+/// Runs the bundle at `path` on the first nranks GPUs, or with --one-gpu as nranks co-resident
+/// kernels on GPU 0.
+int runBundle(const ParsedArguments& args, RunSettings& settings, const std::string& path) {
+  auto bundle = loadBundle(path);
+  if (!bundle)
+    return reportError(bundle.takeError());
+  const CompiledCollective& compiled = bundle->compiled();
+  llvm::errs() << fmt::format("bundle {}: {} ({} {} {}, {} sync, {} ranks), cubins for {}\n", path,
+                              compiled.specName, name(compiled.kind), name(compiled.dtype),
+                              name(compiled.op), name(compiled.sync), compiled.nranks,
+                              fmt::join(bundle->archs(), ", "));
+  if (std::string conflict = bundleConflict(args, settings, compiled); !conflict.empty())
+    return usageError(conflict);
+  const bool oneGpu = args.has("one-gpu");
+  if (oneGpu)
+    requestWorkQueuePerStream(); // before anything starts CUDA
+  int gpusNeeded = oneGpu ? 1 : compiled.nranks;
+  std::vector<int> devices;
+  if (int status = chooseLocalDevices("run", "(the bundle loaded; running it needs a GPU)",
+                                      /*ranksGiven=*/true, gpusNeeded, devices);
+      status != kSuccess)
+    return status;
+  auto cubin = bundle->cubinForDevice(devices[0]);
+  if (!cubin)
+    return reportError(cubin.takeError());
+  const uint64_t count = settings.run.count;
+  std::unique_ptr<SymmetricWorld> world;
+  if (oneGpu) {
+    auto shared =
+        SharedGpuWorld::create(compiled.nranks, devices[0], heapBytesFor(compiled, count));
+    if (!shared)
+      return reportError(shared.takeError());
+    world = std::move(*shared);
+  } else {
+    auto local = LocalWorld::create(devices, heapBytesFor(compiled, count));
+    if (!local)
+      return reportError(local.takeError());
+    world = std::move(*local);
+  }
+  auto instance = CollectiveInstance::create(*world, compiled, *cubin, count,
+                                             uint64_t(settings.timeoutSeconds * 1e9));
+  if (!instance)
+    return reportError(instance.takeError());
+  auto report = runAndCheck(*world, **instance, compiled, settings.run);
+  if (!report)
+    return reportError(report.takeError());
+  if (int status = reportCorrectness(*report, std::nullopt); status != kSuccess)
+    return status;
+  if (!settings.run.time)
+    return kSuccess;
+  if (oneGpu)
+    llvm::outs() << fmt::format("timings mean nothing here: {} ranks share one GPU (--one-gpu)\n",
+                                compiled.nranks);
+  printTable(settings, compiled, report->usPerOp, {});
+  return kSuccess;
+}
+
 } // namespace
 
 int runRun(const ParsedArguments& args) {
@@ -378,6 +464,8 @@ int runRun(const ParsedArguments& args) {
   if (!parseSettings(args, settings, error))
     return usageError(error);
   const std::string specName = args.positionals()[0];
+  if (isBundleFile(specName))
+    return runBundle(args, settings, specName);
   if (args.has("one-gpu"))
     return runOneGpu(args, settings, specName);
   auto role = chooseWorldRole(args);
