@@ -20,7 +20,6 @@ TEST(BundleNvrtc, CubinsForTwoArchsLoadByteForByte) {
   options.nranks = 4;
   options.root = 2;
   options.dtype = DType::BF16;
-  options.programmaticLaunch = false; // an sm_90 instruction; this bundle includes sm_80
   std::string diagnostics;
   llvm::raw_string_ostream out(diagnostics);
   auto compiled = fromCompiler(compileCollective(*spec, options, out));

@@ -18,7 +18,7 @@ const Command kEmitCommand{
     "($COLLC_CACHE_DIR, else $XDG_CACHE_HOME/collc, else ~/.cache/collc).\n"
     "A bundle is the variant ahead of time: its description and one cubin per --arch\n"
     "(--arch=sm_90,sm_100), loaded later by the runtime alone (loadBundle, runtime/BundleFile.h)\n"
-    "or run with 'collc run FILE'. An arch before sm_90 needs --no-pdl. The format is in\n"
+    "or run with 'collc run FILE'. The format is in\n"
     "docs/bundles.md.\n",
     [] {
       std::vector<OptionSpec> options = {
@@ -67,11 +67,6 @@ int emitBundle(CompiledCollective compiled, const std::vector<std::string>& arch
                const std::string& path) {
   CollectiveBundle bundle;
   for (const std::string& arch : archs) {
-    // One variant serves every arch, and the kernel's programmatic-launch wait is an sm_90
-    // instruction: older archs need the variant without it.
-    if (compiled.programmaticLaunch && std::atoi(arch.c_str() + 3) < 90)
-      return usageError(arch + " has no programmatic dependent launch (sm_90 and newer); add "
-                               "--no-pdl to build a bundle that includes it");
     JitOptions jit;
     jit.arch = arch;
     auto image = compileCuda(compiled.cudaSource, compiled.kernelName, JitOutput::Cubin, jit);
