@@ -144,6 +144,24 @@ collc_status collc_compiled_destroy(collc_compiled* compiled) {
   return COLLC_OK;
 }
 
+collc_status collc_compiled_load_bundle(const char* path, collc_compiled** out) {
+  return guarded("collc_compiled_load_bundle", [&] {
+    if (!out)
+      return fail(COLLC_INVALID_ARGUMENT, "collc_compiled_load_bundle: out is null");
+    *out = nullptr;
+    if (!path)
+      return fail(COLLC_INVALID_ARGUMENT, "collc_compiled_load_bundle: path is null");
+    Expected<LoadedBundle> bundle = loadBundle(path);
+    if (!bundle)
+      return fail(COLLC_INVALID_ARGUMENT, "collc_compiled_load_bundle", bundle.takeError());
+    auto handle = std::make_unique<collc_compiled>();
+    handle->compiled = bundle->compiled();
+    handle->bundle = std::move(*bundle);
+    *out = handle.release();
+    return COLLC_OK;
+  });
+}
+
 collc_status collc_instance_create(collc_world* world, const collc_compiled* compiled,
                                    uint64_t max_count, collc_instance** out) {
   const char* function = "collc_instance_create";
@@ -166,11 +184,21 @@ collc_status collc_instance_create(collc_world* world, const collc_compiled* com
     if (jit.arch.empty())
       return fail(COLLC_CUDA_ERROR,
                   "collc_instance_create: cannot tell the architecture of the world's GPU");
-    Expected<JitResult> cubin = compileCuda(c.cudaSource, c.kernelName, JitOutput::Cubin, jit);
-    if (!cubin)
-      return fail(COLLC_CUDA_ERROR, function, cubin.takeError());
+    // A bundle brings its cubins; anything else is compiled here with NVRTC.
+    std::string image;
+    if (compiled->bundle) {
+      Expected<std::string> cubin = compiled->bundle->cubinFor(jit.arch);
+      if (!cubin)
+        return fail(COLLC_UNSUPPORTED, function, cubin.takeError());
+      image = std::move(*cubin);
+    } else {
+      Expected<JitResult> cubin = compileCuda(c.cudaSource, c.kernelName, JitOutput::Cubin, jit);
+      if (!cubin)
+        return fail(COLLC_CUDA_ERROR, function, cubin.takeError());
+      image = std::move(cubin->image);
+    }
     Expected<std::unique_ptr<CollectiveInstance>> instance =
-        CollectiveInstance::create(*world->world, c, cubin->image, max_count);
+        CollectiveInstance::create(*world->world, c, image, max_count);
     if (!instance)
       return fail(COLLC_CUDA_ERROR, function, instance.takeError());
     auto handle = std::make_unique<collc_instance>();

@@ -8,6 +8,7 @@
 #include "abi/CompiledCollective.h"
 #include "abi/Types.h"
 #include "collc/collc.h"
+#include "runtime/BundleFile.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Dispatcher.h"
 #include "runtime/Status.h"
@@ -17,6 +18,7 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 
 struct collc_world {
@@ -27,6 +29,8 @@ struct collc_world {
 
 struct collc_compiled {
   collc::CompiledCollective compiled;
+  /// Loaded from a bundle: instances take its cubins instead of compiling with NVRTC.
+  std::optional<collc::LoadedBundle> bundle;
 };
 
 struct collc_instance {

@@ -170,9 +170,12 @@ collc_status collc_compile(const char* spec_name_or_path, const collc_compile_op
 collc_status collc_compile_text(const char* name, const char* text,
                                 const collc_compile_options* options, collc_compiled** out);
 
-/* Ahead-of-time bundles (a compiled collective and its cubins written by `collc emit`, loaded
- * without the compiler) will be loaded by a function of libcollc.so declared here; it is not
- * part of this version. */
+/* Loads a bundle (`collc emit SPEC --emit=bundle --arch=sm_90,... -o FILE`: one compiled variant
+ * and its cubins) into a compiled collective, in libcollc.so: no compiler and no NVRTC. Instances
+ * made from it take the cubin of their GPU's architecture (COLLC_UNSUPPORTED, naming the
+ * architectures the bundle has, where it has none). A missing, damaged or foreign file is
+ * COLLC_INVALID_ARGUMENT with what is wrong. */
+collc_status collc_compiled_load_bundle(const char* path, collc_compiled** out);
 
 /* ---- A compiled collective ------------------------------------------------------------------ */
 

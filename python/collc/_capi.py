@@ -37,6 +37,7 @@ _SIGNATURES = {
     "collc_world_nranks": (c_int, [c_void_p, POINTER(c_int)]),
     "collc_world_heap_bytes": (c_int, [c_void_p, POINTER(c_uint64)]),
     "collc_world_destroy": (c_int, [c_void_p]),
+    "collc_compiled_load_bundle": (c_int, [c_char_p, POINTER(c_void_p)]),
     "collc_compiled_in_place": (c_int, [c_void_p]),
     "collc_compiled_info": (c_int, [c_void_p, POINTER(c_int), POINTER(c_int), POINTER(c_int),
                                     POINTER(c_int)]),

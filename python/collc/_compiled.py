@@ -113,3 +113,12 @@ def compile(spec, *, dtype="float32", op="sum", nranks=2, root=0, sync=None, row
         _capi.call("collc_compile", os.fspath(spec).encode(), ctypes.byref(options),
                    ctypes.byref(handle))
     return Compiled(handle, spec if not is_text else "<text>")
+
+
+def load_bundle(path):
+    """A compiled collective from a bundle file (`collc emit SPEC --emit=bundle --arch=sm_90 -o
+    FILE`): its instances use the bundle's cubins, so neither the compiler nor NVRTC is needed."""
+    from . import _capi
+    handle = ctypes.c_void_p()
+    _capi.call("collc_compiled_load_bundle", os.fspath(path).encode(), ctypes.byref(handle))
+    return Compiled(handle, os.fspath(path))

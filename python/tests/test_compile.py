@@ -1,8 +1,17 @@
 """collc without torch and without a GPU: import, version, compile, and errors."""
 
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 
 import collc
+
+
+def collc_tool():
+    """The collc tool beside the library the package loaded (bin/ next to lib/)."""
+    return Path(collc.library_path()).parent / "bin" / "collc"
 
 
 def test_version_matches_the_library():
@@ -74,3 +83,17 @@ def test_unknown_spec_and_bad_options_are_errors():
 
 def test_device_count_needs_no_gpu():
     assert collc.device_count() >= 0
+
+
+def test_a_bundle_loads_without_the_compiler(tmp_path):
+    tool = collc_tool()
+    if not tool.exists():
+        pytest.skip(f"no collc tool at {tool}")
+    bundle = tmp_path / "oneshot.collb"
+    subprocess.run([str(tool), "emit", "allreduce_oneshot", "--ranks", "3", "--dtype", "bf16",
+                    "--emit=bundle", "--arch=sm_90", "-o", str(bundle)], check=True)
+    loaded = collc.load_bundle(bundle)
+    assert (loaded.kind, loaded.dtype, loaded.nranks) == ("allreduce", "bfloat16", 3)
+    assert loaded.in_place == collc.compile("allreduce_oneshot", nranks=3, dtype="bfloat16").in_place
+    with pytest.raises(collc.Error, match="no_bundle_here"):
+        collc.load_bundle(tmp_path / "no_bundle_here.collb")

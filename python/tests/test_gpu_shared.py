@@ -38,3 +38,26 @@ def test_overlapping_buffers_are_refused():
     buffer = torch.zeros(2048, device="cuda")
     with pytest.raises(collc.Error, match="overlap"):
         instance.launch(0, buffer.data_ptr(), buffer.data_ptr() + 64, 256)
+
+
+def test_a_bundle_runs_from_python(tmp_path):
+    import subprocess
+    from pathlib import Path
+    tool = Path(collc.library_path()).parent / "bin" / "collc"
+    arch = "sm_%d%d" % torch.cuda.get_device_capability(0)
+    bundle = tmp_path / "twoshot.collb"
+    subprocess.run([str(tool), "emit", "allreduce_twoshot", "--ranks", "4", "--dtype", "f32",
+                    "--sync", "ll", "--blocks", "4", "--emit=bundle", f"--arch={arch}", "-o",
+                    str(bundle)], check=True)
+    world = collc.World.shared_gpu(4, heap_bytes=64 << 20)
+    instance = collc.Instance(world, collc.load_bundle(bundle), 1 << 14)
+    count = 4099
+    inputs = [torch.randint(-8, 8, (count,), device="cuda").float() for _ in range(4)]
+    outputs = [torch.empty(count, device="cuda") for _ in range(4)]
+    torch.cuda.synchronize()
+    for r in range(4):
+        instance.launch(r, inputs[r].data_ptr(), outputs[r].data_ptr(), count)
+    instance.synchronize()
+    expected = sum(inputs)
+    for r in range(4):
+        assert torch.equal(outputs[r], expected), f"rank {r}"

@@ -1,6 +1,8 @@
 // The C API without a GPU: every pointer checked, errors with their status and message, the last
 // error per thread, compiling a spec by name and from text.
 #include "collc/collc.h"
+#include "runtime/BundleFile.h"
+#include "runtime/CApiSupport.h"
 
 #include <fstream>
 #include <gtest/gtest.h>
@@ -268,6 +270,51 @@ TEST(CApi, LastErrorIsPerThreadAndKeptBySuccessfulCalls) {
   collc_compile_options options;
   ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
   EXPECT_EQ(lastError(), mine);
+}
+
+// A bundle written from a compiled variant loads through the C API alone (libcollc.so); its
+// description is the variant's. The cubin here is a stand-in: only a GPU runs one.
+TEST(CApi, LoadsABundleWithoutTheCompiler) {
+  collc_compile_options options;
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  options.nranks = 4;
+  options.dtype = COLLC_BF16;
+  collc_compiled* compiled = nullptr;
+  ASSERT_EQ(collc_compile("allreduce_twoshot", &options, &compiled), COLLC_OK) << lastError();
+  collc::CollectiveBundle bundle;
+  bundle.compiled = compiled->compiled;
+  bundle.cubins = {{"sm_90", std::string("stand-in cubin\0with a zero", 27)}};
+  const std::string path = testing::TempDir() + "capi_twoshot.collb";
+  ASSERT_FALSE(collc::writeBundle(path, bundle));
+
+  collc_compiled* loaded = nullptr;
+  ASSERT_EQ(collc_compiled_load_bundle(path.c_str(), &loaded), COLLC_OK) << lastError();
+  collc_collective kind;
+  collc_dtype dtype;
+  int nranks = 0, naux = -1;
+  ASSERT_EQ(collc_compiled_info(loaded, &kind, &dtype, &nranks, &naux), COLLC_OK);
+  EXPECT_EQ(kind, COLLC_ALLREDUCE);
+  EXPECT_EQ(dtype, COLLC_BF16);
+  EXPECT_EQ(nranks, 4);
+  EXPECT_EQ(naux, 0);
+  EXPECT_EQ(collc_compiled_in_place(loaded), collc_compiled_in_place(compiled));
+  EXPECT_STREQ(collc_compiled_kernel_name(loaded), collc_compiled_kernel_name(compiled));
+  ASSERT_TRUE(loaded->bundle);
+  EXPECT_EQ(*loaded->bundle->cubinFor("sm_90"), bundle.cubins[0].image);
+  EXPECT_EQ(collc_compiled_destroy(loaded), COLLC_OK);
+  EXPECT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
+
+  // A file that is not a bundle, a missing one, and null arguments: statuses and messages.
+  const std::string junk = testing::TempDir() + "capi_junk.collb";
+  std::ofstream(junk) << "collective x kind allreduce";
+  EXPECT_EQ(collc_compiled_load_bundle(junk.c_str(), &loaded), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("capi_junk.collb"), std::string::npos) << lastError();
+  EXPECT_EQ(loaded, nullptr);
+  EXPECT_EQ(collc_compiled_load_bundle((junk + ".missing").c_str(), &loaded),
+            COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find(".missing"), std::string::npos) << lastError();
+  EXPECT_EQ(collc_compiled_load_bundle(nullptr, &loaded), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_compiled_load_bundle(path.c_str(), nullptr), COLLC_INVALID_ARGUMENT);
 }
 
 TEST(CApi, VersionAndStatusNames) {

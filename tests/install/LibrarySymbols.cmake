@@ -59,7 +59,8 @@ function(expect_c_api library expected present)
     message(FATAL_ERROR "${library} exports ${expected}, which needs the compiler")
   endif()
 endfunction()
-foreach(expected collc_version collc_last_error collc_world_create_local collc_world_create_shared_gpu collc_instance_create
+foreach(expected collc_version collc_last_error collc_world_create_local collc_world_create_shared_gpu
+        collc_compiled_load_bundle collc_instance_create
         collc_launch collc_dispatcher_launch)
   expect_c_api(${RUNTIME} ${expected} TRUE)
 endforeach()
