@@ -24,12 +24,13 @@ collc_status toCompileOptions(const char* function, const collc_compile_options*
     return fail(COLLC_INVALID_ARGUMENT, std::string(function) + ": options: " + why);
   };
   if (!collc::capi::fromC(o.dtype, out.dtype))
-    return invalid("dtype " + std::to_string(int(o.dtype)) + " is no collc_dtype");
+    return invalid("dtype " + std::to_string(collc::capi::rawValue(o.dtype)) +
+                   " is no collc_dtype");
   if (!collc::capi::fromC(o.op, out.op))
-    return invalid("op " + std::to_string(int(o.op)) + " is no collc_reduce_op");
+    return invalid("op " + std::to_string(collc::capi::rawValue(o.op)) + " is no collc_reduce_op");
   out.nranks = o.nranks;
   out.root = o.root;
-  switch (o.sync) {
+  switch (collc::capi::rawValue(o.sync)) {
   case COLLC_SYNC_DEFAULT:
     out.sync.reset();
     break;
@@ -49,7 +50,7 @@ collc_status toCompileOptions(const char* function, const collc_compile_options*
     out.sync = SyncKind::LL128Atomic;
     break;
   default:
-    return invalid("sync " + std::to_string(int(o.sync)) + " is no collc_sync");
+    return invalid("sync " + std::to_string(collc::capi::rawValue(o.sync)) + " is no collc_sync");
   }
   if (o.row_length < 0)
     return invalid("row_length " + std::to_string(o.row_length) + " is negative");

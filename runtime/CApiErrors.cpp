@@ -14,8 +14,8 @@ collc_status fail(collc_status status, std::string message) {
   return status;
 }
 
-bool fromC(collc_dtype in, DType& out) {
-  switch (in) {
+bool fromC(const collc_dtype& in, DType& out) {
+  switch (rawValue(in)) {
   case COLLC_F32:
     out = DType::F32;
     return true;
@@ -29,8 +29,8 @@ bool fromC(collc_dtype in, DType& out) {
   return false;
 }
 
-bool fromC(collc_reduce_op in, ReduceOp& out) {
-  switch (in) {
+bool fromC(const collc_reduce_op& in, ReduceOp& out) {
+  switch (rawValue(in)) {
   case COLLC_SUM:
     out = ReduceOp::Sum;
     return true;
@@ -44,8 +44,8 @@ bool fromC(collc_reduce_op in, ReduceOp& out) {
   return false;
 }
 
-bool fromC(collc_collective in, CollectiveKind& out) {
-  switch (in) {
+bool fromC(const collc_collective& in, CollectiveKind& out) {
+  switch (rawValue(in)) {
   case COLLC_ALLREDUCE:
     out = CollectiveKind::AllReduce;
     return true;

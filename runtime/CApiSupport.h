@@ -15,6 +15,7 @@
 #include "runtime/SymmetricWorld.h"
 
 #include <atomic>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
@@ -68,10 +69,20 @@ template <class Body> collc_status guarded(const char* function, Body&& body) no
   }
 }
 
-/// The C enums as collc's; false for a value outside the enum (the caller reports it).
-bool fromC(collc_dtype in, DType& out);
-bool fromC(collc_reduce_op in, ReduceOp& out);
-bool fromC(collc_collective in, CollectiveKind& out);
+/// The int a C caller stored in an enum field. C lets any int sit there; C++ makes loading a value
+/// outside the enumerators' range undefined, so the field is read as the int it holds.
+template <class Enum> int rawValue(const Enum& field) {
+  static_assert(sizeof(Enum) == sizeof(int), "a C enum is an int");
+  int value;
+  std::memcpy(&value, &field, sizeof value);
+  return value;
+}
+
+/// The C enums as collc's; false for a value outside the enum (the caller reports it). By
+/// reference, so that a value out of range is never loaded as the enum.
+bool fromC(const collc_dtype& in, DType& out);
+bool fromC(const collc_reduce_op& in, ReduceOp& out);
+bool fromC(const collc_collective& in, CollectiveKind& out);
 collc_collective toC(CollectiveKind kind);
 collc_dtype toC(DType dtype);
 
