@@ -1,7 +1,9 @@
 #include "tools/collc/Commands.h"
+#include "tools/collc/Footprint.h"
 
 #include <llvm/Support/Format.h>
 #include <llvm/Support/raw_ostream.h>
+#include <map>
 
 namespace collc::driver {
 
@@ -16,11 +18,61 @@ const Command kCheckCommand{
     "scratch is written before it is read (what is and is not proved: dsl/README.md). The spec's\n"
     "own sync strategy is then lowered for every rank count and the lowered program checked the\n"
     "same way, so a strategy it cannot use is refused at its 'sync' clause. The last line says\n"
-    "how many runs the proof took, and which buffers the caller may pass as one.\n",
-    {},
+    "how many runs the proof took, and which buffers the caller may pass as one.\n"
+    "\n"
+    "--footprint then prints the symmetric heap per rank that each sync strategy's variant takes\n"
+    "(scratch copies and flags, as the runtime lays them out) for calls of up to --count elements\n"
+    "of --dtype, at every rank count the spec declares: what a world must hold for it.\n",
+    {{"footprint", "", "also print each strategy's symmetric heap per rank and rank count"},
+     {"count", "N", "with --footprint: the largest call, in elements (K/M/G suffixes; default 1M)"},
+     {"dtype", "T", "with --footprint: f32, f16 or bf16 (default bf16)"}},
     1};
 
+namespace {
+
+void printFootprint(const SpecSource& spec, const CheckReport& report, uint64_t count,
+                    DType dtype) {
+  const auto rows = footprint(spec, report.minRanks, report.maxRanks, count, dtype);
+  llvm::outs() << "symmetric heap per rank for calls of up to " << count << " elements of "
+               << name(dtype) << " (" << formatBytes(count * sizeOf(dtype)) << "):\n";
+  llvm::outs() << "  ranks ";
+  for (const FootprintCell& cell : rows.front().cells)
+    llvm::outs() << llvm::format("%14s", std::string(name(cell.sync)).c_str());
+  llvm::outs() << "\n";
+  std::map<std::string, std::string> refusals; // strategy: why, once each
+  for (const FootprintRow& row : rows) {
+    llvm::outs() << llvm::format("  %-6d", row.nranks);
+    for (const FootprintCell& cell : row.cells) {
+      llvm::outs() << llvm::format("%14s",
+                                   cell.bytes ? formatBytes(*cell.bytes).c_str() : "refused");
+      if (!cell.bytes)
+        refusals.emplace(name(cell.sync), cell.refused);
+    }
+    llvm::outs() << "\n";
+  }
+  for (const auto& [sync, why] : refusals)
+    llvm::outs() << "  " << sync << " refused: " << why << "\n";
+}
+
+} // namespace
+
 int runCheck(const ParsedArguments& args) {
+  if (!args.has("footprint") && (args.has("count") || args.has("dtype")))
+    return usageError("--count and --dtype go with --footprint");
+  uint64_t count = 1 << 20;
+  if (auto text = args.get("count")) {
+    auto parsed = parseSize(*text);
+    if (!parsed || *parsed == 0)
+      return usageError("--count=" + *text + " is not a positive count (K/M/G suffixes allowed)");
+    count = *parsed;
+  }
+  DType dtype = DType::BF16;
+  if (auto text = args.get("dtype")) {
+    auto parsed = parseDType(*text);
+    if (!parsed)
+      return usageError("--dtype=" + *text + " is not f32, f16 or bf16");
+    dtype = *parsed;
+  }
   auto spec = fromCompiler(loadSpec(args.positionals()[0]));
   if (!spec)
     return reportError(spec.takeError());
@@ -37,6 +89,9 @@ int runCheck(const ParsedArguments& args) {
                << "\n";
   for (const auto& [written, read] : report.auxAliases)
     llvm::outs() << "  '" << written << "' may be the same memory as '" << read << "'\n";
+  if (!args.has("footprint"))
+    return kSuccess;
+  printFootprint(*spec, report, count, dtype);
   return kSuccess;
 }
 

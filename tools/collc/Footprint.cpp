@@ -1,0 +1,74 @@
+#include "tools/collc/Footprint.h"
+
+#include "runtime/HeapSize.h"
+
+#include <cstdio>
+#include <llvm/Support/raw_ostream.h>
+
+namespace collc::driver {
+
+namespace {
+
+/// The strategies collc compiles by default (ll128 is refused while it is not trusted).
+constexpr SyncKind kStrategies[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL,
+                                    SyncKind::LL128Atomic};
+
+std::string firstErrorLine(const std::string& diagnostics) {
+  const size_t at = diagnostics.find("error: ");
+  if (at == std::string::npos)
+    return "refused";
+  const size_t end = diagnostics.find('\n', at);
+  return diagnostics.substr(at + 7, end == std::string::npos ? std::string::npos : end - at - 7);
+}
+
+} // namespace
+
+std::vector<FootprintRow> footprint(const SpecSource& spec, int minRanks, int maxRanks,
+                                    uint64_t count, DType dtype) {
+  std::vector<FootprintRow> rows;
+  for (int nranks = minRanks; nranks <= maxRanks; ++nranks) {
+    FootprintRow row;
+    row.nranks = nranks;
+    for (SyncKind sync : kStrategies) {
+      CompileOptions options;
+      options.nranks = nranks;
+      options.sync = sync;
+      options.dtype = dtype;
+      options.formatSource = false;
+      std::string diagnostics;
+      llvm::raw_string_ostream sink(diagnostics);
+      FootprintCell cell{sync, std::nullopt, ""};
+      auto compiled = compileCollective(spec, options, sink);
+      if (compiled) {
+        cell.bytes = heapBytesFor(*compiled, count);
+      } else {
+        llvm::consumeError(compiled.takeError());
+        cell.refused = firstErrorLine(sink.str());
+      }
+      row.cells.push_back(std::move(cell));
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string formatBytes(uint64_t bytes) {
+  if (bytes < 1024)
+    return std::to_string(bytes) + " B";
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = double(bytes) / 1024;
+  int unit = 0;
+  while (value >= 1024 && unit < 3) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text,
+                value < 10    ? "%.2f %s"
+                : value < 100 ? "%.1f %s"
+                              : "%.0f %s",
+                value, units[unit]);
+  return text;
+}
+
+} // namespace collc::driver
