@@ -123,9 +123,9 @@ TEST_P(DifferentialOneGpu, EveryStrategyMatchesTheReference) {
     options.blocks = std::min(4, maxCoResidentBlocksPerRank(multiprocessors, c.nranks));
     std::string refused;
     llvm::raw_string_ostream refusedSink(refused);
-    auto programs = lowerVariantPrograms(c.source, options, refusedSink);
+    auto programs = fromCompiler(lowerVariantPrograms(c.source, options, refusedSink));
     if (!programs) { // a strategy this spec cannot use (or no default row length: none here)
-      llvm::consumeError(programs.takeError());
+      consumeError(programs.takeError());
       continue;
     }
     auto compiled = fromCompiler(compileCollective(c.source, options, llvm::errs()));

@@ -4,6 +4,7 @@
 
 #include "compiler/Compile.h"
 #include "compiler/ir/IR.h"
+#include "pipeline/CompilerErrors.h"
 
 #include <cmath>
 #include <fstream>
@@ -23,9 +24,13 @@ std::shared_ptr<const ir::Program> residualSpec(int nranks) {
   options.nranks = nranks;
   std::string diagnostics;
   llvm::raw_string_ostream sink(diagnostics);
-  auto programs = lowerVariantPrograms({"oneshot_with_residual.coll", text.str()}, options, sink);
-  EXPECT_TRUE(bool(programs)) << llvm::toString(programs.takeError()) << diagnostics;
-  return programs ? programs->spec : nullptr;
+  auto programs =
+      fromCompiler(lowerVariantPrograms({"oneshot_with_residual.coll", text.str()}, options, sink));
+  if (!programs) {
+    ADD_FAILURE() << toString(programs.takeError()) << diagnostics;
+    return nullptr;
+  }
+  return programs->spec;
 }
 
 TEST(InterpretedReference, AddsTheResidualToTheSum) {

@@ -1,5 +1,6 @@
 #include "tools/collc/Footprint.h"
 
+#include "pipeline/CompilerErrors.h"
 #include "runtime/HeapSize.h"
 
 #include <cstdio>
@@ -38,11 +39,12 @@ std::vector<FootprintRow> footprint(const SpecSource& spec, int minRanks, int ma
       std::string diagnostics;
       llvm::raw_string_ostream sink(diagnostics);
       FootprintCell cell{sync, std::nullopt, ""};
-      auto compiled = compileCollective(spec, options, sink);
+      // Through fromCompiler: the compiler's errors are made by its own copy of LLVM.
+      Expected<CompiledCollective> compiled = fromCompiler(compileCollective(spec, options, sink));
       if (compiled) {
         cell.bytes = heapBytesFor(*compiled, count);
       } else {
-        llvm::consumeError(compiled.takeError());
+        consumeError(compiled.takeError());
         cell.refused = firstErrorLine(sink.str());
       }
       row.cells.push_back(std::move(cell));
