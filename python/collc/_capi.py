@@ -18,7 +18,8 @@ KINDS = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "allt
 
 
 class CompileOptions(Structure):
-    _fields_ = [("dtype", c_int), ("op", c_int), ("nranks", c_int), ("root", c_int),
+    # struct_size first, as in every caller-allocated struct of collc.h.
+    _fields_ = [("struct_size", c_size_t), ("dtype", c_int), ("op", c_int), ("nranks", c_int), ("root", c_int),
                 ("sync", c_int), ("row_length", c_int64), ("blocks", c_int), ("threads", c_int)]
 
 
@@ -54,7 +55,7 @@ _SIGNATURES = {
     "collc_instance_destroy": (c_int, [c_void_p]),
 }
 _COMPILER_SIGNATURES = {
-    "collc_compile_options_init": (c_int, [POINTER(CompileOptions)]),
+    "collc_compile_options_init_sized": (c_int, [POINTER(CompileOptions), c_size_t]),
     "collc_compile": (c_int, [c_char_p, POINTER(CompileOptions), POINTER(c_void_p)]),
     "collc_compile_text": (c_int, [c_char_p, c_char_p, POINTER(CompileOptions),
                                    POINTER(c_void_p)]),

@@ -95,7 +95,7 @@ def compile(spec, *, dtype="float32", op="sum", nranks=2, root=0, sync=None, row
     if not isinstance(spec, str) or not spec:
         raise Error(f"spec must be a stdlib name, a path or spec text, not {spec!r}")
     options = _capi.CompileOptions()
-    _capi.call("collc_compile_options_init", ctypes.byref(options))
+    _capi.call("collc_compile_options_init_sized", ctypes.byref(options), ctypes.sizeof(options))
     options.dtype = _choice(_capi.DTYPES, dtype, "dtype")
     options.op = _choice(_capi.OPS, op, "op")
     options.sync = _choice(_capi.SYNCS, sync, "sync")

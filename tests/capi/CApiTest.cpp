@@ -4,6 +4,7 @@
 #include "runtime/BundleFile.h"
 #include "runtime/CApiSupport.h"
 
+#include <cstring>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <regex>
@@ -315,6 +316,69 @@ TEST(CApi, LoadsABundleWithoutTheCompiler) {
   EXPECT_NE(lastError().find(".missing"), std::string::npos) << lastError();
   EXPECT_EQ(collc_compiled_load_bundle(nullptr, &loaded), COLLC_INVALID_ARGUMENT);
   EXPECT_EQ(collc_compiled_load_bundle(path.c_str(), nullptr), COLLC_INVALID_ARGUMENT);
+}
+
+TEST(CApi, InitSetsTheStructSizeOfThisHeader) {
+  collc_compile_options compile;
+  std::memset(&compile, 0xAB, sizeof compile);
+  ASSERT_EQ(collc_compile_options_init(&compile), COLLC_OK);
+  EXPECT_EQ(compile.struct_size, sizeof(collc_compile_options));
+  EXPECT_EQ(compile.nranks, 2);
+  collc_dispatch_options dispatch;
+  std::memset(&dispatch, 0xAB, sizeof dispatch);
+  ASSERT_EQ(collc_dispatch_options_init(&dispatch), COLLC_OK);
+  EXPECT_EQ(dispatch.struct_size, sizeof(collc_dispatch_options));
+  EXPECT_EQ(dispatch.table, nullptr);
+}
+
+TEST(CApi, StructSizesTheLibraryDoesNotKnowAreRefusedWithWhatToDo) {
+  collc_compile_options options;
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  collc_compiled* compiled = nullptr;
+  // Too small (or never filled in): an argument error that says to call the _init function.
+  options.struct_size = 4;
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("collc_compile: the collc_compile_options struct's struct_size is 4 "
+                             "bytes"),
+            std::string::npos)
+      << lastError();
+  EXPECT_NE(lastError().find("_init function"), std::string::npos) << lastError();
+  EXPECT_EQ(compiled, nullptr);
+  // Larger than this library's: a newer header than the library.
+  options.struct_size = sizeof(collc_compile_options) + 8;
+  EXPECT_EQ(collc_compile_text("x.coll", "collective x", &options, &compiled), COLLC_UNSUPPORTED);
+  EXPECT_NE(lastError().find("newer collc.h"), std::string::npos) << lastError();
+  EXPECT_EQ(compiled, nullptr);
+
+  // _init_sized writes nothing for a size it does not know.
+  collc_compile_options untouched;
+  std::memset(&untouched, 0x5A, sizeof untouched);
+  const collc_compile_options before = untouched;
+  EXPECT_EQ(collc_compile_options_init_sized(&untouched, 3), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_compile_options_init_sized(&untouched, sizeof untouched + 16), COLLC_UNSUPPORTED);
+  EXPECT_EQ(std::memcmp(&before, &untouched, sizeof untouched), 0);
+
+  // The dispatcher reads its options' size before it looks at the world (none here).
+  collc_dispatch_options dispatch;
+  ASSERT_EQ(collc_dispatch_options_init(&dispatch), COLLC_OK);
+  dispatch.max_count = 1024;
+  dispatch.struct_size = 1;
+  collc_dispatcher* dispatcher = nullptr;
+  EXPECT_EQ(collc_dispatcher_create(nullptr, &dispatch, &dispatcher), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("collc_dispatch_options struct's struct_size is 1 bytes"),
+            std::string::npos)
+      << lastError();
+  EXPECT_EQ(collc_dispatch_options_init_sized(&dispatch, 2), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(dispatcher, nullptr);
+}
+
+TEST(CApi, VersionMacrosAreTheLibrarysVersion) {
+  EXPECT_EQ(COLLC_VERSION,
+            COLLC_VERSION_MAJOR * 10000 + COLLC_VERSION_MINOR * 100 + COLLC_VERSION_PATCH);
+  EXPECT_EQ(std::to_string(COLLC_VERSION_MAJOR) + "." + std::to_string(COLLC_VERSION_MINOR) + "." +
+                std::to_string(COLLC_VERSION_PATCH),
+            COLLC_VERSION_STRING);
+  EXPECT_STREQ(collc_version(), COLLC_VERSION_STRING);
 }
 
 TEST(CApi, VersionAndStatusNames) {

@@ -61,10 +61,10 @@ function(expect_c_api library expected present)
 endfunction()
 foreach(expected collc_version collc_last_error collc_world_create_local collc_world_create_shared_gpu
         collc_compiled_load_bundle collc_instance_create
-        collc_launch collc_dispatcher_launch)
+        collc_launch collc_dispatcher_launch collc_dispatch_options_init_sized)
   expect_c_api(${RUNTIME} ${expected} TRUE)
 endforeach()
-foreach(expected collc_compile collc_compile_text collc_compile_options_init
+foreach(expected collc_compile collc_compile_text collc_compile_options_init_sized
         collc_dispatcher_create)
   expect_c_api(${COMPILER} ${expected} TRUE)
   expect_c_api(${RUNTIME} ${expected} FALSE)
