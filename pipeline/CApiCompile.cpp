@@ -25,6 +25,9 @@ collc_compile_options compileOptionsDefaults() {
   defaults.row_length = 0;
   defaults.blocks = 0;
   defaults.threads = 0;
+  defaults.vector_bytes = 0;
+  defaults.unroll = 0;
+  defaults.whole_stores = -1;
   return defaults;
 }
 
@@ -77,6 +80,18 @@ collc_status toCompileOptions(const char* function, const collc_compile_options*
     out.blocks = o.blocks;
   if (o.threads > 0)
     out.threads = o.threads;
+  // The compiler checks the values (vector 2, 4, 8 or 16) against the spec, at the spec's place.
+  if (o.vector_bytes < 0 || o.unroll < 0)
+    return invalid("vector_bytes and unroll must be positive, or 0 for the spec's default");
+  if (o.vector_bytes > 0)
+    out.vectorBytes = o.vector_bytes;
+  if (o.unroll > 0)
+    out.unroll = o.unroll;
+  if (o.whole_stores < -1 || o.whole_stores > 1)
+    return invalid("whole_stores " + std::to_string(o.whole_stores) +
+                   " is none of -1 (the spec's), 0 and 1");
+  if (o.whole_stores >= 0)
+    out.wholeStores = o.whole_stores;
   return COLLC_OK;
 }
 

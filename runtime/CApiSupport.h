@@ -15,6 +15,7 @@
 #include "runtime/SymmetricWorld.h"
 
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -122,8 +123,12 @@ collc_status initSized(const char* function, const char* type, T* out, size_t si
 
 /// The sizes of collc_dispatch_options, oldest first.
 inline constexpr size_t kDispatchOptionsSizes[] = {sizeof(collc_dispatch_options)};
-/// The sizes of collc_compile_options, oldest first.
-inline constexpr size_t kCompileOptionsSizes[] = {sizeof(collc_compile_options)};
+/// The sizes of collc_compile_options, oldest first: without vector_bytes, unroll and
+/// whole_stores (the first layout with struct_size), then with them.
+inline constexpr size_t kCompileOptionsSizes[] = {offsetof(collc_compile_options, vector_bytes),
+                                                  sizeof(collc_compile_options)};
+// The older struct ended where vector_bytes starts: no padding between them.
+static_assert(offsetof(collc_compile_options, vector_bytes) % alignof(collc_compile_options) == 0);
 
 /// The C enums as collc's; false for a value outside the enum (the caller reports it). By
 /// reference, so that a value out of range is never loaded as the enum.

@@ -174,6 +174,10 @@ typedef struct collc_compile_options {
   int64_t row_length; /* a spec with `rows NAME`: the row length; 0: the spec's default */
   int blocks;         /* thread blocks per rank; 0: the spec's `launch` default */
   int threads;        /* threads per block; 0: the spec's `launch` default */
+  int vector_bytes; /* bytes per memory operation: 2, 4, 8 or 16; 0: the spec's `launch` default */
+  int unroll;       /* vectors per thread per loop iteration; 0: the spec's `launch` default */
+  int whole_stores; /* 1: every whole vector stored with one instruction of its width; 0: not;
+                       -1 (default): the spec's `launch` choice, else 0 */
 } collc_compile_options;
 
 /* Fills *options with the defaults above, struct_size included. Call it first, then change what

@@ -86,11 +86,24 @@ class Compiled:
                 f"nranks={self.nranks}, kernel={self.kernel_name})")
 
 
+def _whole_stores(value):
+    if value is None:
+        return -1  # the spec's
+    if isinstance(value, bool) or value in (0, 1):
+        return int(value)
+    raise Error(f"whole_stores must be None (the spec's), True, False, 0 or 1, not {value!r}")
+
+
 def compile(spec, *, dtype="float32", op="sum", nranks=2, root=0, sync=None, row_length=0,
-            blocks=0, threads=0):
+            blocks=0, threads=0, vector_bytes=0, unroll=0, whole_stores=None):
     """Compiles `spec` (a stdlib name such as "allreduce_oneshot", a path to a .coll file, or the
     text of a spec) for one variant, proving it first. A wrong spec raises collc.Error with the
-    diagnostics (file:line:col: error: ...)."""
+    diagnostics (file:line:col: error: ...).
+
+    The launch shape, as `collc emit` takes it (0 or None: the spec's `launch`): blocks per rank,
+    threads per block, vector_bytes per memory operation (2, 4, 8 or 16, `--vector`), unroll
+    (vectors per thread per iteration), whole_stores (True: every whole vector stored with one
+    instruction of its width)."""
     from . import _capi
     if not isinstance(spec, str) or not spec:
         raise Error(f"spec must be a stdlib name, a path or spec text, not {spec!r}")
@@ -104,6 +117,9 @@ def compile(spec, *, dtype="float32", op="sum", nranks=2, root=0, sync=None, row
     options.row_length = _positive(row_length, "row_length")
     options.blocks = _positive(blocks, "blocks")
     options.threads = _positive(threads, "threads")
+    options.vector_bytes = _positive(vector_bytes, "vector_bytes")
+    options.unroll = _positive(unroll, "unroll")
+    options.whole_stores = _whole_stores(whole_stores)
     handle = ctypes.c_void_p()
     is_text = "\n" in spec or spec.lstrip().startswith("collective ")
     if is_text:

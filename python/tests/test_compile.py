@@ -81,6 +81,21 @@ def test_unknown_spec_and_bad_options_are_errors():
         collc.compile(None)
 
 
+def test_the_launch_shape_is_the_callers_or_the_specs():
+    spec = collc.compile("allreduce_oneshot").cuda_source
+    assert "kVec = 4;" in spec and "kWholeStores = false;" in spec  # 16 bytes of f32, no whole stores
+    shaped = collc.compile("allreduce_oneshot", vector_bytes=4, unroll=2, whole_stores=True)
+    assert "kVec = 1;" in shaped.cuda_source
+    assert "kWholeStores = true;" in shaped.cuda_source
+    assert "unroll 2: 2 vectors per thread per iteration" in shaped.cuda_source
+    with pytest.raises(collc.Error, match="vector = 3 is invalid"):
+        collc.compile("allreduce_oneshot", vector_bytes=3)
+    with pytest.raises(collc.Error, match="whole_stores must be"):
+        collc.compile("allreduce_oneshot", whole_stores=2)
+    with pytest.raises(collc.Error, match="unroll must be"):
+        collc.compile("allreduce_oneshot", unroll=-1)
+
+
 def test_device_count_needs_no_gpu():
     assert collc.device_count() >= 0
 

@@ -4,6 +4,7 @@
 #include "runtime/BundleFile.h"
 #include "runtime/CApiSupport.h"
 
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -370,6 +371,82 @@ TEST(CApi, StructSizesTheLibraryDoesNotKnowAreRefusedWithWhatToDo) {
       << lastError();
   EXPECT_EQ(collc_dispatch_options_init_sized(&dispatch, 2), COLLC_INVALID_ARGUMENT);
   EXPECT_EQ(dispatcher, nullptr);
+}
+
+// What the generated source says of its launch shape (clang-format aligns the comments after).
+bool sourceSays(const collc_compiled* compiled, const std::string& text) {
+  return std::string(collc_compiled_cuda_source(compiled)).find(text) != std::string::npos;
+}
+
+TEST(CApi, CompilesWithTheVectorUnrollAndWholeStoresGiven) {
+  collc_compile_options options;
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  EXPECT_EQ(options.vector_bytes, 0);
+  EXPECT_EQ(options.unroll, 0);
+  EXPECT_EQ(options.whole_stores, -1);
+  collc_compiled* compiled = nullptr;
+  ASSERT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_OK) << lastError();
+  // The spec's launch: 16-byte vectors of f32, no unrolling, no whole stores.
+  EXPECT_TRUE(sourceSays(compiled, "kVec = 4;"));
+  EXPECT_TRUE(sourceSays(compiled, "kWholeStores = false;"));
+  EXPECT_FALSE(sourceSays(compiled, "unroll 2"));
+  ASSERT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
+
+  options.vector_bytes = 4;
+  options.unroll = 2;
+  options.whole_stores = 1;
+  ASSERT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_OK) << lastError();
+  EXPECT_TRUE(sourceSays(compiled, "kVec = 1;"));
+  EXPECT_TRUE(sourceSays(compiled, "kWholeStores = true;"));
+  EXPECT_TRUE(sourceSays(compiled, "unroll 2: 2 vectors per thread per iteration"));
+  ASSERT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
+}
+
+TEST(CApi, LaunchShapesOutOfRangeAreRefused) {
+  collc_compile_options options;
+  collc_compiled* compiled = nullptr;
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  options.whole_stores = 2;
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("whole_stores 2"), std::string::npos) << lastError();
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  options.unroll = -1;
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_INVALID_ARGUMENT);
+  // A C int, but no width the spec can take: the compiler says so at the spec's place.
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  options.vector_bytes = 3;
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_SPEC_ERROR);
+  EXPECT_NE(lastError().find("allreduce_oneshot.coll:4:1: error: vector = 3 is invalid"),
+            std::string::npos)
+      << lastError();
+  EXPECT_EQ(compiled, nullptr);
+}
+
+TEST(CApi, AnOlderOptionsStructReadsTheFieldsItLacksAsDefaults) {
+  // The first layout with struct_size ended before vector_bytes (fields are only appended).
+  const size_t olderSize = offsetof(collc_compile_options, vector_bytes);
+  collc_compile_options options;
+  std::memset(&options, 0x5A, sizeof options);
+  ASSERT_EQ(collc_compile_options_init_sized(&options, olderSize), COLLC_OK) << lastError();
+  EXPECT_EQ(options.struct_size, olderSize);
+  EXPECT_EQ(options.nranks, 2);
+  // Nothing past the older struct was written: an older program's struct ends there.
+  const unsigned char* bytes = reinterpret_cast<const unsigned char*>(&options);
+  for (size_t i = olderSize; i < sizeof options; ++i)
+    ASSERT_EQ(bytes[i], 0x5A) << "byte " << i;
+  // What lies past it is not read: the spec's launch shape, not 0x5A5A5A5A bytes per vector.
+  collc_compiled* compiled = nullptr;
+  ASSERT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_OK) << lastError();
+  EXPECT_TRUE(sourceSays(compiled, "kVec = 4;"));
+  EXPECT_TRUE(sourceSays(compiled, "kWholeStores = false;"));
+  ASSERT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
+  // A size between the two layouts is neither.
+  options.struct_size = olderSize + sizeof(int);
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("has " + std::to_string(olderSize) + " or " +
+                             std::to_string(sizeof options)),
+            std::string::npos)
+      << lastError();
 }
 
 TEST(CApi, VersionMacrosAreTheLibrarysVersion) {
