@@ -5,6 +5,7 @@
 #include "runtime/CApiSupport.h"
 #include "runtime/HeapSize.h"
 #include "runtime/Jit.h"
+#include "runtime/NvrtcLibrary.h"
 
 #include <vector>
 
@@ -77,6 +78,13 @@ collc_status launchDispatched(collc_dispatcher* handle, int rank, const void* in
 } // namespace
 
 extern "C" {
+
+collc_status collc_set_nvrtc_library(const char* path) {
+  return guarded("collc_set_nvrtc_library", [&] {
+    setDefaultNvrtcLibrary(path ? path : "");
+    return COLLC_OK;
+  });
+}
 
 int collc_compiled_in_place(const collc_compiled* compiled) {
   return compiled && compiled->compiled.inPlace ? 1 : 0;

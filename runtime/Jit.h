@@ -22,7 +22,8 @@ struct JitOptions {
   /// Empty: defaultCacheDir().
   std::string cacheDir;
   /// The NVRTC library to compile with: a file path, or a name the loader searches for. Empty:
-  /// $COLLC_NVRTC_LIBRARY, else the search that runtime/NvrtcLibrary.h describes.
+  /// the process's default (setDefaultNvrtcLibrary), else $COLLC_NVRTC_LIBRARY, else the search
+  /// that runtime/NvrtcLibrary.h describes.
   std::string nvrtcLibrary;
   /// Appended after the built-in options, so they can override them (NVRTC: last one wins).
   std::vector<std::string> extraOptions;

@@ -103,7 +103,23 @@ loadNvrtcLibrary(const std::vector<std::string>& candidates) {
       tried, kNvrtcLibraryVariable));
 }
 
-Expected<const NvrtcLibrary*> nvrtcLibrary(const std::string& explicitPath) {
+namespace {
+std::mutex defaultMutex;
+std::string defaultPath;
+} // namespace
+
+void setDefaultNvrtcLibrary(const std::string& path) {
+  std::lock_guard<std::mutex> lock(defaultMutex);
+  defaultPath = path;
+}
+
+std::string defaultNvrtcLibrary() {
+  std::lock_guard<std::mutex> lock(defaultMutex);
+  return defaultPath;
+}
+
+Expected<const NvrtcLibrary*> nvrtcLibrary(const std::string& requestedPath) {
+  const std::string explicitPath = requestedPath.empty() ? defaultNvrtcLibrary() : requestedPath;
   // One load per requested path, the failure included (its message is kept and repeated).
   struct Loaded {
     std::unique_ptr<NvrtcLibrary> library;

@@ -112,7 +112,9 @@ collc_status collc_world_create_local(const int* devices, int ndevices, uint64_t
 
 /* `nranks` ranks as co-resident kernels on one GPU, each rank's heap a region of its memory (0:
  * 256 MiB each): for testing collectives at many ranks on a machine with one GPU. Correctness
- * only: the ranks share the GPU's multiprocessors and memory, so timings mean nothing. */
+ * only: the ranks share the GPU's multiprocessors and memory, so timings mean nothing. Each
+ * rank's stream needs a hardware work queue of its own: COLLC_UNSUPPORTED where the program's
+ * CUDA_DEVICE_MAX_CONNECTIONS gives fewer than nranks (unset, CUDA's 8 are enough). */
 collc_status collc_world_create_shared_gpu(int device, int nranks, uint64_t heap_bytes,
                                            collc_world** out);
 
@@ -228,6 +230,13 @@ const char* collc_compiled_cuda_source(const collc_compiled* compiled);
 collc_status collc_compiled_destroy(collc_compiled* compiled);
 
 /* ---- Instances ----------------------------------------------------------------------------- */
+
+/* The NVRTC library that instances and dispatchers created from now on JIT-compile with: a file
+ * path ("/opt/x/libnvrtc.so.13") or a name the loader searches for. NULL or "": back to
+ * $COLLC_NVRTC_LIBRARY, else the search of docs/c-api.md. Process-wide, as the loaded NVRTC is.
+ * It loads nothing: a library that does not load fails the compiles that need it, naming it,
+ * with no other taken in its place. Instances of a bundle need no NVRTC. */
+collc_status collc_set_nvrtc_library(const char* path);
 
 /* JIT-compiles the collective with NVRTC for the GPU of the world's first local rank (cached on
  * disk), loads it on every GPU this process drives and takes its scratch from the world's heap

@@ -32,6 +32,7 @@ _SIGNATURES = {
     "collc_status_name": (c_char_p, [c_int]),
     "collc_version": (c_char_p, []),
     "collc_device_count": (c_int, [POINTER(c_int)]),
+    "collc_set_nvrtc_library": (c_int, [c_char_p]),
     "collc_world_create_local": (c_int, [POINTER(c_int), c_int, c_uint64, POINTER(c_void_p)]),
     "collc_world_create_process": (c_int, [c_int, c_int, c_int, c_uint64, ALLGATHER_FN, c_void_p,
                                            POINTER(c_void_p)]),
@@ -75,6 +76,11 @@ def _declare(library, signatures):
 _declare(runtime, _SIGNATURES)
 if compiler is not None:
     _declare(compiler, _COMPILER_SIGNATURES)
+
+# Passed to the runtime as an argument: the package never writes the process's environment.
+nvrtc = _library.nvrtc_choice()
+if nvrtc:
+    runtime.collc_set_nvrtc_library(nvrtc.encode())
 
 
 def last_error():

@@ -4,6 +4,7 @@
 #include "runtime/BundleFile.h"
 #include "runtime/CApiSupport.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <fstream>
@@ -12,6 +13,8 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -447,6 +450,63 @@ TEST(CApi, AnOlderOptionsStructReadsTheFieldsItLacksAsDefaults) {
                              std::to_string(sizeof options)),
             std::string::npos)
       << lastError();
+}
+
+/// Every NAME=value of this process's environment, sorted.
+std::vector<std::string> environmentNow() {
+  std::vector<std::string> variables;
+  for (char** e = environ; e && *e; ++e)
+    variables.emplace_back(*e);
+  std::sort(variables.begin(), variables.end());
+  return variables;
+}
+
+TEST(CApi, CallsLeaveTheEnvironmentAsTheyFoundIt) {
+  // The environment is the host program's: no call sets, changes or removes a variable, whatever
+  // it succeeds or fails at (a world on one GPU once set CUDA_DEVICE_MAX_CONNECTIONS).
+  const std::vector<std::string> before = environmentNow();
+  int count = 0;
+  (void)collc_device_count(&count);
+  collc_world* world = nullptr;
+  if (collc_world_create_shared_gpu(0, 4, 1 << 20, &world) == COLLC_OK) {
+    EXPECT_EQ(collc_world_destroy(world), COLLC_OK);
+  }
+  const int devices[2] = {0, 1};
+  world = nullptr;
+  if (collc_world_create_local(devices, 2, 1 << 20, &world) == COLLC_OK) {
+    EXPECT_EQ(collc_world_destroy(world), COLLC_OK);
+  }
+  EXPECT_EQ(collc_set_nvrtc_library("/nonexistent/libnvrtc.so.97"), COLLC_OK);
+  EXPECT_EQ(collc_set_nvrtc_library(nullptr), COLLC_OK);
+  collc_compiled* compiled = nullptr;
+  ASSERT_EQ(collc_compile("allreduce_oneshot", nullptr, &compiled), COLLC_OK) << lastError();
+  EXPECT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
+  EXPECT_EQ(collc_compile_text("x.coll", "collective", nullptr, &compiled), COLLC_SPEC_ERROR);
+  EXPECT_EQ(collc_compiled_load_bundle("/nonexistent/x.collb", &compiled), COLLC_INVALID_ARGUMENT);
+  collc_dispatch_options dispatch;
+  ASSERT_EQ(collc_dispatch_options_init(&dispatch), COLLC_OK);
+  collc_dispatcher* dispatcher = nullptr;
+  EXPECT_NE(collc_dispatcher_create(nullptr, &dispatch, &dispatcher), COLLC_OK);
+  EXPECT_EQ(environmentNow(), before);
+}
+
+TEST(CApi, FewerWorkQueuesThanRanksOnOneGpuAreRefused) {
+  // The program's own setting (a test may set its environment; the library only reads it).
+  const char* old = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  const std::string saved = old ? old : "";
+  ASSERT_EQ(setenv("CUDA_DEVICE_MAX_CONNECTIONS", "2", 1), 0);
+  collc_world* world = nullptr;
+  EXPECT_EQ(collc_world_create_shared_gpu(0, 4, 1 << 20, &world), COLLC_UNSUPPORTED);
+  EXPECT_NE(lastError().find("collc_world_create_shared_gpu: CUDA_DEVICE_MAX_CONNECTIONS=2 gives "
+                             "the streams of 4 ranks 2 hardware work queues"),
+            std::string::npos)
+      << lastError();
+  EXPECT_EQ(world, nullptr);
+  EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "2");
+  if (old)
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", saved.c_str(), 1);
+  else
+    unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
 }
 
 TEST(CApi, VersionMacrosAreTheLibrarysVersion) {
