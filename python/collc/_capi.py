@@ -12,6 +12,9 @@ from ._errors import Error
 OK, INVALID_ARGUMENT, SPEC_ERROR, CUDA_ERROR, NCCL_ERROR, UNSUPPORTED, INTERNAL = range(7)
 
 DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2}
+# The collc tool's names (--dtype bf16) and torch's other spellings (torch.half, torch.float).
+DTYPE_ALIASES = {"f32": "float32", "float": "float32", "f16": "float16", "half": "float16",
+                 "bf16": "bfloat16"}
 OPS = {"sum": 0, "max": 1, "min": 2}
 SYNCS = {None: 0, "barrier": 1, "sentinel": 2, "ll": 3, "ll128": 4, "ll128_atomic": 5}
 KINDS = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"]
@@ -19,8 +22,8 @@ KINDS = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "allt
 
 class CompileOptions(Structure):
     # struct_size first, as in every caller-allocated struct of collc.h.
-    _fields_ = [("struct_size", c_size_t), ("dtype", c_int), ("op", c_int), ("nranks", c_int), ("root", c_int),
-                ("sync", c_int), ("row_length", c_int64), ("blocks", c_int), ("threads", c_int),
+    _fields_ = [("struct_size", c_size_t), ("dtype", c_int), ("op", c_int), ("nranks", c_int),
+                ("root", c_int), ("sync", c_int), ("row_length", c_int64), ("blocks", c_int), ("threads", c_int),
                 ("vector_bytes", c_int), ("unroll", c_int), ("whole_stores", c_int)]
 
 
