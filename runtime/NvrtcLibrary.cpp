@@ -1,5 +1,6 @@
 #include "runtime/NvrtcLibrary.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -95,12 +96,53 @@ loadNvrtcLibrary(const std::vector<std::string>& candidates) {
       continue;
     }
     lib->version = fmt::format("{}.{}", major, minor);
+    // Optional (NVRTC 11.2 on): what it compiles for, so that an architecture it lacks is one
+    // clear line rather than NVRTC's "invalid value for --gpu-architecture".
+    decltype(&::nvrtcGetNumSupportedArchs) countArchs = nullptr;
+    decltype(&::nvrtcGetSupportedArchs) listArchs = nullptr;
+    resolve(handle, "nvrtcGetNumSupportedArchs", countArchs);
+    resolve(handle, "nvrtcGetSupportedArchs", listArchs);
+    int count = 0;
+    if (countArchs && listArchs && countArchs(&count) == NVRTC_SUCCESS && count > 0) {
+      lib->supportedArchs.resize(size_t(count));
+      if (listArchs(lib->supportedArchs.data()) != NVRTC_SUCCESS)
+        lib->supportedArchs.clear();
+    }
     return lib; // the handle stays open for the process's lifetime
   }
   return makeError(fmt::format(
       "NVRTC not found; tried:{}\nSet {} to the path of libnvrtc.so (a CUDA toolkit's lib64, or "
       "the nvidia-cuda-nvrtc wheel's site-packages/nvidia/cuda_nvrtc/lib), or set CUDA_HOME",
       tried, kNvrtcLibraryVariable));
+}
+
+std::string unsupportedArch(const std::string& arch, const std::vector<int>& supported,
+                            const std::string& version) {
+  const size_t underscore = arch.find('_');
+  if (supported.empty() || underscore == std::string::npos)
+    return "";
+  const std::string prefix = arch.substr(0, underscore + 1); // "sm_" or "compute_"
+  const std::string rest = arch.substr(underscore + 1);
+  const size_t digits = rest.find_first_not_of("0123456789");
+  if (digits == 0 || rest.empty())
+    return "";
+  const int number = std::stoi(rest.substr(0, digits));
+  if (std::find(supported.begin(), supported.end(), number) != supported.end())
+    return "";
+  const int lowest = *std::min_element(supported.begin(), supported.end());
+  const int highest = *std::max_element(supported.begin(), supported.end());
+  std::string message = fmt::format("CUDA {}'s NVRTC has no {}: ", version, arch);
+  if (number < lowest)
+    return message + fmt::format("use {}{} or newer", prefix, lowest);
+  std::vector<int> sorted = supported;
+  std::sort(sorted.begin(), sorted.end());
+  std::string names;
+  for (int each : sorted)
+    names += fmt::format("{}{}{}", names.empty() ? "" : ", ", prefix, each);
+  if (number > highest)
+    return message + fmt::format("its newest is {}{} (it compiles for {}): use a newer CUDA",
+                                 prefix, highest, names);
+  return message + "it compiles for " + names;
 }
 
 namespace {

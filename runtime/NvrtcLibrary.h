@@ -32,7 +32,16 @@ struct NvrtcLibrary {
 
   std::string path;    // the file the loader opened, for reports
   std::string version; // "13.0", as nvrtcVersion reported it at load time
+  /// The architectures it compiles for (nvrtcGetSupportedArchs: 75, 80, ..., 121), read at load
+  /// time; empty where the library cannot say.
+  std::vector<int> supportedArchs;
 };
+
+/// "" if NVRTC `version` compiles for `arch` ("sm_90a", "compute_70"), given its `supported`
+/// architectures (empty: unknown, so any); else one line that says it does not and what to use:
+/// "CUDA 13.0's NVRTC has no sm_70: use sm_75 or newer".
+std::string unsupportedArch(const std::string& arch, const std::vector<int>& supported,
+                            const std::string& version);
 
 /// The environment variable that names the NVRTC library to load (a file path, or a name the
 /// loader searches for).
