@@ -126,7 +126,9 @@ std::string unsupportedArch(const std::string& arch, const std::vector<int>& sup
   const size_t digits = rest.find_first_not_of("0123456789");
   if (digits == 0 || rest.empty())
     return "";
-  const int number = std::stoi(rest.substr(0, digits));
+  // More digits than any architecture has: past the newest, whatever the number.
+  const std::string text = rest.substr(0, digits);
+  const int number = text.size() > 6 ? 999999 : std::stoi(text);
   if (std::find(supported.begin(), supported.end(), number) != supported.end())
     return "";
   const int lowest = *std::min_element(supported.begin(), supported.end());

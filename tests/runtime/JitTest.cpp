@@ -128,6 +128,8 @@ TEST(UnsupportedArch, SaysWhatTheNvrtcHasInOneLine) {
   EXPECT_NE(unsupportedArch("sm_130", cuda13, "13.0")
                 .find("has no sm_130: its newest is sm_121 (it compiles for sm_75, "),
             std::string::npos);
+  EXPECT_NE(unsupportedArch("sm_99999999999", cuda13, "13.0").find("its newest is sm_121"),
+            std::string::npos);
   // An NVRTC that cannot say: NVRTC itself decides.
   EXPECT_EQ(unsupportedArch("sm_70", {}, "11.0"), "");
 }
