@@ -2,27 +2,28 @@
 #   P/bin/collc                       the tool
 #   P/lib/libcollc.so                 the runtime: JIT, worlds, instances, dispatch (no LLVM)
 #   P/lib/libcollc_compiler.so        the compiler, LLVM's and clang's archives hidden inside it
-#   P/include/collc/<dir>/<header>    the public headers free of LLVM types, with the in-tree
-#                                     include paths kept: #include "runtime/Dispatcher.h"
-#   P/include/collc/collc.h           the C API: #include "collc/collc.h"
+#   P/include/collc/collc.hpp         the C++ API for applications: #include <collc/collc.hpp>
+#   P/include/collc/<dir>/<header>    what collc.hpp includes, and nothing else, each including
+#                                     the others as <collc/runtime/Status.h>
+#   P/include/collc/collc.h           the C API: #include <collc/collc.h>
 #   P/share/collc/stdlib/*.coll       the standard specs, to read and copy (the libraries and the
 #                                     tool carry them embedded and never look them up on disk)
 #   P/lib/cmake/collc/                find_package(collc) -> the imported targets collc::collc
 #                                     (libcollc.so) and collc::compiler (libcollc_compiler.so)
+# Nothing is installed in P/include but collc/: no folder of collc's (runtime/, abi/) can meet one
+# of an application's.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(COLLC_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/collc)
-# The same directory as collc's INSTALL_INTERFACE include directory in CMakeLists.txt.
-set(COLLC_INSTALL_INCLUDEDIR include/collc)
 
-# The API a program uses, and every collc header these include: plain C++17 and the CUDA runtime's
-# headers, nothing of LLVM's, fmt's or NCCL's (tests/install compiles each with nothing else on the
-# include path). The compiler's C++ API (compiler/Compile.h) speaks LLVM's types and stays out:
-# programs reach the compiler through the C API (collc/collc.h, below), or through dispatch by size
-# (pipeline/CompileDispatch.h), which compiles the plan's variants inside libcollc_compiler.so.
+# What include/collc/collc.hpp includes, directly or not: plain C++17 and the CUDA runtime's
+# headers, nothing of LLVM's, fmt's or NCCL's (tests/install compiles each with nothing else on
+# the include path, and checks that the list is exactly collc.hpp's). The compiler's C++ API
+# (compiler/Compile.h) speaks LLVM's types and stays out: programs reach the compiler through the
+# C API, or through dispatch by size (pipeline/CompileDispatch.h), which compiles the plan's
+# variants inside libcollc_compiler.so.
 set(COLLC_PUBLIC_HEADERS
-    abi/CollectiveShapes.h
     abi/CompiledCollective.h
     abi/Types.h
     abi/collc_abi.h
@@ -48,14 +49,25 @@ set(COLLC_PUBLIC_HEADERS
     runtime/TuningTable.h
     runtime/VersionInfo.h
     runtime/Watchdog.h)
-foreach(header ${COLLC_PUBLIC_HEADERS})
-  get_filename_component(dir ${header} DIRECTORY)
-  install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${COLLC_INSTALL_INCLUDEDIR}/${dir}
-          COMPONENT development)
+# Each is installed as cmake/PrefixIncludes.cmake copies it, its includes under collc/; the
+# copies are made at build time, in the build folder.
+set(_collc_installed_headers)
+foreach(header ${COLLC_PUBLIC_HEADERS} include/collc/collc.hpp)
+  string(REGEX REPLACE "^include/collc/" "" installed ${header})
+  set(copy ${PROJECT_BINARY_DIR}/installed-include/collc/${installed})
+  add_custom_command(OUTPUT ${copy}
+                     COMMAND ${CMAKE_COMMAND} -DIN=${PROJECT_SOURCE_DIR}/${header} -DOUT=${copy}
+                             -P ${PROJECT_SOURCE_DIR}/cmake/PrefixIncludes.cmake
+                     DEPENDS ${PROJECT_SOURCE_DIR}/${header}
+                             ${PROJECT_SOURCE_DIR}/cmake/PrefixIncludes.cmake
+                     VERBATIM)
+  list(APPEND _collc_installed_headers ${copy})
+  get_filename_component(dir ${installed} DIRECTORY)
+  install(FILES ${copy} DESTINATION include/collc/${dir} COMPONENT development)
 endforeach()
-# The C API: P/include/collc/collc.h, included as "collc/collc.h" (collc::collc puts P/include on
-# the include path too).
-install(FILES ${PROJECT_SOURCE_DIR}/include/collc/collc.h DESTINATION ${COLLC_INSTALL_INCLUDEDIR}
+add_custom_target(collc_installed_headers ALL DEPENDS ${_collc_installed_headers})
+# The C API includes nothing of collc's.
+install(FILES ${PROJECT_SOURCE_DIR}/include/collc/collc.h DESTINATION include/collc
         COMPONENT development)
 
 # Installed binaries find the libraries next to them, wherever the prefix is moved; NVRTC, the CUDA

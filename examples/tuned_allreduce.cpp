@@ -10,16 +10,10 @@
 //
 // Run: build/bin/tuned_allreduce [largest elements per rank]   (default 4 Mi, bf16)
 // Without a GPU it stops after step 1 and says why; that is not an error.
-#include "pipeline/CompileDispatch.h"
-#include "runtime/CudaCheck.h"
-#include "runtime/Devices.h"
-#include "runtime/Dispatcher.h"
-#include "runtime/LocalWorld.h"
-#include "runtime/Status.h"
-#include "tools/harness/HostData.h"
-
 #include <algorithm>
+#include <collc/collc.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <cuda_runtime_api.h>
 #include <iostream>
 #include <numeric>
@@ -32,6 +26,20 @@ namespace {
 // Quarters are exact in bf16, and so are their sums over a few ranks.
 float inputValue(int rank, uint64_t i) {
   return static_cast<float>(i % 11) * 0.25f - 1.0f + rank;
+}
+
+// A bf16 is the upper half of a float's bits: exact for the values above, so no rounding.
+uint16_t floatToBf16(float value) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float bf16ToFloat(uint16_t half) {
+  const uint32_t bits = uint32_t(half) << 16;
+  float value = 0;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
 }
 
 /// One call's buffers, per rank.

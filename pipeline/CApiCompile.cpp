@@ -14,12 +14,31 @@ using collc::capi::guarded;
 
 namespace {
 
+collc_compile_options compileOptionsDefaults() {
+  collc_compile_options defaults{};
+  defaults.struct_size = sizeof defaults;
+  defaults.dtype = COLLC_F32;
+  defaults.op = COLLC_SUM;
+  defaults.nranks = 2;
+  defaults.root = 0;
+  defaults.sync = COLLC_SYNC_DEFAULT;
+  defaults.row_length = 0;
+  defaults.blocks = 0;
+  defaults.threads = 0;
+  defaults.vector_bytes = 0;
+  defaults.unroll = 0;
+  defaults.whole_stores = -1;
+  return defaults;
+}
+
 /// The C options as the compiler's; COLLC_OK or an argument error naming the field.
 collc_status toCompileOptions(const char* function, const collc_compile_options* in,
                               CompileOptions& out) {
-  collc_compile_options defaults;
-  collc_compile_options_init(&defaults);
-  const collc_compile_options& o = in ? *in : defaults;
+  collc_compile_options o;
+  if (collc_status status =
+          collc::capi::readSized(function, "collc_compile_options", in, compileOptionsDefaults(),
+                                 collc::capi::kCompileOptionsSizes, o))
+    return status;
   auto invalid = [&](const std::string& why) {
     return fail(COLLC_INVALID_ARGUMENT, std::string(function) + ": options: " + why);
   };
@@ -61,6 +80,18 @@ collc_status toCompileOptions(const char* function, const collc_compile_options*
     out.blocks = o.blocks;
   if (o.threads > 0)
     out.threads = o.threads;
+  // The compiler checks the values (vector 2, 4, 8 or 16) against the spec, at the spec's place.
+  if (o.vector_bytes < 0 || o.unroll < 0)
+    return invalid("vector_bytes and unroll must be positive, or 0 for the spec's default");
+  if (o.vector_bytes > 0)
+    out.vectorBytes = o.vector_bytes;
+  if (o.unroll > 0)
+    out.unroll = o.unroll;
+  if (o.whole_stores < -1 || o.whole_stores > 1)
+    return invalid("whole_stores " + std::to_string(o.whole_stores) +
+                   " is none of -1 (the spec's), 0 and 1");
+  if (o.whole_stores >= 0)
+    out.wholeStores = o.whole_stores;
   return COLLC_OK;
 }
 
@@ -94,19 +125,10 @@ collc_status compileSpec(const char* function, const SpecSource& spec,
 
 extern "C" {
 
-collc_status collc_compile_options_init(collc_compile_options* options) {
-  if (!options)
-    return fail(COLLC_INVALID_ARGUMENT, "collc_compile_options_init: options is null");
-  *options = collc_compile_options{};
-  options->dtype = COLLC_F32;
-  options->op = COLLC_SUM;
-  options->nranks = 2;
-  options->root = 0;
-  options->sync = COLLC_SYNC_DEFAULT;
-  options->row_length = 0;
-  options->blocks = 0;
-  options->threads = 0;
-  return COLLC_OK;
+collc_status collc_compile_options_init_sized(collc_compile_options* options, size_t struct_size) {
+  return collc::capi::initSized("collc_compile_options_init", "collc_compile_options", options,
+                                struct_size, compileOptionsDefaults(),
+                                collc::capi::kCompileOptionsSizes);
 }
 
 collc_status collc_compile(const char* spec_name_or_path, const collc_compile_options* options,
@@ -146,22 +168,30 @@ collc_status collc_dispatcher_create(collc_world* world, const collc_dispatch_op
     if (!out)
       return fail(COLLC_INVALID_ARGUMENT, "collc_dispatcher_create: out is null");
     *out = nullptr;
-    if (!world || !world->world || !options)
-      return fail(COLLC_INVALID_ARGUMENT, "collc_dispatcher_create: null world or options");
+    if (!options)
+      return fail(COLLC_INVALID_ARGUMENT, "collc_dispatcher_create: options is null");
+    collc_dispatch_options defaults, o;
+    collc_dispatch_options_init(&defaults);
+    // The struct's size first: a struct this library cannot read says so before anything else.
+    if (collc_status status =
+            collc::capi::readSized(function, "collc_dispatch_options", options, defaults,
+                                   collc::capi::kDispatchOptionsSizes, o))
+      return status;
+    if (!world || !world->world)
+      return fail(COLLC_INVALID_ARGUMENT, "collc_dispatcher_create: world is null");
     DispatchRequest request;
-    if (!collc::capi::fromC(options->collective, request.collective) ||
-        !collc::capi::fromC(options->dtype, request.dtype) ||
-        !collc::capi::fromC(options->op, request.op))
+    if (!collc::capi::fromC(o.collective, request.collective) ||
+        !collc::capi::fromC(o.dtype, request.dtype) || !collc::capi::fromC(o.op, request.op))
       return fail(COLLC_INVALID_ARGUMENT,
                   "collc_dispatcher_create: options: collective, dtype or op is out of range");
-    if (options->max_count == 0)
+    if (o.max_count == 0)
       return fail(COLLC_INVALID_ARGUMENT,
                   "collc_dispatcher_create: options: max_count must be set (the largest call)");
-    request.spec = options->spec ? options->spec : "";
+    request.spec = o.spec ? o.spec : "";
     request.nranks = world->world->nranks();
-    request.maxCount = options->max_count;
+    request.maxCount = o.max_count;
     // Null: the built-in rule alone; "": the default table path, as the C++ API's empty string.
-    request.table = options->table ? options->table : "none";
+    request.table = o.table ? o.table : "none";
     request.arch = collc::capi::worldArch(*world->world);
     Expected<DispatchProgram> program = compileDispatchProgram(request);
     if (!program)

@@ -5,6 +5,14 @@
 namespace collc::capi {
 
 namespace {
+
+constexpr bool sameText(const char* a, const char* b) {
+  return *a == *b && (*a == '\0' || sameText(a + 1, b + 1));
+}
+static_assert(sameText(COLLC_LIBRARY_VERSION, COLLC_VERSION_STRING),
+              "include/collc/collc.h's COLLC_VERSION_* must be the project's version "
+              "(CMakeLists.txt)");
+
 // Per thread, so that one thread's failure is never reported to another.
 thread_local std::string lastError;
 } // namespace
@@ -12,6 +20,26 @@ thread_local std::string lastError;
 collc_status fail(collc_status status, std::string message) {
   lastError = std::move(message);
   return status;
+}
+
+collc_status checkStructSize(const char* function, const char* type, size_t size,
+                             const size_t* known, size_t nknown) {
+  for (size_t i = 0; i < nknown; ++i)
+    if (size == known[i])
+      return COLLC_OK;
+  std::string sizes;
+  for (size_t i = 0; i < nknown; ++i)
+    sizes += (i == 0 ? "" : i + 1 == nknown ? " or " : ", ") + std::to_string(known[i]);
+  const size_t current = known[nknown - 1];
+  std::string message = std::string(function) + ": the " + type + " struct's struct_size is " +
+                        std::to_string(size) + " bytes; ";
+  if (size > current)
+    return fail(COLLC_UNSUPPORTED,
+                message + "this library (collc " COLLC_LIBRARY_VERSION ") knows " + sizes +
+                    ": the program was built with a newer collc.h than the library, or did not "
+                    "fill the struct with its _init function");
+  return fail(COLLC_INVALID_ARGUMENT, message + "a " + type + " has " + sizes +
+                                          ": fill the struct with its _init function first");
 }
 
 bool fromC(const collc_dtype& in, DType& out) {

@@ -5,6 +5,7 @@
 #include "runtime/CApiSupport.h"
 #include "runtime/HeapSize.h"
 #include "runtime/Jit.h"
+#include "runtime/NvrtcLibrary.h"
 
 #include <vector>
 
@@ -77,6 +78,13 @@ collc_status launchDispatched(collc_dispatcher* handle, int rank, const void* in
 } // namespace
 
 extern "C" {
+
+collc_status collc_set_nvrtc_library(const char* path) {
+  return guarded("collc_set_nvrtc_library", [&] {
+    setDefaultNvrtcLibrary(path ? path : "");
+    return COLLC_OK;
+  });
+}
 
 int collc_compiled_in_place(const collc_compiled* compiled) {
   return compiled && compiled->compiled.inPlace ? 1 : 0;
@@ -276,17 +284,18 @@ collc_status collc_instance_destroy(collc_instance* instance) {
   });
 }
 
-collc_status collc_dispatch_options_init(collc_dispatch_options* options) {
-  if (!options)
-    return fail(COLLC_INVALID_ARGUMENT, "collc_dispatch_options_init: options is null");
-  *options = collc_dispatch_options{};
-  options->collective = COLLC_ALLREDUCE;
-  options->spec = nullptr;
-  options->dtype = COLLC_BF16;
-  options->op = COLLC_SUM;
-  options->max_count = 0;
-  options->table = nullptr;
-  return COLLC_OK;
+collc_status collc_dispatch_options_init_sized(collc_dispatch_options* options,
+                                               size_t struct_size) {
+  collc_dispatch_options defaults{};
+  defaults.struct_size = sizeof defaults;
+  defaults.collective = COLLC_ALLREDUCE;
+  defaults.spec = nullptr;
+  defaults.dtype = COLLC_BF16;
+  defaults.op = COLLC_SUM;
+  defaults.max_count = 0;
+  defaults.table = nullptr;
+  return collc::capi::initSized("collc_dispatch_options_init", "collc_dispatch_options", options,
+                                struct_size, defaults, collc::capi::kDispatchOptionsSizes);
 }
 
 collc_status collc_dispatcher_launch(collc_dispatcher* dispatcher, int rank, const void* in,

@@ -15,12 +15,14 @@
 #include "runtime/SymmetricWorld.h"
 
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 struct collc_world {
   std::unique_ptr<collc::SymmetricWorld> world;
@@ -77,6 +79,56 @@ template <class Enum> int rawValue(const Enum& field) {
   std::memcpy(&value, &field, sizeof value);
   return value;
 }
+
+/// Checks `size`, the struct_size of a caller's `type` struct, against the sizes the struct has had
+/// (`known`, oldest first, the current one last): COLLC_OK, or the status that refuses it with a
+/// message naming `function`, the size and what to do.
+collc_status checkStructSize(const char* function, const char* type, size_t size,
+                             const size_t* known, size_t nknown);
+
+/// A caller's versioned struct as this library's: its first struct_size bytes (a struct of an older
+/// collc.h is a prefix of the current one: fields are only appended) over `defaults`, which the
+/// fields it lacks keep. Null `in`: the defaults.
+template <class T, size_t N>
+collc_status readSized(const char* function, const char* type, const T* in, const T& defaults,
+                       const size_t (&known)[N], T& out) {
+  static_assert(std::is_trivially_copyable_v<T>, "a C struct");
+  out = defaults;
+  if (!in)
+    return COLLC_OK;
+  size_t size = 0;
+  std::memcpy(&size, in, sizeof size); // every version starts with struct_size
+  if (collc_status status = checkStructSize(function, type, size, known, N))
+    return status;
+  std::memcpy(static_cast<void*>(&out), in, size);
+  out.struct_size = sizeof(T);
+  return COLLC_OK;
+}
+
+/// The _init_sized functions: the first `size` bytes of `defaults` (their struct_size set to
+/// `size`) into the caller's struct, after checking that `size` is one the struct has had.
+template <class T, size_t N>
+collc_status initSized(const char* function, const char* type, T* out, size_t size,
+                       const T& defaults, const size_t (&known)[N]) {
+  static_assert(std::is_trivially_copyable_v<T>, "a C struct");
+  if (!out)
+    return fail(COLLC_INVALID_ARGUMENT, std::string(function) + ": options is null");
+  if (collc_status status = checkStructSize(function, type, size, known, N))
+    return status;
+  T filled = defaults;
+  filled.struct_size = size;
+  std::memcpy(static_cast<void*>(out), &filled, size);
+  return COLLC_OK;
+}
+
+/// The sizes of collc_dispatch_options, oldest first.
+inline constexpr size_t kDispatchOptionsSizes[] = {sizeof(collc_dispatch_options)};
+/// The sizes of collc_compile_options, oldest first: without vector_bytes, unroll and
+/// whole_stores (the first layout with struct_size), then with them.
+inline constexpr size_t kCompileOptionsSizes[] = {offsetof(collc_compile_options, vector_bytes),
+                                                  sizeof(collc_compile_options)};
+// The older struct ended where vector_bytes starts: no padding between them.
+static_assert(offsetof(collc_compile_options, vector_bytes) % alignof(collc_compile_options) == 0);
 
 /// The C enums as collc's; false for a value outside the enum (the caller reports it). By
 /// reference, so that a value out of range is never loaded as the enum.

@@ -7,6 +7,7 @@
 #include "runtime/ProcessWorld.h"
 #include "runtime/SharedGpuWorld.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -133,6 +134,10 @@ collc_status collc_world_create_shared_gpu(int device, int nranks, uint64_t heap
                       std::to_string(COLLC_MAX_RANKS) + " are supported");
     if (heap_bytes > SIZE_MAX)
       return fail(COLLC_INVALID_ARGUMENT, "collc_world_create_shared_gpu: heap too large");
+    // The program's environment, not the GPU, is what refuses here.
+    if (std::string problem = workQueueProblem(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), nranks);
+        !problem.empty())
+      return fail(COLLC_UNSUPPORTED, "collc_world_create_shared_gpu: " + problem);
     Expected<std::unique_ptr<SharedGpuWorld>> world =
         SharedGpuWorld::create(nranks, device, size_t(heapOrDefault(heap_bytes)));
     if (!world)

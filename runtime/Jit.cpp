@@ -157,9 +157,14 @@ struct Compiled {
   std::string log;
 };
 
+/// What ends a failed compile's error: the numbered source where the caller asked for it.
+std::string sourceForErrors(std::string_view source, bool wanted) {
+  return wanted ? "\nsource:\n" + numberedSource(source) : "";
+}
+
 Expected<Compiled> runNvrtc(const NvrtcLibrary& nvrtc, std::string_view source,
                             std::string_view programName, JitOutput output,
-                            const std::vector<std::string>& options) {
+                            const std::vector<std::string>& options, bool sourceInErrors) {
   std::string sourceText(source), name(programName); // NVRTC wants NUL-terminated strings
   ProgramHandle program(nvrtc);
   nvrtcResult status =
@@ -174,10 +179,10 @@ Expected<Compiled> runNvrtc(const NvrtcLibrary& nvrtc, std::string_view source,
   status = nvrtc.compileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
   std::string log = programLog(nvrtc, program.get());
   if (status != NVRTC_SUCCESS) {
-    return jitError(fmt::format("NVRTC failed to compile '{}' ({}):\n{}{}options: {}\nsource:\n{}",
-                                name, nvrtc.getErrorString(status), log,
+    return jitError(fmt::format("NVRTC failed to compile '{}' ({}):\n{}{}options: {}{}", name,
+                                nvrtc.getErrorString(status), log,
                                 !log.empty() && log.back() != '\n' ? "\n" : "",
-                                joinOptions(options), numberedSource(source)));
+                                joinOptions(options), sourceForErrors(source, sourceInErrors)));
   }
   Expected<std::string> image = programImage(nvrtc, program.get(), output);
   if (!image)
@@ -238,6 +243,10 @@ Expected<JitResult> compileCuda(std::string_view source, std::string_view progra
   Expected<const NvrtcLibrary*> nvrtc = nvrtcLibrary(options.nvrtcLibrary);
   if (!nvrtc)
     return nvrtc.takeError();
+  if (std::string problem =
+          unsupportedArch(options.arch, (*nvrtc)->supportedArchs, (*nvrtc)->version);
+      !problem.empty())
+    return jitError(problem + sourceForErrors(source, options.sourceInErrors));
 
   std::optional<KernelCache> cache;
   std::string key;
@@ -257,7 +266,8 @@ Expected<JitResult> compileCuda(std::string_view source, std::string_view progra
     }
   }
 
-  Expected<Compiled> compiled = runNvrtc(**nvrtc, source, programName, output, nvrtcArgs);
+  Expected<Compiled> compiled =
+      runNvrtc(**nvrtc, source, programName, output, nvrtcArgs, options.sourceInErrors);
   if (!compiled)
     return compiled.takeError();
   if (cache)

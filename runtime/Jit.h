@@ -22,10 +22,14 @@ struct JitOptions {
   /// Empty: defaultCacheDir().
   std::string cacheDir;
   /// The NVRTC library to compile with: a file path, or a name the loader searches for. Empty:
-  /// $COLLC_NVRTC_LIBRARY, else the search that runtime/NvrtcLibrary.h describes.
+  /// the process's default (setDefaultNvrtcLibrary), else $COLLC_NVRTC_LIBRARY, else the search
+  /// that runtime/NvrtcLibrary.h describes.
   std::string nvrtcLibrary;
   /// Appended after the built-in options, so they can override them (NVRTC: last one wins).
   std::vector<std::string> extraOptions;
+  /// A failed compile's error ends with the whole source, numbered (collc emit --verbose): what
+  /// NVRTC's log cites by line. Off, the error is NVRTC's log and the options.
+  bool sourceInErrors = false;
 };
 
 struct JitResult {
@@ -42,8 +46,10 @@ struct JitResult {
 /// Compiles `source` (named `programName` in NVRTC messages) with NVRTC. The options are always
 /// -std=c++17, --gpu-architecture=<arch, or compute_XX for PTX>, -default-device, then
 /// options.extraOptions; no include directory (generated kernels include no header).
-/// On a failed compile the error holds the NVRTC log, the full option list and the source with
-/// line numbers. A cache that cannot be written never fails the compile (one warning on stderr).
+/// An architecture the loaded NVRTC does not compile for is one line (unsupportedArch). On a
+/// failed compile the error holds the NVRTC log and the full option list, and with
+/// options.sourceInErrors the source with line numbers. A cache that cannot be written never
+/// fails the compile (one warning on stderr).
 Expected<JitResult> compileCuda(std::string_view source, std::string_view programName,
                                 JitOutput output, const JitOptions& options = {});
 

@@ -1,5 +1,6 @@
 #include "runtime/NvrtcLibrary.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -95,6 +96,18 @@ loadNvrtcLibrary(const std::vector<std::string>& candidates) {
       continue;
     }
     lib->version = fmt::format("{}.{}", major, minor);
+    // Optional (NVRTC 11.2 on): what it compiles for, so that an architecture it lacks is one
+    // clear line rather than NVRTC's "invalid value for --gpu-architecture".
+    decltype(&::nvrtcGetNumSupportedArchs) countArchs = nullptr;
+    decltype(&::nvrtcGetSupportedArchs) listArchs = nullptr;
+    resolve(handle, "nvrtcGetNumSupportedArchs", countArchs);
+    resolve(handle, "nvrtcGetSupportedArchs", listArchs);
+    int count = 0;
+    if (countArchs && listArchs && countArchs(&count) == NVRTC_SUCCESS && count > 0) {
+      lib->supportedArchs.resize(size_t(count));
+      if (listArchs(lib->supportedArchs.data()) != NVRTC_SUCCESS)
+        lib->supportedArchs.clear();
+    }
     return lib; // the handle stays open for the process's lifetime
   }
   return makeError(fmt::format(
@@ -103,7 +116,54 @@ loadNvrtcLibrary(const std::vector<std::string>& candidates) {
       tried, kNvrtcLibraryVariable));
 }
 
-Expected<const NvrtcLibrary*> nvrtcLibrary(const std::string& explicitPath) {
+std::string unsupportedArch(const std::string& arch, const std::vector<int>& supported,
+                            const std::string& version) {
+  const size_t underscore = arch.find('_');
+  if (supported.empty() || underscore == std::string::npos)
+    return "";
+  const std::string prefix = arch.substr(0, underscore + 1); // "sm_" or "compute_"
+  const std::string rest = arch.substr(underscore + 1);
+  const size_t digits = rest.find_first_not_of("0123456789");
+  if (digits == 0 || rest.empty())
+    return "";
+  // More digits than any architecture has: past the newest, whatever the number.
+  const std::string text = rest.substr(0, digits);
+  const int number = text.size() > 6 ? 999999 : std::stoi(text);
+  if (std::find(supported.begin(), supported.end(), number) != supported.end())
+    return "";
+  const int lowest = *std::min_element(supported.begin(), supported.end());
+  const int highest = *std::max_element(supported.begin(), supported.end());
+  std::string message = fmt::format("CUDA {}'s NVRTC has no {}: ", version, arch);
+  if (number < lowest)
+    return message + fmt::format("use {}{} or newer", prefix, lowest);
+  std::vector<int> sorted = supported;
+  std::sort(sorted.begin(), sorted.end());
+  std::string names;
+  for (int each : sorted)
+    names += fmt::format("{}{}{}", names.empty() ? "" : ", ", prefix, each);
+  if (number > highest)
+    return message + fmt::format("its newest is {}{} (it compiles for {}): use a newer CUDA",
+                                 prefix, highest, names);
+  return message + "it compiles for " + names;
+}
+
+namespace {
+std::mutex defaultMutex;
+std::string defaultPath;
+} // namespace
+
+void setDefaultNvrtcLibrary(const std::string& path) {
+  std::lock_guard<std::mutex> lock(defaultMutex);
+  defaultPath = path;
+}
+
+std::string defaultNvrtcLibrary() {
+  std::lock_guard<std::mutex> lock(defaultMutex);
+  return defaultPath;
+}
+
+Expected<const NvrtcLibrary*> nvrtcLibrary(const std::string& requestedPath) {
+  const std::string explicitPath = requestedPath.empty() ? defaultNvrtcLibrary() : requestedPath;
   // One load per requested path, the failure included (its message is kept and repeated).
   struct Loaded {
     std::unique_ptr<NvrtcLibrary> library;

@@ -32,7 +32,16 @@ struct NvrtcLibrary {
 
   std::string path;    // the file the loader opened, for reports
   std::string version; // "13.0", as nvrtcVersion reported it at load time
+  /// The architectures it compiles for (nvrtcGetSupportedArchs: 75, 80, ..., 121), read at load
+  /// time; empty where the library cannot say.
+  std::vector<int> supportedArchs;
 };
+
+/// "" if NVRTC `version` compiles for `arch` ("sm_90a", "compute_70"), given its `supported`
+/// architectures (empty: unknown, so any); else one line that says it does not and what to use:
+/// "CUDA 13.0's NVRTC has no sm_70: use sm_75 or newer".
+std::string unsupportedArch(const std::string& arch, const std::vector<int>& supported,
+                            const std::string& version);
 
 /// The environment variable that names the NVRTC library to load (a file path, or a name the
 /// loader searches for).
@@ -50,10 +59,20 @@ std::vector<std::string> nvrtcCandidates(const std::string& explicitPath = "");
 Expected<std::unique_ptr<NvrtcLibrary>>
 loadNvrtcLibrary(const std::vector<std::string>& candidates);
 
-/// The process-wide NVRTC for `explicitPath` (empty: $COLLC_NVRTC_LIBRARY or the search), loaded
-/// on the first call for that path (thread-safe); later calls return the same library or the same
-/// failure. Libraries stay loaded until the process exits.
+/// The process-wide NVRTC for `explicitPath` (empty: the default set by setDefaultNvrtcLibrary,
+/// else $COLLC_NVRTC_LIBRARY or the search), loaded on the first call for that path
+/// (thread-safe); later calls return the same library or the same failure. Libraries stay loaded
+/// until the process exits.
 Expected<const NvrtcLibrary*> nvrtcLibrary(const std::string& explicitPath = "");
+
+/// Makes `path` (a file path, or a name the loader searches for) the NVRTC that nvrtcLibrary("")
+/// loads from now on, ahead of $COLLC_NVRTC_LIBRARY and the search; empty: back to them. Loads
+/// nothing itself: a path that does not load fails the compiles that ask for it, naming it. The
+/// program's setting, where an environment variable would be the user's (collc_set_nvrtc_library).
+void setDefaultNvrtcLibrary(const std::string& path);
+
+/// The path setDefaultNvrtcLibrary set; empty if none.
+std::string defaultNvrtcLibrary();
 
 } // namespace collc
 

@@ -8,7 +8,7 @@
 //    in a LocalWorld. CUDA IPC rather than ncclMemAlloc + ncclCommWindowRegister + NCCL's device
 //    API (ncclGetLsaPointer): the device API needs an nvcc-built kernel compiled against NCCL's
 //    device headers, whose inline code must match the NCCL loaded at run time (2.28.9 headers
-//    here, 2.28.3 on the GPU machine); CUDA IPC needs neither and is what DESIGN.md allows;
+//    here, 2.28.3 on the GPU machine); CUDA IPC needs neither;
 //  - host-side exchanges (the bootstrap, CollectiveInstance's layout check, RunHarness's
 //    results) go through ncclAllGather on a private stream, in fixed-size frames that name the
 //    exchange (ExchangeFrame.h), each bounded by a deadline.

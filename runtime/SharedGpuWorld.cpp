@@ -38,9 +38,29 @@ Expected<SharedHeapLayout> sharedHeapLayout(int nranks, uint64_t heapBytesPerRan
   return layout;
 }
 
-void requestWorkQueuePerStream() {
-  // setenv's last argument 0: a value the user set stays.
-  (void)setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+std::string workQueueProblem(const char* maxConnections, int nranks) {
+  if (!maxConnections)
+    return nranks <= kDefaultWorkQueues
+               ? ""
+               : workQueueProblem(std::to_string(kDefaultWorkQueues).c_str(), nranks);
+  const std::string text = maxConnections;
+  const bool isCount = !text.empty() && text.size() <= 4 &&
+                       text.find_first_not_of("0123456789") == std::string::npos &&
+                       std::stoi(text) > 0;
+  if (!isCount)
+    return "CUDA_DEVICE_MAX_CONNECTIONS='" + text +
+           "' is not a count of hardware work queues: set it to at least " +
+           std::to_string(nranks) + ", or unset it (CUDA's default is " +
+           std::to_string(kDefaultWorkQueues) + "), before this process's first CUDA call";
+  const int queues = std::stoi(text);
+  if (queues >= nranks)
+    return "";
+  return "CUDA_DEVICE_MAX_CONNECTIONS=" + text + " gives the streams of " + std::to_string(nranks) +
+         " ranks " + std::to_string(queues) + " hardware work queue" + (queues == 1 ? "" : "s") +
+         ": ranks whose streams share a queue can wait on each other forever. Set it to at "
+         "least " +
+         std::to_string(nranks) + ", or unset it (CUDA's default is " +
+         std::to_string(kDefaultWorkQueues) + "), before this process's first CUDA call";
 }
 
 Expected<std::unique_ptr<SharedGpuWorld>> SharedGpuWorld::create(int nranks, int device,
@@ -48,7 +68,10 @@ Expected<std::unique_ptr<SharedGpuWorld>> SharedGpuWorld::create(int nranks, int
   Expected<SharedHeapLayout> layout = sharedHeapLayout(nranks, heapBytesPerRank);
   if (!layout)
     return layout.takeError();
-  requestWorkQueuePerStream();
+  // What CUDA read when it started in this process, unless the program changed it since.
+  if (std::string problem = workQueueProblem(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), nranks);
+      !problem.empty())
+    return worldError(problem);
   Expected<int> visible = gpuCount();
   if (!visible)
     return visible.takeError();

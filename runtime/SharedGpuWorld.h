@@ -24,12 +24,15 @@
 //    rank that starts first waits on the device, holding only its own SMs. Each rank's graph is
 //    its own graph exec on its own stream, so replays of different ranks do not order each other.
 //  - Hardware work queues. CUDA multiplexes streams onto CUDA_DEVICE_MAX_CONNECTIONS queues (8 by
-//    default). In a queue shared by two ranks' streams, a kernel that waits for its own stream's
-//    previous kernel (the second call of a graph) would hold back the other rank's kernel that
-//    the previous one waits for. To keep each rank's stream on a queue of its own, create()
-//    makes the R streams one after another and requestWorkQueuePerStream() raises the count to
-//    CUDA's most (32). The GPU tests replay graphs of several calls per rank: a shared queue
-//    would show there, as a watchdog report.
+//    default, at most 32). In a queue shared by two ranks' streams, a kernel that waits for its
+//    own stream's previous kernel (the second call of a graph) would hold back the other rank's
+//    kernel that the previous one waits for. To keep each rank's stream on a queue of its own,
+//    create() makes the R streams one after another, and refuses R ranks where the variable gives
+//    fewer than R queues (workQueueProblem). The library never sets it: the environment is the
+//    host program's, and CUDA reads it once, before the program's first CUDA call. collc's own
+//    programs (the tool, the tests) set it to 32 first thing (tools/launch/WorkQueues.h). The GPU
+//    tests replay graphs of several calls per rank: a shared queue would show there, as a
+//    watchdog report.
 //  - Epochs and watchdogs. Each rank has its own per-block epoch counters and its own watchdog
 //    (CollectiveInstance allocates them per local rank), exactly as on separate GPUs: nothing a
 //    rank counts is shared with another.
@@ -70,16 +73,20 @@ struct SharedHeapLayout {
 /// COLLC_MAX_RANKS, an empty heap, or a total that does not fit 64 bits.
 Expected<SharedHeapLayout> sharedHeapLayout(int nranks, uint64_t heapBytesPerRank);
 
-/// Sets CUDA_DEVICE_MAX_CONNECTIONS to 32 (CUDA's most) unless the environment already sets it.
-/// It takes effect only if CUDA has not yet created the device's context, so a program that runs
-/// ranks on one GPU calls it first thing; SharedGpuWorld::create calls it too.
-void requestWorkQueuePerStream();
+/// CUDA's hardware work queues per GPU where CUDA_DEVICE_MAX_CONNECTIONS is not set: enough for
+/// 8 ranks (COLLC_MAX_RANKS today) to have one each.
+inline constexpr int kDefaultWorkQueues = 8;
+
+/// Why `nranks` ranks on one GPU could not each have a work queue of their own, given the value of
+/// CUDA_DEVICE_MAX_CONNECTIONS (null: not set); "" if they can. Reads nothing itself.
+std::string workQueueProblem(const char* maxConnections, int nranks);
 
 class SharedGpuWorld final : public SymmetricWorld {
 public:
   /// `nranks` ranks (1 to COLLC_MAX_RANKS) on GPU `device`: allocates and zeroes one heap of
   /// `heapBytesPerRank` per rank, as regions of one allocation, and creates one non-blocking
-  /// stream per rank. Errors: no GPU, an invalid device or rank count, out of memory.
+  /// stream per rank. Errors: no GPU, an invalid device or rank count, out of memory, fewer work
+  /// queues than ranks (workQueueProblem of the process's CUDA_DEVICE_MAX_CONNECTIONS).
   static Expected<std::unique_ptr<SharedGpuWorld>> create(int nranks, int device,
                                                           size_t heapBytesPerRank);
   /// Frees the heap and the streams. Nothing may still run on them.

@@ -2,7 +2,7 @@
 // bootstrap. collc's kernels need every rank to load and store into every other rank's memory:
 // all ranks on one node (one host) and every GPU with peer access to every other. A world that
 // spans nodes, or one whose GPUs cannot reach each other, hands its collectives wholly to NCCL,
-// NCCL being collc's distributed engine (DESIGN.md § Runtime). No network code of collc's own.
+// NCCL being collc's engine across nodes. No network code of collc's own.
 //
 // Nodes are found by host (host name and boot id), unless the environment says otherwise:
 // COLLC_NODE_SIZE=k makes ranks [0,k), [k,2k), ... the nodes, and COLLC_TREAT_EACH_GPU_AS_NODE=1

@@ -3,7 +3,7 @@
 // applies (from the proof's facts), how it rewrites the program (barriers, polled loads, flagged
 // stores, line atomics), how its scratch is stored and how many copies calls rotate through, the
 // vector width its stores need, and the device helpers its operations print as. Adding a strategy
-// is one new file here plus its tests (docs/adding-a-strategy.md walks through one).
+// is one new file here plus its tests (docs/compiler.md, "Adding a strategy", walks through one).
 #ifndef COLLC_COMPILER_SYNC_STRATEGY_H
 #define COLLC_COMPILER_SYNC_STRATEGY_H
 

@@ -6,13 +6,7 @@
 // It compiles every variant the plan may pick (no GPU needed) and prints the plan; where 2 GPUs
 // are visible it then runs calls of three sizes through one Dispatcher, each on the variant the
 // plan names for it, and checks the sums.
-#include "pipeline/CompileDispatch.h"
-#include "runtime/CudaCheck.h"
-#include "runtime/Devices.h"
-#include "runtime/Dispatcher.h"
-#include "runtime/LocalWorld.h"
-#include "runtime/Status.h"
-
+#include <collc/collc.hpp>
 #include <cstdint>
 #include <cstdlib>
 #include <cuda_runtime_api.h>

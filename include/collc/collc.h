@@ -7,9 +7,16 @@
  * Two libraries implement it, as they do the C++ API:
  *   libcollc.so           everything but compiling: devices, worlds, instances, launches,
  *                         dispatchers' launches (no LLVM);
- *   libcollc_compiler.so  collc_compile, collc_compile_text, collc_compile_options_init and
- *                         collc_dispatcher_create (the compiler inside it); it needs libcollc.so.
+ *   libcollc_compiler.so  collc_compile, collc_compile_text, collc_compile_options_init_sized
+ *                         and collc_dispatcher_create (the compiler inside it); it needs
+ *                         libcollc.so.
  * A program that only loads ready-made collectives links libcollc.so alone.
+ *
+ * Versions: the structs a caller allocates (collc_compile_options, collc_dispatch_options) start
+ * with struct_size, which their _init function sets to the size this header gives them. Fields are
+ * only ever added at the end, so a library reads a struct of an older collc.h (its missing fields
+ * take their defaults) and refuses one it does not know, with a message. COLLC_VERSION is this
+ * header's version; collc_version() the library's.
  *
  * Errors: every function returns a collc_status; on failure the calling thread's last error
  * (collc_last_error) says what went wrong and what to do. Pointers are checked: a null handle or
@@ -24,6 +31,16 @@
 extern "C" {
 #endif
 
+/* ---- Version ------------------------------------------------------------------------------- */
+
+#define COLLC_VERSION_MAJOR 0
+#define COLLC_VERSION_MINOR 1
+#define COLLC_VERSION_PATCH 0
+#define COLLC_VERSION_STRING "0.1.0"
+/* One number that grows with every release: 0.1.0 is 100, 1.2.3 would be 10203. */
+#define COLLC_VERSION                                                                              \
+  (COLLC_VERSION_MAJOR * 10000 + COLLC_VERSION_MINOR * 100 + COLLC_VERSION_PATCH)
+
 /* ---- Status and errors ------------------------------------------------------------------- */
 
 typedef enum collc_status {
@@ -35,8 +52,9 @@ typedef enum collc_status {
   COLLC_CUDA_ERROR = 3,       /* the CUDA runtime, the driver or NVRTC failed, no GPU, no peer
                                  access, a heap too small for the instance */
   COLLC_NCCL_ERROR = 4,       /* NCCL could not be loaded or failed (process-per-GPU worlds) */
-  COLLC_UNSUPPORTED = 5,      /* valid, but not something this build or machine can do
-                                 (reserved: no function of this version returns it) */
+  COLLC_UNSUPPORTED = 5,      /* valid, but not something this build or machine can do: a
+                                 bundle without the GPU's architecture, an options struct of a
+                                 newer collc.h than the library's */
   COLLC_INTERNAL = 6          /* a failure of collc itself: please report it */
 } collc_status;
 
@@ -47,7 +65,8 @@ const char* collc_last_error(void);
 /* A status's name: "COLLC_SPEC_ERROR"; "unknown status" for a value that is none. */
 const char* collc_status_name(collc_status status);
 
-/* collc's version, "0.1.0". Never null. */
+/* The library's version, "0.1.0" (COLLC_VERSION_STRING of the collc.h it was built with). Never
+ * null. */
 const char* collc_version(void);
 
 /* ---- Vocabulary --------------------------------------------------------------------------- */
@@ -93,7 +112,9 @@ collc_status collc_world_create_local(const int* devices, int ndevices, uint64_t
 
 /* `nranks` ranks as co-resident kernels on one GPU, each rank's heap a region of its memory (0:
  * 256 MiB each): for testing collectives at many ranks on a machine with one GPU. Correctness
- * only: the ranks share the GPU's multiprocessors and memory, so timings mean nothing. */
+ * only: the ranks share the GPU's multiprocessors and memory, so timings mean nothing. Each
+ * rank's stream needs a hardware work queue of its own: COLLC_UNSUPPORTED where the program's
+ * CUDA_DEVICE_MAX_CONNECTIONS gives fewer than nranks (unset, CUDA's 8 are enough). */
 collc_status collc_world_create_shared_gpu(int device, int nranks, uint64_t heap_bytes,
                                            collc_world** out);
 
@@ -146,6 +167,7 @@ collc_status collc_world_destroy(collc_world* world);
 /* ---- Compiling (libcollc_compiler.so) ------------------------------------------------------ */
 
 typedef struct collc_compile_options {
+  size_t struct_size; /* sizeof(collc_compile_options) of the caller's collc.h: set by _init */
   collc_dtype dtype;  /* default COLLC_F32 */
   collc_reduce_op op; /* default COLLC_SUM */
   int nranks;         /* default 2 */
@@ -154,10 +176,18 @@ typedef struct collc_compile_options {
   int64_t row_length; /* a spec with `rows NAME`: the row length; 0: the spec's default */
   int blocks;         /* thread blocks per rank; 0: the spec's `launch` default */
   int threads;        /* threads per block; 0: the spec's `launch` default */
+  int vector_bytes; /* bytes per memory operation: 2, 4, 8 or 16; 0: the spec's `launch` default */
+  int unroll;       /* vectors per thread per loop iteration; 0: the spec's `launch` default */
+  int whole_stores; /* 1: every whole vector stored with one instruction of its width; 0: not;
+                       -1 (default): the spec's `launch` choice, else 0 */
 } collc_compile_options;
 
-/* Fills *options with the defaults above. Call it first, then change what you need. */
-collc_status collc_compile_options_init(collc_compile_options* options);
+/* Fills *options with the defaults above, struct_size included. Call it first, then change what
+ * you need. It passes the library the size of this header's struct, through: */
+collc_status collc_compile_options_init_sized(collc_compile_options* options, size_t struct_size);
+static inline collc_status collc_compile_options_init(collc_compile_options* options) {
+  return collc_compile_options_init_sized(options, sizeof(collc_compile_options));
+}
 
 /* Parses, checks, proves and lowers a spec for one variant: spec_name_or_path is a stdlib name
  * ("allreduce_oneshot") or the path of a .coll file. options may be null for the defaults. On
@@ -201,6 +231,13 @@ collc_status collc_compiled_destroy(collc_compiled* compiled);
 
 /* ---- Instances ----------------------------------------------------------------------------- */
 
+/* The NVRTC library that instances and dispatchers created from now on JIT-compile with: a file
+ * path ("/opt/x/libnvrtc.so.13") or a name the loader searches for. NULL or "": back to
+ * $COLLC_NVRTC_LIBRARY, else the search of docs/c-api.md. Process-wide, as the loaded NVRTC is.
+ * It loads nothing: a library that does not load fails the compiles that need it, naming it,
+ * with no other taken in its place. Instances of a bundle need no NVRTC. */
+collc_status collc_set_nvrtc_library(const char* path);
+
 /* JIT-compiles the collective with NVRTC for the GPU of the world's first local rank (cached on
  * disk), loads it on every GPU this process drives and takes its scratch from the world's heap
  * for calls of up to max_count elements. `compiled` may be destroyed afterwards (the instance
@@ -235,6 +272,8 @@ collc_status collc_instance_destroy(collc_instance* instance);
 /* ---- Dispatch by size ---------------------------------------------------------------------- */
 
 typedef struct collc_dispatch_options {
+  size_t struct_size;          /* sizeof(collc_dispatch_options) of the caller's collc.h: set by
+                                  _init */
   collc_collective collective; /* default COLLC_ALLREDUCE */
   const char* spec;            /* a stdlib name or path: choose among its variants only; null: every
                                   stdlib spec of `collective` */
@@ -245,7 +284,11 @@ typedef struct collc_dispatch_options {
                                   default path ($COLLC_TUNING_TABLE, ...; docs/tuning.md) */
 } collc_dispatch_options;
 
-collc_status collc_dispatch_options_init(collc_dispatch_options* options);
+/* Fills *options with the defaults above, struct_size included (as collc_compile_options_init). */
+collc_status collc_dispatch_options_init_sized(collc_dispatch_options* options, size_t struct_size);
+static inline collc_status collc_dispatch_options_init(collc_dispatch_options* options) {
+  return collc_dispatch_options_init_sized(options, sizeof(collc_dispatch_options));
+}
 
 /* Makes the plan, compiles each variant it may pick for the world's GPU and creates their
  * instances in the world (libcollc_compiler.so). Collective in a process world. */

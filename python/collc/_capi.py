@@ -12,14 +12,20 @@ from ._errors import Error
 OK, INVALID_ARGUMENT, SPEC_ERROR, CUDA_ERROR, NCCL_ERROR, UNSUPPORTED, INTERNAL = range(7)
 
 DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2}
+# The collc tool's names (--dtype bf16) and torch's other spellings (torch.half, torch.float).
+DTYPE_ALIASES = {"f32": "float32", "float": "float32", "f16": "float16", "half": "float16",
+                 "bf16": "bfloat16"}
 OPS = {"sum": 0, "max": 1, "min": 2}
 SYNCS = {None: 0, "barrier": 1, "sentinel": 2, "ll": 3, "ll128": 4, "ll128_atomic": 5}
 KINDS = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"]
 
 
 class CompileOptions(Structure):
-    _fields_ = [("dtype", c_int), ("op", c_int), ("nranks", c_int), ("root", c_int),
-                ("sync", c_int), ("row_length", c_int64), ("blocks", c_int), ("threads", c_int)]
+    # struct_size first, as in every caller-allocated struct of collc.h.
+    _fields_ = [("struct_size", c_size_t), ("dtype", c_int), ("op", c_int), ("nranks", c_int),
+                ("root", c_int), ("sync", c_int), ("row_length", c_int64), ("blocks", c_int),
+                ("threads", c_int), ("vector_bytes", c_int), ("unroll", c_int),
+                ("whole_stores", c_int)]
 
 
 ALLGATHER_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t, c_void_p)
@@ -30,6 +36,7 @@ _SIGNATURES = {
     "collc_status_name": (c_char_p, [c_int]),
     "collc_version": (c_char_p, []),
     "collc_device_count": (c_int, [POINTER(c_int)]),
+    "collc_set_nvrtc_library": (c_int, [c_char_p]),
     "collc_world_create_local": (c_int, [POINTER(c_int), c_int, c_uint64, POINTER(c_void_p)]),
     "collc_world_create_process": (c_int, [c_int, c_int, c_int, c_uint64, ALLGATHER_FN, c_void_p,
                                            POINTER(c_void_p)]),
@@ -54,7 +61,7 @@ _SIGNATURES = {
     "collc_instance_destroy": (c_int, [c_void_p]),
 }
 _COMPILER_SIGNATURES = {
-    "collc_compile_options_init": (c_int, [POINTER(CompileOptions)]),
+    "collc_compile_options_init_sized": (c_int, [POINTER(CompileOptions), c_size_t]),
     "collc_compile": (c_int, [c_char_p, POINTER(CompileOptions), POINTER(c_void_p)]),
     "collc_compile_text": (c_int, [c_char_p, c_char_p, POINTER(CompileOptions),
                                    POINTER(c_void_p)]),
@@ -73,6 +80,11 @@ def _declare(library, signatures):
 _declare(runtime, _SIGNATURES)
 if compiler is not None:
     _declare(compiler, _COMPILER_SIGNATURES)
+
+# Passed to the runtime as an argument: the package never writes the process's environment.
+nvrtc = _library.nvrtc_choice()
+if nvrtc:
+    runtime.collc_set_nvrtc_library(nvrtc.encode())
 
 
 def last_error():

@@ -16,6 +16,23 @@ def _choice(table, value, what):
     return table[value]
 
 
+def dtype_name(value):
+    """The element type's name as collc.Compiled reports it ("bfloat16") from any spelling collc
+    takes: float32/f32/float, float16/f16/half, bfloat16/bf16 (any case), or a torch dtype
+    (torch.bfloat16), recognized without importing torch."""
+    from . import _capi
+    name = value
+    if type(value).__name__ == "dtype" and type(value).__module__ == "torch":
+        name = str(value).split(".", 1)[-1]  # "torch.bfloat16"; torch.half prints torch.float16
+    if isinstance(name, str):
+        lowered = name.lower()
+        lowered = _capi.DTYPE_ALIASES.get(lowered, lowered)
+        if lowered in _capi.DTYPES:
+            return lowered
+    names = ", ".join(list(_capi.DTYPES) + list(_capi.DTYPE_ALIASES))
+    raise Error(f"unknown dtype {value!r}: use one of {names}, or a torch dtype of these")
+
+
 def _positive(value, what, allow_zero=True):
     if not isinstance(value, int) or value < 0 or (value == 0 and not allow_zero):
         raise Error(f"{what} must be a {'non-negative' if allow_zero else 'positive'} integer, "
@@ -86,17 +103,33 @@ class Compiled:
                 f"nranks={self.nranks}, kernel={self.kernel_name})")
 
 
+def _whole_stores(value):
+    if value is None:
+        return -1  # the spec's
+    if isinstance(value, bool) or value in (0, 1):
+        return int(value)
+    raise Error(f"whole_stores must be None (the spec's), True, False, 0 or 1, not {value!r}")
+
+
 def compile(spec, *, dtype="float32", op="sum", nranks=2, root=0, sync=None, row_length=0,
-            blocks=0, threads=0):
+            blocks=0, threads=0, vector_bytes=0, unroll=0, whole_stores=None):
     """Compiles `spec` (a stdlib name such as "allreduce_oneshot", a path to a .coll file, or the
     text of a spec) for one variant, proving it first. A wrong spec raises collc.Error with the
-    diagnostics (file:line:col: error: ...)."""
+    diagnostics (file:line:col: error: ...).
+
+    dtype: "float32", "float16" or "bfloat16", the collc tool's "f32", "f16", "bf16", "float",
+    "half", or a torch dtype (torch.bfloat16). op: "sum", "max" or "min".
+
+    The launch shape, as `collc emit` takes it (0 or None: the spec's `launch`): blocks per rank,
+    threads per block, vector_bytes per memory operation (2, 4, 8 or 16, `--vector`), unroll
+    (vectors per thread per iteration), whole_stores (True: every whole vector stored with one
+    instruction of its width)."""
     from . import _capi
     if not isinstance(spec, str) or not spec:
         raise Error(f"spec must be a stdlib name, a path or spec text, not {spec!r}")
     options = _capi.CompileOptions()
-    _capi.call("collc_compile_options_init", ctypes.byref(options))
-    options.dtype = _choice(_capi.DTYPES, dtype, "dtype")
+    _capi.call("collc_compile_options_init_sized", ctypes.byref(options), ctypes.sizeof(options))
+    options.dtype = _capi.DTYPES[dtype_name(dtype)]
     options.op = _choice(_capi.OPS, op, "op")
     options.sync = _choice(_capi.SYNCS, sync, "sync")
     options.nranks = _positive(nranks, "nranks", allow_zero=False)
@@ -104,6 +137,9 @@ def compile(spec, *, dtype="float32", op="sum", nranks=2, root=0, sync=None, row
     options.row_length = _positive(row_length, "row_length")
     options.blocks = _positive(blocks, "blocks")
     options.threads = _positive(threads, "threads")
+    options.vector_bytes = _positive(vector_bytes, "vector_bytes")
+    options.unroll = _positive(unroll, "unroll")
+    options.whole_stores = _whole_stores(whole_stores)
     handle = ctypes.c_void_p()
     is_text = "\n" in spec or spec.lstrip().startswith("collective ")
     if is_text:

@@ -50,12 +50,16 @@ def _load(path):
     return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
 
 
+def nvrtc_choice():
+    """The NVRTC the package hands the runtime (collc_set_nvrtc_library), or None: the wheel's,
+    unless the user named one in $COLLC_NVRTC_LIBRARY (which the runtime reads itself)."""
+    if os.environ.get("COLLC_NVRTC_LIBRARY"):
+        return None
+    return find_nvrtc_wheel()
+
+
 def load():
     """(runtime, compiler or None, where): the loaded libraries and a description of where from."""
-    if not os.environ.get("COLLC_NVRTC_LIBRARY"):
-        wheel = find_nvrtc_wheel()
-        if wheel:
-            os.environ["COLLC_NVRTC_LIBRARY"] = wheel
     tried = []
     for d in candidate_dirs():
         runtime_path = d / RUNTIME

@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,74 @@ def test_unknown_spec_and_bad_options_are_errors():
         collc.compile("allreduce_oneshot", nranks=9)
     with pytest.raises(collc.Error, match="spec must be"):
         collc.compile(None)
+
+
+def test_the_launch_shape_is_the_callers_or_the_specs():
+    spec = collc.compile("allreduce_oneshot").cuda_source
+    assert "kVec = 4;" in spec and "kWholeStores = false;" in spec  # 16 bytes of f32, no whole stores
+    shaped = collc.compile("allreduce_oneshot", vector_bytes=4, unroll=2, whole_stores=True)
+    assert "kVec = 1;" in shaped.cuda_source
+    assert "kWholeStores = true;" in shaped.cuda_source
+    assert "unroll 2: 2 vectors per thread per iteration" in shaped.cuda_source
+    with pytest.raises(collc.Error, match="vector = 3 is invalid"):
+        collc.compile("allreduce_oneshot", vector_bytes=3)
+    with pytest.raises(collc.Error, match="whole_stores must be"):
+        collc.compile("allreduce_oneshot", whole_stores=2)
+    with pytest.raises(collc.Error, match="unroll must be"):
+        collc.compile("allreduce_oneshot", unroll=-1)
+
+
+@pytest.mark.parametrize("spelling,name", [
+    ("bf16", "bfloat16"), ("bfloat16", "bfloat16"), ("BF16", "bfloat16"),
+    ("f16", "float16"), ("float16", "float16"), ("half", "float16"),
+    ("f32", "float32"), ("float32", "float32"), ("float", "float32")])
+def test_the_tools_type_names_and_pythons_are_one(spelling, name):
+    assert collc.compile("allreduce_oneshot", dtype=spelling).dtype == name
+
+
+class _DtypeOfTorch:
+    """What collc sees of a torch dtype: its type is torch's `dtype`, printed "torch.NAME"."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __str__(self):
+        return self.text
+
+
+_DtypeOfTorch.__name__ = "dtype"
+_DtypeOfTorch.__module__ = "torch"
+
+
+def test_a_torch_dtype_is_read_without_torch():
+    assert collc.compile("allreduce_oneshot", dtype=_DtypeOfTorch("torch.bfloat16")).dtype == \
+        "bfloat16"
+    assert collc.compile("allreduce_oneshot", dtype=_DtypeOfTorch("torch.float16")).dtype == \
+        "float16"
+    with pytest.raises(collc.Error, match="unknown dtype"):
+        collc.compile("allreduce_oneshot", dtype=_DtypeOfTorch("torch.int8"))
+    with pytest.raises(collc.Error, match="unknown dtype 3"):
+        collc.compile("allreduce_oneshot", dtype=3)
+
+
+def test_torch_dtypes_themselves():
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    for dtype, name in [(torch.bfloat16, "bfloat16"), (torch.float16, "float16"),
+                        (torch.half, "float16"), (torch.float32, "float32"),
+                        (torch.float, "float32")]:
+        assert collc.compile("allreduce_oneshot", dtype=dtype).dtype == name
+    with pytest.raises(collc.Error, match="unknown dtype"):
+        collc.compile("allreduce_oneshot", dtype=torch.int32)
+
+
+def test_compiling_imports_no_torch():
+    probe = ("import sys, collc; collc.compile('allreduce_oneshot', dtype='bf16'); "
+             "print('torch' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(Path(collc.__file__).parent.parent)),
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
 
 
 def test_device_count_needs_no_gpu():

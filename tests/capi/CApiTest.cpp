@@ -4,12 +4,17 @@
 #include "runtime/BundleFile.h"
 #include "runtime/CApiSupport.h"
 
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -315,6 +320,202 @@ TEST(CApi, LoadsABundleWithoutTheCompiler) {
   EXPECT_NE(lastError().find(".missing"), std::string::npos) << lastError();
   EXPECT_EQ(collc_compiled_load_bundle(nullptr, &loaded), COLLC_INVALID_ARGUMENT);
   EXPECT_EQ(collc_compiled_load_bundle(path.c_str(), nullptr), COLLC_INVALID_ARGUMENT);
+}
+
+TEST(CApi, InitSetsTheStructSizeOfThisHeader) {
+  collc_compile_options compile;
+  std::memset(&compile, 0xAB, sizeof compile);
+  ASSERT_EQ(collc_compile_options_init(&compile), COLLC_OK);
+  EXPECT_EQ(compile.struct_size, sizeof(collc_compile_options));
+  EXPECT_EQ(compile.nranks, 2);
+  collc_dispatch_options dispatch;
+  std::memset(&dispatch, 0xAB, sizeof dispatch);
+  ASSERT_EQ(collc_dispatch_options_init(&dispatch), COLLC_OK);
+  EXPECT_EQ(dispatch.struct_size, sizeof(collc_dispatch_options));
+  EXPECT_EQ(dispatch.table, nullptr);
+}
+
+TEST(CApi, StructSizesTheLibraryDoesNotKnowAreRefusedWithWhatToDo) {
+  collc_compile_options options;
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  collc_compiled* compiled = nullptr;
+  // Too small (or never filled in): an argument error that says to call the _init function.
+  options.struct_size = 4;
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("collc_compile: the collc_compile_options struct's struct_size is 4 "
+                             "bytes"),
+            std::string::npos)
+      << lastError();
+  EXPECT_NE(lastError().find("_init function"), std::string::npos) << lastError();
+  EXPECT_EQ(compiled, nullptr);
+  // Larger than this library's: a newer header than the library.
+  options.struct_size = sizeof(collc_compile_options) + 8;
+  EXPECT_EQ(collc_compile_text("x.coll", "collective x", &options, &compiled), COLLC_UNSUPPORTED);
+  EXPECT_NE(lastError().find("newer collc.h"), std::string::npos) << lastError();
+  EXPECT_EQ(compiled, nullptr);
+
+  // _init_sized writes nothing for a size it does not know.
+  collc_compile_options untouched;
+  std::memset(&untouched, 0x5A, sizeof untouched);
+  const collc_compile_options before = untouched;
+  EXPECT_EQ(collc_compile_options_init_sized(&untouched, 3), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_compile_options_init_sized(&untouched, sizeof untouched + 16), COLLC_UNSUPPORTED);
+  EXPECT_EQ(std::memcmp(&before, &untouched, sizeof untouched), 0);
+
+  // The dispatcher reads its options' size before it looks at the world (none here).
+  collc_dispatch_options dispatch;
+  ASSERT_EQ(collc_dispatch_options_init(&dispatch), COLLC_OK);
+  dispatch.max_count = 1024;
+  dispatch.struct_size = 1;
+  collc_dispatcher* dispatcher = nullptr;
+  EXPECT_EQ(collc_dispatcher_create(nullptr, &dispatch, &dispatcher), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("collc_dispatch_options struct's struct_size is 1 bytes"),
+            std::string::npos)
+      << lastError();
+  EXPECT_EQ(collc_dispatch_options_init_sized(&dispatch, 2), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(dispatcher, nullptr);
+}
+
+// What the generated source says of its launch shape (clang-format aligns the comments after).
+bool sourceSays(const collc_compiled* compiled, const std::string& text) {
+  return std::string(collc_compiled_cuda_source(compiled)).find(text) != std::string::npos;
+}
+
+TEST(CApi, CompilesWithTheVectorUnrollAndWholeStoresGiven) {
+  collc_compile_options options;
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  EXPECT_EQ(options.vector_bytes, 0);
+  EXPECT_EQ(options.unroll, 0);
+  EXPECT_EQ(options.whole_stores, -1);
+  collc_compiled* compiled = nullptr;
+  ASSERT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_OK) << lastError();
+  // The spec's launch: 16-byte vectors of f32, no unrolling, no whole stores.
+  EXPECT_TRUE(sourceSays(compiled, "kVec = 4;"));
+  EXPECT_TRUE(sourceSays(compiled, "kWholeStores = false;"));
+  EXPECT_FALSE(sourceSays(compiled, "unroll 2"));
+  ASSERT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
+
+  options.vector_bytes = 4;
+  options.unroll = 2;
+  options.whole_stores = 1;
+  ASSERT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_OK) << lastError();
+  EXPECT_TRUE(sourceSays(compiled, "kVec = 1;"));
+  EXPECT_TRUE(sourceSays(compiled, "kWholeStores = true;"));
+  EXPECT_TRUE(sourceSays(compiled, "unroll 2: 2 vectors per thread per iteration"));
+  ASSERT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
+}
+
+TEST(CApi, LaunchShapesOutOfRangeAreRefused) {
+  collc_compile_options options;
+  collc_compiled* compiled = nullptr;
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  options.whole_stores = 2;
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("whole_stores 2"), std::string::npos) << lastError();
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  options.unroll = -1;
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_INVALID_ARGUMENT);
+  // A C int, but no width the spec can take: the compiler says so at the spec's place.
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  options.vector_bytes = 3;
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_SPEC_ERROR);
+  EXPECT_NE(lastError().find("allreduce_oneshot.coll:4:1: error: vector = 3 is invalid"),
+            std::string::npos)
+      << lastError();
+  EXPECT_EQ(compiled, nullptr);
+}
+
+TEST(CApi, AnOlderOptionsStructReadsTheFieldsItLacksAsDefaults) {
+  // The first layout with struct_size ended before vector_bytes (fields are only appended).
+  const size_t olderSize = offsetof(collc_compile_options, vector_bytes);
+  collc_compile_options options;
+  std::memset(&options, 0x5A, sizeof options);
+  ASSERT_EQ(collc_compile_options_init_sized(&options, olderSize), COLLC_OK) << lastError();
+  EXPECT_EQ(options.struct_size, olderSize);
+  EXPECT_EQ(options.nranks, 2);
+  // Nothing past the older struct was written: an older program's struct ends there.
+  const unsigned char* bytes = reinterpret_cast<const unsigned char*>(&options);
+  for (size_t i = olderSize; i < sizeof options; ++i)
+    ASSERT_EQ(bytes[i], 0x5A) << "byte " << i;
+  // What lies past it is not read: the spec's launch shape, not 0x5A5A5A5A bytes per vector.
+  collc_compiled* compiled = nullptr;
+  ASSERT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_OK) << lastError();
+  EXPECT_TRUE(sourceSays(compiled, "kVec = 4;"));
+  EXPECT_TRUE(sourceSays(compiled, "kWholeStores = false;"));
+  ASSERT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
+  // A size between the two layouts is neither.
+  options.struct_size = olderSize + sizeof(int);
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("has " + std::to_string(olderSize) + " or " +
+                             std::to_string(sizeof options)),
+            std::string::npos)
+      << lastError();
+}
+
+/// Every NAME=value of this process's environment, sorted.
+std::vector<std::string> environmentNow() {
+  std::vector<std::string> variables;
+  for (char** e = environ; e && *e; ++e)
+    variables.emplace_back(*e);
+  std::sort(variables.begin(), variables.end());
+  return variables;
+}
+
+TEST(CApi, CallsLeaveTheEnvironmentAsTheyFoundIt) {
+  // The environment is the host program's: no call sets, changes or removes a variable, whatever
+  // it succeeds or fails at (a world on one GPU once set CUDA_DEVICE_MAX_CONNECTIONS).
+  const std::vector<std::string> before = environmentNow();
+  int count = 0;
+  (void)collc_device_count(&count);
+  collc_world* world = nullptr;
+  if (collc_world_create_shared_gpu(0, 4, 1 << 20, &world) == COLLC_OK) {
+    EXPECT_EQ(collc_world_destroy(world), COLLC_OK);
+  }
+  const int devices[2] = {0, 1};
+  world = nullptr;
+  if (collc_world_create_local(devices, 2, 1 << 20, &world) == COLLC_OK) {
+    EXPECT_EQ(collc_world_destroy(world), COLLC_OK);
+  }
+  EXPECT_EQ(collc_set_nvrtc_library("/nonexistent/libnvrtc.so.97"), COLLC_OK);
+  EXPECT_EQ(collc_set_nvrtc_library(nullptr), COLLC_OK);
+  collc_compiled* compiled = nullptr;
+  ASSERT_EQ(collc_compile("allreduce_oneshot", nullptr, &compiled), COLLC_OK) << lastError();
+  EXPECT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
+  EXPECT_EQ(collc_compile_text("x.coll", "collective", nullptr, &compiled), COLLC_SPEC_ERROR);
+  EXPECT_EQ(collc_compiled_load_bundle("/nonexistent/x.collb", &compiled), COLLC_INVALID_ARGUMENT);
+  collc_dispatch_options dispatch;
+  ASSERT_EQ(collc_dispatch_options_init(&dispatch), COLLC_OK);
+  collc_dispatcher* dispatcher = nullptr;
+  EXPECT_NE(collc_dispatcher_create(nullptr, &dispatch, &dispatcher), COLLC_OK);
+  EXPECT_EQ(environmentNow(), before);
+}
+
+TEST(CApi, FewerWorkQueuesThanRanksOnOneGpuAreRefused) {
+  // The program's own setting (a test may set its environment; the library only reads it).
+  const char* old = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  const std::string saved = old ? old : "";
+  ASSERT_EQ(setenv("CUDA_DEVICE_MAX_CONNECTIONS", "2", 1), 0);
+  collc_world* world = nullptr;
+  EXPECT_EQ(collc_world_create_shared_gpu(0, 4, 1 << 20, &world), COLLC_UNSUPPORTED);
+  EXPECT_NE(lastError().find("collc_world_create_shared_gpu: CUDA_DEVICE_MAX_CONNECTIONS=2 gives "
+                             "the streams of 4 ranks 2 hardware work queues"),
+            std::string::npos)
+      << lastError();
+  EXPECT_EQ(world, nullptr);
+  EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "2");
+  if (old)
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", saved.c_str(), 1);
+  else
+    unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+}
+
+TEST(CApi, VersionMacrosAreTheLibrarysVersion) {
+  EXPECT_EQ(COLLC_VERSION,
+            COLLC_VERSION_MAJOR * 10000 + COLLC_VERSION_MINOR * 100 + COLLC_VERSION_PATCH);
+  EXPECT_EQ(std::to_string(COLLC_VERSION_MAJOR) + "." + std::to_string(COLLC_VERSION_MINOR) + "." +
+                std::to_string(COLLC_VERSION_PATCH),
+            COLLC_VERSION_STRING);
+  EXPECT_STREQ(collc_version(), COLLC_VERSION_STRING);
 }
 
 TEST(CApi, VersionAndStatusNames) {

@@ -14,6 +14,10 @@ collc_status (*const world_nranks)(const collc_world*, int*) = collc_world_nrank
 collc_status (*const world_destroy)(collc_world*) = collc_world_destroy;
 collc_status (*const compile)(const char*, const collc_compile_options*,
                               collc_compiled**) = collc_compile;
+collc_status (*const compile_options_init_sized)(collc_compile_options*,
+                                                 size_t) = collc_compile_options_init_sized;
+collc_status (*const dispatch_options_init_sized)(collc_dispatch_options*,
+                                                  size_t) = collc_dispatch_options_init_sized;
 collc_status (*const compile_text)(const char*, const char*, const collc_compile_options*,
                                    collc_compiled**) = collc_compile_text;
 int (*const compiled_in_place)(const collc_compiled*) = collc_compiled_in_place;
@@ -26,10 +30,19 @@ collc_status (*const dispatcher_create)(collc_world*, const collc_dispatch_optio
 collc_status (*const dispatcher_launch)(collc_dispatcher*, int, const void*, void*, uint64_t,
                                         void*) = collc_dispatcher_launch;
 
-/* The options structs are plain C structs a caller fills in. */
+/* The version is a number the preprocessor can compare. */
+#if COLLC_VERSION < 100 || COLLC_VERSION_MAJOR < 0
+#error "COLLC_VERSION is not a version number"
+#endif
+
+/* The options structs are plain C structs a caller fills in, their size first. */
 int header_options_are_plain(void) {
   collc_compile_options compile_options;
   collc_dispatch_options dispatch_options;
+  if (collc_compile_options_init(&compile_options) != COLLC_OK ||
+      collc_dispatch_options_init(&dispatch_options) != COLLC_OK ||
+      compile_options.struct_size != sizeof compile_options)
+    return -1;
   compile_options.dtype = COLLC_BF16;
   compile_options.sync = COLLC_SYNC_LL;
   dispatch_options.collective = COLLC_ALLREDUCE;

@@ -8,6 +8,7 @@
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
 #include "tools/launch/NvlinkMulticast.h"
+#include "tools/launch/WorkQueues.h"
 
 #include <cstdio>
 #include <llvm/Support/Error.h>
@@ -157,7 +158,7 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
 int main(int argc, char** argv) {
   collc::keepNvlinkMulticastOff(); // the GPU machine's rule, before anything loads NCCL
   // Before anything starts CUDA: the many-ranks tests give every rank's stream a queue of its own.
-  collc::requestWorkQueuePerStream();
+  collc::giveEachStreamAWorkQueue();
   ::testing::InitGoogleTest(&argc, argv);
   ::testing::AddGlobalTestEnvironment(new collc::gputest::WorldEnvironment());
   return RUN_ALL_TESTS();

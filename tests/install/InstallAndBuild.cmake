@@ -2,6 +2,7 @@
 #   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DEXAMPLE_DIR=... -DWORK_DIR=... -DGENERATOR=...
 #         -DCXX_COMPILER=... -DC_COMPILER=... -DCUDA_INCLUDE_DIRS="a|b" -P this
 # Every step's failure names the step and shows its output.
+cmake_policy(VERSION 3.22) # if(IN_LIST)
 function(run_step what)
   if(NOT DEFINED step_directory)
     set(step_directory ${WORK_DIR})
@@ -21,7 +22,7 @@ set(prefix ${WORK_DIR}/prefix)
 run_step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 
 foreach(file bin/collc lib/libcollc.so lib/libcollc_compiler.so include/collc/collc.h
-        include/collc/runtime/Dispatcher.h
+        include/collc/collc.hpp include/collc/runtime/Dispatcher.h
         include/collc/runtime/CollectiveInstance.h include/collc/runtime/Status.h
         include/collc/pipeline/CompileDispatch.h include/collc/abi/collc_abi.h
         include/collc/abi/Types.h share/collc/stdlib/allreduce_oneshot.coll
@@ -31,24 +32,52 @@ foreach(file bin/collc lib/libcollc.so lib/libcollc_compiler.so include/collc/co
     message(FATAL_ERROR "the install has no ${file}")
   endif()
 endforeach()
+# Headers under collc/ only: nothing in P/include could meet a folder of the application's.
+file(GLOB top RELATIVE ${prefix}/include ${prefix}/include/*)
+if(NOT top STREQUAL "collc")
+  message(FATAL_ERROR "P/include holds ${top}: everything installed there belongs under collc/")
+endif()
 # The compiler's C++ API speaks LLVM's types: none of its headers is installed.
 if(EXISTS ${prefix}/include/collc/compiler OR EXISTS ${prefix}/include/collc/dsl)
   message(FATAL_ERROR "the install has compiler headers, which need LLVM's")
 endif()
-# Every header an installed header includes by a collc path must be installed too.
-file(GLOB_RECURSE headers RELATIVE ${prefix}/include/collc ${prefix}/include/collc/*.h)
+# Every header includes collc's others as "collc/...", and each of those is installed.
+file(GLOB_RECURSE headers RELATIVE ${prefix}/include ${prefix}/include/collc/*)
 foreach(header ${headers})
-  file(STRINGS ${prefix}/include/collc/${header} includes REGEX "^#include \"")
+  file(STRINGS ${prefix}/include/${header} includes REGEX "^#include \"")
+  set(included_${header})
   foreach(line ${includes})
     string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" included "${line}")
-    if(NOT EXISTS ${prefix}/include/collc/${included})
+    if(NOT included MATCHES "^collc/")
+      message(FATAL_ERROR "installed ${header} includes \"${included}\", not under collc/")
+    endif()
+    if(NOT EXISTS ${prefix}/include/${included})
       message(FATAL_ERROR "installed ${header} includes \"${included}\", which is not installed")
     endif()
+    list(APPEND included_${header} ${included})
   endforeach()
+endforeach()
+# ... and every installed header is one that collc/collc.hpp needs: what it includes, directly or
+# not.
+set(needed collc/collc.hpp)
+set(pending collc/collc.hpp)
+while(pending)
+  list(POP_FRONT pending header)
+  foreach(included ${included_${header}})
+    if(NOT included IN_LIST needed)
+      list(APPEND needed ${included})
+      list(APPEND pending ${included})
+    endif()
+  endforeach()
+endwhile()
+foreach(header ${headers})
+  if(NOT header IN_LIST needed AND NOT header STREQUAL "collc/collc.h")
+    message(FATAL_ERROR "installed ${header} is not one that collc/collc.hpp includes")
+  endif()
 endforeach()
 
 # None includes LLVM, clang or fmt, and each compiles on its own (and all together) with nothing
-# but the C++ library and the CUDA toolkit's headers beside it: no LLVM include path is given.
+# but P/include, the C++ library and the CUDA toolkit's headers: no LLVM include path is given.
 set(system_includes)
 foreach(dir ${CUDA_INCLUDE_DIRS})
   list(APPEND system_includes -isystem ${dir})
@@ -56,20 +85,20 @@ endforeach()
 set(all_headers ${WORK_DIR}/all_headers.cpp)
 file(WRITE ${all_headers} "// Every installed collc header, for a syntax check.\n")
 foreach(header ${headers})
-  file(STRINGS ${prefix}/include/collc/${header} foreign REGEX "^#include [<\"](llvm|clang|fmt)/")
+  file(STRINGS ${prefix}/include/${header} foreign REGEX "^#include [<\"](llvm|clang|fmt)/")
   if(foreign)
     message(FATAL_ERROR "installed ${header} includes ${foreign}")
   endif()
   set(one_header ${WORK_DIR}/one_header.cpp)
-  file(WRITE ${one_header} "#include \"${header}\"\n")
+  file(WRITE ${one_header} "#include <${header}>\n")
   run_step("compiling installed ${header} on its own" ${CXX_COMPILER} -std=c++17 -fsyntax-only -Wall
-           -Wextra -Werror -I${prefix}/include/collc ${system_includes} ${one_header})
-  file(APPEND ${all_headers} "#include \"${header}\"\n")
+           -Wextra -Werror -I${prefix}/include ${system_includes} ${one_header})
+  file(APPEND ${all_headers} "#include <${header}>\n")
 endforeach()
 run_step("compiling every installed header" ${CXX_COMPILER} -std=c++17 -fsyntax-only -Wall
-         -Wextra -Werror -I${prefix}/include/collc ${system_includes} ${all_headers})
+         -Wextra -Werror -I${prefix}/include ${system_includes} ${all_headers})
 # The C API's header is plain C99 too, included as "collc/collc.h" from the prefix's include/.
-file(WRITE ${WORK_DIR}/c_api.c "#include \"collc/collc.h\"\nint main(void) { return COLLC_OK; }\n")
+file(WRITE ${WORK_DIR}/c_api.c "#include <collc/collc.h>\nint main(void) { return COLLC_OK; }\n")
 run_step("compiling installed collc/collc.h as C99" ${C_COMPILER} -std=c99 -pedantic -fsyntax-only
          -Wall -Wextra -Werror -I${prefix}/include ${WORK_DIR}/c_api.c)
 

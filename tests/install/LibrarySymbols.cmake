@@ -2,7 +2,8 @@
 #   cmake -DNM=nm -DREADELF=readelf -DRUNTIME=libcollc.so -DCOMPILER=libcollc_compiler.so -P this
 # Every symbol either library exports is collc's own, C++ or its C API (collc_*): none of LLVM's or
 # clang's (nor fmt's or the C++ library's template instances), so that a copy of LLVM already in the process (Triton's, an
-# engine's) never meets ours. libcollc.so needs no LLVM or clang library at all.
+# engine's) never meets ours. libcollc.so needs no LLVM or clang library at all. Neither writes
+# the process's environment.
 function(run_tool)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT status EQUAL 0)
@@ -61,13 +62,29 @@ function(expect_c_api library expected present)
 endfunction()
 foreach(expected collc_version collc_last_error collc_world_create_local collc_world_create_shared_gpu
         collc_compiled_load_bundle collc_instance_create
-        collc_launch collc_dispatcher_launch)
+        collc_launch collc_dispatcher_launch collc_dispatch_options_init_sized)
   expect_c_api(${RUNTIME} ${expected} TRUE)
 endforeach()
-foreach(expected collc_compile collc_compile_text collc_compile_options_init
+foreach(expected collc_compile collc_compile_text collc_compile_options_init_sized
         collc_dispatcher_create)
   expect_c_api(${COMPILER} ${expected} TRUE)
   expect_c_api(${RUNTIME} ${expected} FALSE)
+endforeach()
+
+# Neither library writes the environment, which is the host program's: none even links setenv,
+# putenv, unsetenv or clearenv (collc's own programs set what they need in their main).
+foreach(library ${RUNTIME} ${COMPILER})
+  run_tool(${NM} -D --undefined-only ${library})
+  string(REPLACE "\n" ";" lines "${tool_output}")
+  set(writers)
+  foreach(line ${lines})
+    if(line MATCHES "^ *U (setenv|putenv|unsetenv|clearenv)(@.*)?$")
+      list(APPEND writers "${CMAKE_MATCH_1}")
+    endif()
+  endforeach()
+  if(writers)
+    message(FATAL_ERROR "${library} calls functions that write the environment: ${writers}")
+  endif()
 endforeach()
 
 run_tool(${READELF} -d ${RUNTIME})

@@ -1,6 +1,9 @@
 // NVRTC through compileCuda: real compiles (no GPU needed), error reports, and the cache in use.
 #include "runtime/Jit.h"
 
+#include "runtime/NvrtcLibrary.h"
+
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -102,10 +105,53 @@ TEST_F(JitTest, PassesNoIncludeDirectory) {
                        "extern \"C\" __global__ void collc_test_include() {}\n";
   std::string message = errorOf(compileCuda(source, "include.cu", JitOutput::Ptx, uncached_));
   EXPECT_NE(message.find("cuda_fp16.h"), std::string::npos) << message;
-  EXPECT_NE(message.find("options: -std=c++17 --gpu-architecture=compute_90 -default-device\n"),
-            std::string::npos)
+  // The options end the message (the source follows only with sourceInErrors).
+  const std::string options = "options: -std=c++17 --gpu-architecture=compute_90 -default-device";
+  EXPECT_TRUE(message.size() >= options.size() &&
+              message.substr(message.size() - options.size()) == options)
       << message;
   EXPECT_EQ(message.find(" -I"), std::string::npos) << message;
+}
+
+TEST(UnsupportedArch, SaysWhatTheNvrtcHasInOneLine) {
+  const std::vector<int> cuda13 = {75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121};
+  EXPECT_EQ(unsupportedArch("sm_70", cuda13, "13.0"),
+            "CUDA 13.0's NVRTC has no sm_70: use sm_75 or newer");
+  EXPECT_EQ(unsupportedArch("compute_60", cuda13, "13.0"),
+            "CUDA 13.0's NVRTC has no compute_60: use compute_75 or newer");
+  EXPECT_EQ(unsupportedArch("sm_90", cuda13, "13.0"), "");
+  EXPECT_EQ(unsupportedArch("sm_90a", cuda13, "13.0"), "");
+  EXPECT_EQ(unsupportedArch("compute_121", cuda13, "13.0"), "");
+  EXPECT_EQ(unsupportedArch("sm_91", cuda13, "13.0"),
+            "CUDA 13.0's NVRTC has no sm_91: it compiles for sm_75, sm_80, sm_86, sm_87, sm_88, "
+            "sm_89, sm_90, sm_100, sm_103, sm_110, sm_120, sm_121");
+  EXPECT_NE(unsupportedArch("sm_130", cuda13, "13.0")
+                .find("has no sm_130: its newest is sm_121 (it compiles for sm_75, "),
+            std::string::npos);
+  EXPECT_NE(unsupportedArch("sm_99999999999", cuda13, "13.0").find("its newest is sm_121"),
+            std::string::npos);
+  // An NVRTC that cannot say: NVRTC itself decides.
+  EXPECT_EQ(unsupportedArch("sm_70", {}, "11.0"), "");
+}
+
+TEST_F(JitTest, AnArchitectureTheNvrtcLacksIsOneLine) {
+  auto nvrtc = nvrtcLibrary();
+  ASSERT_TRUE(bool(nvrtc)) << toString(nvrtc.takeError());
+  const std::vector<int>& archs = (*nvrtc)->supportedArchs;
+  if (archs.empty() || std::find(archs.begin(), archs.end(), 70) != archs.end())
+    GTEST_SKIP() << "NVRTC " << (*nvrtc)->version << " compiles for sm_70, or cannot say";
+  JitOptions options = uncached_;
+  options.arch = "sm_70";
+  const char* source = "extern \"C\" __global__ void collc_test_arch() {}\n";
+  const std::string message = errorOf(compileCuda(source, "arch.cu", JitOutput::Cubin, options));
+  EXPECT_EQ(message, unsupportedArch("sm_70", archs, (*nvrtc)->version));
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  EXPECT_NE(message.find("has no sm_70: use sm_"), std::string::npos) << message;
+  options.sourceInErrors = true;
+  const std::string verbose = errorOf(compileCuda(source, "arch.cu", JitOutput::Cubin, options));
+  EXPECT_NE(verbose.find("source:\n   1 | extern \"C\" __global__ void collc_test_arch() {}"),
+            std::string::npos)
+      << verbose;
 }
 
 TEST_F(JitTest, FailedCompileReportsLogOptionsAndNumberedSource) {
@@ -115,6 +161,12 @@ TEST_F(JitTest, FailedCompileReportsLogOptionsAndNumberedSource) {
                        "}\n";
   JitOptions options = uncached_;
   options.extraOptions = {"-DCOLLC_MARKER=1"};
+  // Without sourceInErrors, the log and the options only.
+  std::string brief = errorOf(compileCuda(source, "bad_kernel.cu", JitOutput::Ptx, options));
+  EXPECT_NE(brief.find("bad_kernel.cu(3)"), std::string::npos) << brief;
+  EXPECT_EQ(brief.find("source:"), std::string::npos) << brief;
+  EXPECT_EQ(brief.find("   4 | }"), std::string::npos) << brief;
+  options.sourceInErrors = true;
   std::string message = errorOf(compileCuda(source, "bad_kernel.cu", JitOutput::Ptx, options));
   // NVRTC's own log, naming the program and the line.
   EXPECT_NE(message.find("bad_kernel.cu(3)"), std::string::npos) << message;

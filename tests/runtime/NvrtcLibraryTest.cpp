@@ -114,5 +114,37 @@ TEST(NvrtcLoad, CompileCudaWithAnUnloadableLibraryNamesIt) {
   }
 }
 
+TEST(NvrtcLoad, TheProgramsChoiceComesBeforeTheEnvironment) {
+  auto found = nvrtcLibrary();
+  ASSERT_TRUE(bool(found)) << toString(found.takeError());
+  const std::string foundPath = (*found)->path;
+  JitOptions options;
+  options.useCache = false;
+
+  ScopedEnv unset(kNvrtcLibraryVariable, nullptr);
+  const std::string chosen = "/nonexistent/libnvrtc.so.98";
+  setDefaultNvrtcLibrary(chosen);
+  EXPECT_EQ(defaultNvrtcLibrary(), chosen);
+  auto ptx = compileCuda(kKernel, "noop.cu", JitOutput::Ptx, options);
+  ASSERT_FALSE(bool(ptx));
+  const std::string message = toString(ptx.takeError());
+  EXPECT_NE(message.find(chosen), std::string::npos) << message;
+
+  // The program's choice is taken over the user's variable, and read nowhere else.
+  ScopedEnv bogus(kNvrtcLibraryVariable, kBogus);
+  setDefaultNvrtcLibrary(foundPath);
+  ptx = compileCuda(kKernel, "noop.cu", JitOutput::Ptx, options);
+  EXPECT_TRUE(bool(ptx)) << toString(ptx.takeError());
+  EXPECT_STREQ(std::getenv(kNvrtcLibraryVariable), kBogus);
+
+  // Empty: back to what the variable and the search found (once per process, so the library of
+  // the first call above).
+  setDefaultNvrtcLibrary("");
+  EXPECT_EQ(defaultNvrtcLibrary(), "");
+  auto again = nvrtcLibrary();
+  ASSERT_TRUE(bool(again)) << toString(again.takeError());
+  EXPECT_EQ(*again, *found);
+}
+
 } // namespace
 } // namespace collc

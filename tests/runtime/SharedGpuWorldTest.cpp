@@ -1,6 +1,7 @@
 // Many ranks on one GPU, the parts that need no GPU: the co-residency rule (every block of every
 // rank sharing a GPU resident at once), the carving of one allocation into the ranks' heaps, the
-// request for a hardware work queue per stream, and the counts the GPU matrix runs.
+// check that every rank's stream can have a hardware work queue, and the counts the GPU matrix
+// runs.
 #include "runtime/SharedGpuWorld.h"
 
 #include "runtime/CoResidency.h"
@@ -10,7 +11,6 @@
 #include <cstdlib>
 #include <gtest/gtest.h>
 #include <limits>
-#include <optional>
 #include <string>
 
 namespace collc {
@@ -114,39 +114,35 @@ TEST(SharedHeapLayout, RefusesWhatCannotBeCarved) {
   EXPECT_EQ(message(1, 1), "accepted");
 }
 
-/// Sets or unsets one variable for a scope, and puts back what was there.
-class ScopedVariable {
-public:
-  ScopedVariable(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name))
-      old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedVariable() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
+TEST(SharedGpuWorld, RefusesFewerWorkQueuesThanRanks) {
+  // Unset: CUDA's 8 queues, one for each of up to 8 ranks.
+  EXPECT_EQ(workQueueProblem(nullptr, 8), "");
+  EXPECT_EQ(workQueueProblem("32", 8), "");
+  EXPECT_EQ(workQueueProblem("4", 4), "");
+  // CUDA_DEVICE_MAX_CONNECTIONS=1, as some training frameworks set: every stream in one queue.
+  const std::string one = workQueueProblem("1", 4);
+  EXPECT_NE(one.find("CUDA_DEVICE_MAX_CONNECTIONS=1 gives the streams of 4 ranks 1 hardware work "
+                     "queue: ranks whose streams share a queue can wait on each other forever"),
+            std::string::npos)
+      << one;
+  EXPECT_NE(one.find("Set it to at least 4, or unset it (CUDA's default is 8)"), std::string::npos)
+      << one;
+  EXPECT_NE(workQueueProblem("7", 8).find("7 hardware work queues"), std::string::npos);
+  for (const char* notACount : {"", "0", "many", "-3", "4x", "123456"})
+    EXPECT_NE(workQueueProblem(notACount, 2).find("is not a count of hardware work queues"),
+              std::string::npos)
+        << "'" << notACount << "'";
+}
 
-private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
-TEST(SharedGpuWorld, AsksForAWorkQueuePerStreamUnlessTheUserChose) {
-  {
-    ScopedVariable unset("CUDA_DEVICE_MAX_CONNECTIONS", nullptr);
-    requestWorkQueuePerStream();
-    ASSERT_NE(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), nullptr);
-    EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "32");
-  }
-  ScopedVariable chosen("CUDA_DEVICE_MAX_CONNECTIONS", "12");
-  requestWorkQueuePerStream();
-  EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "12");
+TEST(SharedGpuWorld, CreateSetsNoVariable) {
+  // With the variable unset, creating a world (which fails here without a GPU, or succeeds on
+  // one) leaves it unset: the environment is the program's.
+  if (std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"))
+    GTEST_SKIP() << "CUDA_DEVICE_MAX_CONNECTIONS is set in this test's environment";
+  Expected<std::unique_ptr<SharedGpuWorld>> world = SharedGpuWorld::create(2, 0, 1 << 20);
+  if (!world)
+    consumeError(world.takeError());
+  EXPECT_EQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), nullptr);
 }
 
 TEST(ManyRankCounts, ReachTheLastChunk) {

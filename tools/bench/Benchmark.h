@@ -1,5 +1,5 @@
 // The measuring half of `collc bench`: sweeps over message sizes for a list of compiled variants,
-// and NCCL's same collective at the same sizes, all the way DESIGN.md § Measuring asks (the harness
+// and NCCL's same collective at the same sizes, all the way docs/performance.md says (the harness
 // of tools/harness/RunHarness.h for collc, tools/bench/NcclBaseline.h or the same harness for
 // NCCL): every size's result is checked against a float64 reference on fresh data before its time
 // counts. What comes out is plain data (tools/bench/BenchResults.h) for the writers of

@@ -1,6 +1,6 @@
 // NCCL's own version of each collective (runtime/NcclCollective.h: ncclAllReduce, ncclAllGather,
 // ncclReduceScatter, ncclBroadcast, ncclReduce, and alltoall as grouped ncclSend/ncclRecv),
-// measured in the same run and the same way as collc's kernels (DESIGN.md § Measuring): one CUDA
+// measured in the same run and the same way as collc's kernels (docs/performance.md): one CUDA
 // graph per rank of `graphOps` back-to-back operations, replayed `replays` times with fresh random
 // inputs before each replay (outside the timed region); per-operation latency = the median over
 // replays of the slowest rank's replay time / graphOps. Every result is checked against the

@@ -1,5 +1,5 @@
 // What this machine allows any collective, measured the way `collc bench` measures collectives
-// (DESIGN.md § Measuring: per rank a CUDA graph of back-to-back launches, replayed; the slowest
+// (docs/performance.md: per rank a CUDA graph of back-to-back launches, replayed; the slowest
 // rank's median replay / launches), so that a collective's time can be read against the floor
 // under it instead of against a figure from elsewhere:
 //   - empty: a kernel that only waits for its predecessor and releases its successor (programmatic

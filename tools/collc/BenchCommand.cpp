@@ -79,7 +79,7 @@ const Command kBenchCommand{
     "not a whole number of elements is left out, with a note. Each variant is made ready once,\n"
     "for the largest size, in one world for the whole run.\n"
     "\n"
-    "Timing (DESIGN.md, Measuring): per size, a CUDA graph of --graph-ops (at least 50)\n"
+    "Timing (docs/performance.md): per size, a CUDA graph of --graph-ops (at least 50)\n"
     "back-to-back calls per rank, replayed --replays (at least 5) times after a warm-up; us/op is\n"
     "the median replay of the slowest rank divided by the calls. algbw = bytes / time and\n"
     "busbw = algbw * the collective's bus factor in GB/s, as nccl-tests define them (allreduce\n"
@@ -157,8 +157,9 @@ bool parseOptions(const ParsedArguments& args, BenchOptions& o, std::string& err
   if (!parseTimingOptions(args, o.run, o.timeoutSeconds, error))
     return false;
   if (o.run.graphOps < 50 || o.run.replays < 5)
-    return error = "--graph-ops must be at least 50 and --replays at least 5 (DESIGN.md, "
-                   "Measuring); 'collc run' times with fewer",
+    return error =
+               "--graph-ops must be at least 50 and --replays at least 5 (docs/performance.md); "
+               "'collc run' times with fewer",
            false;
   if (!parseSweep(args, o.begin, o.end, o.factor, "measure", error))
     return false;

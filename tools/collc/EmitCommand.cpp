@@ -32,6 +32,8 @@ const Command kEmitCommand{
            "never needs it)"},
           {"print-ir-after-all", "", "with --emit=ir: print the IR after every pass"},
           {"no-format", "", "leave the emitted CUDA as generated (skip clang-format)"},
+          {"verbose", "",
+           "where NVRTC refuses: the generated CUDA source, numbered, after the error"},
           {"help", "", "show this help"}};
       auto variant = variantOptions();
       options.insert(options.end(), variant.begin(), variant.end());
@@ -64,11 +66,12 @@ std::vector<std::string> bundleArchs(const std::string& list, std::string& error
 
 /// Compiles `compiled` for every architecture and writes the bundle to `path`.
 int emitBundle(CompiledCollective compiled, const std::vector<std::string>& archs, bool withSource,
-               const std::string& path) {
+               bool verbose, const std::string& path) {
   CollectiveBundle bundle;
   for (const std::string& arch : archs) {
     JitOptions jit;
     jit.arch = arch;
+    jit.sourceInErrors = verbose;
     auto image = compileCuda(compiled.cudaSource, compiled.kernelName, JitOutput::Cubin, jit);
     if (!image)
       return reportError(image.takeError());
@@ -130,12 +133,14 @@ int runEmit(const ParsedArguments& args) {
   if (!compiled)
     return reportError(compiled.takeError(), specError);
   if (kind == "bundle")
-    return emitBundle(std::move(*compiled), archs, args.has("with-source"), *args.get("o"));
+    return emitBundle(std::move(*compiled), archs, args.has("with-source"), args.has("verbose"),
+                      *args.get("o"));
   if (kind == "cuda") {
     text = compiled->cudaSource;
   } else if (kind == "ptx" || kind == "cubin") {
     JitOptions jit;
     jit.arch = args.get("arch").value_or("sm_90");
+    jit.sourceInErrors = args.has("verbose");
     auto image = compileCuda(compiled->cudaSource, compiled->kernelName,
                              kind == "ptx" ? JitOutput::Ptx : JitOutput::Cubin, jit);
     if (!image)

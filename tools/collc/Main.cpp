@@ -134,6 +134,15 @@ const char* const kToolHelp =
     "a command's options. Exit status: 0 success, 1 error in the input or environment, 2 internal\n"
     "error in collc.\n";
 
+const Command kListCommand{
+    "list",
+    "list",
+    "Print the names of the standard library's specs, one a line: each is a SPEC the other\n"
+    "commands take ('collc check allreduce_oneshot').",
+    "",
+    {{"help", "", "show this help"}},
+    0};
+
 int list() {
   for (const auto& name : stdlibNames())
     llvm::outs() << name << "\n";
@@ -142,7 +151,7 @@ int list() {
 
 const Command* findCommand(const std::string& name) {
   for (const Command* command :
-       {&kCheckCommand, &kEmitCommand, &kRunCommand, &kBenchCommand, &kTuneCommand})
+       {&kListCommand, &kCheckCommand, &kEmitCommand, &kRunCommand, &kBenchCommand, &kTuneCommand})
     if (command->name == name)
       return command;
   return nullptr;
@@ -162,14 +171,15 @@ int dispatch(int argc, char** argv) {
   if (name == "--version")
     return printVersion();
   if (name == "help") {
+    if (rest.size() > 1)
+      return usageError("'collc help' takes one command, not " + std::to_string(rest.size()) +
+                        "; see 'collc --help'");
     const Command* command = findCommand(rest[0]);
     if (!command)
       return usageError("no command '" + rest[0] + "'; see 'collc --help'");
     llvm::outs() << helpText(*command);
     return kSuccess;
   }
-  if (name == "list")
-    return list();
   const Command* command = findCommand(name);
   if (!command)
     return usageError("unknown command '" + name + "'; see 'collc --help'");
@@ -182,6 +192,8 @@ int dispatch(int argc, char** argv) {
   std::string error;
   if (!parseArguments(*command, rest, args, error))
     return usageError(error);
+  if (command == &kListCommand)
+    return list();
   if (command == &kCheckCommand)
     return runCheck(args);
   if (command == &kEmitCommand)

@@ -12,6 +12,7 @@
 #include "tools/collc/Commands.h"
 #include "tools/collc/GpuCommand.h"
 #include "tools/harness/RunHarness.h"
+#include "tools/launch/WorkQueues.h"
 
 #include <fmt/format.h>
 #include <llvm/Support/raw_ostream.h>
@@ -335,7 +336,7 @@ int runOneGpu(const ParsedArguments& args, RunSettings& settings, const std::str
     return usageError("--one-gpu runs every rank in this process, but this one was started by a "
                       "launcher (" +
                       (*env)->source + " is set)");
-  requestWorkQueuePerStream(); // before anything starts CUDA
+  giveEachStreamAWorkQueue(); // before anything starts CUDA
   auto gpus = gpuCount();
   if (!gpus) {
     llvm::errs() << "collc run: " << toString(gpus.takeError()) << "\n";
@@ -414,7 +415,7 @@ int runBundle(const ParsedArguments& args, RunSettings& settings, const std::str
     return usageError(conflict);
   const bool oneGpu = args.has("one-gpu");
   if (oneGpu)
-    requestWorkQueuePerStream(); // before anything starts CUDA
+    giveEachStreamAWorkQueue(); // before anything starts CUDA
   int gpusNeeded = oneGpu ? 1 : compiled.nranks;
   std::vector<int> devices;
   if (int status = chooseLocalDevices("run", "(the bundle loaded; running it needs a GPU)",

@@ -129,8 +129,8 @@ bool parseOptions(const ParsedArguments& args, TuneOptions& o, std::string& erro
   if (!parseTimingOptions(args, o.run, o.timeoutSeconds, error))
     return false;
   if (o.run.graphOps < 50 || o.run.replays < 5)
-    return error = "--graph-ops must be at least 50 and --replays at least 5 (DESIGN.md, "
-                   "Measuring)",
+    return error = "--graph-ops must be at least 50 and --replays at least 5 "
+                   "(docs/performance.md)",
            false;
   if (!parseSweep(args, o.begin, o.end, o.factor, "tune", error))
     return false;

@@ -61,11 +61,11 @@ private:
 /// replays.
 double median(std::vector<double> values);
 
-/// How a benchmark times captured graphs (DESIGN.md § Measuring): every local rank's graph is
-/// launched between its two events `replays + 1` times, the first untimed (it uploads the graph
-/// and warms caches and clocks), `wait()` bounding each round; returns the median over the timed
-/// replays of the slowest rank's replay time / `opsPerGraph`, in µs. `beforeReplay` (may be
-/// empty) runs before each round, e.g. to refresh inputs.
+/// How a benchmark times captured graphs (docs/performance.md, how collc measures): every local
+/// rank's graph is launched between its two events `replays + 1` times, the first untimed (it
+/// uploads the graph and warms caches and clocks), `wait()` bounding each round; returns the median
+/// over the timed replays of the slowest rank's replay time / `opsPerGraph`, in µs. `beforeReplay`
+/// (may be empty) runs before each round, e.g. to refresh inputs.
 Expected<double> medianSlowestReplayUs(const SymmetricWorld& world, RankGraphs& graphs,
                                        int opsPerGraph, int replays,
                                        llvm::function_ref<Error()> wait,

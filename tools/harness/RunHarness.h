@@ -1,6 +1,6 @@
 // Runs a collective on every rank of a SymmetricWorld and checks it: what `collc run` and the GPU
 // tests call. Correctness first (fresh random inputs, poisoned outputs, a float64 reference), then
-// per-operation latency measured the way DESIGN.md § Measuring asks: one CUDA graph of many
+// per-operation latency measured as docs/performance.md says: one CUDA graph of many
 // back-to-back operations per rank, replayed, the median replay divided by the operations.
 //
 // Each process drives its own ranks (all of them in a LocalWorld, one in a ProcessWorld). Every

@@ -1,0 +1,43 @@
+// collc's C++ API for applications, in one header: #include <collc/collc.hpp>, and link
+// collc::compiler (or collc::collc where nothing is compiled at run time). Installed, it and
+// everything it includes lie under include/collc/, so none of collc's folder names (runtime/,
+// abi/) meets one of the application's. Plain C++17 and the CUDA runtime's headers: no LLVM, no
+// NCCL, no fmt. The reference is docs/api.md; the C API (collc/collc.h, included here) is
+// docs/c-api.md.
+//
+// The compiler's own C++ API (compiler/Compile.h) speaks LLVM's types and is not part of it: an
+// application compiles a spec through the C API (collc_compile), or through dispatch by size
+// (compileDispatchProgram), which compiles its plan's variants inside libcollc_compiler.so.
+#ifndef COLLC_COLLC_HPP
+#define COLLC_COLLC_HPP
+
+// The C API: the version macros, compiling one variant, the NVRTC library to use.
+#include "collc/collc.h"
+
+// Errors: Error, Expected<T>, ExitOnError.
+#include "runtime/Status.h"
+// GPUs: gpuCount, gpuArch; CUDA calls as Errors (COLLC_CUDA_CHECK), the current device kept.
+#include "runtime/CudaCheck.h"
+#include "runtime/Devices.h"
+// Symmetric memory: one process over its GPUs (and DeviceBuffer), one process per GPU (and the
+// launcher's variables it reads), many ranks on one GPU.
+#include "runtime/LaunchEnvironment.h"
+#include "runtime/LocalWorld.h"
+#include "runtime/ProcessWorld.h"
+#include "runtime/SharedGpuWorld.h"
+// A compiled collective made ready in a world and launched; the heap it needs.
+#include "runtime/CollectiveInstance.h"
+#include "runtime/HeapSize.h"
+// NVRTC: CUDA source to a cubin, through the disk cache.
+#include "runtime/Jit.h"
+#include "runtime/KernelCache.h"
+// Ahead-of-time bundles: a compiled variant and its cubins, loaded without compiler or NVRTC.
+#include "runtime/BundleFile.h"
+// Dispatch by message size: the tuning table, the plan, its variants compiled, the dispatcher.
+#include "pipeline/CompileDispatch.h"
+#include "runtime/Dispatcher.h"
+#include "runtime/TuningTable.h"
+// What collc was built with and what it loaded.
+#include "runtime/VersionInfo.h"
+
+#endif // COLLC_COLLC_HPP
