@@ -104,6 +104,9 @@ private:
   /// its heap region) before any returns.
   Error agreeOnLayout();
   Error launchNccl(const void* in, void* out, uint64_t count, cudaStream_t stream);
+  /// Why launch() must refuse this call (a wrong rank, count, buffer or aux list), or success.
+  Error checkLaunch(int rank, const void* in, void* out, Span<void* const> aux,
+                    uint64_t count) const;
 
   SymmetricWorld& world_;
   CompiledCollective compiled_;
