@@ -43,13 +43,19 @@ def _communicator(handle):
     return comm
 
 
+# cudaStreamLegacy: torch's default stream is the legacy one, whose handle is 0, but 0 asks collc
+# for its world's own stream; the legacy stream's handle for the launch is this.
+_LEGACY_STREAM = 1
+
+
 def _raw_stream_function():
-    """The current stream as an int, without making a torch.cuda.Stream object per call (the
-    private binding torch's own compiled code uses), or a fallback through the public API."""
+    """The current stream as an int for collc's C API, without making a torch.cuda.Stream object
+    per call (the private binding torch's own compiled code uses), or through the public API."""
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw
-    return lambda device: torch.cuda.current_stream(device).cuda_stream
+    if raw is None:
+        def raw(device):
+            return torch.cuda.current_stream(device).cuda_stream
+    return lambda device: raw(device) or _LEGACY_STREAM
 
 
 def _eager():
@@ -178,7 +184,8 @@ class Communicator:
         if last is None:
             return
         # torch's streams come from pools that are never freed, so `last` is still a stream.
-        previous = torch.cuda.ExternalStream(last, device=self.device)
+        previous = (torch.cuda.default_stream(self.device) if last == _LEGACY_STREAM
+                    else torch.cuda.ExternalStream(last, device=self.device))
         with torch.cuda.stream(previous):
             previous_capturing = torch.cuda.is_current_stream_capturing()
         if previous_capturing != torch.cuda.is_current_stream_capturing():
@@ -256,11 +263,12 @@ class Communicator:
 
     # ---- errors and lifetime
     def synchronize(self):
-        """Waits, bounded by the watchdog's timeout, for this process's current stream, then
-        raises collc.Error if any call of this communicator waited too long for a peer: the error
-        names the rank it waited for and any peer process that exited. After one, the
-        communicator cannot be used again (its ranks are out of step): close it."""
-        stream = self._current_stream(self.device)
+        """Waits, bounded by the watchdog's timeout, for this communicator's calls (the stream of
+        its last call, which the stream rule makes wait for every earlier one), then raises
+        collc.Error if any call waited too long for a peer: the error names the rank it waited
+        for and any peer process that exited. After one, the communicator cannot be used again
+        (its ranks are out of step): close it."""
+        stream = self._last_stream or self._current_stream(self.device)
         for instance in list(self._instances.values()):
             instance.synchronize(stream)
 
