@@ -264,13 +264,15 @@ class Communicator:
     # ---- errors and lifetime
     def synchronize(self):
         """Waits, bounded by the watchdog's timeout, for this communicator's calls (the stream of
-        its last call, which the stream rule makes wait for every earlier one), then raises
+        its last call, which the stream rule makes wait for every earlier one, and the current
+        stream, where graphs of them replay), then raises
         collc.Error if any call waited too long for a peer: the error names the rank it waited
         for and any peer process that exited. After one, the communicator cannot be used again
         (its ranks are out of step): close it."""
-        stream = self._last_stream or self._current_stream(self.device)
+        streams = {self._current_stream(self.device), self._last_stream or _LEGACY_STREAM}
         for instance in list(self._instances.values()):
-            instance.synchronize(stream)
+            for stream in streams:  # the current one too: graphs replay there
+                instance.synchronize(stream)
 
     def close(self):
         """Frees collc's memory of this communicator. Collective: every rank closes it (the
