@@ -95,9 +95,9 @@ Error checkCallAcrossRanks(SymmetricWorld& world, const CompiledCollective& comp
   if (relaxed && cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess)
     (void)cudaGetLastError();
   if (err)
-    return makeError("call check: " + toString(std::move(err)));
+    return makeError(kCallCheckMarker + toString(std::move(err)));
   if (std::string differ = compareCalls(table, world.nranks()); !differ.empty())
-    return makeError("call check: " + differ);
+    return makeError(kCallCheckMarker + differ);
   return Error::success();
 }
 

@@ -21,6 +21,8 @@ namespace collc {
 /// Values per rank in the exchange: the kernel (a hash of its name), count, kind, type,
 /// operator, root, and 1 if the rank refused the call itself (a wrong argument).
 constexpr unsigned kCallWidth = 7;
+/// Every failure of the check says this, so that the C API can report it as the caller's.
+constexpr const char* kCallCheckMarker = "call check: ";
 using CallDescription = std::array<uint64_t, kCallWidth>;
 
 CallDescription describeCall(const CompiledCollective& compiled, uint64_t count, bool refused);

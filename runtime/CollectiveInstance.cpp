@@ -315,11 +315,8 @@ Error CollectiveInstance::launch(int rank, const void* in, void* out, Span<void*
   Error refused = checkLaunch(rank, in, out, aux, count);
   // The checking mode: every rank compares its call with the others' before any launches, and
   // a call one rank refused is refused on all.
-  if (world_.checksCalls())
-    if (Error differ = checkCallAcrossRanks(world_, compiled_, count, bool(refused)))
-      return joinErrors(std::move(refused),
-                        instanceError(compiled_, "rank " + std::to_string(rank) + ": " +
-                                                     toString(std::move(differ))));
+  if (Error differ = agreeOnCall(rank, count, bool(refused)))
+    return joinErrors(std::move(refused), std::move(differ));
   if (refused)
     return refused;
   if (engine_ == Engine::Nccl)
@@ -347,6 +344,15 @@ Error CollectiveInstance::launch(int rank, const void* in, void* out, Span<void*
     params.aux[k] = aux[k];
   return kernel_->launch(slot, dim3(compiled_.launch.blocks), dim3(compiled_.launch.threads),
                          params, stream, programmaticLaunch_);
+}
+
+Error CollectiveInstance::agreeOnCall(int rank, uint64_t count, bool refusedHere) {
+  if (!world_.checksCalls())
+    return Error::success();
+  if (Error differ = checkCallAcrossRanks(world_, compiled_, count, refusedHere))
+    return instanceError(compiled_,
+                         "rank " + std::to_string(rank) + ": " + toString(std::move(differ)));
+  return Error::success();
 }
 
 Error CollectiveInstance::checkLaunch(int rank, const void* in, void* out, Span<void* const> aux,
