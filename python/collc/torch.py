@@ -183,16 +183,22 @@ class Communicator:
         self._last_stream = stream
         if last is None:
             return
+        if self._capturing(last) != torch.cuda.is_current_stream_capturing():
+            return
         # torch's streams come from pools that are never freed, so `last` is still a stream.
         previous = (torch.cuda.default_stream(self.device) if last == _LEGACY_STREAM
                     else torch.cuda.ExternalStream(last, device=self.device))
-        with torch.cuda.stream(previous):
-            previous_capturing = torch.cuda.is_current_stream_capturing()
-        if previous_capturing != torch.cuda.is_current_stream_capturing():
-            return
         event = torch.cuda.Event()
         event.record(previous)
         torch.cuda.current_stream(self.device).wait_event(event)
+
+    def _capturing(self, stream):
+        """Whether `stream` is being captured. The legacy stream never is, and is not asked: CUDA
+        may refuse to look at it while another stream captures."""
+        if stream == _LEGACY_STREAM:
+            return False
+        with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=self.device)):
+            return torch.cuda.is_current_stream_capturing()
 
     def _launch(self, instance, inp, out, count, aux=()):
         stream = self._current_stream(self.device)
