@@ -514,6 +514,9 @@ Expected<std::unique_ptr<ProcessWorld>> ProcessWorld::build(std::unique_ptr<Stat
     s.broken = "its bootstrap failed";
     return err;
   }
+  if (s.sharedMemory)
+    s.path.description += "; ranks may share GPUs (host exchanges through shared memory, no "
+                          "NCCL): for correctness only, their contexts are time-sliced";
   if (options.log && s.rank == 0)
     std::fprintf(stderr, "collc: process world: %s\n", s.path.description.c_str());
   return world;

@@ -48,6 +48,21 @@ def _communicator(handle):
 _LEGACY_STREAM = 1
 
 
+# Compiled variants, kept for the process: a Communicator made again (or a second one) takes
+# them from here instead of compiling and proving each spec anew. Instances copy what they need.
+_compiled_variants = {}
+
+
+def _compiled(spec, dtype, op, nranks, root, row_length):
+    key = (spec, dtype, op, nranks, root, row_length)
+    compiled = _compiled_variants.get(key)
+    if compiled is None:
+        compiled = _compile_spec(spec, dtype=dtype, op=op, nranks=nranks, root=root,
+                                 row_length=row_length)
+        _compiled_variants[key] = compiled
+    return compiled
+
+
 def _raw_stream_function():
     """The current stream as an int for collc's C API, without making a torch.cuda.Stream object
     per call (the private binding torch's own compiled code uses), or through the public API."""
@@ -163,8 +178,7 @@ class Communicator:
             spec = "allreduce_oneshot" if self.max_bytes <= _ONESHOT_LIMIT else "allreduce_twoshot"
         else:
             spec = _SPECS[kind]
-        compiled = _compile_spec(spec, dtype=dtype, op=op, nranks=self.nranks, root=root,
-                                 row_length=row_length)
+        compiled = _compiled(spec, dtype, op, self.nranks, root, row_length)
         try:
             instance = Instance(self.world, compiled, max_count)
         except Error as error:
