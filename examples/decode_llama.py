@@ -211,7 +211,7 @@ def main():
     collectives = Collectives(args.backend, nranks, comm)
     reference_collectives = Collectives("none", 1)
     pick = torch.Generator(device="cuda").manual_seed(1)
-    worst, checked, failed = 0.0, 0, False
+    worst, worst_mean, checked, failed = 0.0, 0.0, 0, False
     say = (lambda text: print(f"[rank {rank}] {text}", flush=True))
     for batch in (int(b) for b in args.batches.split(",")):
         context = args.steps + 2
@@ -236,14 +236,19 @@ def main():
             want = reference.step(tokens, position).float()
             got = logits.float()
             diff = (got - want).abs()
-            # bf16 through a few layers, summed in another order: a few bf16 steps of the logits.
-            tolerance = 0.05 + 0.02 * want.abs()
+            # bf16 through a few layers, the partial sums rounded and added in another order:
+            # each logit within a few of its bf16 steps, and on average far closer. A collective
+            # that drops or repeats a rank's part moves the logits by about their own size.
+            tolerance = 0.1 + 0.05 * want.abs()
+            mean = diff.mean().item()
             checked += 1
             worst = max(worst, diff.max().item())
-            if (diff > tolerance).any() or not torch.isfinite(got).all():
+            worst_mean = max(worst_mean, mean)
+            if (diff > tolerance).any() or mean > 0.02 or not torch.isfinite(got).all():
                 failed = True
                 say(f"batch {batch} step {t}: logits differ from TP=1 by up to "
-                    f"{diff.max().item():.4f} (|logits| up to {want.abs().max().item():.2f})")
+                    f"{diff.max().item():.4f}, {mean:.4f} on average (|logits| up to "
+                    f"{want.abs().max().item():.2f})")
         agree = (logits.argmax(-1) == want.argmax(-1)).float().mean().item()
         timing = ""
         if not share and args.timed_replays:
@@ -261,7 +266,7 @@ def main():
     verdict = "FAIL" if failed else "PASS"
     say(f"{verdict} decode: {checked} steps of {args.layers} Llama-3-8B layers at TP={nranks} "
         f"({args.backend}{', ranks sharing a GPU' if share else ''}) match TP=1 within bf16 "
-        f"tolerance (largest difference {worst:.4f})")
+        f"tolerance (largest difference {worst:.4f}, largest mean difference {worst_mean:.4f})")
     dist.destroy_process_group()
     return 1 if failed else 0
 
