@@ -257,8 +257,9 @@ def main(argv=None):
     dist.init_process_group(group_backend)
     import collc.torch as ct
     largest = max(parse_size(args.e), 1 << 20)
+    # The largest instance: a direct all-gather's scratch holds every rank's part, in copies.
     comm = ct.Communicator(None, max_bytes=largest, share_gpu=args.shared,
-                           heap_bytes=max(1 << 30, 16 * largest))
+                           heap_bytes=max(1 << 30, (4 * n + 4) * largest))
     backends = Backends(args, n, group_backend)
     if args.host_overhead:
         checking = ct.Communicator(None, max_bytes=1 << 20, share_gpu=args.shared,

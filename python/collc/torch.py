@@ -108,7 +108,7 @@ class Communicator:
         self.share_gpu = share_gpu
         self.check_calls = check_calls
         if heap_bytes is None:
-            probe = _compile_spec("allreduce_oneshot", dtype="float32", nranks=self.nranks)
+            probe = _compiled("allreduce_oneshot", "float32", "sum", self.nranks, 0, 0)
             heap_bytes = _DEFAULT_INSTANCES * probe.heap_bytes(max(1, max_bytes // 4))
 
         def allgather(data):
