@@ -127,10 +127,9 @@ collc_status collc_world_create_process(int rank, int nranks, int device, uint64
 /* As collc_world_create_process, with `flags` (COLLC_WORLD_SHARE_GPU | COLLC_WORLD_CHECK_CALLS,
  * or 0): every rank must pass the same flags (a rank that does not is named in the error). With
  * COLLC_WORLD_SHARE_GPU the all-gather is called once too, to hand over the world's id. */
-collc_status collc_world_create_process_flags(int rank, int nranks, int device,
-                                              uint64_t heap_bytes, unsigned flags,
-                                              collc_allgather_fn allgather, void* user,
-                                              collc_world** out);
+collc_status collc_world_create_process_flags(int rank, int nranks, int device, uint64_t heap_bytes,
+                                              unsigned flags, collc_allgather_fn allgather,
+                                              void* user, collc_world** out);
 
 /* Bytes of an NCCL unique id (NCCL_UNIQUE_ID_BYTES). */
 #define COLLC_NCCL_UNIQUE_ID_BYTES 128
