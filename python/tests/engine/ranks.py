@@ -10,13 +10,14 @@ Each rank prints "PASS name: what was checked", "FAIL name: why" or "SKIP name: 
 if anything failed.
 
 --reduced (for 3 and more ranks, to keep the GPU time short: every rank count JITs its own kernels)
-runs max and min for float32 only, and leaves `compile` out of `all`.
+runs max and min for float32 only, 200 graph replays, and leaves `compile` out of `all`.
 
 Scenarios (`all` runs every one but `kill`):
   ops        every op, dtype, count (1, 7, 4097, 65541, 1M+3) and operator, in place too, against
              gloo on CPU copies (float64 for the fused op); AllReduce through both a two-shot and
              a one-shot communicator, alive at once
-  graphs     1,000 replays of one CUDA graph of collc ops, fresh inputs each time, all checked
+  graphs     1,000 replays (200 --reduced) of one CUDA graph of collc ops, fresh inputs each
+             time, all checked
   compile    torch.compile(fullgraph=True) of a block that calls the ops: same result as eager
   counts     counts that change from call to call
   streams    calls issued on two streams, the same op on both, without synchronizing
@@ -411,7 +412,11 @@ def scenario_kill(ranks, calls=40, kill_after=10):
     ranks.say("FAIL", "kill", f"no error {time.monotonic() - start:.1f} s after rank {victim} died")
 
 
-SCENARIOS = {"ops": scenario_ops, "graphs": scenario_graphs, "compile": scenario_compile,
+def scenario_graphs_for(ranks):
+    scenario_graphs(ranks, replays=200 if ranks.reduced else 1000)
+
+
+SCENARIOS = {"ops": scenario_ops, "graphs": scenario_graphs_for, "compile": scenario_compile,
              "counts": scenario_counts, "streams": scenario_streams,
              "recreate": scenario_recreate, "mismatch": scenario_mismatch,
              "bootstrap": scenario_bootstrap, "kill": scenario_kill}
