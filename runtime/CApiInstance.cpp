@@ -3,6 +3,7 @@
 // pipeline/CApiCompile.cpp.
 #include "runtime/BufferOverlap.h"
 #include "runtime/CApiSupport.h"
+#include "runtime/CallCheck.h"
 #include "runtime/HeapSize.h"
 #include "runtime/Jit.h"
 #include "runtime/NvrtcLibrary.h"
@@ -43,14 +44,26 @@ collc_status checkLaunch(const char* function, const CollectiveInstance& instanc
   return COLLC_OK;
 }
 
-/// A launch that failed after checkLaunch: overlapping buffers are the caller's to fix, the rest
-/// is the GPU's.
+/// checkLaunch's verdict where the world checks calls: a call refused here must still take part
+/// in the ranks' comparison (which then fails it everywhere), or the others would wait for it.
+collc_status checkLaunchTogether(const char* function, CollectiveInstance& instance, int rank,
+                                 const void* in, const void* out, void* const* aux, int naux,
+                                 uint64_t count) {
+  const collc_status status = checkLaunch(function, instance, rank, in, out, aux, naux, count);
+  if (status != COLLC_OK && instance.world().checksCalls() && instance.world().isLocal(rank))
+    consumeError(instance.agreeOnCall(rank, count, true)); // the local reason is the message
+  return status;
+}
+
+/// A launch that failed after checkLaunch: overlapping buffers and calls that differ between
+/// ranks (the checking mode) are the caller's to fix, the rest is the GPU's.
 collc_status launchFailed(const char* function, const CompiledCollective& compiled, const void* in,
                           const void* out, void* const* aux, int naux, uint64_t count,
                           Error error) {
   Error overlap =
       checkBufferOverlap(compiled, in, out, Span<void* const>(aux, aux ? size_t(naux) : 0), count);
-  const collc_status status = overlap ? COLLC_INVALID_ARGUMENT : COLLC_CUDA_ERROR;
+  const bool callCheck = error.message().find(kCallCheckMarker) != std::string::npos;
+  const collc_status status = overlap || callCheck ? COLLC_INVALID_ARGUMENT : COLLC_CUDA_ERROR;
   consumeError(std::move(overlap));
   return fail(status, function, std::move(error));
 }
@@ -66,8 +79,9 @@ collc_status launchDispatched(collc_dispatcher* handle, int rank, const void* in
                                             std::to_string(count) +
                                             " elements; the dispatcher takes 1 to " +
                                             std::to_string(dispatcher.maxCount()));
-  const CollectiveInstance& instance = dispatcher.instanceFor(count);
-  if (collc_status status = checkLaunch(function, instance, rank, in, out, nullptr, 0, count))
+  CollectiveInstance& instance = dispatcher.instanceFor(count);
+  if (collc_status status =
+          checkLaunchTogether(function, instance, rank, in, out, nullptr, 0, count))
     return status;
   cudaStream_t cudaStream = streamOrWorlds(instance.world(), rank, stream);
   if (Error err = dispatcher.launch(rank, in, out, count, cudaStream))
@@ -225,7 +239,7 @@ collc_status collc_launch(collc_instance* instance, int rank, const void* in, vo
     if (!instance || !instance->instance)
       return fail(COLLC_INVALID_ARGUMENT, "collc_launch: instance is null");
     CollectiveInstance& ready = *instance->instance;
-    if (collc_status status = checkLaunch(function, ready, rank, in, out, aux, naux, count))
+    if (collc_status status = checkLaunchTogether(function, ready, rank, in, out, aux, naux, count))
       return status;
     cudaStream_t cudaStream = streamOrWorlds(ready.world(), rank, stream);
     if (Error err =

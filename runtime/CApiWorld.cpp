@@ -41,11 +41,12 @@ struct BootstrapCard {
   int32_t rank;
   int32_t nranks;
   int32_t idMade; // rank 0: 1 if `id` holds an NCCL id, else `message` says why
-  int32_t reserved;
+  uint32_t flags; // COLLC_WORLD_* as this rank passed them
+  uint64_t heapBytes;
   char id[COLLC_NCCL_UNIQUE_ID_BYTES];
   char message[512];
 };
-constexpr char kCardMagic[8] = "collcC1";
+constexpr char kCardMagic[8] = "collcC2";
 
 /// Rank, rank count and device checked before any collective step, so that a wrong argument is
 /// reported as one (the other ranks then wait in their own all-gather or NCCL bootstrap).
@@ -67,11 +68,24 @@ collc_status checkRankArguments(const char* function, int rank, int nranks, int 
   return COLLC_OK;
 }
 
+constexpr unsigned kKnownWorldFlags = COLLC_WORLD_SHARE_GPU | COLLC_WORLD_CHECK_CALLS;
+
+std::string describeWorldFlags(unsigned flags) {
+  std::string text;
+  if (flags & COLLC_WORLD_SHARE_GPU)
+    text += "COLLC_WORLD_SHARE_GPU";
+  if (flags & COLLC_WORLD_CHECK_CALLS)
+    text += std::string(text.empty() ? "" : " | ") + "COLLC_WORLD_CHECK_CALLS";
+  return text.empty() ? "no flags" : text;
+}
+
 collc_status createProcessWorld(const char* function, int rank, int nranks, int device,
-                                const NcclUniqueIdBytes& id, uint64_t heapBytes,
-                                collc_world** out) {
+                                const NcclUniqueIdBytes& id, uint64_t heapBytes, collc_world** out,
+                                unsigned flags = 0) {
   ProcessWorldOptions options;
   options.heapBytes = heapOrDefault(heapBytes);
+  options.shareGpu = flags & COLLC_WORLD_SHARE_GPU;
+  options.checkCalls = flags & COLLC_WORLD_CHECK_CALLS;
   Expected<std::unique_ptr<ProcessWorld>> world =
       ProcessWorld::create(rank, nranks, device, id, options);
   if (!world)
@@ -149,13 +163,25 @@ collc_status collc_world_create_shared_gpu(int device, int nranks, uint64_t heap
 collc_status collc_world_create_process(int rank, int nranks, int device, uint64_t heap_bytes,
                                         collc_allgather_fn allgather, void* user,
                                         collc_world** out) {
-  const char* function = "collc_world_create_process";
+  return collc_world_create_process_flags(rank, nranks, device, heap_bytes, 0, allgather, user,
+                                          out);
+}
+
+collc_status collc_world_create_process_flags(int rank, int nranks, int device, uint64_t heap_bytes,
+                                              unsigned flags, collc_allgather_fn allgather,
+                                              void* user, collc_world** out) {
+  const char* function = flags ? "collc_world_create_process_flags" : "collc_world_create_process";
   return guarded(function, [&] {
     if (!out)
-      return fail(COLLC_INVALID_ARGUMENT, "collc_world_create_process: out is null");
+      return fail(COLLC_INVALID_ARGUMENT, std::string(function) + ": out is null");
     *out = nullptr;
     if (!allgather)
-      return fail(COLLC_INVALID_ARGUMENT, "collc_world_create_process: allgather is null");
+      return fail(COLLC_INVALID_ARGUMENT, std::string(function) + ": allgather is null");
+    if (flags & ~kKnownWorldFlags)
+      return fail(COLLC_INVALID_ARGUMENT,
+                  std::string(function) + ": unknown flags " +
+                      std::to_string(flags & ~kKnownWorldFlags) +
+                      " (COLLC_WORLD_SHARE_GPU and COLLC_WORLD_CHECK_CALLS are known)");
     if (collc_status status = checkRankArguments(function, rank, nranks, device))
       return status;
 
@@ -165,8 +191,14 @@ collc_status collc_world_create_process(int rank, int nranks, int device, uint64
     std::memcpy(mine.magic, kCardMagic, sizeof mine.magic);
     mine.rank = rank;
     mine.nranks = nranks;
+    mine.flags = flags;
+    mine.heapBytes = heapOrDefault(heap_bytes);
     if (rank == 0) {
-      Expected<NcclUniqueIdBytes> id = ProcessWorld::newUniqueId();
+      // Ranks that share a GPU need no NCCL: their id only names a shared-memory segment.
+      Expected<NcclUniqueIdBytes> id =
+          (flags & COLLC_WORLD_SHARE_GPU)
+              ? Expected<NcclUniqueIdBytes>(ProcessWorld::newSharedGpuId())
+              : ProcessWorld::newUniqueId();
       if (id) {
         std::memcpy(mine.id, id->data(), sizeof mine.id);
         mine.idMade = 1;
@@ -177,29 +209,45 @@ collc_status collc_world_create_process(int rank, int nranks, int device, uint64
     }
     std::vector<BootstrapCard> all(nranks);
     if (int result = allgather(&mine, all.data(), sizeof(BootstrapCard), user))
-      return fail(COLLC_INVALID_ARGUMENT,
-                  "collc_world_create_process: rank " + std::to_string(rank) +
-                      ": the all-gather callback failed (returned " + std::to_string(result) + ")");
+      return fail(COLLC_INVALID_ARGUMENT, std::string(function) + ": rank " + std::to_string(rank) +
+                                              ": the all-gather callback failed (returned " +
+                                              std::to_string(result) + ")");
     for (int r = 0; r < nranks; ++r) {
       const BootstrapCard& card = all[r];
       if (std::memcmp(card.magic, kCardMagic, sizeof card.magic) != 0 || card.rank != r ||
           card.nranks != nranks)
         return fail(COLLC_INVALID_ARGUMENT,
-                    "collc_world_create_process: rank " + std::to_string(rank) +
+                    std::string(function) + ": rank " + std::to_string(rank) +
                         ": the all-gather put something else than rank " + std::to_string(r) +
                         " of " + std::to_string(nranks) + "'s bytes at position " +
                         std::to_string(r) +
-                        " (recv must hold every rank's bytes in rank order, and every rank must "
-                        "pass the same nranks)");
+                        " (recv must hold every rank's bytes in rank order, every rank must "
+                        "pass the same nranks, and every process must load the same collc)");
+    }
+    // Settings that must agree, checked alike on every rank before anything waits on a peer, so
+    // that every rank fails at once and names the same difference.
+    for (int r = 1; r < nranks; ++r) {
+      if (all[r].flags != all[0].flags)
+        return fail(COLLC_INVALID_ARGUMENT,
+                    std::string(function) + ": rank " + std::to_string(rank) + ": rank " +
+                        std::to_string(r) + " passed " + describeWorldFlags(all[r].flags) +
+                        ", rank 0 " + describeWorldFlags(all[0].flags) +
+                        ": every rank must pass the same flags");
+      if (all[r].heapBytes != all[0].heapBytes)
+        return fail(COLLC_INVALID_ARGUMENT,
+                    std::string(function) + ": rank " + std::to_string(rank) + ": rank " +
+                        std::to_string(r) + " asks for a heap of " +
+                        std::to_string(all[r].heapBytes) + " bytes, rank 0 for " +
+                        std::to_string(all[0].heapBytes) +
+                        ": every rank must pass the same heap_bytes");
     }
     if (!all[0].idMade)
       return fail(COLLC_NCCL_ERROR,
-                  "collc_world_create_process: rank 0 could not make an NCCL "
-                  "id: " +
+                  std::string(function) + ": rank 0 could not make an NCCL id: " +
                       std::string(all[0].message, strnlen(all[0].message, sizeof all[0].message)));
     NcclUniqueIdBytes id;
     std::memcpy(id.data(), all[0].id, id.size());
-    return createProcessWorld(function, rank, nranks, device, id, heap_bytes, out);
+    return createProcessWorld(function, rank, nranks, device, id, heap_bytes, out, flags);
   });
 }
 

@@ -2,6 +2,7 @@
 
 #include "abi/collc_abi.h"
 #include "runtime/BufferOverlap.h"
+#include "runtime/CallCheck.h"
 #include "runtime/CoResidency.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
@@ -311,6 +312,51 @@ Error CollectiveInstance::launch(int rank, const void* in, void* out, uint64_t c
 
 Error CollectiveInstance::launch(int rank, const void* in, void* out, Span<void* const> aux,
                                  uint64_t count, cudaStream_t stream) {
+  Error refused = checkLaunch(rank, in, out, aux, count);
+  // The checking mode: every rank compares its call with the others' before any launches, and
+  // a call one rank refused is refused on all.
+  if (Error differ = agreeOnCall(rank, count, bool(refused)))
+    return joinErrors(std::move(refused), std::move(differ));
+  if (refused)
+    return refused;
+  if (engine_ == Engine::Nccl)
+    return launchNccl(in, out, count, stream);
+
+  const int nranks = world_.nranks();
+  const int slot = world_.localIndex(rank);
+  collc_params params{};
+  params.in = in;
+  params.out = out;
+  params.count = count;
+  params.rank = rank;
+  params.nranks = nranks;
+  // Every rank's heap as this rank's GPU addresses it (in another process: its IPC mapping).
+  for (int r = 0; r < nranks; ++r)
+    params.heap[r] = world_.peerHeap(r, rank);
+  for (size_t k = 0; k < scratchOffsets_.size(); ++k)
+    params.scratch_offset[k] = scratchOffsets_[k];
+  params.parity_stride = parityStride_;
+  params.flags_offset = flagsOffset_;
+  params.epochs = epochs_[slot].as<unsigned long long>();
+  params.watchdog = watchdogs_[slot].as<collc_watchdog>();
+  params.timeout_ns = timeoutNs_;
+  for (size_t k = 0; k < aux.size(); ++k)
+    params.aux[k] = aux[k];
+  return kernel_->launch(slot, dim3(compiled_.launch.blocks), dim3(compiled_.launch.threads),
+                         params, stream, programmaticLaunch_);
+}
+
+Error CollectiveInstance::agreeOnCall(int rank, uint64_t count, bool refusedHere) {
+  if (!world_.checksCalls())
+    return Error::success();
+  if (Error differ = checkCallAcrossRanks(world_, compiled_, count, refusedHere))
+    return instanceError(compiled_,
+                         "rank " + std::to_string(rank) + ": " + toString(std::move(differ)));
+  return Error::success();
+}
+
+Error CollectiveInstance::checkLaunch(int rank, const void* in, void* out, Span<void* const> aux,
+                                      uint64_t count) const {
   // A fused epilogue's buffers (residual, weight, ...): exactly the spec's, and whole rows.
   if (aux.size() != compiled_.aux.size())
     return instanceError(compiled_, std::to_string(aux.size()) +
@@ -341,29 +387,7 @@ Error CollectiveInstance::launch(int rank, const void* in, void* out, Span<void*
     return instanceError(compiled_, "null input or output buffer on rank " + std::to_string(rank));
   if (Error overlap = checkBufferOverlap(compiled_, in, out, aux, count))
     return instanceError(compiled_, overlap.message() + " (rank " + std::to_string(rank) + ")");
-  if (engine_ == Engine::Nccl)
-    return launchNccl(in, out, count, stream);
-
-  collc_params params{};
-  params.in = in;
-  params.out = out;
-  params.count = count;
-  params.rank = rank;
-  params.nranks = nranks;
-  // Every rank's heap as this rank's GPU addresses it (in another process: its IPC mapping).
-  for (int r = 0; r < nranks; ++r)
-    params.heap[r] = world_.peerHeap(r, rank);
-  for (size_t k = 0; k < scratchOffsets_.size(); ++k)
-    params.scratch_offset[k] = scratchOffsets_[k];
-  params.parity_stride = parityStride_;
-  params.flags_offset = flagsOffset_;
-  params.epochs = epochs_[slot].as<unsigned long long>();
-  params.watchdog = watchdogs_[slot].as<collc_watchdog>();
-  params.timeout_ns = timeoutNs_;
-  for (size_t k = 0; k < aux.size(); ++k)
-    params.aux[k] = aux[k];
-  return kernel_->launch(slot, dim3(compiled_.launch.blocks), dim3(compiled_.launch.threads),
-                         params, stream, programmaticLaunch_);
+  return Error::success();
 }
 
 Error CollectiveInstance::checkWatchdogs() {

@@ -67,6 +67,12 @@ public:
   Error launch(int rank, const void* in, void* out, Span<void* const> aux, uint64_t count,
                cudaStream_t stream);
 
+  /// The checking mode's comparison of this call across ranks (where world().checksCalls();
+  /// otherwise success at once): `refusedHere` says this rank refused the call itself, which
+  /// fails it on every rank. launch() does it; a caller that refuses a call before launch() must
+  /// still make it, or the other ranks wait for this one. Its failures say kCallCheckMarker.
+  Error agreeOnCall(int rank, uint64_t count, bool refusedHere);
+
   /// Reads every rank's watchdog back (on a private stream, so it works while kernels still run).
   /// An error describes each tripped rank, e.g. "watchdog: rank 1 block 3 waited more than 5.0 s
   /// at step 'reduce' (sync point 0, call epoch 17) for rank 0: flag is 16, needed 17". A tripped
@@ -104,6 +110,9 @@ private:
   /// its heap region) before any returns.
   Error agreeOnLayout();
   Error launchNccl(const void* in, void* out, uint64_t count, cudaStream_t stream);
+  /// Why launch() must refuse this call (a wrong rank, count, buffer or aux list), or success.
+  Error checkLaunch(int rank, const void* in, void* out, Span<void* const> aux,
+                    uint64_t count) const;
 
   SymmetricWorld& world_;
   CompiledCollective compiled_;

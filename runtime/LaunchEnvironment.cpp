@@ -88,6 +88,11 @@ Expected<std::optional<LaunchEnvironment>> parseLaunchEnvironment(const Environm
                       "rank can read, fresh for each job) or tcp:HOST:PORT (rank 0 listens "
                       "there), where rank 0 leaves the NCCL unique id for the others");
     env.rendezvous = *rendezvous;
+    if (std::optional<std::string> text = lookup("COLLC_SHARE_GPU"); text && !text->empty()) {
+      if (*text != "0" && *text != "1")
+        return envError("COLLC_SHARE_GPU='" + *text + "' must be 0 or 1");
+      env.shareGpu = *text == "1";
+    }
     return std::optional<LaunchEnvironment>(std::move(env));
   }
   return std::optional<LaunchEnvironment>();
@@ -119,6 +124,8 @@ Expected<int> parseNodeSizeOverride(const EnvironmentLookup& lookup, std::string
 Expected<int> chooseDevice(const LaunchEnvironment& env, int visibleGpus) {
   if (env.localRank < visibleGpus)
     return env.localRank;
+  if (env.shareGpu && visibleGpus > 0)
+    return env.localRank % visibleGpus; // more ranks than GPUs, asked for
   if (visibleGpus == 1)
     return 0; // the launcher gave each process its own GPU through CUDA_VISIBLE_DEVICES
   return envError("local rank " + std::to_string(env.localRank) + " (rank " +

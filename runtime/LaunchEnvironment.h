@@ -1,9 +1,10 @@
 // How a process of a process-per-GPU world learns its place, in the way launchers already tell
 // it: torchrun's RANK, WORLD_SIZE, LOCAL_RANK (and LOCAL_WORLD_SIZE), or Open MPI's
 // OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK, plus COLLC_RENDEZVOUS: where rank 0 leaves the NCCL
-// unique id for the others ("file:PATH" or "tcp:HOST:PORT", see Rendezvous.h). `collc run --procs
-// N` sets the same variables for the children it starts (tools/launch). Pure functions over an
-// environment lookup: tested without a GPU.
+// unique id for the others ("file:PATH" or "tcp:HOST:PORT", see Rendezvous.h), and
+// COLLC_SHARE_GPU=1 where ranks may share a GPU (for correctness only, ProcessWorld.h). `collc run
+// --procs N` sets the same variables for the children it starts (tools/launch). Pure functions over
+// an environment lookup: tested without a GPU.
 #ifndef COLLC_RUNTIME_LAUNCHENVIRONMENT_H
 #define COLLC_RUNTIME_LAUNCHENVIRONMENT_H
 
@@ -27,6 +28,7 @@ struct LaunchEnvironment {
   int localRank = 0;      // LOCAL_RANK; the rank itself where the launcher does not say
   int localWorldSize = 0; // LOCAL_WORLD_SIZE; 0 where the launcher does not say
   std::string rendezvous; // COLLC_RENDEZVOUS, as given
+  bool shareGpu = false;  // COLLC_SHARE_GPU=1: ranks may share a GPU (ProcessWorldOptions)
   std::string source;     // "RANK/WORLD_SIZE" or "OMPI_COMM_WORLD_*", for messages
 };
 
@@ -41,7 +43,8 @@ Expected<std::optional<LaunchEnvironment>> parseLaunchEnvironment(const Environm
 Expected<int> parseNodeSizeOverride(const EnvironmentLookup& lookup, std::string& setting);
 
 /// The GPU a rank of this process uses: LOCAL_RANK when that many GPUs are visible, device 0
-/// where the launcher left one GPU visible per process (CUDA_VISIBLE_DEVICES); otherwise an error.
+/// where the launcher left one GPU visible per process (CUDA_VISIBLE_DEVICES), LOCAL_RANK modulo
+/// the visible GPUs where ranks may share them (COLLC_SHARE_GPU=1); otherwise an error.
 Expected<int> chooseDevice(const LaunchEnvironment& env, int visibleGpus);
 
 } // namespace collc

@@ -8,6 +8,7 @@
 #include "runtime/NcclLibrary.h"
 #include "runtime/ProcessIdentity.h"
 #include "runtime/Rendezvous.h"
+#include "runtime/SharedMemoryExchange.h"
 #include "runtime/Topology.h"
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <mutex>
+#include <random>
 #include <thread>
 
 namespace collc {
@@ -38,12 +40,24 @@ struct RankCard {
   uint64_t startTicks;
   uint64_t heapBytes;
   int32_t nodeSize;
-  int32_t reserved;
+  int32_t flags; // kShareGpu | kCheckCalls, as this rank's options say
   char host[64];
   char bootId[40];
   char busId[32];
   cudaIpcMemHandle_t heap;
 };
+
+// RankCard::flags.
+constexpr int32_t kShareGpu = 1, kCheckCalls = 2;
+
+std::string describeFlags(int32_t flags) {
+  return std::string((flags & kShareGpu) ? "shareGpu" : "no shareGpu") +
+         ((flags & kCheckCalls) ? ", checkCalls" : ", no checkCalls");
+}
+
+int32_t cardFlags(const ProcessWorldOptions& options) {
+  return (options.shareGpu ? kShareGpu : 0) | (options.checkCalls ? kCheckCalls : 0);
+}
 
 std::string fixedString(const char* text, size_t capacity) {
   return std::string(text, strnlen(text, capacity));
@@ -94,6 +108,9 @@ struct ProcessWorld::State {
   char* hostSend = nullptr;    // pinned
   char* hostReceive = nullptr; // pinned
   uint64_t sequence = 0;
+  // Instead of NCCL, where ranks share a GPU: the host exchanges go through shared memory.
+  std::unique_ptr<SharedMemoryExchange> sharedMemory;
+  bool checkCalls = false;
   // Why the world can no longer make collective calls (an exchange failed or timed out: the
   // processes may be out of step); empty while healthy.
   std::string broken;
@@ -110,6 +127,13 @@ struct ProcessWorld::State {
     const uint64_t mine = ++sequence;
     if (Error err = packExchangeFrame(mine, rank, what, payload, hostSend))
       return err;
+    if (sharedMemory) {
+      if (Error err = sharedMemory->allGather(hostSend, hostReceive, seconds)) {
+        broken = "host exchange '" + what + "' failed";
+        return joinErrors(error("host exchange '" + what + "'"), std::move(err));
+      }
+      return unpack(mine, what);
+    }
     ScopedDevice restore;
     COLLC_CUDA_TRY(cudaSetDevice(device));
     COLLC_CUDA_TRY(
@@ -125,6 +149,10 @@ struct ProcessWorld::State {
                                    cudaMemcpyDeviceToHost, control));
     if (Error err = waitControl(what, seconds))
       return err;
+    return unpack(mine, what);
+  }
+
+  Expected<std::vector<std::string>> unpack(uint64_t mine, const std::string& what) {
     Expected<std::vector<std::string>> payloads =
         unpackExchangeFrames(hostReceive, nranks, mine, what, rank);
     if (!payloads)
@@ -146,8 +174,8 @@ struct ProcessWorld::State {
       }
       (void)cudaGetLastError();
       ncclResult_t asyncError = ncclSuccess;
-      if (nccl->commGetAsyncError(comm, &asyncError) == ncclSuccess && asyncError != ncclSuccess &&
-          asyncError != ncclInProgress) {
+      if (comm && nccl->commGetAsyncError(comm, &asyncError) == ncclSuccess &&
+          asyncError != ncclSuccess && asyncError != ncclInProgress) {
         broken = std::string("NCCL reported ") + nccl->getErrorString(asyncError);
         return error("host exchange '" + what + "': NCCL reports an asynchronous error: " +
                      nccl->getErrorString(asyncError) + withPeers());
@@ -204,10 +232,12 @@ struct ProcessWorld::State {
     heap = static_cast<char*>(pointer);
     // Zeroed once, so that flags and scratch start from a known state however they are used.
     COLLC_CUDA_TRY(cudaMemsetAsync(heap, 0, heapBytes, control));
-    COLLC_CUDA_TRY(cudaMalloc(&pointer, kExchangeSlotBytes));
-    deviceSend = static_cast<char*>(pointer);
-    COLLC_CUDA_TRY(cudaMalloc(&pointer, kExchangeSlotBytes * nranks));
-    deviceReceive = static_cast<char*>(pointer);
+    if (!sharedMemory) { // NCCL's all-gather runs between device buffers
+      COLLC_CUDA_TRY(cudaMalloc(&pointer, kExchangeSlotBytes));
+      deviceSend = static_cast<char*>(pointer);
+      COLLC_CUDA_TRY(cudaMalloc(&pointer, kExchangeSlotBytes * nranks));
+      deviceReceive = static_cast<char*>(pointer);
+    }
     COLLC_CUDA_TRY(cudaMallocHost(&pointer, kExchangeSlotBytes));
     hostSend = static_cast<char*>(pointer);
     COLLC_CUDA_TRY(cudaMallocHost(&pointer, kExchangeSlotBytes * nranks));
@@ -294,6 +324,16 @@ Expected<NcclUniqueIdBytes> ProcessWorld::newUniqueId() {
   return bytes;
 }
 
+NcclUniqueIdBytes ProcessWorld::newSharedGpuId() {
+  std::random_device entropy;
+  NcclUniqueIdBytes bytes;
+  for (size_t i = 0; i < bytes.size(); i += sizeof(unsigned)) {
+    const unsigned word = entropy();
+    std::memcpy(bytes.data() + i, &word, std::min(sizeof word, bytes.size() - i));
+  }
+  return bytes;
+}
+
 Expected<std::unique_ptr<ProcessWorld>>
 ProcessWorld::fromEnvironment(const ProcessWorldOptions& options) {
   Expected<std::optional<LaunchEnvironment>> env = parseLaunchEnvironment(processEnvironment());
@@ -303,7 +343,8 @@ ProcessWorld::fromEnvironment(const ProcessWorldOptions& options) {
     return makeError("process world: not started by a launcher (RANK, WORLD_SIZE, LOCAL_RANK and "
                      "COLLC_RENDEZVOUS are not set): start the processes with torchrun, mpirun or "
                      "`collc run --procs N`");
-  const LaunchEnvironment& launch = **env;
+  LaunchEnvironment& launch = **env;
+  launch.shareGpu = launch.shareGpu || options.shareGpu;
   auto fail = [&](Error err) -> Error {
     return makeError("rank " + std::to_string(launch.rank) +
                      ": process world: " + toString(std::move(err)));
@@ -318,25 +359,36 @@ ProcessWorld::fromEnvironment(const ProcessWorldOptions& options) {
   if (!address)
     return fail(address.takeError());
 
+  ProcessWorldOptions worldOptions = options;
+  worldOptions.shareGpu = launch.shareGpu;
+  // Rank 0 hands over its mode with the id: ranks that disagree about sharing GPUs would
+  // otherwise wait for each other in two different bootstraps.
+  const char mode = worldOptions.shareGpu ? 'S' : 'N';
   std::string idBytes;
   if (launch.rank == 0) {
-    Expected<NcclUniqueIdBytes> id = newUniqueId();
+    Expected<NcclUniqueIdBytes> id =
+        worldOptions.shareGpu ? Expected<NcclUniqueIdBytes>(newSharedGpuId()) : newUniqueId();
     if (!id)
       return fail(id.takeError());
-    idBytes.assign(id->data(), id->size());
+    idBytes = mode + std::string(id->data(), id->size());
   }
   Expected<std::string> shared =
       shareFromRankZero(*address, launch.rank, launch.worldSize, idBytes, options.bootstrapSeconds);
   if (!shared)
     return fail(shared.takeError());
-  if (shared->size() != sizeof(NcclUniqueIdBytes))
+  if (shared->size() != 1 + sizeof(NcclUniqueIdBytes))
     return fail(makeError(
-        fmt::format("the rendezvous handed over {} bytes, not an NCCL id", shared->size())));
+        fmt::format("the rendezvous handed over {} bytes, not a world id", shared->size())));
+  if ((*shared)[0] != mode)
+    return fail(makeError(std::string("rank 0 ") +
+                          ((*shared)[0] == 'S' ? "shares" : "does not share") +
+                          " its GPU, this rank " + (mode == 'S' ? "does" : "does not") +
+                          ": set COLLC_SHARE_GPU alike for every rank"));
   NcclUniqueIdBytes id;
-  std::memcpy(id.data(), shared->data(), id.size());
+  std::memcpy(id.data(), shared->data() + 1, id.size());
   Expected<std::unique_ptr<ProcessWorld>> world =
-      create(launch.rank, launch.worldSize, *device, id, options);
-  // ncclCommInitRank returns only once every rank has joined, so all have read the id by now.
+      create(launch.rank, launch.worldSize, *device, id, worldOptions);
+  // The bootstrap returns only once every rank has joined, so all have read the id by now.
   if (world && launch.rank == 0)
     cleanUpRendezvous(*address);
   return world;
@@ -351,15 +403,17 @@ Expected<std::unique_ptr<ProcessWorld>> ProcessWorld::create(int rank, int nrank
   if (nranks < 1 || nranks > COLLC_MAX_RANKS || rank < 0 || rank >= nranks)
     return fail("rank " + std::to_string(rank) + " of " + std::to_string(nranks) + " (1 to " +
                 std::to_string(COLLC_MAX_RANKS) + " ranks)");
-  Expected<const NcclLibrary*> nccl = ncclLibrary();
-  if (!nccl)
-    return fail(toString(nccl.takeError()));
   Expected<int> gpus = gpuCount();
   if (!gpus)
     return fail(toString(gpus.takeError()));
   if (device < 0 || device >= *gpus)
     return fail("GPU " + std::to_string(device) + " asked for; " + std::to_string(*gpus) +
                 " visible");
+  if (options.shareGpu) // no NCCL: it refuses two ranks on one GPU
+    return createSharingGpu(rank, nranks, device, id, options);
+  Expected<const NcclLibrary*> nccl = ncclLibrary();
+  if (!nccl)
+    return fail(toString(nccl.takeError()));
 
   auto job = std::make_shared<InitJob>();
   ncclUniqueId ncclId;
@@ -403,6 +457,22 @@ Expected<std::unique_ptr<ProcessWorld>> ProcessWorld::create(int rank, int nrank
   return build(std::move(state), options);
 }
 
+Expected<std::unique_ptr<ProcessWorld>>
+ProcessWorld::createSharingGpu(int rank, int nranks, int device, const NcclUniqueIdBytes& id,
+                               const ProcessWorldOptions& options) {
+  auto state = std::make_unique<State>();
+  state->rank = rank;
+  state->nranks = nranks;
+  state->device = device;
+  Expected<std::unique_ptr<SharedMemoryExchange>> exchange =
+      SharedMemoryExchange::join(SharedMemoryExchange::segmentName(id), rank, nranks,
+                                 kExchangeSlotBytes, options.bootstrapSeconds);
+  if (!exchange)
+    return state->error(toString(exchange.takeError()));
+  state->sharedMemory = std::move(*exchange);
+  return build(std::move(state), options);
+}
+
 Expected<std::unique_ptr<ProcessWorld>> ProcessWorld::adopt(ncclComm_t comm,
                                                             const ProcessWorldOptions& options) {
   Expected<const NcclLibrary*> nccl = ncclLibrary();
@@ -430,6 +500,10 @@ Expected<std::unique_ptr<ProcessWorld>> ProcessWorld::build(std::unique_ptr<Stat
     return state->error("the symmetric heap must not be empty");
   State& s = *state;
   s.exchangeSeconds = options.exchangeSeconds;
+  s.checkCalls = options.checkCalls;
+  if (options.shareGpu && !s.sharedMemory)
+    return state->error("ranks may share a GPU only in a world collc bootstraps itself (NCCL "
+                        "refuses two ranks on one GPU, so an adopted communicator cannot)");
   s.localRanks = {s.rank};
   s.peerHeaps.assign(s.nranks, nullptr);
   s.ipcOpened.assign(s.nranks, false);
@@ -440,6 +514,9 @@ Expected<std::unique_ptr<ProcessWorld>> ProcessWorld::build(std::unique_ptr<Stat
     s.broken = "its bootstrap failed";
     return err;
   }
+  if (s.sharedMemory)
+    s.path.description += "; ranks may share GPUs (host exchanges through shared memory, no "
+                          "NCCL): for correctness only, their contexts are time-sliced";
   if (options.log && s.rank == 0)
     std::fprintf(stderr, "collc: process world: %s\n", s.path.description.c_str());
   return world;
@@ -467,6 +544,7 @@ Error ProcessWorld::bootstrap(const ProcessWorldOptions& options) {
   card.startTicks = self.startTicks;
   card.heapBytes = options.heapBytes;
   card.nodeSize = nodeSize;
+  card.flags = cardFlags(options);
   copyFixed(card.host, self.host);
   copyFixed(card.bootId, self.bootId);
   {
@@ -507,14 +585,27 @@ Error ProcessWorld::bootstrap(const ProcessWorldOptions& options) {
                      std::to_string(all[0].nodeSize) +
                      ": COLLC_NODE_SIZE / COLLC_TREAT_EACH_GPU_AS_NODE must be the same for "
                      "every rank");
-    for (int q = 0; q < r; ++q)
+    if (all[r].flags != all[0].flags)
+      return s.error(
+          fmt::format("rank {} has {}, rank 0 {}: every rank must pass the same world options", r,
+                      describeFlags(all[r].flags), describeFlags(all[0].flags)));
+    if (options.shareGpu && hostKeys[r] != hostKeys[0])
+      return s.error("rank " + std::to_string(r) + " is on host " + s.identities[r].host +
+                     ", rank 0 on " + s.identities[0].host +
+                     ": ranks that share GPUs must all be on one host");
+    for (int q = 0; q < r && !options.shareGpu; ++q)
       if (hostKeys[q] == hostKeys[r] &&
           std::strncmp(all[q].busId, all[r].busId, sizeof all[r].busId) == 0)
         return s.error("ranks " + std::to_string(q) + " and " + std::to_string(r) +
                        " both use the GPU at PCI " + fixedString(all[r].busId, 32) +
-                       "; each rank needs its own GPU (check LOCAL_RANK)");
+                       "; each rank needs its own GPU (check LOCAL_RANK), or ask for ranks "
+                       "that share a GPU (for correctness only: COLLC_SHARE_GPU=1 for a "
+                       "launcher, shareGpu, COLLC_WORLD_SHARE_GPU, share_gpu=True)");
   }
   s.layout = layoutNodes(hostKeys, nodeSize, nodeSetting);
+  if (options.shareGpu && s.layout.nodeCount != 1)
+    return s.error("ranks that share GPUs run collc's kernels only, on one node; " + nodeSetting +
+                   " splits them into " + std::to_string(s.layout.nodeCount) + " nodes");
 
   // Round 2, on one node: can this GPU reach every peer's heap?
   std::vector<std::string> unreachable(s.nranks);
@@ -533,7 +624,8 @@ Error ProcessWorld::bootstrap(const ProcessWorldOptions& options) {
                   "): keep every GPU of the node visible to every process";
         break;
       }
-      if (!canAccessPeer(s.device, peerDevice)) {
+      // The same GPU (ranks that share it): its own memory, reached through CUDA IPC as well.
+      if (peerDevice != s.device && !canAccessPeer(s.device, peerDevice)) {
         problem = "has no peer access to rank " + std::to_string(r) + "'s GPU (PCI " + busId + ")";
         break;
       }
@@ -596,6 +688,12 @@ char* ProcessWorld::peerHeap(int rank, int) const {
 bool ProcessWorld::collectivesViaNccl() const {
   return state_->path.viaNccl;
 }
+bool ProcessWorld::checksCalls() const {
+  return state_->checkCalls;
+}
+bool ProcessWorld::sharesGpus() const {
+  return state_->sharedMemory != nullptr;
+}
 ncclComm_t ProcessWorld::ncclComm() const {
   return state_->comm;
 }
@@ -604,6 +702,9 @@ std::string ProcessWorld::pathDescription() const {
 }
 std::string ProcessWorld::diagnosePeers() const {
   std::string report = state_->diagnose();
+  // Before the rank cards are exchanged only the shared memory knows the peers' processes.
+  if (report.empty() && state_->identities.empty() && state_->sharedMemory)
+    report = state_->sharedMemory->exitedPeers();
   if (!state_->broken.empty())
     report += (report.empty() ? "" : "; ") + ("the world is broken: " + state_->broken);
   return report;

@@ -39,6 +39,17 @@ struct ProcessWorldOptions {
   /// 0: by host; k > 0: ranks [0,k), [k,2k), ... are the nodes.
   int nodeSize = -1;
   bool log = true; // rank 0 writes one line to stderr: where collectives run, and why
+  /// Ranks may share a GPU (for correctness only: the processes' contexts are time-sliced, so
+  /// each flag exchange between them waits for a time slice, about 2.3 ms on an H200). Such a
+  /// world needs no NCCL: its host exchanges go through shared memory (SharedMemoryExchange.h),
+  /// all its ranks must be on one host, and its collectives always run collc's kernels. Without
+  /// it, two ranks on one GPU are refused. Every rank must pass the same value.
+  bool shareGpu = false;
+  /// Every launch first compares its collective (kernel, type, operator, root) and count with
+  /// every rank's through a host exchange, and fails on all ranks, naming each rank's call,
+  /// where they differ: a checking mode (a host exchange per launch; launches inside a graph
+  /// capture are checked when captured, replays are not). Every rank must pass the same value.
+  bool checkCalls = false;
 };
 
 /// The bytes of an ncclUniqueId (NCCL_UNIQUE_ID_BYTES), so this header needs no <nccl.h>.
@@ -54,10 +65,14 @@ public:
 
   /// A fresh NCCL unique id (ncclGetUniqueId), for the caller to hand to every rank.
   static Expected<NcclUniqueIdBytes> newUniqueId();
+  /// The id of a world whose ranks share a GPU: random bytes that name its shared-memory
+  /// segment (no NCCL needed). Hand it to every rank as an NCCL id would be.
+  static NcclUniqueIdBytes newSharedGpuId();
 
   /// Rank `rank` of `nranks` on GPU `device`: ncclCommInitRank with `id` (bounded by
   /// options.bootstrapSeconds), then the heap and the peer mappings. The communicator is the
-  /// world's, destroyed with it.
+  /// world's, destroyed with it. With options.shareGpu, `id` (newSharedGpuId) names the
+  /// shared-memory segment of the host exchanges instead, and there is no communicator.
   static Expected<std::unique_ptr<ProcessWorld>> create(int rank, int nranks, int device,
                                                         const NcclUniqueIdBytes& id,
                                                         const ProcessWorldOptions& options = {});
@@ -88,6 +103,9 @@ public:
   Error allGatherRanks(std::string_view what, Span<uint64_t> table, unsigned width) override;
   std::string diagnosePeers() const override;
   bool collectivesViaNccl() const override;
+  bool checksCalls() const override;
+  /// Whether ranks of this world may share a GPU (options.shareGpu).
+  bool sharesGpus() const;
   ncclComm_t ncclComm() const override;
   std::string pathDescription() const override;
 
@@ -97,6 +115,9 @@ private:
   ProcessWorld(std::unique_ptr<State> state, size_t heapBytes);
   static Expected<std::unique_ptr<ProcessWorld>> build(std::unique_ptr<State> state,
                                                        const ProcessWorldOptions& options);
+  static Expected<std::unique_ptr<ProcessWorld>>
+  createSharingGpu(int rank, int nranks, int device, const NcclUniqueIdBytes& id,
+                   const ProcessWorldOptions& options);
   /// The heap, the rank cards, the node layout, the peer mappings and the path decision.
   Error bootstrap(const ProcessWorldOptions& options);
   std::unique_ptr<State> state_;

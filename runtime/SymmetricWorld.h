@@ -79,6 +79,9 @@ public:
   /// without peer access); CollectiveInstance::create then runs NCCL's call for the collective's
   /// kind (ncclAllReduce, ncclAllGather, ...) on ncclComm().
   virtual bool collectivesViaNccl() const { return false; }
+  /// True where every launch first checks, through allGatherRanks, that all ranks make the same
+  /// call (ProcessWorldOptions::checkCalls); CollectiveInstance::launch does the check.
+  virtual bool checksCalls() const { return false; }
   /// The communicator of a process-per-GPU world; null in a LocalWorld.
   virtual ncclComm_t ncclComm() const { return nullptr; }
   /// One line: where collectives run and why.

@@ -132,6 +132,26 @@ collc_status collc_world_create_process(int rank, int nranks, int device, uint64
                                         collc_allgather_fn allgather, void* user,
                                         collc_world** out);
 
+/* Options of collc_world_create_process_flags, or'd together. */
+/* Ranks may share a GPU: for correctness only (the processes' contexts are time-sliced, so each
+ * flag exchange between them waits for a time slice, about 2.3 ms on an H200). Such a world
+ * needs no NCCL: its host exchanges go through shared memory, so every rank must be on one host;
+ * peers' heaps on the same GPU are reached through CUDA IPC. Without it two ranks on one GPU are
+ * refused. */
+#define COLLC_WORLD_SHARE_GPU 1u
+/* Checking mode: every collc_launch first compares its collective (kernel, type, operator,
+ * root) and count with every rank's through a host exchange; where they differ the launch fails
+ * on every rank (COLLC_INVALID_ARGUMENT) with each rank's call named, and nothing runs. A host
+ * exchange per launch; launches captured into a graph are checked when captured. */
+#define COLLC_WORLD_CHECK_CALLS 2u
+
+/* As collc_world_create_process, with `flags` (COLLC_WORLD_SHARE_GPU | COLLC_WORLD_CHECK_CALLS,
+ * or 0): every rank must pass the same flags (a rank that does not is named in the error). With
+ * COLLC_WORLD_SHARE_GPU the all-gather is called once too, to hand over the world's id. */
+collc_status collc_world_create_process_flags(int rank, int nranks, int device, uint64_t heap_bytes,
+                                              unsigned flags, collc_allgather_fn allgather,
+                                              void* user, collc_world** out);
+
 /* Bytes of an NCCL unique id (NCCL_UNIQUE_ID_BYTES). */
 #define COLLC_NCCL_UNIQUE_ID_BYTES 128
 

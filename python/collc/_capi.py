@@ -2,7 +2,7 @@
 status into a collc.Error carrying the library's message."""
 
 import ctypes
-from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_int, c_int64, c_size_t,
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_int, c_int64, c_size_t, c_uint,
                     c_uint64, c_void_p)
 
 from . import _library
@@ -18,6 +18,8 @@ DTYPE_ALIASES = {"f32": "float32", "float": "float32", "f16": "float16", "half":
 OPS = {"sum": 0, "max": 1, "min": 2}
 SYNCS = {None: 0, "barrier": 1, "sentinel": 2, "ll": 3, "ll128": 4, "ll128_atomic": 5}
 KINDS = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"]
+# collc_world_create_process_flags
+WORLD_SHARE_GPU, WORLD_CHECK_CALLS = 1, 2
 
 
 class CompileOptions(Structure):
@@ -40,6 +42,8 @@ _SIGNATURES = {
     "collc_world_create_local": (c_int, [POINTER(c_int), c_int, c_uint64, POINTER(c_void_p)]),
     "collc_world_create_process": (c_int, [c_int, c_int, c_int, c_uint64, ALLGATHER_FN, c_void_p,
                                            POINTER(c_void_p)]),
+    "collc_world_create_process_flags": (c_int, [c_int, c_int, c_int, c_uint64, c_uint,
+                                                 ALLGATHER_FN, c_void_p, POINTER(c_void_p)]),
     "collc_world_create_shared_gpu": (c_int, [c_int, c_int, c_uint64, POINTER(c_void_p)]),
     "collc_world_nranks": (c_int, [c_void_p, POINTER(c_int)]),
     "collc_world_heap_bytes": (c_int, [c_void_p, POINTER(c_uint64)]),

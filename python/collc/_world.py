@@ -50,11 +50,24 @@ class World:
         return cls(handle)
 
     @classmethod
-    def process(cls, rank, nranks, device, allgather, heap_bytes=0):
+    def process(cls, rank, nranks, device, allgather, heap_bytes=0, share_gpu=False,
+                check_calls=False):
         """This process is `rank` of `nranks`, on GPU `device`. `allgather(data: bytes) -> list of
         bytes` (every rank's, in rank order) is the caller's own exchange, e.g. through
-        torch.distributed; it is called collectively while the world is made."""
+        torch.distributed; it is called collectively while the world is made.
+
+        share_gpu=True lets ranks share a GPU, for correctness only: the processes' contexts are
+        time-sliced, so each flag exchange waits for a time slice (about 2.3 ms on an H200); such
+        a world needs no NCCL and all its ranks must be on one host. check_calls=True is the
+        checking mode: every launch first compares its collective and count with every rank's
+        (a host exchange per launch) and fails on all ranks, naming each rank's call, where they
+        differ. Every rank must pass the same values."""
         from . import _capi
+        if not isinstance(share_gpu, bool) or not isinstance(check_calls, bool):
+            raise Error(f"share_gpu and check_calls must be True or False, not {share_gpu!r} "
+                        f"and {check_calls!r}")
+        flags = ((_capi.WORLD_SHARE_GPU if share_gpu else 0) |
+                 (_capi.WORLD_CHECK_CALLS if check_calls else 0))
         failures = []
 
         def exchange(send, recv, nbytes, _user):
@@ -73,9 +86,9 @@ class World:
         callback = _capi.ALLGATHER_FN(exchange)
         handle = ctypes.c_void_p()
         try:
-            _capi.call("collc_world_create_process", _check_int(rank, "rank"),
+            _capi.call("collc_world_create_process_flags", _check_int(rank, "rank"),
                        _check_int(nranks, "nranks", 1), _check_int(device, "device"),
-                       _check_int(heap_bytes, "heap_bytes"), callback, None,
+                       _check_int(heap_bytes, "heap_bytes"), flags, callback, None,
                        ctypes.byref(handle))
         except Error as error:
             if failures:
@@ -125,10 +138,16 @@ class Instance:
         _capi.call("collc_launch", self._require(), _check_int(rank, "rank"), inp, out, array,
                    len(aux), _check_int(count, "count"), stream or None)
 
-    def synchronize(self):
-        """Waits (bounded) for the world's streams and reports a rank the watchdog caught."""
+    def synchronize(self, stream=0):
+        """Waits (bounded) for `stream` (an int cudaStream_t; 0: the world's streams) and reports
+        a rank the watchdog caught, naming the peer it waited for and any peer process that
+        exited."""
         from . import _capi
-        _capi.call("collc_instance_synchronize", self._require(), None, 0)
+        if stream:
+            streams = (ctypes.c_void_p * 1)(stream)
+            _capi.call("collc_instance_synchronize", self._require(), streams, 1)
+        else:
+            _capi.call("collc_instance_synchronize", self._require(), None, 0)
 
     def _require(self):
         if self._handle is None:

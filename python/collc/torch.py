@@ -11,6 +11,7 @@ torch.compile(fullgraph=True) traces through them.
 docs/python.md is the reference.
 """
 
+import ctypes
 import itertools
 import weakref
 
@@ -42,11 +43,59 @@ def _communicator(handle):
     return comm
 
 
+# cudaStreamLegacy: torch's default stream is the legacy one, whose handle is 0, but 0 asks collc
+# for its world's own stream; the legacy stream's handle for the launch is this.
+_LEGACY_STREAM = 1
+
+
+# Compiled variants, kept for the process: a Communicator made again (or a second one) takes
+# them from here instead of compiling and proving each spec anew. Instances copy what they need.
+_compiled_variants = {}
+
+
+def _compiled(spec, dtype, op, nranks, root, row_length):
+    key = (spec, dtype, op, nranks, root, row_length)
+    compiled = _compiled_variants.get(key)
+    if compiled is None:
+        compiled = _compile_spec(spec, dtype=dtype, op=op, nranks=nranks, root=root,
+                                 row_length=row_length)
+        _compiled_variants[key] = compiled
+    return compiled
+
+
+def _raw_stream_function():
+    """The current stream as an int for collc's C API, without making a torch.cuda.Stream object
+    per call (the private binding torch's own compiled code uses), or through the public API."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is None:
+        def raw(device):
+            return torch.cuda.current_stream(device).cuda_stream
+    return lambda device: raw(device) or _LEGACY_STREAM
+
+
+def _eager():
+    """True outside torch.compile's tracing: the ops may then skip torch's dispatcher."""
+    compiler = getattr(torch, "compiler", None)
+    return not (compiler is not None and compiler.is_compiling())
+
+
 class Communicator:
     """collc over the processes of a torch.distributed group, one GPU each (this process's current
-    CUDA device). Collective to create, like the group's own calls."""
+    CUDA device). Collective to create and to close, like the group's own calls.
 
-    def __init__(self, group=None, max_bytes=8 << 20, heap_bytes=None):
+    share_gpu=True lets ranks of the group share a GPU, for correctness only: the processes'
+    contexts are time-sliced, so each flag exchange between them waits for a time slice (about
+    2.3 ms on an H200). check_calls=True is the checking mode: every call first compares its op,
+    type, operator, root and count with every rank's (a host exchange per call) and raises
+    collc.Error on every rank, naming each rank's call, where they differ.
+
+    Calls on one Communicator run one at a time, in the order this process issues them, whatever
+    streams they are issued on: a call on another stream than the previous call's first makes
+    its stream wait for the previous one. Every rank must issue the same calls in the same order.
+    """
+
+    def __init__(self, group=None, max_bytes=8 << 20, heap_bytes=None, share_gpu=False,
+                 check_calls=False):
         if not dist.is_initialized():
             raise Error("torch.distributed is not initialized: call dist.init_process_group first")
         if not isinstance(max_bytes, int) or max_bytes <= 0:
@@ -56,8 +105,10 @@ class Communicator:
         self.nranks = dist.get_world_size(group)
         self.device = torch.cuda.current_device()
         self.max_bytes = max_bytes
+        self.share_gpu = share_gpu
+        self.check_calls = check_calls
         if heap_bytes is None:
-            probe = _compile_spec("allreduce_oneshot", dtype="float32", nranks=self.nranks)
+            probe = _compiled("allreduce_oneshot", "float32", "sum", self.nranks, 0, 0)
             heap_bytes = _DEFAULT_INSTANCES * probe.heap_bytes(max(1, max_bytes // 4))
 
         def allgather(data):
@@ -65,9 +116,15 @@ class Communicator:
             dist.all_gather_object(gathered, data, group=group)
             return gathered
 
-        self.world = World.process(self.rank, self.nranks, self.device, allgather, heap_bytes)
+        self.world = World.process(self.rank, self.nranks, self.device, allgather, heap_bytes,
+                                   share_gpu=share_gpu, check_calls=check_calls)
         self.heap_bytes = self.world.heap_bytes
         self._instances = {}
+        from . import _capi
+        self._launch_function = _capi.runtime.collc_launch
+        self._status_check = _capi.check
+        self._current_stream = _raw_stream_function()
+        self._last_stream = None  # the stream of the previous call (see _order)
         self.handle = next(_ids)
         _communicators[self.handle] = self
 
@@ -80,7 +137,7 @@ class Communicator:
     def _refusal(self, t, kind):
         if not isinstance(t, torch.Tensor):
             return f"not a tensor: {type(t).__name__}"
-        if t.device.type != "cuda" or t.device.index != self.device:
+        if not t.is_cuda or t.get_device() != self.device:
             return f"a tensor on {t.device}; this communicator runs on cuda:{self.device}"
         if t.dtype not in _DTYPES:
             return f"dtype {t.dtype}; collc takes float32, float16 and bfloat16"
@@ -105,94 +162,164 @@ class Communicator:
     # ---- instances, made on first use
     def _instance(self, kind, dtype, op="sum", root=0, row_length=0):
         key = (kind, dtype, op, root, row_length)
-        if key not in self._instances:
-            elem = {"float32": 4, "float16": 2, "bfloat16": 2}[dtype]
-            max_count = max(1, self.max_bytes // elem)
-            if kind == "allreduce":
-                spec = "allreduce_oneshot" if self.max_bytes <= _ONESHOT_LIMIT else "allreduce_twoshot"
-            else:
-                spec = _SPECS[kind]
-            compiled = _compile_spec(spec, dtype=dtype, op=op, nranks=self.nranks, root=root,
-                                     row_length=row_length)
-            try:
-                self._instances[key] = Instance(self.world, compiled, max_count)
-            except Error as error:
-                raise Error(f"{error} (collc's heap holds {self.heap_bytes} bytes per rank: pass "
-                            "a larger heap_bytes to Communicator)", error.status) from None
-        return self._instances[key]
+        instance = self._instances.get(key)
+        if instance is not None:
+            return instance
+        if self.world is None:
+            raise Error("this communicator was closed")
+        if torch.cuda.is_current_stream_capturing():
+            raise Error(f"the first {kind} call of {dtype}, op {op}, root {root} is being "
+                        "captured: its first call makes its kernel ready (collectively, with "
+                        "allocations), which a CUDA graph capture cannot hold; call it once "
+                        "before capturing")
+        elem = {"float32": 4, "float16": 2, "bfloat16": 2}[dtype]
+        max_count = max(1, self.max_bytes // elem)
+        if kind == "allreduce":
+            spec = "allreduce_oneshot" if self.max_bytes <= _ONESHOT_LIMIT else "allreduce_twoshot"
+        else:
+            spec = _SPECS[kind]
+        compiled = _compiled(spec, dtype, op, self.nranks, root, row_length)
+        try:
+            instance = Instance(self.world, compiled, max_count)
+        except Error as error:
+            raise Error(f"{error} (collc's heap holds {self.heap_bytes} bytes per rank: pass "
+                        "a larger heap_bytes to Communicator)", error.status) from None
+        self._instances[key] = instance
+        return instance
+
+    def _order(self, stream):
+        """The rule for streams: calls run in issue order. A call on a stream other than the
+        previous call's makes this stream wait for everything issued on that one so far (an
+        event), so two calls of this communicator never run at once, and ranks that issue the same
+        calls in the same order never wait on each other in a cycle. A graph capture begins a
+        sequence of its own: no event links captured and uncaptured work."""
+        last = self._last_stream
+        self._last_stream = stream
+        if last is None:
+            return
+        if self._capturing(last) != torch.cuda.is_current_stream_capturing():
+            return
+        # torch's streams come from pools that are never freed, so `last` is still a stream.
+        previous = (torch.cuda.default_stream(self.device) if last == _LEGACY_STREAM
+                    else torch.cuda.ExternalStream(last, device=self.device))
+        event = torch.cuda.Event()
+        event.record(previous)
+        torch.cuda.current_stream(self.device).wait_event(event)
+
+    def _capturing(self, stream):
+        """Whether `stream` is being captured. The legacy stream never is, and is not asked: CUDA
+        may refuse to look at it while another stream captures."""
+        if stream == _LEGACY_STREAM:
+            return False
+        with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=self.device)):
+            return torch.cuda.is_current_stream_capturing()
 
     def _launch(self, instance, inp, out, count, aux=()):
-        instance.launch(self.rank, inp.data_ptr(), out.data_ptr(), count,
-                        torch.cuda.current_stream(self.device).cuda_stream,
-                        [a.data_ptr() for a in aux])
+        stream = self._current_stream(self.device)
+        if stream != self._last_stream:
+            self._order(stream)
+        if aux:
+            array = (ctypes.c_void_p * len(aux))(*[a.data_ptr() for a in aux])
+            status = self._launch_function(instance._handle, self.rank, inp.data_ptr(),
+                                           out.data_ptr(), array, len(aux), count, stream)
+        else:
+            status = self._launch_function(instance._handle, self.rank, inp.data_ptr(),
+                                           out.data_ptr(), None, 0, count, stream)
+        if status:
+            self._status_check(status)
 
     # ---- the collectives (on the current stream)
     def all_reduce(self, x, op="sum", out=None):
         """The reduction over ranks of x. out=x reduces in place."""
         if out is None:
+            if _eager():
+                return _all_reduce_impl(self, x, op)
             return torch.ops.collc.all_reduce(x, self.handle, op)
         if out is x:
-            torch.ops.collc.all_reduce_(x, self.handle, op)
+            if _eager():
+                _all_reduce_inplace_impl(self, x, op)
+            else:
+                torch.ops.collc.all_reduce_(x, self.handle, op)
             return x
-        out.copy_(torch.ops.collc.all_reduce(x, self.handle, op))
+        out.copy_(self.all_reduce(x, op))
         return out
 
     def all_gather(self, x):
         """Every rank's x, concatenated in rank order (NCCL's layout)."""
+        if _eager():
+            return _all_gather_impl(self, x)
         return torch.ops.collc.all_gather(x, self.handle)
 
     def reduce_scatter(self, x, op="sum"):
         """Rank r's part of the reduction of x over ranks: block r of nranks equal blocks."""
+        if _eager():
+            return _reduce_scatter_impl(self, x, op)
         return torch.ops.collc.reduce_scatter(x, self.handle, op)
 
     def broadcast(self, x, root=0):
+        """Rank root's x on every rank."""
+        if _eager():
+            return _broadcast_impl(self, x, root)
         return torch.ops.collc.broadcast(x, self.handle, root)
 
     def reduce(self, x, root=0, op="sum"):
         """The reduction over ranks on `root`; other ranks' results are unspecified."""
+        if _eager():
+            return _reduce_impl(self, x, root, op)
         return torch.ops.collc.reduce(x, self.handle, root, op)
 
     def all_to_all(self, x):
         """Block q of rank r's x goes to block r of rank q's result."""
+        if _eager():
+            return _all_to_all_impl(self, x)
         return torch.ops.collc.all_to_all(x, self.handle)
 
     def fused_add_rms_norm(self, x, residual, weight, eps=1e-6):
         """(rmsnorm(allreduce(x) + residual) * weight, allreduce(x) + residual), per row of
         weight.numel() elements, in one kernel."""
+        if _eager():
+            return _fused_add_rms_norm_impl(self, x, residual, weight, eps)
         return torch.ops.collc.fused_add_rms_norm(x, residual, weight, self.handle, eps)
 
+    # ---- errors and lifetime
+    def synchronize(self):
+        """Waits, bounded by the watchdog's timeout, for this communicator's calls (the stream of
+        its last call, which the stream rule makes wait for every earlier one, and the current
+        stream, where graphs of them replay), then raises
+        collc.Error if any call waited too long for a peer: the error names the rank it waited
+        for and any peer process that exited. After one, the communicator cannot be used again
+        (its ranks are out of step): close it."""
+        streams = {self._current_stream(self.device), self._last_stream or _LEGACY_STREAM}
+        for instance in list(self._instances.values()):
+            for stream in streams:  # the current one too: graphs replay there
+                instance.synchronize(stream)
+
     def close(self):
+        """Frees collc's memory of this communicator. Collective: every rank closes it (the
+        ranks wait, bounded, for each other, so that no peer still writes into this rank's
+        memory). Nothing launched through it may still run or be replayed from a graph."""
         for instance in self._instances.values():
             instance.close()
         self._instances.clear()
-        self.world.close()
+        if self.world is not None:
+            self.world.close()
+            self.world = None
+        _communicators.pop(self.handle, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
-# ---- the custom ops
-_LIB = torch.library.Library("collc", "DEF")
-_LIB.define("all_reduce(Tensor x, int comm, str op) -> Tensor")
-_LIB.define("all_reduce_(Tensor(a!) x, int comm, str op) -> ()")
-_LIB.define("all_gather(Tensor x, int comm) -> Tensor")
-_LIB.define("reduce_scatter(Tensor x, int comm, str op) -> Tensor")
-_LIB.define("broadcast(Tensor x, int comm, int root) -> Tensor")
-_LIB.define("reduce(Tensor x, int comm, int root, str op) -> Tensor")
-_LIB.define("all_to_all(Tensor x, int comm) -> Tensor")
-_LIB.define("fused_add_rms_norm(Tensor x, Tensor residual, Tensor weight, int comm, float eps) "
-            "-> (Tensor, Tensor)")
-
-
+# ---- the implementations, shared by the eager path and the custom ops
 def _check_op(op):
     if op not in _OPS:
         raise Error(f"unknown op {op!r}: use 'sum', 'max' or 'min'")
 
 
-def _nranks(handle):
-    return _communicator(handle).nranks
-
-
-@torch.library.impl(_LIB, "all_reduce", "CUDA")
-def _all_reduce(x, comm, op):
-    c = _communicator(comm)
+def _all_reduce_impl(c, x, op):
     _check_op(op)
     c._check(x, "allreduce")
     out = torch.empty_like(x)
@@ -201,9 +328,7 @@ def _all_reduce(x, comm, op):
     return out
 
 
-@torch.library.impl(_LIB, "all_reduce_", "CUDA")
-def _all_reduce_(x, comm, op):
-    c = _communicator(comm)
+def _all_reduce_inplace_impl(c, x, op):
     _check_op(op)
     c._check(x, "allreduce")
     if not x.numel():
@@ -212,12 +337,10 @@ def _all_reduce_(x, comm, op):
     if instance.compiled.in_place:
         c._launch(instance, x, x, x.numel())
     else:  # the proof does not allow it: through a copy
-        x.copy_(_all_reduce(x, comm, op))
+        x.copy_(_all_reduce_impl(c, x, op))
 
 
-@torch.library.impl(_LIB, "all_gather", "CUDA")
-def _all_gather(x, comm):
-    c = _communicator(comm)
+def _all_gather_impl(c, x):
     c._check(x, "allgather")
     out = x.new_empty((c.nranks * x.numel(),))
     if x.numel():
@@ -225,9 +348,7 @@ def _all_gather(x, comm):
     return out
 
 
-@torch.library.impl(_LIB, "reduce_scatter", "CUDA")
-def _reduce_scatter(x, comm, op):
-    c = _communicator(comm)
+def _reduce_scatter_impl(c, x, op):
     _check_op(op)
     c._check(x, "reducescatter")
     count = x.numel() // c.nranks
@@ -237,9 +358,13 @@ def _reduce_scatter(x, comm, op):
     return out
 
 
-@torch.library.impl(_LIB, "broadcast", "CUDA")
-def _broadcast(x, comm, root):
-    c = _communicator(comm)
+def _check_root(c, root):
+    if not isinstance(root, int) or not 0 <= root < c.nranks:
+        raise Error(f"root {root!r}: a rank of 0..{c.nranks - 1}")
+
+
+def _broadcast_impl(c, x, root):
+    _check_root(c, root)
     c._check(x, "broadcast")
     out = torch.empty_like(x)
     if x.numel():
@@ -247,10 +372,9 @@ def _broadcast(x, comm, root):
     return out
 
 
-@torch.library.impl(_LIB, "reduce", "CUDA")
-def _reduce(x, comm, root, op):
-    c = _communicator(comm)
+def _reduce_impl(c, x, root, op):
     _check_op(op)
+    _check_root(c, root)
     c._check(x, "reduce")
     out = torch.empty_like(x)
     if x.numel():
@@ -258,9 +382,7 @@ def _reduce(x, comm, root, op):
     return out
 
 
-@torch.library.impl(_LIB, "all_to_all", "CUDA")
-def _all_to_all(x, comm):
-    c = _communicator(comm)
+def _all_to_all_impl(c, x):
     c._check(x, "alltoall")
     out = torch.empty_like(x)
     count = x.numel() // c.nranks
@@ -269,9 +391,7 @@ def _all_to_all(x, comm):
     return out
 
 
-@torch.library.impl(_LIB, "fused_add_rms_norm", "CUDA")
-def _fused_add_rms_norm(x, residual, weight, comm, eps):
-    c = _communicator(comm)
+def _fused_add_rms_norm_impl(c, x, residual, weight, eps):
     c._check(x, "allreduce")
     for t, what in ((residual, "residual"), (weight, "weight")):
         if t.dtype != x.dtype or not t.is_contiguous() or t.device != x.device:
@@ -288,6 +408,63 @@ def _fused_add_rms_norm(x, residual, weight, comm, eps):
         instance = c._instance("rmsnorm", _DTYPES[x.dtype], row_length=hidden)
         c._launch(instance, x, out, x.numel(), aux=(residual, residual_out, weight))
     return out, residual_out
+
+
+# ---- the custom ops
+_LIB = torch.library.Library("collc", "DEF")
+_LIB.define("all_reduce(Tensor x, int comm, str op) -> Tensor")
+_LIB.define("all_reduce_(Tensor(a!) x, int comm, str op) -> ()")
+_LIB.define("all_gather(Tensor x, int comm) -> Tensor")
+_LIB.define("reduce_scatter(Tensor x, int comm, str op) -> Tensor")
+_LIB.define("broadcast(Tensor x, int comm, int root) -> Tensor")
+_LIB.define("reduce(Tensor x, int comm, int root, str op) -> Tensor")
+_LIB.define("all_to_all(Tensor x, int comm) -> Tensor")
+_LIB.define("fused_add_rms_norm(Tensor x, Tensor residual, Tensor weight, int comm, float eps) "
+            "-> (Tensor, Tensor)")
+
+
+def _nranks(handle):
+    return _communicator(handle).nranks
+
+
+@torch.library.impl(_LIB, "all_reduce", "CUDA")
+def _all_reduce(x, comm, op):
+    return _all_reduce_impl(_communicator(comm), x, op)
+
+
+@torch.library.impl(_LIB, "all_reduce_", "CUDA")
+def _all_reduce_(x, comm, op):
+    _all_reduce_inplace_impl(_communicator(comm), x, op)
+
+
+@torch.library.impl(_LIB, "all_gather", "CUDA")
+def _all_gather(x, comm):
+    return _all_gather_impl(_communicator(comm), x)
+
+
+@torch.library.impl(_LIB, "reduce_scatter", "CUDA")
+def _reduce_scatter(x, comm, op):
+    return _reduce_scatter_impl(_communicator(comm), x, op)
+
+
+@torch.library.impl(_LIB, "broadcast", "CUDA")
+def _broadcast(x, comm, root):
+    return _broadcast_impl(_communicator(comm), x, root)
+
+
+@torch.library.impl(_LIB, "reduce", "CUDA")
+def _reduce(x, comm, root, op):
+    return _reduce_impl(_communicator(comm), x, root, op)
+
+
+@torch.library.impl(_LIB, "all_to_all", "CUDA")
+def _all_to_all(x, comm):
+    return _all_to_all_impl(_communicator(comm), x)
+
+
+@torch.library.impl(_LIB, "fused_add_rms_norm", "CUDA")
+def _fused_add_rms_norm(x, residual, weight, comm, eps):
+    return _fused_add_rms_norm_impl(_communicator(comm), x, residual, weight, eps)
 
 
 # Fake (meta) implementations: shapes only, for torch.compile and graph tracing.

@@ -155,6 +155,30 @@ TEST(CApi, WithoutAGpuWorldsSaySoAndCallNoCallback) {
   };
   EXPECT_EQ(collc_world_create_process(0, 2, 0, 0, never, nullptr, &world), COLLC_CUDA_ERROR);
   EXPECT_NE(lastError().find("no GPU"), std::string::npos) << lastError();
+  EXPECT_EQ(
+      collc_world_create_process_flags(0, 2, 0, 0, COLLC_WORLD_SHARE_GPU, never, nullptr, &world),
+      COLLC_CUDA_ERROR);
+  EXPECT_NE(lastError().find("no GPU"), std::string::npos) << lastError();
+  EXPECT_EQ(world, nullptr);
+}
+
+TEST(CApi, WorldFlagsAreCheckedBeforeAnythingCollective) {
+  collc_world* world = nullptr;
+  auto never = [](const void*, void*, size_t, void*) -> int {
+    ADD_FAILURE() << "the all-gather must not be called for wrong flags";
+    return 1;
+  };
+  EXPECT_EQ(collc_world_create_process_flags(0, 2, 0, 0, 4u, never, nullptr, &world),
+            COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("unknown flags 4"), std::string::npos) << lastError();
+  EXPECT_EQ(
+      collc_world_create_process_flags(0, 2, 0, 0, COLLC_WORLD_SHARE_GPU, nullptr, nullptr, &world),
+      COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("allgather is null"), std::string::npos) << lastError();
+  EXPECT_EQ(
+      collc_world_create_process_flags(3, 2, 0, 0, COLLC_WORLD_CHECK_CALLS, never, nullptr, &world),
+      COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("rank 3 of 2"), std::string::npos) << lastError();
   EXPECT_EQ(world, nullptr);
 }
 

@@ -133,6 +133,30 @@ TEST(LaunchEnvironment, DeviceChoice) {
   device = chooseDevice(e, 2);
   ASSERT_FALSE(bool(device));
   EXPECT_NE(toString(device.takeError()).find("needs GPU 3, but 2 are visible"), std::string::npos);
+  // Ranks that may share GPUs wrap around the visible ones.
+  e.shareGpu = true;
+  device = chooseDevice(e, 2);
+  ASSERT_TRUE(bool(device));
+  EXPECT_EQ(*device, 1);
+}
+
+TEST(LaunchEnvironment, ShareGpuIsAskedForExplicitly) {
+  const std::map<std::string, std::string> base = {
+      {"RANK", "1"}, {"WORLD_SIZE", "2"}, {"COLLC_RENDEZVOUS", "file:/tmp/x"}};
+  Expected<std::optional<LaunchEnvironment>> parsed = parseLaunchEnvironment(env(base));
+  ASSERT_TRUE(parsed && parsed->has_value());
+  EXPECT_FALSE((*parsed)->shareGpu);
+  for (auto [value, expected] : {std::pair{"1", true}, std::pair{"0", false}}) {
+    std::map<std::string, std::string> vars = base;
+    vars["COLLC_SHARE_GPU"] = value;
+    parsed = parseLaunchEnvironment(env(vars));
+    ASSERT_TRUE(parsed && parsed->has_value()) << value;
+    EXPECT_EQ((*parsed)->shareGpu, expected) << value;
+  }
+  std::map<std::string, std::string> vars = base;
+  vars["COLLC_SHARE_GPU"] = "yes";
+  EXPECT_NE(errorOf(parseLaunchEnvironment(env(vars))).find("COLLC_SHARE_GPU='yes' must be 0 or 1"),
+            std::string::npos);
 }
 
 } // namespace

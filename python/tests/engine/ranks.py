@@ -1,0 +1,454 @@
+"""The engine's path, one rank per process: collc.torch over a gloo group, as an inference engine
+calls it, every result checked. Run it under torchrun (or spawn.py, which the fault scenarios
+need: torchrun stops every rank when one dies):
+
+    COLLC_SHARE_GPU=1 torchrun --nproc_per_node=2 python/tests/engine/ranks.py all
+
+COLLC_SHARE_GPU=1 puts every rank on GPU 0 (LOCAL_RANK modulo the visible GPUs) and makes the
+Communicators with share_gpu=True: correctness only, each flag exchange waits for a time slice.
+Each rank prints "PASS name: what was checked", "FAIL name: why" or "SKIP name: why" and exits 1
+if anything failed.
+
+--reduced (for 3 and more ranks, to keep the GPU time short: every rank count JITs its own kernels)
+runs max and min for float32 only, 200 graph replays, and leaves `compile` out of `all`.
+
+Scenarios (`all` runs every one but `kill`):
+  ops        every op, dtype, count (1, 7, 4097, 65541, 1M+3) and operator, in place too, against
+             gloo on CPU copies (float64 for the fused op); AllReduce through both a two-shot and
+             a one-shot communicator, alive at once
+  graphs     1,000 replays (200 --reduced) of one CUDA graph of collc ops, fresh inputs each
+             time, all checked
+  compile    torch.compile(fullgraph=True) of a block that calls the ops: same result as eager
+  counts     counts that change from call to call
+  streams    calls issued on two streams, the same op on both, without synchronizing
+  recreate   a Communicator closed and made again, three times
+  mismatch   the checking mode: calls whose count, operator or dtype differ between ranks
+  bootstrap  Communicators whose settings differ between ranks
+  kill       the last rank kills itself in the middle of calls; the others must raise
+"""
+
+import argparse
+import os
+import random
+import signal
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+import collc
+import collc.torch as ct
+
+OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+COUNTS = (1, 7, 4097, 65541, 1_000_003)
+BIG = 4 << 20      # bytes per call: the largest count in float32
+SMALL = 1 << 20    # one-shot AllReduce up to here
+HIDDEN = 4096      # Llama-3-8B's hidden size, the fused op's row
+
+
+class Ranks:
+    def __init__(self):
+        self.rank = int(os.environ["RANK"])
+        self.nranks = int(os.environ["WORLD_SIZE"])
+        local = int(os.environ.get("LOCAL_RANK", self.rank))
+        self.share = os.environ.get("COLLC_SHARE_GPU") == "1"
+        gpus = torch.cuda.device_count()
+        self.device = local % gpus if self.share else local
+        torch.cuda.set_device(self.device)
+        dist.init_process_group("gloo", rank=self.rank, world_size=self.nranks)
+        self.failed = False
+        self.reduced = False
+
+    def say(self, verdict, name, text):
+        print(f"[rank {self.rank}] {verdict} {name}: {text}", flush=True)
+        self.failed |= verdict == "FAIL"
+
+    def comm(self, max_bytes=SMALL, **options):
+        # Room for every op, type and operator a scenario uses (the default holds eight).
+        options.setdefault("heap_bytes", 512 << 20)
+        return ct.Communicator(None, max_bytes=max_bytes, share_gpu=self.share, **options)
+
+
+def values(rank, count, dtype, salt):
+    """Rank `rank`'s input: small integers, so that sums over 8 ranks are exact in every dtype."""
+    j = torch.arange(count, device="cuda", dtype=torch.int64)
+    return ((j * 7 + salt * 13 + rank * 5) % 17 - 8).to(dtype)
+
+
+class Tally:
+    """Counts checked calls and keeps the first few mismatches."""
+
+    def __init__(self):
+        self.calls = 0
+        self.wrong = []
+
+    def same(self, what, got, want):
+        self.calls += 1
+        got = got.detach().cpu().double()
+        want = want.detach().cpu().double()
+        if got.shape != want.shape:
+            self.wrong.append(f"{what}: shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+        elif not torch.equal(got, want):
+            bad = (got != want).nonzero()[0].item()
+            self.wrong.append(f"{what}: element {bad} is {got[bad].item()}, expected "
+                              f"{want[bad].item()} ({int((got != want).sum())} wrong)")
+
+    def close(self, what, got, want, rtol, atol):
+        self.calls += 1
+        got = got.detach().cpu().double()
+        err = (got - want).abs() - (atol + rtol * want.abs())
+        if err.max() > 0:
+            bad = int(err.argmax())
+            self.wrong.append(f"{what}: element {bad} is {got.view(-1)[bad].item()}, expected "
+                              f"{want.view(-1)[bad].item()}")
+
+    def report(self, ranks, name, extra=""):
+        if self.wrong:
+            ranks.say("FAIL", name, f"{len(self.wrong)} of {self.calls} calls wrong; first: "
+                      + "; ".join(self.wrong[:3]))
+        else:
+            ranks.say("PASS", name, f"{self.calls} calls checked{extra}")
+
+
+def gloo_all_reduce(x, op):
+    want = x.detach().cpu().float()
+    dist.all_reduce(want, op=OPS[op])
+    return want
+
+
+def gloo_all_gather(x):
+    mine = x.detach().cpu().float()
+    parts = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, mine)
+    return parts
+
+
+def scenario_ops(ranks):
+    n, r = ranks.nranks, ranks.rank
+    operators = (lambda dtype: OPS if not ranks.reduced or dtype == torch.float32 else ("sum",))
+    tally = Tally()
+    start = time.monotonic()
+    big = ranks.comm(BIG, heap_bytes=4 << 30)
+    small = ranks.comm(SMALL)  # alive beside `big`: two Communicators
+    for dtype in DTYPES:
+        for count in COUNTS:
+            salt = count % 97
+            x = values(r, count, dtype, salt)
+            tag = f"{str(dtype)[6:]} n={count}"
+            for op in operators(dtype):
+                want = gloo_all_reduce(x, op)
+                tally.same(f"all_reduce {op} {tag}", big.all_reduce(x, op=op), want)
+                inplace = x.clone()
+                big.all_reduce(inplace, op=op, out=inplace)
+                tally.same(f"all_reduce {op} in place {tag}", inplace, want)
+                if count * x.element_size() <= SMALL:
+                    tally.same(f"one-shot all_reduce {op} {tag}", small.all_reduce(x, op=op), want)
+            tally.same(f"all_gather {tag}", big.all_gather(x), torch.cat(gloo_all_gather(x)))
+            wide = values(r, count * n, dtype, salt + 1)
+            for op in operators(dtype):
+                want = gloo_all_reduce(wide, op)[r * count:(r + 1) * count]
+                tally.same(f"reduce_scatter {op} {tag}", big.reduce_scatter(wide, op=op), want)
+            roots = (0, n - 1) if dtype == torch.float32 else (n - 1,)
+            for root in roots:
+                want = x.detach().cpu().float()
+                dist.broadcast(want, src=root)
+                tally.same(f"broadcast root {root} {tag}", big.broadcast(x, root=root), want)
+            for op in operators(dtype):
+                want = x.detach().cpu().float()
+                dist.reduce(want, dst=n - 1, op=OPS[op])
+                got = big.reduce(x, root=n - 1, op=op)
+                if r == n - 1:
+                    tally.same(f"reduce {op} root {n - 1} {tag}", got, want)
+            parts = gloo_all_gather(wide)
+            want = torch.cat([p[r * count:(r + 1) * count] for p in parts])
+            tally.same(f"all_to_all {tag}", big.all_to_all(wide), want)
+        for rows in (1, 7, 32):
+            x = values(r, rows * HIDDEN, dtype, rows)
+            residual = values(r + 3, rows * HIDDEN, dtype, rows + 1)
+            weight = (values(0, HIDDEN, torch.float32, 5) / 8 + 1).to(dtype)
+            out, residual_out = big.fused_add_rms_norm(x, residual, weight)
+            total = x.detach().cpu().double()
+            dist.all_reduce(total)
+            want_residual = (total + residual.cpu().double()).view(rows, HIDDEN)
+            rms = (want_residual.pow(2).mean(dim=1, keepdim=True) + 1e-6).sqrt()
+            want_out = want_residual / rms * weight.cpu().double()
+            tol = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[dtype]
+            tag = f"{str(dtype)[6:]} {rows} rows of {HIDDEN}"
+            tally.same(f"fused_add_rms_norm residual {tag}", residual_out,
+                       want_residual.reshape(-1))
+            tally.close(f"fused_add_rms_norm out {tag}", out, want_out.reshape(-1), tol, tol)
+    big.synchronize()
+    small.synchronize()
+    big.close()
+    small.close()
+    tally.report(ranks, "ops", f" against gloo/float64, {time.monotonic() - start:.1f} s")
+
+
+def scenario_graphs(ranks, replays=1000):
+    n, r = ranks.nranks, ranks.rank
+    comm = ranks.comm(SMALL)
+    count = 4097
+    x16 = values(r, count, torch.bfloat16, 0)
+    x32 = values(r, count, torch.float32, 0)
+    comm.all_reduce(x16)  # first calls outside the capture: they make the kernels ready
+    comm.all_gather(x32)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        summed = comm.all_reduce(x16)
+        gathered = comm.all_gather(x32)
+    tally = Tally()
+    start = time.monotonic()
+    for i in range(replays):
+        x16.copy_(values(r, count, torch.bfloat16, i))
+        x32.copy_(values(r, count, torch.float32, i + 1))
+        graph.replay()
+        want_sum = sum(values(q, count, torch.float64, i) for q in range(n))
+        want_gather = torch.cat([values(q, count, torch.float64, i + 1) for q in range(n)])
+        tally.calls += 2
+        if not torch.equal(summed.double(), want_sum):
+            tally.wrong.append(f"replay {i}: all_reduce wrong")
+        if not torch.equal(gathered.double(), want_gather):
+            tally.wrong.append(f"replay {i}: all_gather wrong")
+    comm.synchronize()
+    seconds = time.monotonic() - start
+    del graph
+    comm.close()
+    tally.report(ranks, "graphs", f" in {replays} replays, {seconds:.1f} s "
+                 f"({seconds / replays * 1e3:.2f} ms per replay of 2 calls)")
+
+
+def scenario_compile(ranks):
+    r = ranks.rank
+    comm = ranks.comm(SMALL)
+    rows = 4
+    x = values(r, rows * HIDDEN, torch.bfloat16, 3)
+    residual = values(r, rows * HIDDEN, torch.bfloat16, 4)
+    weight = torch.ones(HIDDEN, device="cuda", dtype=torch.bfloat16)
+
+    def block(x, residual, weight):
+        h = comm.all_reduce(x * 2)
+        out, res = comm.fused_add_rms_norm(h, residual, weight)
+        return comm.all_gather(res) + 1, out
+
+    eager = block(x, residual, weight)
+    try:
+        compiled = torch.compile(block, fullgraph=True)
+        traced = compiled(x, residual, weight)
+    except Exception as error:  # a graph break raises with fullgraph=True
+        ranks.say("FAIL", "compile", f"torch.compile(fullgraph=True) failed: {error!r}"[:2000])
+        comm.close()
+        return
+    tally = Tally()
+    tally.same("all_gather(residual) + 1", traced[0], eager[0])
+    tally.same("fused out", traced[1], eager[1])
+    comm.synchronize()
+    comm.close()
+    tally.report(ranks, "compile", " (fullgraph=True: no graph break; equal to eager)")
+
+
+def scenario_counts(ranks, calls=60):
+    r, n = ranks.rank, ranks.nranks
+    comm = ranks.comm(SMALL)
+    pick = random.Random(31)  # the same sequence on every rank
+    tally = Tally()
+    for i in range(calls):
+        count = pick.randint(1, 70000)
+        kind = pick.choice(("all_reduce", "all_gather", "reduce_scatter", "broadcast"))
+        dtype = pick.choice(DTYPES)
+        x = values(r, count, dtype, i)
+        if kind == "all_reduce":
+            tally.same(f"#{i} all_reduce n={count}", comm.all_reduce(x), gloo_all_reduce(x, "sum"))
+        elif kind == "all_gather":
+            tally.same(f"#{i} all_gather n={count}", comm.all_gather(x),
+                       torch.cat(gloo_all_gather(x)))
+        elif kind == "reduce_scatter":
+            wide = values(r, count * n, dtype, i)
+            want = gloo_all_reduce(wide, "sum")[r * count:(r + 1) * count]
+            tally.same(f"#{i} reduce_scatter n={count}", comm.reduce_scatter(wide), want)
+        else:
+            want = x.detach().cpu().float()
+            dist.broadcast(want, src=0)
+            tally.same(f"#{i} broadcast n={count}", comm.broadcast(x, root=0), want)
+    comm.synchronize()
+    comm.close()
+    tally.report(ranks, "counts", " with a new count each call")
+
+
+def scenario_streams(ranks, calls=24):
+    r, n = ranks.rank, ranks.nranks
+    comm = ranks.comm(SMALL)
+    count = 65541
+    inputs = [values(r, count, torch.bfloat16, i) for i in range(calls)]
+    comm.all_reduce(inputs[0])
+    comm.all_gather(inputs[0])
+    torch.cuda.synchronize()
+    streams = (torch.cuda.Stream(), torch.cuda.Stream())
+    outputs = []
+    # The same op (one kernel, one set of flags) alternately on two streams, and another op
+    # between, with nothing synchronized: the rule orders them.
+    for i in range(calls):
+        with torch.cuda.stream(streams[i % 2]):
+            if i % 3 == 2:
+                outputs.append(("all_gather", comm.all_gather(inputs[i])))
+            else:
+                outputs.append(("all_reduce", comm.all_reduce(inputs[i])))
+    torch.cuda.synchronize()
+    comm.synchronize()
+    tally = Tally()
+    for i, (kind, got) in enumerate(outputs):
+        if kind == "all_reduce":
+            want = sum(values(q, count, torch.float64, i) for q in range(n))
+        else:
+            want = torch.cat([values(q, count, torch.float64, i) for q in range(n)])
+        tally.same(f"#{i} {kind} on stream {i % 2}", got, want)
+    comm.close()
+    tally.report(ranks, "streams", " issued alternately on two streams")
+
+
+def scenario_recreate(ranks, rounds=3):
+    r, n = ranks.rank, ranks.nranks
+    tally = Tally()
+    for k in range(rounds):
+        comm = ranks.comm(SMALL)
+        x = values(r, 4097, torch.float32, k)
+        tally.same(f"round {k}", comm.all_reduce(x),
+                   sum(values(q, 4097, torch.float64, k) for q in range(n)))
+        comm.synchronize()
+        comm.close()
+    tally.report(ranks, "recreate", f" in {rounds} Communicators made and closed in turn")
+
+
+def expect_error(ranks, name, action, *needles):
+    """Runs action(); passes when it raises collc.Error whose message holds every needle."""
+    try:
+        action()
+    except collc.Error as error:
+        message = str(error)
+        missing = [n for n in needles if n not in message]
+        if missing:
+            ranks.say("FAIL", name, f"the error does not say {missing}: {message}")
+        else:
+            ranks.say("PASS", name, message.replace("\n", " | ")[:600])
+        return
+    ranks.say("FAIL", name, "no error")
+
+
+def scenario_mismatch(ranks):
+    r, n = ranks.rank, ranks.nranks
+    comm = ranks.comm(SMALL, check_calls=True)
+    x32 = values(r, 4097, torch.float32, 1)
+    x16 = values(r, 4097, torch.bfloat16, 1)
+    for op in ("sum", "max"):  # every rank makes the same kernels ready first
+        comm.all_reduce(x32, op=op)
+    comm.all_reduce(x16)
+    torch.cuda.synchronize()
+    count = 4097 if r == 0 else 4096
+    expect_error(ranks, "mismatch count", lambda: comm.all_reduce(x32[:count]),
+                 "rank 0: allreduce f32 sum, 4097 elements",
+                 "rank 1: allreduce f32 sum, 4096 elements")
+    op = "sum" if r == 0 else "max"
+    expect_error(ranks, "mismatch op", lambda: comm.all_reduce(x32, op=op),
+                 "rank 0: allreduce f32 sum, 4097", "rank 1: allreduce f32 max, 4097")
+    mine = x16 if r == 0 else x32
+    expect_error(ranks, "mismatch dtype", lambda: comm.all_reduce(mine),
+                 "rank 0: allreduce bf16 sum", "rank 1: allreduce f32 sum")
+    # Nothing ran: the ranks are still in step, and a matching call is right.
+    tally = Tally()
+    tally.same("after the refusals", comm.all_reduce(x32),
+               sum(values(q, 4097, torch.float64, 1) for q in range(n)))
+    comm.synchronize()
+    comm.close()
+    tally.report(ranks, "mismatch then a matching call")
+
+
+def scenario_bootstrap(ranks):
+    r, n = ranks.rank, ranks.nranks
+    expect_error(ranks, "bootstrap heap",
+                 lambda: ranks.comm(SMALL, heap_bytes=(64 if r == 0 else 128) << 20),
+                 "asks for a heap of 134217728 bytes, rank 0 for 67108864")
+    expect_error(ranks, "bootstrap check_calls",
+                 lambda: ranks.comm(SMALL, check_calls=r == 0),
+                 "rank 1 passed", "rank 0", "COLLC_WORLD_CHECK_CALLS", "same flags")
+    if ranks.share:
+        expect_error(ranks, "bootstrap share_gpu",
+                     lambda: ct.Communicator(None, max_bytes=SMALL, share_gpu=r == 0),
+                     "COLLC_WORLD_SHARE_GPU", "same flags")
+    comm = ranks.comm(SMALL)  # the group is still usable
+    tally = Tally()
+    x = values(r, 7, torch.float16, 2)
+    tally.same("a good Communicator after them", comm.all_reduce(x),
+               sum(values(q, 7, torch.float64, 2) for q in range(n)))
+    comm.synchronize()
+    comm.close()
+    tally.report(ranks, "bootstrap then a good Communicator")
+
+
+def scenario_kill(ranks, calls=40, kill_after=10):
+    r, n = ranks.rank, ranks.nranks
+    victim = n - 1
+    comm = ranks.comm(SMALL)
+    x = values(r, 65541, torch.bfloat16, 0)
+    comm.all_reduce(x)
+    comm.synchronize()
+    dist.barrier()
+    for i in range(calls):
+        comm.all_reduce(x)
+        if r == victim and i == kill_after:
+            os.kill(os.getpid(), signal.SIGKILL)
+    start = time.monotonic()
+    try:
+        comm.synchronize()
+    except collc.Error as error:
+        seconds = time.monotonic() - start
+        message = str(error).replace("\n", " | ")
+        named = f"rank {victim}" in message and "exited" in message
+        verdict = "PASS" if named and seconds < 15 else "FAIL"
+        ranks.say(verdict, "kill", f"collc.Error after {seconds:.1f} s: {message[:800]}")
+        comm.close()  # the world is broken: no waiting for the dead rank
+        return
+    ranks.say("FAIL", "kill", f"no error {time.monotonic() - start:.1f} s after rank {victim} died")
+
+
+def scenario_graphs_for(ranks):
+    scenario_graphs(ranks, replays=200 if ranks.reduced else 1000)
+
+
+SCENARIOS = {"ops": scenario_ops, "graphs": scenario_graphs_for, "compile": scenario_compile,
+             "counts": scenario_counts, "streams": scenario_streams,
+             "recreate": scenario_recreate, "mismatch": scenario_mismatch,
+             "bootstrap": scenario_bootstrap, "kill": scenario_kill}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("scenarios", nargs="+", choices=sorted(SCENARIOS) + ["all"])
+    parser.add_argument("--reduced", action="store_true",
+                        help="max and min for float32 only; no compile in all")
+    args = parser.parse_args()
+    left_out = ("kill", "compile") if args.reduced else ("kill",)
+    names = ([s for s in SCENARIOS if s not in left_out] if "all" in args.scenarios
+             else args.scenarios)
+    ranks = Ranks()
+    ranks.reduced = args.reduced
+    if ranks.nranks < 2:
+        ranks.say("SKIP", "engine", "needs 2 or more ranks")
+        return 0
+    for name in names:
+        start = time.monotonic()
+        try:
+            SCENARIOS[name](ranks)
+        except Exception as error:  # one scenario's failure must not hide the others'
+            ranks.say("FAIL", name, f"{type(error).__name__}: {error}".replace("\n", " | ")[:2000])
+            if isinstance(error, collc.Error) and "watchdog" in str(error):
+                break  # the ranks are out of step: later scenarios would only wait
+        print(f"[rank {ranks.rank}] time {name}: {time.monotonic() - start:.1f} s", flush=True)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    return 1 if ranks.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
