@@ -136,6 +136,8 @@ struct Lowered {
   LaunchShape launch;
   int root = 0;
   int64_t rowLength = 0;
+  /// The pairs of buffers the spec allows to be one memory, as this lowered program does or not.
+  std::vector<AliasVerdict> aliases;
 };
 
 /// The variant's choices checked against the verified `spec`, then its steps expanded and lowered
@@ -161,6 +163,11 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
   AtomicsNeedSum atomics(options.op, diags);
   for (const auto& step : program.steps)
     atomics.visitAll(step.body);
+  if (options.op != ReduceOp::Sum && proof.sumOnlyOffset >= 0 && !diags.hasErrors())
+    diags.error(llvm::SMLoc::getFromPointer(spec.loc.getPointer() + proof.sumOnlyOffset),
+                "this spec computes its result for op 'sum' only, so it cannot be compiled with "
+                "op '" +
+                    std::string(name(options.op)) + "': " + proof.sumOnlyWhy);
   LaunchShape launch;
   launch.blocks = options.blocks.value_or(spec.launch.blocks);
   launch.threads = options.threads.value_or(spec.launch.threads);
@@ -191,9 +198,10 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
     lowerOptions.printAfterEach = options.printIr;
   auto lowered = lower(program, proof, lowerOptions, diags);
   if (!lowered || !checkRowLength(*lowered, lowerOptions.rowLength, diags) ||
-      !verifyLowered(program, *lowered, options.nranks, options.dtype, diags,
-                     workLimitOf(options)))
+      !verifyLowered(program, *lowered, options.nranks, options.dtype, diags, workLimitOf(options)))
     return std::nullopt;
+  std::vector<AliasVerdict> aliases = proveLoweredAliases(
+      program, proof, *lowered, options.nranks, options.dtype, diags, workLimitOf(options));
   // Unroll multiplies the vectors of an element loop; LL128's line loops and row steps have
   // their own shape, which it would leave as it is.
   const bool rowSteps = std::any_of(lowered->steps.begin(), lowered->steps.end(),
@@ -207,7 +215,28 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
     return std::nullopt;
   }
   return Lowered{std::move(*lowered), launch, hasRoot(spec.kind) ? options.root : 0,
-                 lowerOptions.rowLength};
+                 lowerOptions.rowLength, std::move(aliases)};
+}
+
+/// "line:col: message" of the first error in diagnostics as Diagnostics prints them.
+std::string firstErrorOf(const std::string& text) {
+  const std::string line = text.substr(0, text.find('\n'));
+  const size_t error = line.find(": error: ");
+  if (error == std::string::npos)
+    return line;
+  const std::string place = line.substr(0, error);
+  const size_t column = place.rfind(':');
+  const size_t row = column == std::string::npos ? std::string::npos : place.rfind(':', column - 1);
+  std::string message = line.substr(error + 9);
+  // "sync strategy 'll' cannot synchronize 'c': ..." -- the report names the strategy itself.
+  const std::string lead = "cannot synchronize '";
+  const size_t named = message.find(lead);
+  if (message.rfind("sync strategy '", 0) == 0 && named != std::string::npos) {
+    const size_t colon = message.find("': ", named + lead.size());
+    if (colon != std::string::npos)
+      message = message.substr(colon + 3);
+  }
+  return (row == std::string::npos ? place : place.substr(row + 1)) + ": " + message;
 }
 
 ir::LineOf lineOfIn(const llvm::SourceMgr& sources) {
@@ -225,28 +254,69 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
   Checked checked = parseAndVerify(diags, spec, nullptr, kDefaultVerifyWorkLimit);
   if (!checked.program)
     return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+  const ir::Program& verified = *checked.program;
   if (report) {
     report->work = checked.proof.work;
     report->workLimit = kDefaultVerifyWorkLimit;
-    report->minRanks = checked.program->minRanks;
-    report->maxRanks = checked.program->maxRanks;
+    report->minRanks = verified.minRanks;
+    report->maxRanks = verified.maxRanks;
     report->runs = checked.proof.runs;
     report->seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (checked.proof.sumOnlyOffset >= 0) {
+      const auto [line, column] = sources.getLineAndColumn(
+          llvm::SMLoc::getFromPointer(verified.loc.getPointer() + checked.proof.sumOnlyOffset));
+      report->sumOnly =
+          std::to_string(line) + ":" + std::to_string(column) + ": " + checked.proof.sumOnlyWhy;
+    }
     report->inPlace = checked.proof.inPlace;
     report->auxAliases = checked.proof.auxAliases;
   }
   // The spec's own sync strategy and launch shape must also lower for every rank count, or emit,
-  // run and bench would refuse a spec that check called ok. A spec with rows and no default row
-  // length is lowered with rows of 4096 (a multiple of every vector width) for this.
-  const ir::Program& verified = *checked.program;
-  for (int nranks = verified.minRanks; nranks <= verified.maxRanks; ++nranks) {
-    CompileOptions options;
-    options.nranks = nranks;
-    if (!verified.rowLengthName.empty() && verified.defaultRowLength == 0)
-      options.rowLength = 4096;
-    if (!lowerVariant(verified, checked.proof, options, diags, lineOfIn(sources)))
-      return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+  // run and bench would refuse a spec that check called ok; every other strategy is tried too,
+  // quietly, for the report. A spec with rows and no default row length is lowered with rows of
+  // 4096 (a multiple of every vector width) for this.
+  const SyncKind strategies[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL,
+                                 SyncKind::LL128Atomic};
+  for (SyncKind sync : strategies) {
+    const bool own = sync == verified.defaultSync;
+    if (!own && !report)
+      continue;
+    StrategyReport strategy{sync, "", {}};
+    for (int nranks = verified.minRanks; nranks <= verified.maxRanks; ++nranks) {
+      CompileOptions options;
+      options.nranks = nranks;
+      if (!own)
+        options.sync = sync; // unset: the spec's own, reported at its `sync` clause
+      if (!verified.rowLengthName.empty() && verified.defaultRowLength == 0)
+        options.rowLength = 4096;
+      std::string text;
+      llvm::raw_string_ostream out(text);
+      Diagnostics quiet(sources, out);
+      Diagnostics& variantDiags = own ? diags : quiet;
+      auto lowered =
+          lowerVariant(verified, checked.proof, options, variantDiags, lineOfIn(sources));
+      if (!lowered && own)
+        return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+      if (!lowered) {
+        strategy.refused = "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(out.str());
+        strategy.aliases.clear();
+        break;
+      }
+      for (size_t k = 0; k < lowered->aliases.size(); ++k) {
+        const AliasVerdict& verdict = lowered->aliases[k];
+        if (strategy.aliases.size() <= k)
+          strategy.aliases.push_back(
+              AliasReport{verdict.written, verdict.read, verdict.inPlace, {}, ""});
+        AliasReport& alias = strategy.aliases[k];
+        if (verdict.allowed)
+          alias.allowedRanks.push_back(nranks);
+        else if (alias.why.empty())
+          alias.why = "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(verdict.why);
+      }
+    }
+    if (report)
+      report->strategies.push_back(std::move(strategy));
   }
   return llvm::Error::success();
 }
@@ -368,15 +438,22 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   compiled.eps = options.eps;
   compiled.aux = describeAuxBuffers(program, options.nranks, rowLength);
   compiled.addRmsNorm = findAddRmsNorm(*checked.program);
-  compiled.inPlace = checked.proof.inPlace;
-  for (const auto& [written, read] : checked.proof.auxAliases) {
+  // What this variant's own lowered program allows, not the spec: its strategy may race where
+  // the spec's waits order.
+  for (const AliasVerdict& verdict : lowered->aliases) {
+    if (!verdict.allowed)
+      continue;
+    if (verdict.inPlace) {
+      compiled.inPlace = true;
+      continue;
+    }
     auto index = [&](const std::string& name) {
       for (size_t k = 0; k < compiled.aux.size(); ++k)
         if (compiled.aux[k].name == name)
           return int(k);
       internalError("an aliased buffer that is not an aux buffer: " + name);
     };
-    compiled.auxAliases.push_back({index(written), index(read)});
+    compiled.auxAliases.push_back({index(verdict.written), index(verdict.read)});
   }
   for (ir::BufferId id : program.scratchBuffers())
     compiled.scratch.push_back(describeScratch(program.buffer(id), options, rowLength));

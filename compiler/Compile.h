@@ -76,15 +76,40 @@ llvm::Expected<SpecSource> loadSpec(const std::string& nameOrPath);
 /// Stdlib spec names, sorted.
 std::vector<std::string> stdlibNames();
 
+/// Whether one pair of buffers may be one memory in the variants of one strategy.
+struct AliasReport {
+  std::string written, read;
+  bool inPlace = false;          // the pair is the output and the input
+  std::vector<int> allowedRanks; // the rank counts whose variants allow it
+  std::string why; // where not: "nranks=R: line:col: the rule it breaks" of the first such count
+};
+
+/// What one strategy makes of the spec at every rank count the spec declares.
+struct StrategyReport {
+  SyncKind sync = SyncKind::Barrier;
+  /// Empty when it lowers for every rank count; else "nranks=R: line:col: why" of the first
+  /// rank count it refuses.
+  std::string refused;
+  /// Every pair the spec's own proof allows (in place first), per rank count.
+  std::vector<AliasReport> aliases;
+};
+
 /// What `collc check` says of a spec it accepts.
 struct CheckReport {
   int minRanks = 2, maxRanks = 8;
-  int64_t runs = 0;     // configurations the proof ran (rank count, root, count or residue)
+  int64_t runs = 0; // configurations the proof ran (rank count, root, count or residue)
   int64_t work = 0, workLimit = 0; // the proof's work (segment operations) and its limit
-  double seconds = 0;   // the proof's time
-  bool inPlace = false; // the output may be the input's memory
-  /// Aux buffers that may be the same memory: (written, read) names.
+  double seconds = 0;              // the proof's time
+  /// Empty when the spec's result holds for every operator; else "line:col: why" of the first
+  /// statement that makes it hold for 'sum' only (other operators are refused).
+  std::string sumOnly;
+  bool inPlace = false; // the spec allows the output to be the input's memory
+  /// Aux buffers the spec allows to be the same memory: (written, read) names.
   std::vector<std::pair<std::string, std::string>> auxAliases;
+  /// Every strategy collc compiles (ll128 aside while it is refused), f32 and sum: whether it
+  /// lowers, and which of the pairs above its lowered programs allow. A compiled variant allows
+  /// exactly what its own lowered program does (CompiledCollective::inPlace, auxAliases).
+  std::vector<StrategyReport> strategies;
 };
 
 /// Parses, checks and verifies the spec for every rank count it declares, then lowers it with its

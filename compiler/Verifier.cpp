@@ -123,12 +123,16 @@ private:
   std::vector<RunFacts> facts_;
 };
 
-void fold(VerifyResult& result, const RunFacts& facts) {
+void fold(VerifyResult& result, const RunFacts& facts, const ir::Program& program) {
   result.indexAligned &= facts.indexAligned;
   result.localAligned &= facts.localAligned;
   result.remoteWriteOrdering |= facts.remoteWriteOrdering;
   result.usesAtomics |= facts.usesAtomics;
   result.remoteDataReadOnce &= facts.remoteDataReadOnce;
+  if (result.sumOnlyWhy.empty() && facts.sumOnlyAt.isValid()) {
+    result.sumOnlyOffset = facts.sumOnlyAt.getPointer() - program.loc.getPointer();
+    result.sumOnlyWhy = facts.sumOnlyWhy;
+  }
   for (const auto& [from, to] : facts.dataEdges)
     result.exchangesAreMutual &= facts.dataEdges.count({to, from}) != 0;
   result.remotelyWritten.insert(facts.remotelyWritten.begin(), facts.remotelyWritten.end());
@@ -152,7 +156,7 @@ bool proveAll(const ir::Program& program, const RunConfig& base, Diagnostics* di
     if (!ok)
       return false;
     for (const RunFacts& facts : sweep.facts()) {
-      fold(result, facts);
+      fold(result, facts, program);
       usedWaits.insert(facts.usedWaits.begin(), facts.usedWaits.end());
     }
   }
@@ -244,17 +248,54 @@ VerifyResult verify(const ir::Program& program, Diagnostics& diags, int64_t work
   return result;
 }
 
-bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
-                   Diagnostics& diags, int64_t workLimit) {
+namespace {
+
+RunConfig loweredConfig(const ir::Program& spec, int nranks, DType dtype) {
   RunConfig config;
   config.nranks = nranks;
   config.lowered = true;
   config.packetElems = int(8 / sizeOf(dtype));
   config.reference = &spec;
   config.referenceSteps = &spec.steps;
+  return config;
+}
+
+} // namespace
+
+bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
+                   Diagnostics& diags, int64_t workLimit) {
   int64_t work = 0;
-  Sweep sweep(lowered, lowered.steps, config, &diags, work, workLimit);
+  Sweep sweep(lowered, lowered.steps, loweredConfig(spec, nranks, dtype), &diags, work, workLimit);
   return sweep.run();
+}
+
+std::vector<AliasVerdict> proveLoweredAliases(const ir::Program& spec, const VerifyResult& proof,
+                                              const ir::Program& lowered, int nranks, DType dtype,
+                                              Diagnostics& diags, int64_t workLimit) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  if (proof.inPlace)
+    pairs.push_back({spec.buffer(spec.output()).name, spec.buffer(spec.input()).name});
+  pairs.insert(pairs.end(), proof.auxAliases.begin(), proof.auxAliases.end());
+  std::vector<AliasVerdict> verdicts;
+  int64_t work = 0; // one budget for every pair
+  for (const auto& [written, read] : pairs) {
+    RunConfig config = loweredConfig(spec, nranks, dtype);
+    config.aliases = {{spec.find(written), spec.find(read)}};
+    // Both runs share the configuration: user buffers keep their place in the lowered program.
+    if (lowered.find(written) != spec.find(written) || lowered.find(read) != spec.find(read))
+      internalError("the lowered program moved user buffer '" + written + "' or '" + read + "'");
+    // Reported into a string of its own: a pair that is not allowed is no error of the spec.
+    std::string text;
+    llvm::raw_string_ostream out(text);
+    Diagnostics quiet(diags.sources(), out);
+    Sweep sweep(lowered, lowered.steps, config, &quiet, work, workLimit);
+    const bool inPlace = proof.inPlace && verdicts.empty();
+    AliasVerdict verdict{written, read, inPlace, sweep.run(), ""};
+    if (!verdict.allowed)
+      verdict.why = out.str();
+    verdicts.push_back(std::move(verdict));
+  }
+  return verdicts;
 }
 
 } // namespace collc

@@ -53,6 +53,12 @@ struct VerifyResult {
   std::set<int> remotelyWritten, locallyWritten;
   /// The output may be the input's memory (an in-place call): proved like the rest.
   bool inPlace = false;
+  /// The first statement whose result is right for the operator 'sum' only (a '+' of two values
+  /// that carry the input, aux data in a reduce, atomic_add), as an offset into the spec's text
+  /// (-1: the spec is right for every operator), and why. Variants of another operator are
+  /// refused there. An offset, not a location: proofs are remembered beyond their source buffer.
+  int64_t sumOnlyOffset = -1;
+  std::string sumOnlyWhy;
   /// Aux buffers that may be the same memory: (written, read) names, proved like the rest.
   std::vector<std::pair<std::string, std::string>> auxAliases;
   /// Runs made (configurations of rank count, root and count) and the work they took.
@@ -73,6 +79,25 @@ VerifyResult verify(const ir::Program& program, Diagnostics& diags,
 /// the strategy's, what it finds; true if nothing.
 bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
                    Diagnostics& diags, int64_t workLimit = kDefaultVerifyWorkLimit);
+
+/// Whether a caller may pass two buffers of one variant as the same memory: the spec's proof
+/// allows the pair, and the lowered program, run with the two sharing their elements, breaks no
+/// rule and computes what the spec computes so (its strategy orders threads and ranks in its own
+/// way, so a pair the spec allows may race in the kernel).
+struct AliasVerdict {
+  std::string written, read; // buffer names
+  bool inPlace = false;      // the pair is the output and the input
+  bool allowed = false;
+  std::string why; // when not allowed: the diagnostics of the rule the lowered program breaks
+};
+
+/// The verdicts for every pair `proof` allows (in place first, then its aux pairs), for the
+/// program `lowered` that a strategy made of `spec` (steps expanded) for `nranks`. The proofs
+/// share `workLimit`; one that does not finish within it is not allowed.
+std::vector<AliasVerdict> proveLoweredAliases(const ir::Program& spec, const VerifyResult& proof,
+                                              const ir::Program& lowered, int nranks, DType dtype,
+                                              Diagnostics& diags,
+                                              int64_t workLimit = kDefaultVerifyWorkLimit);
 
 } // namespace collc
 
