@@ -145,7 +145,8 @@ struct Lowered {
 /// to `diags`).
 std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult& proof,
                                     const CompileOptions& options, Diagnostics& diags,
-                                    const ir::LineOf& lineOf) {
+                                    const ir::LineOf& lineOf, bool proveAliases,
+                                    int64_t* work = nullptr) {
   // The variant's choices, each checked against what the spec allows.
   if (options.nranks < spec.minRanks || options.nranks > spec.maxRanks)
     diags.error(spec.loc, "cannot compile for " + std::to_string(options.nranks) +
@@ -197,11 +198,19 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
   if (options.printIr && options.printIrAfterAll)
     lowerOptions.printAfterEach = options.printIr;
   auto lowered = lower(program, proof, lowerOptions, diags);
-  if (!lowered || !checkRowLength(*lowered, lowerOptions.rowLength, diags) ||
-      !verifyLowered(program, *lowered, options.nranks, options.dtype, diags, workLimitOf(options)))
+  // The lowered program's proof and its aliases' share one budget.
+  int64_t done = 0;
+  const bool verified = lowered && checkRowLength(*lowered, lowerOptions.rowLength, diags) &&
+                        verifyLowered(program, *lowered, options.nranks, options.dtype, diags,
+                                      workLimitOf(options), &done);
+  std::vector<AliasVerdict> aliases;
+  if (verified && proveAliases)
+    aliases = proveLoweredAliases(program, proof, *lowered, options.nranks, options.dtype, diags,
+                                  std::max<int64_t>(1, workLimitOf(options) - done), &done);
+  if (work)
+    *work += done;
+  if (!verified)
     return std::nullopt;
-  std::vector<AliasVerdict> aliases = proveLoweredAliases(
-      program, proof, *lowered, options.nranks, options.dtype, diags, workLimitOf(options));
   // Unroll multiplies the vectors of an element loop; LL128's line loops and row steps have
   // their own shape, which it would leave as it is.
   const bool rowSteps = std::any_of(lowered->steps.begin(), lowered->steps.end(),
@@ -247,7 +256,9 @@ ir::LineOf lineOfIn(const llvm::SourceMgr& sources) {
 
 } // namespace
 
-llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, CheckReport* report) {
+llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, CheckReport* report,
+                      CheckDepth depth) {
+  const bool everyStrategy = report && depth == CheckDepth::EveryStrategy;
   llvm::SourceMgr sources;
   Diagnostics diags(sources, diagnostics);
   const auto start = std::chrono::steady_clock::now();
@@ -276,16 +287,36 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
   // run and bench would refuse a spec that check called ok; every other strategy is tried too,
   // quietly, for the report. A spec with rows and no default row length is lowered with rows of
   // 4096 (a multiple of every vector width) for this.
+  // Work: the spec's proof had its own budget; the own strategy's lowered programs at every rank
+  // count share one more, and the other strategies (a report, not a verdict) one more again, so
+  // that check is bounded whatever the spec.
   const SyncKind strategies[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL,
                                  SyncKind::LL128Atomic};
+  int64_t ownBudget = kDefaultVerifyWorkLimit, othersBudget = kDefaultVerifyWorkLimit;
   for (SyncKind sync : strategies) {
     const bool own = sync == verified.defaultSync;
-    if (!own && !report)
+    if (!own && !everyStrategy)
       continue;
+    int64_t& budget = own ? ownBudget : othersBudget;
     StrategyReport strategy{sync, "", {}};
     for (int nranks = verified.minRanks; nranks <= verified.maxRanks; ++nranks) {
+      if (budget <= 0) {
+        if (own) {
+          diags.error(verified.loc, "checking the programs sync strategy '" +
+                                        std::string(name(sync)) + "' lowers '" + verified.name +
+                                        "' to takes more than " +
+                                        std::to_string(kDefaultVerifyWorkLimit) +
+                                        " steps of work; collc refuses a spec it cannot prove in "
+                                        "that: use fewer statements, loop trips or rank counts");
+          return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+        }
+        strategy.refused = "not tried: check's budget of work for the other strategies is spent";
+        strategy.aliases.clear();
+        break;
+      }
       CompileOptions options;
       options.nranks = nranks;
+      options.verifyWorkLimit = budget;
       if (!own)
         options.sync = sync; // unset: the spec's own, reported at its `sync` clause
       if (!verified.rowLengthName.empty() && verified.defaultRowLength == 0)
@@ -294,8 +325,12 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
       llvm::raw_string_ostream out(text);
       Diagnostics quiet(sources, out);
       Diagnostics& variantDiags = own ? diags : quiet;
-      auto lowered =
-          lowerVariant(verified, checked.proof, options, variantDiags, lineOfIn(sources));
+      int64_t work = 0;
+      auto lowered = lowerVariant(verified, checked.proof, options, variantDiags, lineOfIn(sources),
+                                  everyStrategy, &work);
+      budget -= work;
+      if (report)
+        report->loweredWork += work;
       if (!lowered && own)
         return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
       if (!lowered) {
@@ -315,9 +350,12 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
           alias.why = "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(verdict.why);
       }
     }
-    if (report)
+    if (everyStrategy)
       report->strategies.push_back(std::move(strategy));
   }
+  if (report)
+    report->totalSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return llvm::Error::success();
 }
 
@@ -369,7 +407,8 @@ llvm::Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
   Checked checked = parseAndVerify(diags, spec, nullptr, workLimitOf(options));
   if (!checked.program)
     return fail();
-  auto lowered = lowerVariant(*checked.program, checked.proof, options, diags, lineOfIn(sources));
+  auto lowered = lowerVariant(*checked.program, checked.proof, options, diags, lineOfIn(sources),
+                              /*proveAliases=*/false);
   if (!lowered)
     return fail();
   auto steps = expandRepeatedSteps(*checked.program, options.nranks, diags);
@@ -393,7 +432,8 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   Checked checked = parseAndVerify(diags, spec, options.printAst, workLimitOf(options));
   if (!checked.program)
     return fail();
-  auto lowered = lowerVariant(*checked.program, checked.proof, options, diags, lineOfIn(sources));
+  auto lowered = lowerVariant(*checked.program, checked.proof, options, diags, lineOfIn(sources),
+                              /*proveAliases=*/true);
   if (!lowered)
     return fail();
   const ir::Program& program = lowered->program;

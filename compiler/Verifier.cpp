@@ -263,15 +263,19 @@ RunConfig loweredConfig(const ir::Program& spec, int nranks, DType dtype) {
 } // namespace
 
 bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
-                   Diagnostics& diags, int64_t workLimit) {
-  int64_t work = 0;
-  Sweep sweep(lowered, lowered.steps, loweredConfig(spec, nranks, dtype), &diags, work, workLimit);
-  return sweep.run();
+                   Diagnostics& diags, int64_t workLimit, int64_t* work) {
+  int64_t done = 0;
+  Sweep sweep(lowered, lowered.steps, loweredConfig(spec, nranks, dtype), &diags, done, workLimit);
+  const bool ok = sweep.run();
+  if (work)
+    *work += done;
+  return ok;
 }
 
 std::vector<AliasVerdict> proveLoweredAliases(const ir::Program& spec, const VerifyResult& proof,
                                               const ir::Program& lowered, int nranks, DType dtype,
-                                              Diagnostics& diags, int64_t workLimit) {
+                                              Diagnostics& diags, int64_t workLimit,
+                                              int64_t* workDone) {
   std::vector<std::pair<std::string, std::string>> pairs;
   if (proof.inPlace)
     pairs.push_back({spec.buffer(spec.output()).name, spec.buffer(spec.input()).name});
@@ -295,6 +299,8 @@ std::vector<AliasVerdict> proveLoweredAliases(const ir::Program& spec, const Ver
       verdict.why = out.str();
     verdicts.push_back(std::move(verdict));
   }
+  if (workDone)
+    *workDone += work;
   return verdicts;
 }
 

@@ -77,8 +77,10 @@ VerifyResult verify(const ir::Program& program, Diagnostics& diags,
 /// Checks `lowered`, the program a strategy lowered `spec` (its steps expanded) to for `nranks`,
 /// for every root and every n: it breaks no rule and computes what the spec computes. Reports, as
 /// the strategy's, what it finds; true if nothing.
+/// `work`, if given, has the work done added to it.
 bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
-                   Diagnostics& diags, int64_t workLimit = kDefaultVerifyWorkLimit);
+                   Diagnostics& diags, int64_t workLimit = kDefaultVerifyWorkLimit,
+                   int64_t* work = nullptr);
 
 /// Whether a caller may pass two buffers of one variant as the same memory: the spec's proof
 /// allows the pair, and the lowered program, run with the two sharing their elements, breaks no
@@ -93,11 +95,13 @@ struct AliasVerdict {
 
 /// The verdicts for every pair `proof` allows (in place first, then its aux pairs), for the
 /// program `lowered` that a strategy made of `spec` (steps expanded) for `nranks`. The proofs
-/// share `workLimit`; one that does not finish within it is not allowed.
+/// share `workLimit` (and add their work to `work`, if given); one that does not finish within it
+/// is not allowed.
 std::vector<AliasVerdict> proveLoweredAliases(const ir::Program& spec, const VerifyResult& proof,
                                               const ir::Program& lowered, int nranks, DType dtype,
                                               Diagnostics& diags,
-                                              int64_t workLimit = kDefaultVerifyWorkLimit);
+                                              int64_t workLimit = kDefaultVerifyWorkLimit,
+                                              int64_t* work = nullptr);
 
 } // namespace collc
 

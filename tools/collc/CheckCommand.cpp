@@ -97,6 +97,8 @@ void printStrategies(const CheckReport& report) {
     }
     llvm::outs() << "\n";
   }
+  llvm::outs() << "  lowered programs: " << report.loweredWork << " steps of work; check took "
+               << llvm::format("%.2f", report.totalSeconds) << " s\n";
 }
 
 } // namespace
@@ -123,7 +125,8 @@ int runCheck(const ParsedArguments& args) {
     return reportError(spec.takeError());
   CheckReport report;
   bool specError = false;
-  if (Error error = compilerError(checkSpec(*spec, llvm::errs(), &report), &specError))
+  if (Error error = compilerError(
+          checkSpec(*spec, llvm::errs(), &report, CheckDepth::EveryStrategy), &specError))
     return reportError(std::move(error), specError);
   llvm::outs() << spec->bufferName << ": ok\n";
   llvm::outs() << "  proved for nranks " << report.minRanks << ".." << report.maxRanks
