@@ -137,7 +137,7 @@ struct Lowered {
   int root = 0;
   int64_t rowLength = 0;
   /// The pairs of buffers the spec allows to be one memory, as this lowered program does or not.
-  std::vector<AliasVerdict> aliases;
+  LoweredAliases aliases;
 };
 
 /// The variant's choices checked against the verified `spec`, then its steps expanded and lowered
@@ -203,7 +203,7 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
   const bool verified = lowered && checkRowLength(*lowered, lowerOptions.rowLength, diags) &&
                         verifyLowered(program, *lowered, options.nranks, options.dtype, diags,
                                       workLimitOf(options), &done);
-  std::vector<AliasVerdict> aliases;
+  LoweredAliases aliases;
   if (verified && proveAliases)
     aliases = proveLoweredAliases(program, proof, *lowered, options.nranks, options.dtype, diags,
                                   std::max<int64_t>(1, workLimitOf(options) - done), &done);
@@ -281,7 +281,10 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
           std::to_string(line) + ":" + std::to_string(column) + ": " + checked.proof.sumOnlyWhy;
     }
     report->inPlace = checked.proof.inPlace;
+    if (!checked.proof.inPlaceWhy.empty())
+      report->inPlaceWhy = firstErrorOf(checked.proof.inPlaceWhy);
     report->auxAliases = checked.proof.auxAliases;
+    report->aliasesTogether = checked.proof.aliasesTogether;
   }
   // The spec's own sync strategy and launch shape must also lower for every rank count, or emit,
   // run and bench would refuse a spec that check called ok; every other strategy is tried too,
@@ -298,7 +301,7 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
     if (!own && !everyStrategy)
       continue;
     int64_t& budget = own ? ownBudget : othersBudget;
-    StrategyReport strategy{sync, "", {}};
+    StrategyReport strategy{sync, "", {}, true};
     for (int nranks = verified.minRanks; nranks <= verified.maxRanks; ++nranks) {
       if (budget <= 0) {
         if (own) {
@@ -338,8 +341,9 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
         strategy.aliases.clear();
         break;
       }
-      for (size_t k = 0; k < lowered->aliases.size(); ++k) {
-        const AliasVerdict& verdict = lowered->aliases[k];
+      strategy.aliasesTogether &= lowered->aliases.together;
+      for (size_t k = 0; k < lowered->aliases.pairs.size(); ++k) {
+        const AliasVerdict& verdict = lowered->aliases.pairs[k];
         if (strategy.aliases.size() <= k)
           strategy.aliases.push_back(
               AliasReport{verdict.written, verdict.read, verdict.inPlace, {}, ""});
@@ -480,7 +484,8 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   compiled.addRmsNorm = findAddRmsNorm(*checked.program);
   // What this variant's own lowered program allows, not the spec: its strategy may race where
   // the spec's waits order.
-  for (const AliasVerdict& verdict : lowered->aliases) {
+  compiled.aliasesTogether = lowered->aliases.together;
+  for (const AliasVerdict& verdict : lowered->aliases.pairs) {
     if (!verdict.allowed)
       continue;
     if (verdict.inPlace) {

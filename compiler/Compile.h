@@ -92,6 +92,8 @@ struct StrategyReport {
   std::string refused;
   /// Every pair the spec's own proof allows (in place first), per rank count.
   std::vector<AliasReport> aliases;
+  /// At every rank count, the pairs allowed there also hold all at once.
+  bool aliasesTogether = true;
 };
 
 /// What `collc check` says of a spec it accepts.
@@ -105,9 +107,11 @@ struct CheckReport {
   /// Empty when the spec's result holds for every operator; else "line:col: why" of the first
   /// statement that makes it hold for 'sum' only (other operators are refused).
   std::string sumOnly;
-  bool inPlace = false; // the spec allows the output to be the input's memory
+  bool inPlace = false;   // the spec allows the output to be the input's memory
+  std::string inPlaceWhy; // where it does not (for an input and output of one shape): line:col: why
   /// Aux buffers the spec allows to be the same memory: (written, read) names.
   std::vector<std::pair<std::string, std::string>> auxAliases;
+  bool aliasesTogether = true; // the pairs above also hold all at once
   /// With CheckDepth::EveryStrategy, every strategy collc compiles (ll128 aside while it is
   /// refused), f32 and sum: whether it lowers, and which of the pairs above its lowered programs
   /// allow. A compiled variant allows exactly what its own lowered program does

@@ -61,6 +61,12 @@ struct VerifyResult {
   std::string sumOnlyWhy;
   /// Aux buffers that may be the same memory: (written, read) names, proved like the rest.
   std::vector<std::pair<std::string, std::string>> auxAliases;
+  /// Every pair above (in place included) also holds with all of them at once; vacuously true
+  /// for fewer than two. Each pair alone says nothing of two at once.
+  bool aliasesTogether = true;
+  /// Why in place is not allowed, when the spec has an input and an output of one shape (the
+  /// diagnostics of the rule the in-place run breaks).
+  std::string inPlaceWhy;
   /// Runs made (configurations of rank count, root and count) and the work they took.
   int64_t runs = 0;
   int64_t work = 0;
@@ -93,15 +99,19 @@ struct AliasVerdict {
   std::string why; // when not allowed: the diagnostics of the rule the lowered program breaks
 };
 
-/// The verdicts for every pair `proof` allows (in place first, then its aux pairs), for the
-/// program `lowered` that a strategy made of `spec` (steps expanded) for `nranks`. The proofs
-/// share `workLimit` (and add their work to `work`, if given); one that does not finish within it
-/// is not allowed.
-std::vector<AliasVerdict> proveLoweredAliases(const ir::Program& spec, const VerifyResult& proof,
-                                              const ir::Program& lowered, int nranks, DType dtype,
-                                              Diagnostics& diags,
-                                              int64_t workLimit = kDefaultVerifyWorkLimit,
-                                              int64_t* work = nullptr);
+/// What a lowered program allows of the pairs its spec allows.
+struct LoweredAliases {
+  std::vector<AliasVerdict> pairs; // in place first, then the aux pairs
+  bool together = true; // the allowed pairs also hold all at once (vacuous for fewer than two)
+};
+
+/// The verdicts for every pair `proof` allows, for the program `lowered` that a strategy made of
+/// `spec` (steps expanded) for `nranks`. The proofs share `workLimit` (and add their work to
+/// `work`, if given); one that does not finish within it is not allowed.
+LoweredAliases proveLoweredAliases(const ir::Program& spec, const VerifyResult& proof,
+                                   const ir::Program& lowered, int nranks, DType dtype,
+                                   Diagnostics& diags, int64_t workLimit = kDefaultVerifyWorkLimit,
+                                   int64_t* work = nullptr);
 
 } // namespace collc
 

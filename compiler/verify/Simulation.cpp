@@ -258,8 +258,19 @@ private:
           buffers[b].push_back(slot);
         }
       }
+      // Pairs may chain (a is b, b is c): every buffer takes the memory of its pairs' root.
+      std::vector<ir::BufferId> root(program_.buffers.size());
+      for (size_t b = 0; b < root.size(); ++b)
+        root[b] = ir::BufferId(b);
+      auto find = [&](ir::BufferId b) {
+        while (root[size_t(b)] != b)
+          b = root[size_t(b)];
+        return b;
+      };
       for (const auto& [alias, original] : config_.aliases)
-        buffers[size_t(alias)] = buffers[size_t(original)];
+        root[size_t(find(alias))] = find(original);
+      for (size_t b = 0; b < root.size(); ++b)
+        buffers[b] = buffers[size_t(find(ir::BufferId(b)))];
     }
   }
 
@@ -1104,13 +1115,41 @@ private:
     return same;
   }
 
-  /// Aux contributions in an output element come from the rank's own buffers, at most once each.
-  static bool auxIsLocal(const Value& value, int rank) {
+  /// Why the aux contributions of an output element on `rank` break the claim, or "": each is
+  /// the rank's own, at the element's own index (a weight's at any), and at most once.
+  std::string auxProblem(const Value& value, int rank) {
     std::set<int> seen;
+    for (const Contribution& c : value) {
+      if (c.tag == 0)
+        continue;
+      const std::string name = auxName(c.tag);
+      if (c.rank != rank)
+        return "'" + name + "' of rank " + std::to_string(c.rank) +
+               " reaches it: aux data must be the rank's own";
+      if (!seen.insert(c.tag).second)
+        return "'" + name + "' reaches it more than once";
+      if (!c.anyIndex && !arith_.equal(c.shift, Affine::constant(0)))
+        return "'" + name +
+               "' reaches it from another index: an element of an aux buffer must reach the output "
+               "element of the same index";
+    }
+    return "";
+  }
+
+  /// The aux buffers whose data reaches an output element (tags).
+  static std::set<int> auxTags(const Value& value) {
+    std::set<int> tags;
     for (const Contribution& c : value)
-      if (c.tag > 0 && (c.rank != rank || !seen.insert(c.tag).second))
-        return false;
-    return true;
+      if (c.tag > 0)
+        tags.insert(c.tag);
+    return tags;
+  }
+
+  std::string auxName(int tag) const {
+    for (const auto& b : program_.buffers)
+      if (b.auxIndex == tag - 1)
+        return b.name;
+    return "aux";
   }
 
   std::string describe(const Value& value, const Affine& element) const {
@@ -1158,6 +1197,9 @@ private:
 
   void checkOutput(ir::BufferId id) {
     const ir::Buffer& out = program_.buffer(id);
+    // An aux buffer reaches every element of the output on every rank, or none (all-or-none: a
+    // fused residual added to some elements only is no result of any collective).
+    std::optional<std::tuple<std::set<int>, Affine, int>> firstTags;
     for (int r = 0; r < config_.nranks; ++r) {
       Slot& slot = *memory_[size_t(r)][size_t(id)][0];
       if (outputIsPerRankBlocks(program_.kind))
@@ -1172,10 +1214,31 @@ private:
         auto expected = expectedAt(r, element);
         if (!expected)
           continue;
-        if (c.written && sameInput(inputPart(c.value), *expected) && auxIsLocal(c.value, r))
-          continue;
         std::string message = "postcondition fails: " + out.name + "[" + number(element) +
                               "] on rank " + std::to_string(r);
+        if (c.written && sameInput(inputPart(c.value), *expected)) {
+          std::string problem = auxProblem(c.value, r);
+          const std::set<int> tags = auxTags(c.value);
+          if (problem.empty() && !firstTags)
+            firstTags = {tags, element, r};
+          if (problem.empty() && std::get<0>(*firstTags) != tags) {
+            std::set<int> differ;
+            std::set_symmetric_difference(tags.begin(), tags.end(), std::get<0>(*firstTags).begin(),
+                                          std::get<0>(*firstTags).end(),
+                                          std::inserter(differ, differ.begin()));
+            const int tag = *differ.begin();
+            problem = "'" + auxName(tag) + "' reaches " +
+                      (tags.count(tag) ? "it but not " : "not it but ") + out.name + "[" +
+                      number(std::get<1>(*firstTags)) + "] on rank " +
+                      std::to_string(std::get<2>(*firstTags)) +
+                      ": an aux buffer must reach every element of an output or none";
+          }
+          if (problem.empty())
+            continue;
+          failWithNote(program_.loc,
+                       message + " holds " + describe(c.value, element) + "; " + problem,
+                       c.writerLoc, "last written here");
+        }
         if (!c.written) {
           message += " is never written";
         } else {

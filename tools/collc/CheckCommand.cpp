@@ -1,6 +1,7 @@
 #include "tools/collc/Commands.h"
 #include "tools/collc/Footprint.h"
 
+#include <algorithm>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/raw_ostream.h>
 #include <map>
@@ -95,6 +96,10 @@ void printStrategies(const CheckReport& report) {
         llvm::outs() << "allowed for nranks " << rankList(alias.allowedRanks) << ", not ("
                      << alias.why << ")";
     }
+    const auto usable = std::count_if(strategy.aliases.begin(), strategy.aliases.end(),
+                                      [](const AliasReport& a) { return !a.allowedRanks.empty(); });
+    if (usable > 1)
+      llvm::outs() << "; all at once: " << (strategy.aliasesTogether ? "allowed" : "not allowed");
     llvm::outs() << "\n";
   }
   llvm::outs() << "  lowered programs: " << report.loweredWork << " steps of work; check took "
@@ -138,10 +143,16 @@ int runCheck(const ParsedArguments& args) {
                                           : "sum only (" + report.sumOnly + ")")
                << "\n";
   llvm::outs() << "  in place (out is in): "
-               << (report.inPlace ? "allowed by the spec" : "not allowed") << "\n";
+               << (report.inPlace              ? "allowed by the spec"
+                   : report.inPlaceWhy.empty() ? "not allowed"
+                                               : "not allowed (" + report.inPlaceWhy + ")")
+               << "\n";
   for (const auto& [written, read] : report.auxAliases)
     llvm::outs() << "  '" << written << "' may be the same memory as '" << read
                  << "' by the spec\n";
+  if (report.auxAliases.size() + report.inPlace > 1)
+    llvm::outs() << "  all of these at once: "
+                 << (report.aliasesTogether ? "allowed by the spec" : "not allowed") << "\n";
   printStrategies(report);
   if (!args.has("footprint"))
     return kSuccess;
