@@ -120,6 +120,9 @@ struct CompiledCollective {
   /// Aux buffers that may be the same memory, as (written, read) indices into `aux`: proved too.
   /// A launch that passes the same memory for any other pair of buffers is refused.
   std::vector<std::pair<int, int>> auxAliases;
+  /// Each pair above is proved on its own; true when all of them (in place included) were also
+  /// proved at once, which a launch that aliases more than one pair needs: it must then alias all.
+  bool aliasesTogether = false;
 
   uint64_t flagsBytes() const { return uint64_t(launch.blocks) * nranks * 8; }
   /// Elements of each rank's input and output buffer for a call of `count` elements (the kind's

@@ -136,6 +136,8 @@ struct Lowered {
   LaunchShape launch;
   int root = 0;
   int64_t rowLength = 0;
+  /// The pairs of buffers the spec allows to be one memory, as this lowered program does or not.
+  LoweredAliases aliases;
 };
 
 /// The variant's choices checked against the verified `spec`, then its steps expanded and lowered
@@ -143,7 +145,8 @@ struct Lowered {
 /// to `diags`).
 std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult& proof,
                                     const CompileOptions& options, Diagnostics& diags,
-                                    const ir::LineOf& lineOf) {
+                                    const ir::LineOf& lineOf, bool proveAliases,
+                                    int64_t* work = nullptr) {
   // The variant's choices, each checked against what the spec allows.
   if (options.nranks < spec.minRanks || options.nranks > spec.maxRanks)
     diags.error(spec.loc, "cannot compile for " + std::to_string(options.nranks) +
@@ -161,6 +164,11 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
   AtomicsNeedSum atomics(options.op, diags);
   for (const auto& step : program.steps)
     atomics.visitAll(step.body);
+  if (options.op != ReduceOp::Sum && proof.sumOnlyOffset >= 0 && !diags.hasErrors())
+    diags.error(llvm::SMLoc::getFromPointer(spec.loc.getPointer() + proof.sumOnlyOffset),
+                "this spec computes its result for op 'sum' only, so it cannot be compiled with "
+                "op '" +
+                    std::string(name(options.op)) + "': " + proof.sumOnlyWhy);
   LaunchShape launch;
   launch.blocks = options.blocks.value_or(spec.launch.blocks);
   launch.threads = options.threads.value_or(spec.launch.threads);
@@ -190,9 +198,18 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
   if (options.printIr && options.printIrAfterAll)
     lowerOptions.printAfterEach = options.printIr;
   auto lowered = lower(program, proof, lowerOptions, diags);
-  if (!lowered || !checkRowLength(*lowered, lowerOptions.rowLength, diags) ||
-      !verifyLowered(program, *lowered, options.nranks, options.dtype, diags,
-                     workLimitOf(options)))
+  // The lowered program's proof and its aliases' share one budget.
+  int64_t done = 0;
+  const bool verified = lowered && checkRowLength(*lowered, lowerOptions.rowLength, diags) &&
+                        verifyLowered(program, *lowered, options.nranks, options.dtype, diags,
+                                      workLimitOf(options), &done);
+  LoweredAliases aliases;
+  if (verified && proveAliases)
+    aliases = proveLoweredAliases(program, proof, *lowered, options.nranks, options.dtype, diags,
+                                  std::max<int64_t>(1, workLimitOf(options) - done), &done);
+  if (work)
+    *work += done;
+  if (!verified)
     return std::nullopt;
   // Unroll multiplies the vectors of an element loop; LL128's line loops and row steps have
   // their own shape, which it would leave as it is.
@@ -207,7 +224,28 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
     return std::nullopt;
   }
   return Lowered{std::move(*lowered), launch, hasRoot(spec.kind) ? options.root : 0,
-                 lowerOptions.rowLength};
+                 lowerOptions.rowLength, std::move(aliases)};
+}
+
+/// "line:col: message" of the first error in diagnostics as Diagnostics prints them.
+std::string firstErrorOf(const std::string& text) {
+  const std::string line = text.substr(0, text.find('\n'));
+  const size_t error = line.find(": error: ");
+  if (error == std::string::npos)
+    return line;
+  const std::string place = line.substr(0, error);
+  const size_t column = place.rfind(':');
+  const size_t row = column == std::string::npos ? std::string::npos : place.rfind(':', column - 1);
+  std::string message = line.substr(error + 9);
+  // "sync strategy 'll' cannot synchronize 'c': ..." -- the report names the strategy itself.
+  const std::string lead = "cannot synchronize '";
+  const size_t named = message.find(lead);
+  if (message.rfind("sync strategy '", 0) == 0 && named != std::string::npos) {
+    const size_t colon = message.find("': ", named + lead.size());
+    if (colon != std::string::npos)
+      message = message.substr(colon + 3);
+  }
+  return (row == std::string::npos ? place : place.substr(row + 1)) + ": " + message;
 }
 
 ir::LineOf lineOfIn(const llvm::SourceMgr& sources) {
@@ -218,36 +256,110 @@ ir::LineOf lineOfIn(const llvm::SourceMgr& sources) {
 
 } // namespace
 
-llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, CheckReport* report) {
+llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, CheckReport* report,
+                      CheckDepth depth) {
+  const bool everyStrategy = report && depth == CheckDepth::EveryStrategy;
   llvm::SourceMgr sources;
   Diagnostics diags(sources, diagnostics);
   const auto start = std::chrono::steady_clock::now();
   Checked checked = parseAndVerify(diags, spec, nullptr, kDefaultVerifyWorkLimit);
   if (!checked.program)
     return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+  const ir::Program& verified = *checked.program;
   if (report) {
     report->work = checked.proof.work;
     report->workLimit = kDefaultVerifyWorkLimit;
-    report->minRanks = checked.program->minRanks;
-    report->maxRanks = checked.program->maxRanks;
+    report->minRanks = verified.minRanks;
+    report->maxRanks = verified.maxRanks;
     report->runs = checked.proof.runs;
     report->seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (checked.proof.sumOnlyOffset >= 0) {
+      const auto [line, column] = sources.getLineAndColumn(
+          llvm::SMLoc::getFromPointer(verified.loc.getPointer() + checked.proof.sumOnlyOffset));
+      report->sumOnly =
+          std::to_string(line) + ":" + std::to_string(column) + ": " + checked.proof.sumOnlyWhy;
+    }
     report->inPlace = checked.proof.inPlace;
+    if (!checked.proof.inPlaceWhy.empty())
+      report->inPlaceWhy = firstErrorOf(checked.proof.inPlaceWhy);
     report->auxAliases = checked.proof.auxAliases;
+    report->aliasesTogether = checked.proof.aliasesTogether;
   }
   // The spec's own sync strategy and launch shape must also lower for every rank count, or emit,
-  // run and bench would refuse a spec that check called ok. A spec with rows and no default row
-  // length is lowered with rows of 4096 (a multiple of every vector width) for this.
-  const ir::Program& verified = *checked.program;
-  for (int nranks = verified.minRanks; nranks <= verified.maxRanks; ++nranks) {
-    CompileOptions options;
-    options.nranks = nranks;
-    if (!verified.rowLengthName.empty() && verified.defaultRowLength == 0)
-      options.rowLength = 4096;
-    if (!lowerVariant(verified, checked.proof, options, diags, lineOfIn(sources)))
-      return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+  // run and bench would refuse a spec that check called ok; every other strategy is tried too,
+  // quietly, for the report. A spec with rows and no default row length is lowered with rows of
+  // 4096 (a multiple of every vector width) for this.
+  // Work: the spec's proof had its own budget; the own strategy's lowered programs at every rank
+  // count share one more, and the other strategies (a report, not a verdict) one more again, so
+  // that check is bounded whatever the spec.
+  const SyncKind strategies[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL,
+                                 SyncKind::LL128Atomic};
+  int64_t ownBudget = kDefaultVerifyWorkLimit, othersBudget = kDefaultVerifyWorkLimit;
+  for (SyncKind sync : strategies) {
+    const bool own = sync == verified.defaultSync;
+    if (!own && !everyStrategy)
+      continue;
+    int64_t& budget = own ? ownBudget : othersBudget;
+    StrategyReport strategy{sync, "", {}, true};
+    for (int nranks = verified.minRanks; nranks <= verified.maxRanks; ++nranks) {
+      if (budget <= 0) {
+        if (own) {
+          diags.error(verified.loc, "checking the programs sync strategy '" +
+                                        std::string(name(sync)) + "' lowers '" + verified.name +
+                                        "' to takes more than " +
+                                        std::to_string(kDefaultVerifyWorkLimit) +
+                                        " steps of work; collc refuses a spec it cannot prove in "
+                                        "that: use fewer statements, loop trips or rank counts");
+          return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+        }
+        strategy.refused = "not tried: check's budget of work for the other strategies is spent";
+        strategy.aliases.clear();
+        break;
+      }
+      CompileOptions options;
+      options.nranks = nranks;
+      options.verifyWorkLimit = budget;
+      if (!own)
+        options.sync = sync; // unset: the spec's own, reported at its `sync` clause
+      if (!verified.rowLengthName.empty() && verified.defaultRowLength == 0)
+        options.rowLength = 4096;
+      std::string text;
+      llvm::raw_string_ostream out(text);
+      Diagnostics quiet(sources, out);
+      Diagnostics& variantDiags = own ? diags : quiet;
+      int64_t work = 0;
+      auto lowered = lowerVariant(verified, checked.proof, options, variantDiags, lineOfIn(sources),
+                                  everyStrategy, &work);
+      budget -= work;
+      if (report)
+        report->loweredWork += work;
+      if (!lowered && own)
+        return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+      if (!lowered) {
+        strategy.refused = "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(out.str());
+        strategy.aliases.clear();
+        break;
+      }
+      strategy.aliasesTogether &= lowered->aliases.together;
+      for (size_t k = 0; k < lowered->aliases.pairs.size(); ++k) {
+        const AliasVerdict& verdict = lowered->aliases.pairs[k];
+        if (strategy.aliases.size() <= k)
+          strategy.aliases.push_back(
+              AliasReport{verdict.written, verdict.read, verdict.inPlace, {}, ""});
+        AliasReport& alias = strategy.aliases[k];
+        if (verdict.allowed)
+          alias.allowedRanks.push_back(nranks);
+        else if (alias.why.empty())
+          alias.why = "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(verdict.why);
+      }
+    }
+    if (everyStrategy)
+      report->strategies.push_back(std::move(strategy));
   }
+  if (report)
+    report->totalSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return llvm::Error::success();
 }
 
@@ -299,7 +411,8 @@ llvm::Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
   Checked checked = parseAndVerify(diags, spec, nullptr, workLimitOf(options));
   if (!checked.program)
     return fail();
-  auto lowered = lowerVariant(*checked.program, checked.proof, options, diags, lineOfIn(sources));
+  auto lowered = lowerVariant(*checked.program, checked.proof, options, diags, lineOfIn(sources),
+                              /*proveAliases=*/false);
   if (!lowered)
     return fail();
   auto steps = expandRepeatedSteps(*checked.program, options.nranks, diags);
@@ -323,7 +436,8 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   Checked checked = parseAndVerify(diags, spec, options.printAst, workLimitOf(options));
   if (!checked.program)
     return fail();
-  auto lowered = lowerVariant(*checked.program, checked.proof, options, diags, lineOfIn(sources));
+  auto lowered = lowerVariant(*checked.program, checked.proof, options, diags, lineOfIn(sources),
+                              /*proveAliases=*/true);
   if (!lowered)
     return fail();
   const ir::Program& program = lowered->program;
@@ -368,15 +482,23 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   compiled.eps = options.eps;
   compiled.aux = describeAuxBuffers(program, options.nranks, rowLength);
   compiled.addRmsNorm = findAddRmsNorm(*checked.program);
-  compiled.inPlace = checked.proof.inPlace;
-  for (const auto& [written, read] : checked.proof.auxAliases) {
+  // What this variant's own lowered program allows, not the spec: its strategy may race where
+  // the spec's waits order.
+  compiled.aliasesTogether = lowered->aliases.together;
+  for (const AliasVerdict& verdict : lowered->aliases.pairs) {
+    if (!verdict.allowed)
+      continue;
+    if (verdict.inPlace) {
+      compiled.inPlace = true;
+      continue;
+    }
     auto index = [&](const std::string& name) {
       for (size_t k = 0; k < compiled.aux.size(); ++k)
         if (compiled.aux[k].name == name)
           return int(k);
       internalError("an aliased buffer that is not an aux buffer: " + name);
     };
-    compiled.auxAliases.push_back({index(written), index(read)});
+    compiled.auxAliases.push_back({index(verdict.written), index(verdict.read)});
   }
   for (ir::BufferId id : program.scratchBuffers())
     compiled.scratch.push_back(describeScratch(program.buffer(id), options, rowLength));

@@ -76,23 +76,62 @@ llvm::Expected<SpecSource> loadSpec(const std::string& nameOrPath);
 /// Stdlib spec names, sorted.
 std::vector<std::string> stdlibNames();
 
+/// Whether one pair of buffers may be one memory in the variants of one strategy.
+struct AliasReport {
+  std::string written, read;
+  bool inPlace = false;          // the pair is the output and the input
+  std::vector<int> allowedRanks; // the rank counts whose variants allow it
+  std::string why; // where not: "nranks=R: line:col: the rule it breaks" of the first such count
+};
+
+/// What one strategy makes of the spec at every rank count the spec declares.
+struct StrategyReport {
+  SyncKind sync = SyncKind::Barrier;
+  /// Empty when it lowers for every rank count; else "nranks=R: line:col: why" of the first
+  /// rank count it refuses.
+  std::string refused;
+  /// Every pair the spec's own proof allows (in place first), per rank count.
+  std::vector<AliasReport> aliases;
+  /// At every rank count, the pairs allowed there also hold all at once.
+  bool aliasesTogether = true;
+};
+
 /// What `collc check` says of a spec it accepts.
 struct CheckReport {
   int minRanks = 2, maxRanks = 8;
-  int64_t runs = 0;     // configurations the proof ran (rank count, root, count or residue)
+  int64_t runs = 0; // configurations the proof ran (rank count, root, count or residue)
   int64_t work = 0, workLimit = 0; // the proof's work (segment operations) and its limit
-  double seconds = 0;   // the proof's time
-  bool inPlace = false; // the output may be the input's memory
-  /// Aux buffers that may be the same memory: (written, read) names.
+  int64_t loweredWork = 0;         // the proofs of the lowered programs and their aliases
+  double totalSeconds = 0;         // the whole check
+  double seconds = 0;              // the proof's time
+  /// Empty when the spec's result holds for every operator; else "line:col: why" of the first
+  /// statement that makes it hold for 'sum' only (other operators are refused).
+  std::string sumOnly;
+  bool inPlace = false;   // the spec allows the output to be the input's memory
+  std::string inPlaceWhy; // where it does not (for an input and output of one shape): line:col: why
+  /// Aux buffers the spec allows to be the same memory: (written, read) names.
   std::vector<std::pair<std::string, std::string>> auxAliases;
+  bool aliasesTogether = true; // the pairs above also hold all at once
+  /// With CheckDepth::EveryStrategy, every strategy collc compiles (ll128 aside while it is
+  /// refused), f32 and sum: whether it lowers, and which of the pairs above its lowered programs
+  /// allow. A compiled variant allows exactly what its own lowered program does
+  /// (CompiledCollective::inPlace, auxAliases).
+  std::vector<StrategyReport> strategies;
+};
+
+/// How much checkSpec does past the spec's proof and its own strategy's lowered programs.
+enum class CheckDepth {
+  OwnStrategy,   // what decides whether the spec is accepted
+  EveryStrategy, // and, for the report, every other strategy and every pair of aliased buffers
 };
 
 /// Parses, checks and verifies the spec for every rank count it declares, then lowers it with its
 /// own sync strategy and launch shape for each of them (so that a strategy the spec names but
 /// cannot use is refused here, at its `sync` clause), checking each lowered program; returns no
-/// code. `report`, if given, receives what the proof found.
+/// code. `report`, if given, receives what the proof found (CheckReport::strategies only with
+/// CheckDepth::EveryStrategy).
 llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics,
-                      CheckReport* report = nullptr);
+                      CheckReport* report = nullptr, CheckDepth depth = CheckDepth::OwnStrategy);
 
 /// Parses, checks, verifies for every declared rank count and lowers the spec for one variant.
 /// Diagnostics (file:line:col: error: ...) go to `diagnostics`; on user error the returned

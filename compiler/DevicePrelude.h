@@ -24,8 +24,8 @@ namespace collc {
 /// Every file of compiler/device/ as embedded: {file name, text without its comment lines}.
 const std::vector<std::pair<std::string_view, std::string_view>>& deviceFiles();
 
-/// One embedded file as pasted into a kernel: a blank line, a line naming it, then its text. An unknown name is
-/// an internal error.
+/// One embedded file as pasted into a kernel: a blank line, a line naming it, then its text. An
+/// unknown name is an internal error.
 std::string deviceFile(std::string_view name);
 
 /// Pasted before the variant's constants: u64 and the half-precision element types.

@@ -123,12 +123,16 @@ private:
   std::vector<RunFacts> facts_;
 };
 
-void fold(VerifyResult& result, const RunFacts& facts) {
+void fold(VerifyResult& result, const RunFacts& facts, const ir::Program& program) {
   result.indexAligned &= facts.indexAligned;
   result.localAligned &= facts.localAligned;
   result.remoteWriteOrdering |= facts.remoteWriteOrdering;
   result.usesAtomics |= facts.usesAtomics;
   result.remoteDataReadOnce &= facts.remoteDataReadOnce;
+  if (result.sumOnlyWhy.empty() && facts.sumOnlyAt.isValid()) {
+    result.sumOnlyOffset = facts.sumOnlyAt.getPointer() - program.loc.getPointer();
+    result.sumOnlyWhy = facts.sumOnlyWhy;
+  }
   for (const auto& [from, to] : facts.dataEdges)
     result.exchangesAreMutual &= facts.dataEdges.count({to, from}) != 0;
   result.remotelyWritten.insert(facts.remotelyWritten.begin(), facts.remotelyWritten.end());
@@ -152,7 +156,7 @@ bool proveAll(const ir::Program& program, const RunConfig& base, Diagnostics* di
     if (!ok)
       return false;
     for (const RunFacts& facts : sweep.facts()) {
-      fold(result, facts);
+      fold(result, facts, program);
       usedWaits.insert(facts.usedWaits.begin(), facts.usedWaits.end());
     }
   }
@@ -200,24 +204,35 @@ bool sameSize(const ir::Buffer& a, const ir::Buffer& b) {
 void proveAliases(const ir::Program& program, Diagnostics& diags, VerifyResult& result,
                   int64_t workLimit) {
   std::set<std::pair<int, const char*>> ignored;
-  auto holds = [&](ir::BufferId alias, ir::BufferId original) {
+  auto holds = [&](const std::vector<std::pair<ir::BufferId, ir::BufferId>>& aliases,
+                   std::string* why) {
     RunConfig config;
-    config.aliases = {{alias, original}};
+    config.aliases = aliases;
     // One budget for the spec and its alias proofs: a pair whose proof would exceed it is
     // simply not allowed.
     VerifyResult scratch;
     scratch.work = result.work;
-    const bool proved = proveAll(program, config, nullptr, diags, scratch, ignored, workLimit);
+    std::string text;
+    llvm::raw_string_ostream out(text);
+    Diagnostics quiet(diags.sources(), out);
+    const bool proved =
+        proveAll(program, config, why ? &quiet : nullptr, diags, scratch, ignored, workLimit);
     result.work = scratch.work;
+    if (why)
+      *why = out.str();
     return proved;
   };
   Writes writes;
   for (const auto& step : program.steps)
     writes.visitAll(step.body);
+  std::vector<std::pair<ir::BufferId, ir::BufferId>> allowed;
   const ir::BufferId in = program.input(), out = program.output();
   const bool sameShape = inputIsPerRankBlocks(program.kind) == outputIsPerRankBlocks(program.kind);
-  if (in >= 0 && out >= 0 && sameShape && sameSize(program.buffer(in), program.buffer(out)))
-    result.inPlace = holds(out, in);
+  if (in >= 0 && out >= 0 && sameShape && sameSize(program.buffer(in), program.buffer(out))) {
+    result.inPlace = holds({{out, in}}, &result.inPlaceWhy);
+    if (result.inPlace)
+      allowed.push_back({out, in});
+  }
   for (size_t w = 0; w < program.buffers.size(); ++w)
     for (size_t r = 0; r < program.buffers.size(); ++r) {
       const ir::Buffer& written = program.buffers[w];
@@ -225,9 +240,12 @@ void proveAliases(const ir::Program& program, Diagnostics& diags, VerifyResult& 
       if (w == r || written.role != ir::BufferRole::Aux || read.role != ir::BufferRole::Aux ||
           !writes.buffers.count(ir::BufferId(w)) || !sameSize(written, read))
         continue;
-      if (holds(ir::BufferId(w), ir::BufferId(r)))
+      if (holds({{ir::BufferId(w), ir::BufferId(r)}}, nullptr)) {
         result.auxAliases.push_back({written.name, read.name});
+        allowed.push_back({ir::BufferId(w), ir::BufferId(r)});
+      }
     }
+  result.aliasesTogether = allowed.size() < 2 || holds(allowed, nullptr);
 }
 
 } // namespace
@@ -244,17 +262,68 @@ VerifyResult verify(const ir::Program& program, Diagnostics& diags, int64_t work
   return result;
 }
 
-bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
-                   Diagnostics& diags, int64_t workLimit) {
+namespace {
+
+RunConfig loweredConfig(const ir::Program& spec, int nranks, DType dtype) {
   RunConfig config;
   config.nranks = nranks;
   config.lowered = true;
   config.packetElems = int(8 / sizeOf(dtype));
   config.reference = &spec;
   config.referenceSteps = &spec.steps;
-  int64_t work = 0;
-  Sweep sweep(lowered, lowered.steps, config, &diags, work, workLimit);
-  return sweep.run();
+  return config;
+}
+
+} // namespace
+
+bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
+                   Diagnostics& diags, int64_t workLimit, int64_t* work) {
+  int64_t done = 0;
+  Sweep sweep(lowered, lowered.steps, loweredConfig(spec, nranks, dtype), &diags, done, workLimit);
+  const bool ok = sweep.run();
+  if (work)
+    *work += done;
+  return ok;
+}
+
+LoweredAliases proveLoweredAliases(const ir::Program& spec, const VerifyResult& proof,
+                                   const ir::Program& lowered, int nranks, DType dtype,
+                                   Diagnostics& diags, int64_t workLimit, int64_t* workDone) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  if (proof.inPlace)
+    pairs.push_back({spec.buffer(spec.output()).name, spec.buffer(spec.input()).name});
+  pairs.insert(pairs.end(), proof.auxAliases.begin(), proof.auxAliases.end());
+  LoweredAliases result;
+  int64_t work = 0; // one budget for every pair
+  // Whether the lowered program holds with these pairs as one memory; the diagnostics if not.
+  auto holds = [&](const std::vector<std::pair<std::string, std::string>>& aliased,
+                   std::string& why) {
+    RunConfig config = loweredConfig(spec, nranks, dtype);
+    for (const auto& [written, read] : aliased) {
+      // Both runs share the configuration: user buffers keep their place in the lowered program.
+      if (lowered.find(written) != spec.find(written) || lowered.find(read) != spec.find(read))
+        internalError("the lowered program moved user buffer '" + written + "' or '" + read + "'");
+      config.aliases.push_back({spec.find(written), spec.find(read)});
+    }
+    // Reported into a string of its own: a pair that is not allowed is no error of the spec.
+    llvm::raw_string_ostream out(why);
+    Diagnostics quiet(diags.sources(), out);
+    Sweep sweep(lowered, lowered.steps, config, &quiet, work, workLimit);
+    return sweep.run();
+  };
+  std::vector<std::pair<std::string, std::string>> allowed;
+  for (const auto& pair : pairs) {
+    AliasVerdict verdict{pair.first, pair.second, proof.inPlace && result.pairs.empty(), false, ""};
+    verdict.allowed = holds({pair}, verdict.why);
+    if (verdict.allowed)
+      allowed.push_back(pair);
+    result.pairs.push_back(std::move(verdict));
+  }
+  std::string why;
+  result.together = allowed.size() < 2 || (proof.aliasesTogether && holds(allowed, why));
+  if (workDone)
+    *workDone += work;
+  return result;
 }
 
 } // namespace collc

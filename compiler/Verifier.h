@@ -53,8 +53,20 @@ struct VerifyResult {
   std::set<int> remotelyWritten, locallyWritten;
   /// The output may be the input's memory (an in-place call): proved like the rest.
   bool inPlace = false;
+  /// The first statement whose result is right for the operator 'sum' only (a '+' of two values
+  /// that carry the input, aux data in a reduce, atomic_add), as an offset into the spec's text
+  /// (-1: the spec is right for every operator), and why. Variants of another operator are
+  /// refused there. An offset, not a location: proofs are remembered beyond their source buffer.
+  int64_t sumOnlyOffset = -1;
+  std::string sumOnlyWhy;
   /// Aux buffers that may be the same memory: (written, read) names, proved like the rest.
   std::vector<std::pair<std::string, std::string>> auxAliases;
+  /// Every pair above (in place included) also holds with all of them at once; vacuously true
+  /// for fewer than two. Each pair alone says nothing of two at once.
+  bool aliasesTogether = true;
+  /// Why in place is not allowed, when the spec has an input and an output of one shape (the
+  /// diagnostics of the rule the in-place run breaks).
+  std::string inPlaceWhy;
   /// Runs made (configurations of rank count, root and count) and the work they took.
   int64_t runs = 0;
   int64_t work = 0;
@@ -71,8 +83,35 @@ VerifyResult verify(const ir::Program& program, Diagnostics& diags,
 /// Checks `lowered`, the program a strategy lowered `spec` (its steps expanded) to for `nranks`,
 /// for every root and every n: it breaks no rule and computes what the spec computes. Reports, as
 /// the strategy's, what it finds; true if nothing.
+/// `work`, if given, has the work done added to it.
 bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
-                   Diagnostics& diags, int64_t workLimit = kDefaultVerifyWorkLimit);
+                   Diagnostics& diags, int64_t workLimit = kDefaultVerifyWorkLimit,
+                   int64_t* work = nullptr);
+
+/// Whether a caller may pass two buffers of one variant as the same memory: the spec's proof
+/// allows the pair, and the lowered program, run with the two sharing their elements, breaks no
+/// rule and computes what the spec computes so (its strategy orders threads and ranks in its own
+/// way, so a pair the spec allows may race in the kernel).
+struct AliasVerdict {
+  std::string written, read; // buffer names
+  bool inPlace = false;      // the pair is the output and the input
+  bool allowed = false;
+  std::string why; // when not allowed: the diagnostics of the rule the lowered program breaks
+};
+
+/// What a lowered program allows of the pairs its spec allows.
+struct LoweredAliases {
+  std::vector<AliasVerdict> pairs; // in place first, then the aux pairs
+  bool together = true; // the allowed pairs also hold all at once (vacuous for fewer than two)
+};
+
+/// The verdicts for every pair `proof` allows, for the program `lowered` that a strategy made of
+/// `spec` (steps expanded) for `nranks`. The proofs share `workLimit` (and add their work to
+/// `work`, if given); one that does not finish within it is not allowed.
+LoweredAliases proveLoweredAliases(const ir::Program& spec, const VerifyResult& proof,
+                                   const ir::Program& lowered, int nranks, DType dtype,
+                                   Diagnostics& diags, int64_t workLimit = kDefaultVerifyWorkLimit,
+                                   int64_t* work = nullptr);
 
 } // namespace collc
 

@@ -48,12 +48,17 @@ Error checkBufferOverlap(const CompiledCollective& compiled, const void* in, con
   add("out", out, compiled.outputCount(count), -1);
   for (size_t k = 0; k < aux.size() && k < compiled.aux.size(); ++k)
     add(compiled.aux[k].name, aux[k], compiled.aux[k].elements(count), int(k));
+  size_t aliased = 0; // pairs passed as one memory
   for (size_t i = 0; i < extents.size(); ++i)
     for (size_t j = i + 1; j < extents.size(); ++j) {
       const Extent& a = extents[i];
       const Extent& b = extents[j];
-      if (!overlaps(a, b) || provedAsOne(compiled, a, b))
+      if (!overlaps(a, b))
         continue;
+      if (provedAsOne(compiled, a, b)) {
+        ++aliased;
+        continue;
+      }
       const bool same = a.begin == b.begin && a.end == b.end;
       std::string message = "buffers '" + a.name + "' and '" + b.name + "' ";
       message += same ? "are the same memory" : "overlap";
@@ -66,6 +71,16 @@ Error checkBufferOverlap(const CompiledCollective& compiled, const void* in, con
             "buffers may only be distinct, or exactly one memory where collc check allows it";
       return makeError(message);
     }
+  // Each pair was proved on its own; two or more at once only as the whole set, proved together.
+  const size_t allowed = compiled.auxAliases.size() + (compiled.inPlace ? 1 : 0);
+  if (aliased > 1 && !(compiled.aliasesTogether && aliased == allowed))
+    return makeError(std::to_string(aliased) +
+                     " pairs of buffers are the same memory in one call; "
+                     "the verifier proved each pair alone" +
+                     std::string(compiled.aliasesTogether
+                                     ? ", and all " + std::to_string(allowed) + " at once only"
+                                     : ", not several at once") +
+                     " (collc check says which): pass distinct buffers for the others");
   return Error::success();
 }
 

@@ -100,6 +100,7 @@ std::string encodeCollective(const CompiledCollective& c) {
     out.i32(written);
     out.i32(read);
   }
+  out.boolean(c.aliasesTogether);
   return out.take();
 }
 
@@ -213,6 +214,7 @@ CompiledCollective decodeCollective(ByteReader& in) {
     written = in.i32("auxAliases written");
     read = in.i32("auxAliases read");
   }
+  c.aliasesTogether = in.boolean("aliasesTogether");
   if (!in.failed() && in.remaining() != 0)
     in.fail("end", std::to_string(in.remaining()) + " bytes follow the last field");
   if (!in.failed())

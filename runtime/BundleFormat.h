@@ -16,7 +16,7 @@ namespace collc {
 
 inline constexpr char kBundleMagic[8] = {'C', 'O', 'L', 'L', 'C', 'B', 'N', 'D'};
 /// The format version this runtime writes and the only one it reads.
-inline constexpr uint32_t kBundleVersion = 1;
+inline constexpr uint32_t kBundleVersion = 2;
 
 /// One cubin of a bundle: the real architecture it was compiled for ("sm_90") and its ELF bytes.
 struct BundleCubin {

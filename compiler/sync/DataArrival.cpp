@@ -14,8 +14,9 @@ bool checkDataArrivalApplies(const ir::Program& program, const VerifyResult& pro
     diags.error(loc, prefix + "atomic_add gives a reader no per-element sign that the additions "
                               "are complete; use 'barrier' (or 'll128_atomic' for a two-shot sum)");
   if (!proof.localAligned)
-    diags.error(loc, prefix + "a step reads data that another thread of the same rank wrote in an "
-                              "earlier step, which only a barrier orders; use 'barrier'");
+    diags.error(loc, prefix + "a step reads or overwrites data that another thread of the same rank "
+                              "accessed in an earlier step, which only a barrier orders; use "
+                              "'barrier'");
   if (proof.remoteWriteOrdering)
     diags.error(loc, prefix + "a rank overwrites memory a peer used in an earlier step, and only "
                               "a barrier tells it the peer is done; use 'barrier'");

@@ -13,6 +13,13 @@ namespace {
 
 constexpr int64_t kMaxLoopTrips = 1024;
 constexpr int64_t kMaxSlots = 64;
+/// Contributions one element may hold: an output element holds at most nranks of the input and
+/// one of each aux buffer, so an element past this is of no use to any collective, and the limit
+/// keeps chained reductions (whose values multiply) from exhausting memory.
+constexpr size_t kMaxContributions = 512;
+/// Memory one run may take for its elements (segments, their values and accesses): with the work
+/// budget, what bounds the verifier for any input.
+constexpr int64_t kMaxRunBytes = int64_t(512) << 20;
 
 /// One element of some rank's input (tag 0) or aux buffer (tag k: aux buffer k - 1) that reached
 /// an element: its index there is the element's position plus `shift`. A weight's element is
@@ -39,6 +46,15 @@ struct Thread {
   Affine origin, bound;
 };
 
+/// One access to an element in this call: by which rank and thread, in which step, where.
+struct Access {
+  int step = -2;
+  int rank = -1;
+  Thread thread;
+  llvm::SMLoc loc;
+  bool accumulates = false; // an atomic or line add: adds commute with one another
+};
+
 struct Cell {
   Value value;
   bool written = false;
@@ -47,13 +63,13 @@ struct Cell {
   int writerRank = -1;
   Thread writer;
   llvm::SMLoc writerLoc;
-  int readStep = -2;
-  int lastAccessStep = -2;
-  int lastAccessRank = -1;
-  Thread lastAccess;
-  int reads = 0;  // reads by other ranks since the last write
-  int writes = 0; // writes in this call (the lowered program's units are written once)
-  int adds = 0;   // accumulation-line adds in this call
+  /// The writes since the last plain one (that write, then the adds onto it) and the reads since
+  /// then (the latest of each rank and thread): whatever conflicts with them later must be
+  /// ordered after each one, since threads and ranks run concurrently.
+  std::vector<Access> recentWrites, recentReads;
+  int remoteReads = 0; // reads of data another rank wrote, since that write
+  int writes = 0;      // writes in this call (the lowered program's units are written once)
+  int adds = 0;        // accumulation-line adds in this call
 };
 
 /// Elements [start, next segment's start) that fare alike.
@@ -117,7 +133,7 @@ public:
         for (const auto& slot : slots)
           for (const Segment& segment : slot->segments) {
             const Cell& c = segment.cell;
-            if (c.writerStep >= 0 && c.writerRank != r && c.reads == 0)
+            if (c.writerStep >= 0 && c.writerRank != r && c.remoteReads == 0)
               facts_.remoteDataReadOnce = false;
           }
     return facts_;
@@ -163,6 +179,31 @@ private:
     facts_.work += work;
     if (config_.budget > 0 && facts_.work > config_.budget)
       throw AffineError{"budget"};
+  }
+
+  /// Counts `bytes` more of live memory (negative: freed) against the run's limit.
+  void account(int64_t bytes) {
+    bytes_ += bytes;
+    if (bytes_ > kMaxRunBytes)
+      throw AffineError{"memory"};
+  }
+  static int64_t bytesOf(const Cell& c) {
+    return int64_t(sizeof(Segment)) + int64_t(c.value.size() * sizeof(Contribution)) +
+           int64_t((c.recentWrites.size() + c.recentReads.size()) * sizeof(Access));
+  }
+
+  /// `into` + `more`, sorted: an atomic add, or the operands of a statement, meeting in one
+  /// element. Past kMaxContributions it is an error at `loc`.
+  void combine(Value& into, const Value& more, llvm::SMLoc loc) {
+    spend(int64_t(more.size()));
+    if (into.size() + more.size() > kMaxContributions)
+      fail(loc, "an element would hold " + std::to_string(into.size() + more.size()) +
+                    " contributions of input and aux elements; no collective's result holds more "
+                    "than nranks of the input and one of each aux buffer, and the verifier "
+                    "supports at most " +
+                    std::to_string(kMaxContributions) + " (on rank " + std::to_string(rank_) + ")");
+    into.insert(into.end(), more.begin(), more.end());
+    std::sort(into.begin(), into.end(), orderedBefore);
   }
 
   // ------------------------------------------------------------------ evaluation
@@ -212,12 +253,24 @@ private:
             cell.writerStep = -1;
             cell.writerRank = r;
           }
+          account(bytesOf(cell));
           slot->segments.push_back(Segment{Affine::constant(0), cell});
           buffers[b].push_back(slot);
         }
       }
+      // Pairs may chain (a is b, b is c): every buffer takes the memory of its pairs' root.
+      std::vector<ir::BufferId> root(program_.buffers.size());
+      for (size_t b = 0; b < root.size(); ++b)
+        root[b] = ir::BufferId(b);
+      auto find = [&](ir::BufferId b) {
+        while (root[size_t(b)] != b)
+          b = root[size_t(b)];
+        return b;
+      };
       for (const auto& [alias, original] : config_.aliases)
-        buffers[size_t(alias)] = buffers[size_t(original)];
+        root[size_t(find(alias))] = find(original);
+      for (size_t b = 0; b < root.size(); ++b)
+        buffers[b] = buffers[size_t(find(ir::BufferId(b)))];
     }
   }
 
@@ -241,7 +294,8 @@ private:
     const size_t i = locate(slot, p);
     if (arith_.equal(slot.segments[i].start, p))
       return;
-    spend(1);
+    spend(1 + int64_t(slot.segments[i].cell.value.size()));
+    account(bytesOf(slot.segments[i].cell));
     Segment copy = slot.segments[i];
     copy.start = p;
     slot.segments.insert(slot.segments.begin() + long(i) + 1, copy);
@@ -398,9 +452,39 @@ private:
                          "of the peers");
   }
 
+  /// Whether this step runs after everything `step` did, on every rank and thread. In the spec: a
+  /// wait for `step` or a later step, here or in an earlier step (every thread runs every step in
+  /// order, so a step finished everywhere means the steps before it have too); the wait is marked
+  /// used. In the lowered program: the barrier that opens this step.
+  bool waitedSince(int step) {
+    if (config_.lowered)
+      return barrier_.has_value() && step < step_;
+    for (int w : waited_)
+      if (w >= step) {
+        markWaitUsed(w);
+        return true;
+      }
+    return false;
+  }
+
+  /// Adds `access` to `list`, replacing the entry of the same rank and thread (and kind): that one
+  /// comes before it in program order, so whatever is ordered after the new one is after both.
+  void remember(std::vector<Access>& list, const Access& access) {
+    for (Access& a : list)
+      if (a.rank == access.rank && a.accumulates == access.accumulates &&
+          a.thread.row == access.thread.row && a.thread.origin.identical(access.thread.origin) &&
+          a.thread.bound.identical(access.thread.bound)) {
+        a.step = access.step;
+        a.loc = access.loc;
+        return;
+      }
+    spend(1);
+    list.push_back(access);
+  }
+
   /// Reads the segment at relative position `at` of `r` as `thread`: checks that the read is
-  /// ordered after the write it reads and records the access. Returns the value, its shifts made
-  /// relative to the statement's element index.
+  /// ordered after every write it reads and records the access. Returns the value, its shifts
+  /// made relative to the statement's element index.
   Value read(const ir::Operand& operand, const Resolved& r, const Affine& at,
              const Thread& thread) {
     const ir::Region& region = operand.region;
@@ -412,49 +496,49 @@ private:
     const bool polled = config_.lowered && isPoll(operand.load);
     if (config_.lowered && program_.buffer(region).polled)
       checkPolledRead(operand, c, region, text);
-    const bool same = sameThread(c.writer, thread);
-    if (c.writerStep >= 0) {
-      if (c.writerRank != rank_) {
-        if (c.writerStep == step_)
-          fail(region.loc, "race: reads " + text() + " while rank " + std::to_string(c.writerRank) +
+    // Every write since the last plain one: an element that ranks add into holds all their adds.
+    for (const Access& w : c.recentWrites) {
+      const bool same = sameThread(w.thread, thread);
+      if (w.rank != rank_) {
+        if (w.step == step_)
+          fail(region.loc, "race: reads " + text() + " while rank " + std::to_string(w.rank) +
                                " writes it in the same step; move the read to a later step that "
                                "waits for '" +
                                stepName(step_) + "'");
-        if (!polled && !orderedAfter(c.writerStep))
+        if (!polled && !orderedAfter(w.step))
           failWithNote(region.loc,
-                       "reads " + text() + ", which rank " + std::to_string(c.writerRank) +
-                           " wrote in step '" + stepName(c.writerStep) +
-                           "', without waiting for it; add 'wait " + waitName(c.writerStep) +
+                       "reads " + text() + ", which rank " + std::to_string(w.rank) +
+                           " wrote in step '" + stepName(w.step) +
+                           "', without waiting for it; add 'wait " + waitName(w.step) +
                            "' to this step",
-                       c.writerLoc, "written here");
+                       w.loc, "written here");
         if (!polled)
           requireMatchedThread(same, region.loc, [&] { return "reading " + text(); });
-        markWaitUsed(c.writerStep);
+        markWaitUsed(w.step);
         facts_.indexAligned &= same;
-        facts_.dataEdges.insert({c.writerRank, rank_});
-        facts_.remoteDataReadOnce &= ++c.reads <= 1;
+        facts_.dataEdges.insert({w.rank, rank_});
       } else if (!same) {
-        if (c.writerStep == step_)
+        if (w.step == step_)
           fail(region.loc, "reads " + text() +
                                ", which another thread of this rank writes in the same step (a "
                                "race); split the step and wait for the first part");
-        if (!orderedAfter(c.writerStep))
+        if (!orderedAfter(w.step))
           failWithNote(region.loc,
-                       "reads " + text() + ", which this rank wrote in step '" +
-                           stepName(c.writerStep) +
+                       "reads " + text() + ", which this rank wrote in step '" + stepName(w.step) +
                            "' over a different element range, without waiting for it; add "
                            "'wait " +
-                           waitName(c.writerStep) + "'",
-                       c.writerLoc, "written here");
-        markWaitUsed(c.writerStep);
+                           waitName(w.step) + "'",
+                       w.loc, "written here");
+        markWaitUsed(w.step);
         facts_.indexAligned = false;
         facts_.localAligned = false;
       }
     }
-    c.readStep = step_;
-    c.lastAccessStep = step_;
-    c.lastAccessRank = rank_;
-    c.lastAccess = thread;
+    if (c.writerStep >= 0 && c.writerRank != rank_)
+      facts_.remoteDataReadOnce &= ++c.remoteReads <= 1;
+    const int64_t bytesBefore = bytesOf(c);
+    remember(c.recentReads, Access{step_, rank_, thread, region.loc, false});
+    account(bytesOf(c) - bytesBefore);
     Value value = c.value;
     for (Contribution& contribution : value)
       contribution.shift = Arith::add(contribution.shift, r.offset);
@@ -489,52 +573,80 @@ private:
                            "reader may take any of them");
   }
 
+  /// The current write, by this rank's `thread`, must come after `earlier`, an access of the same
+  /// element that conflicts with it: in the same thread, program order does it; in the same step
+  /// nothing does (a race); otherwise a wait (spec) or barrier (lowered) for its step.
+  template <typename Text>
+  void orderWriteAfter(const Access& earlier, bool earlierWrites, const Thread& thread,
+                       llvm::SMLoc loc, Text text, int owner) {
+    const bool same = sameThread(earlier.thread, thread);
+    if (earlier.rank == rank_ && same)
+      return;
+    const std::string whose = earlier.rank == rank_ ? std::string("another thread of this rank")
+                                                    : "rank " + std::to_string(earlier.rank);
+    if (earlier.step == step_) {
+      if (earlierWrites)
+        failWithNote(loc,
+                     "race: " + text() + " is written by " + whose + " and by rank " +
+                         std::to_string(rank_) + " in step '" + stepName(step_) + "'",
+                     earlier.loc, "the other write");
+      if (owner != rank_)
+        fail(loc, "race: rank " + std::to_string(rank_) + " writes " + text() +
+                      " while that rank reads it in the same step");
+      failWithNote(loc,
+                   "race: writes " + text() + ", which " + whose +
+                       " reads in the same step; split the step and wait for the reads",
+                   earlier.loc, "read here");
+    }
+    if (!waitedSince(earlier.step)) {
+      const std::string did = earlierWrites ? "wrote" : "read";
+      const std::string why =
+          earlierWrites ? " (the earlier write could land last)" : " (it may not have read it yet)";
+      if (owner != rank_ && earlier.rank != rank_)
+        failWithNote(loc,
+                     "rank " + std::to_string(rank_) + " overwrites " + text() + ", which rank " +
+                         std::to_string(earlier.rank) + " " + (earlierWrites ? "wrote" : "used") +
+                         " in step '" + stepName(earlier.step) +
+                         "', without waiting for that step" + why,
+                     earlier.loc, earlierWrites ? "written here" : "read here");
+      const std::string remedy = config_.lowered
+                                     ? ", and no barrier orders the two" + why
+                                     : ", without waiting for it" + why + "; add 'wait " +
+                                           waitName(earlier.step) + "' to this step";
+      failWithNote(loc,
+                   "overwrites " + text() + ", which " + whose + " " + did + " in step '" +
+                       stepName(earlier.step) + "'" + remedy,
+                   earlier.loc, earlierWrites ? "written here" : "read here");
+    }
+    requireMatchedThread(same, loc, [&] { return "overwriting " + text(); });
+    facts_.indexAligned &= same;
+    if (earlier.rank == rank_)
+      facts_.localAligned = false;
+    else
+      facts_.remoteWriteOrdering = true;
+  }
+
   /// Writes `value` (shifts relative to the element index) to the segment at relative position
-  /// `at` of `r`, as `thread`, with the rules of overlapping writes and write-after-read.
+  /// `at` of `r`, as `thread`: it must be ordered after every earlier access it conflicts with.
   void write(llvm::SMLoc loc, const ir::Region& region, const Resolved& r, const Affine& at,
              const Thread& thread, Value value, bool atomic, ir::StoreKind store) {
     Cell& c = cellAt(r, at);
+    const int64_t bytesBefore = bytesOf(c);
     const Affine element = Arith::add(r.offset, at);
     auto text = [&] { return what(region, element, r.owner); };
     const bool lineAdd = store == ir::StoreKind::LineAdd;
+    const bool accumulates = atomic || lineAdd;
     if (atomic && !c.written)
       fail(loc, "atomic_add into " + text() + " before anything initializes it");
-    if (c.writerStep == step_ && c.writerRank >= 0) {
-      const bool same = c.writerRank == rank_ && sameThread(c.writer, thread);
-      const bool accumulating = (atomic && c.atomic) || lineAdd;
-      if (!accumulating && !same)
-        failWithNote(loc,
-                     "race: " + text() + " is written by rank " + std::to_string(c.writerRank) +
-                         " and by rank " + std::to_string(rank_) + " in step '" + stepName(step_) +
-                         "'",
-                     c.writerLoc, "the other write");
-    }
-    if (r.owner != rank_ && c.readStep == step_)
-      fail(loc, "race: rank " + std::to_string(rank_) + " writes " + text() +
-                    " while that rank reads it in the same step");
-    if (r.owner != rank_ && c.lastAccessStep >= 0 && c.lastAccessStep < step_ &&
-        c.lastAccessRank != rank_) {
-      bool ordered = false;
-      if (config_.lowered) {
-        ordered = orderedAfter(c.lastAccessStep);
-      } else {
-        for (int w : waited_)
-          if (w >= c.lastAccessStep) {
-            ordered = true;
-            markWaitUsed(w);
-            break;
-          }
-      }
-      if (!ordered)
-        fail(loc, "rank " + std::to_string(rank_) + " overwrites " + text() + ", which rank " +
-                      std::to_string(c.lastAccessRank) + " used in step '" +
-                      stepName(c.lastAccessStep) + "', without waiting for that step");
-      const bool same = sameThread(c.lastAccess, thread);
-      requireMatchedThread(same, loc, [&] { return "overwriting " + text(); });
-      facts_.remoteWriteOrdering = true;
-      facts_.indexAligned &= same;
-    }
+    // Adds commute with one another; every other pair of a write and an access conflicts.
+    for (const Access& earlier : c.recentWrites)
+      if (!(accumulates && earlier.accumulates))
+        orderWriteAfter(earlier, true, thread, loc, text, r.owner);
+    for (const Access& earlier : c.recentReads)
+      orderWriteAfter(earlier, false, thread, loc, text, r.owner);
     facts_.usesAtomics |= atomic;
+    if (atomic)
+      noteSumOnly(loc, "atomic_add adds with the GPU's atomic add whatever the operator");
     const ir::Buffer& buffer = program_.buffer(region);
     if (r.owner != rank_)
       facts_.remotelyWritten.insert(r.buffer);
@@ -544,16 +656,23 @@ private:
       fail(loc, "writes " + text() +
                     " a second time in one call: a peer polls it and takes whichever write it "
                     "sees first");
-    c.reads = 0;
+    c.remoteReads = 0;
     for (Contribution& contribution : value)
       contribution.shift = Arith::sub(contribution.shift, r.offset);
     // An atomic add accumulates onto what the element holds; a plain write replaces it.
-    if (atomic || (lineAdd && c.adds > 0)) {
-      c.value.insert(c.value.end(), value.begin(), value.end());
-      std::sort(c.value.begin(), c.value.end(), orderedBefore);
+    // An add leaves earlier accesses for later ones to be ordered after (adds do not order one
+    // another); a plain write is ordered after all of them, so it is all that later ones need.
+    const Access access{step_, rank_, thread, loc, accumulates};
+    if (accumulates) {
+      remember(c.recentWrites, access);
     } else {
-      c.value = std::move(value);
+      c.recentWrites.assign(1, access);
+      c.recentReads.clear();
     }
+    if (atomic || (lineAdd && c.adds > 0))
+      combine(c.value, value, loc);
+    else
+      c.value = std::move(value);
     c.written = true;
     c.atomic = atomic;
     c.writes += lineAdd ? 0 : 1;
@@ -562,9 +681,7 @@ private:
     c.writerRank = rank_;
     c.writer = thread;
     c.writerLoc = loc;
-    c.lastAccessStep = step_;
-    c.lastAccessRank = rank_;
-    c.lastAccess = thread;
+    account(bytesOf(c) - bytesBefore);
   }
 
   // ------------------------------------------------------------------ statements
@@ -718,6 +835,27 @@ private:
     }
   }
 
+  /// The operators' rule. A reduce combines with the variant's operator and '+' always adds, but
+  /// an element's contributions say which inputs met, not how. The element's value is the
+  /// operator over its input contributions plus its aux ones (the claim, for every operator) only
+  /// if inputs meet only in reduces and aux data only through '+'. Anything else computes its
+  /// result for 'sum' alone: recorded, and the variants of other operators are refused.
+  void noteOperators(const ir::Assign& s, size_t operands, int inputParts, int reducedAux) {
+    if (inputParts > 1)
+      noteSumOnly(s.loc, "'+' adds values that both carry the input, which is a sum whatever the "
+                         "operator; combine inputs with reduce(...)");
+    else if (s.reduce && operands > 1 && reducedAux > 0)
+      noteSumOnly(s.loc, "reduce(...) combines aux data with the operator; add aux data with '+' "
+                         "after the reduce");
+  }
+
+  void noteSumOnly(llvm::SMLoc loc, const std::string& why) {
+    if (facts_.sumOnlyAt.isValid())
+      return;
+    facts_.sumOnlyAt = loc;
+    facts_.sumOnlyWhy = why;
+  }
+
   void assign(const ir::Assign& s, Bindings& env) {
     Resolved dst = resolve(s.target, env);
     const Affine length = dst.length;
@@ -745,6 +883,7 @@ private:
       }
       env.vars.erase(operand.setVar);
     }
+    const size_t operandCount = inputs.size();
     for (const auto& addend : s.addends)
       add(addend, "");
     if (arith_.lessEqual(length, Affine::constant(0)))
@@ -770,14 +909,27 @@ private:
     std::vector<Value> kept;
     for (const Affine& at : cuts) {
       Value value;
+      // Which parts carry input and aux contributions, for the operators' rule (noteOperators).
+      int inputParts = 0, reducedAux = 0;
+      bool reducedInput = false;
       for (size_t k = 0; k < inputs.size(); ++k) {
         const auto& [operand, r] = inputs[k];
         const Thread reader = rowStep_ ? Thread{true, {}, {}} : Thread{false, r.offset, dst.bound};
         Value part = operand->load == ir::LoadKind::Register ? fromRegister(*operand, at)
                                                              : read(*operand, r, at, reader);
-        value.insert(value.end(), part.begin(), part.end());
+        const bool input =
+            std::any_of(part.begin(), part.end(), [](const Contribution& c) { return c.tag == 0; });
+        const bool aux =
+            std::any_of(part.begin(), part.end(), [](const Contribution& c) { return c.tag > 0; });
+        if (k < operandCount) {
+          reducedInput |= input;
+          reducedAux += aux;
+        } else {
+          inputParts += input;
+        }
+        combine(value, part, s.loc);
       }
-      std::sort(value.begin(), value.end(), orderedBefore);
+      noteOperators(s, operandCount, reducedInput + inputParts, reducedAux);
       if (!s.keep.empty())
         kept.push_back(value);
       const Thread writer = rowStep_ ? Thread{true, {}, {}} : Thread{false, dst.offset, dst.bound};
@@ -864,8 +1016,7 @@ private:
                          "; every element of a row must be fully reduced before the row is "
                          "normalised",
                      c.writerStep >= 0 ? c.writerLoc : llvm::SMLoc(), "last written here");
-      value.insert(value.end(), weightValue.begin(), weightValue.end());
-      std::sort(value.begin(), value.end(), orderedBefore);
+      combine(value, weightValue, s.loc);
       write(s.loc, s.target, dst, at, rowThread, std::move(value), false, s.store);
     }
   }
@@ -964,13 +1115,41 @@ private:
     return same;
   }
 
-  /// Aux contributions in an output element come from the rank's own buffers, at most once each.
-  static bool auxIsLocal(const Value& value, int rank) {
+  /// Why the aux contributions of an output element on `rank` break the claim, or "": each is
+  /// the rank's own, at the element's own index (a weight's at any), and at most once.
+  std::string auxProblem(const Value& value, int rank) {
     std::set<int> seen;
+    for (const Contribution& c : value) {
+      if (c.tag == 0)
+        continue;
+      const std::string name = auxName(c.tag);
+      if (c.rank != rank)
+        return "'" + name + "' of rank " + std::to_string(c.rank) +
+               " reaches it: aux data must be the rank's own";
+      if (!seen.insert(c.tag).second)
+        return "'" + name + "' reaches it more than once";
+      if (!c.anyIndex && !arith_.equal(c.shift, Affine::constant(0)))
+        return "'" + name +
+               "' reaches it from another index: an element of an aux buffer must reach the output "
+               "element of the same index";
+    }
+    return "";
+  }
+
+  /// The aux buffers whose data reaches an output element (tags).
+  static std::set<int> auxTags(const Value& value) {
+    std::set<int> tags;
     for (const Contribution& c : value)
-      if (c.tag > 0 && (c.rank != rank || !seen.insert(c.tag).second))
-        return false;
-    return true;
+      if (c.tag > 0)
+        tags.insert(c.tag);
+    return tags;
+  }
+
+  std::string auxName(int tag) const {
+    for (const auto& b : program_.buffers)
+      if (b.auxIndex == tag - 1)
+        return b.name;
+    return "aux";
   }
 
   std::string describe(const Value& value, const Affine& element) const {
@@ -1018,6 +1197,9 @@ private:
 
   void checkOutput(ir::BufferId id) {
     const ir::Buffer& out = program_.buffer(id);
+    // An aux buffer reaches every element of the output on every rank, or none (all-or-none: a
+    // fused residual added to some elements only is no result of any collective).
+    std::optional<std::tuple<std::set<int>, Affine, int>> firstTags;
     for (int r = 0; r < config_.nranks; ++r) {
       Slot& slot = *memory_[size_t(r)][size_t(id)][0];
       if (outputIsPerRankBlocks(program_.kind))
@@ -1032,10 +1214,31 @@ private:
         auto expected = expectedAt(r, element);
         if (!expected)
           continue;
-        if (c.written && sameInput(inputPart(c.value), *expected) && auxIsLocal(c.value, r))
-          continue;
         std::string message = "postcondition fails: " + out.name + "[" + number(element) +
                               "] on rank " + std::to_string(r);
+        if (c.written && sameInput(inputPart(c.value), *expected)) {
+          std::string problem = auxProblem(c.value, r);
+          const std::set<int> tags = auxTags(c.value);
+          if (problem.empty() && !firstTags)
+            firstTags = {tags, element, r};
+          if (problem.empty() && std::get<0>(*firstTags) != tags) {
+            std::set<int> differ;
+            std::set_symmetric_difference(tags.begin(), tags.end(), std::get<0>(*firstTags).begin(),
+                                          std::get<0>(*firstTags).end(),
+                                          std::inserter(differ, differ.begin()));
+            const int tag = *differ.begin();
+            problem = "'" + auxName(tag) + "' reaches " +
+                      (tags.count(tag) ? "it but not " : "not it but ") + out.name + "[" +
+                      number(std::get<1>(*firstTags)) + "] on rank " +
+                      std::to_string(std::get<2>(*firstTags)) +
+                      ": an aux buffer must reach every element of an output or none";
+          }
+          if (problem.empty())
+            continue;
+          failWithNote(program_.loc,
+                       message + " holds " + describe(c.value, element) + "; " + problem,
+                       c.writerLoc, "last written here");
+        }
         if (!c.written) {
           message += " is never written";
         } else {
@@ -1103,6 +1306,7 @@ private:
   RunFacts facts_;
   int step_ = 0;
   int rank_ = 0;
+  int64_t bytes_ = 0; // live memory of the run's elements (account)
   bool rowStep_ = false;
   std::set<int> waited_;
   std::optional<ir::BarrierScope> barrier_; // the lowered step's barrier, if it has one

@@ -52,6 +52,10 @@ struct RunFacts {
   std::set<int> remotelyWritten, locallyWritten;
   /// (step, wait's location) of every `wait` that ordered something.
   std::set<std::pair<int, const char*>> usedWaits;
+  /// The first statement whose result holds for the operator 'sum' only, and why (none: every
+  /// operator). See Run::noteOperators.
+  llvm::SMLoc sumOnlyAt;
+  std::string sumOnlyWhy;
   int64_t work = 0;
 };
 

@@ -68,6 +68,26 @@ TEST(BufferOverlap, AuxPairsOnlyWhereProved) {
   EXPECT_TRUE(checkBufferOverlap(compiled, at(memory, 0), at(memory, 100), onOutput, 100));
 }
 
+TEST(BufferOverlap, TwoPairsAtOnceOnlyWhereProvedTogether) {
+  std::vector<float> memory(400);
+  std::vector<void*> same = {at(memory, 200), at(memory, 200)};
+  CompiledCollective compiled = fusedAllReduce();
+  compiled.inPlace = true;
+  compiled.auxAliases = {{1, 0}};
+  // Each pair alone is proved; both at once is another memory layout.
+  Error refused = checkBufferOverlap(compiled, at(memory, 0), at(memory, 0), same, 100);
+  ASSERT_TRUE(refused);
+  EXPECT_NE(refused.message().find("2 pairs of buffers are the same memory in one call"),
+            std::string::npos)
+      << refused.message();
+  compiled.aliasesTogether = true;
+  EXPECT_FALSE(checkBufferOverlap(compiled, at(memory, 0), at(memory, 0), same, 100));
+  // Either pair alone stays allowed.
+  std::vector<void*> apart = {at(memory, 200), at(memory, 300)};
+  EXPECT_FALSE(checkBufferOverlap(compiled, at(memory, 0), at(memory, 0), apart, 100));
+  EXPECT_FALSE(checkBufferOverlap(compiled, at(memory, 0), at(memory, 100), same, 100));
+}
+
 TEST(BufferOverlap, SizesFollowTheCount) {
   std::vector<float> memory(400);
   std::vector<void*> aux = {at(memory, 200), at(memory, 300)};

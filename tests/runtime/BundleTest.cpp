@@ -131,6 +131,7 @@ void expectSameCollective(const CompiledCollective& a, const CompiledCollective&
   }
   EXPECT_EQ(a.inPlace, b.inPlace);
   EXPECT_EQ(a.auxAliases, b.auxAliases);
+  EXPECT_EQ(a.aliasesTogether, b.aliasesTogether);
 }
 
 /// A file in the test's temporary directory, removed afterwards.
@@ -259,8 +260,10 @@ TEST(BundleDamage, WrongMagic) {
 TEST(BundleDamage, ALaterVersion) {
   std::string bytes = validBytes();
   bytes[8] = char(kBundleVersion + 1);
-  EXPECT_TRUE(refusedWith(resealed(bytes), "bundle format version 2, but this runtime reads only "
-                                           "version 1"));
+  EXPECT_TRUE(refusedWith(resealed(bytes), "bundle format version " +
+                                               std::to_string(kBundleVersion + 1) +
+                                               ", but this runtime reads only version " +
+                                               std::to_string(kBundleVersion)));
 }
 
 TEST(BundleDamage, AppendedBytes) {

@@ -1,6 +1,7 @@
 #include "tools/collc/Commands.h"
 #include "tools/collc/Footprint.h"
 
+#include <algorithm>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/raw_ostream.h>
 #include <map>
@@ -54,6 +55,57 @@ void printFootprint(const SpecSource& spec, const CheckReport& report, uint64_t 
     llvm::outs() << "  " << sync << " refused: " << why << "\n";
 }
 
+/// "2..8", "2, 4, 5..8": rank counts, runs of consecutive ones shortened.
+std::string rankList(const std::vector<int>& ranks) {
+  std::string text;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
+      ++j;
+    text += (text.empty() ? "" : ", ") + std::to_string(ranks[i]) +
+            (j > i ? ".." + std::to_string(ranks[j]) : "");
+    i = j + 1;
+  }
+  return text;
+}
+
+/// Per strategy: whether it lowers the spec, and which pairs of buffers its variants allow to be
+/// one memory (a variant allows what its own lowered program does, which the runtime enforces).
+void printStrategies(const CheckReport& report) {
+  std::vector<int> all;
+  for (int r = report.minRanks; r <= report.maxRanks; ++r)
+    all.push_back(r);
+  llvm::outs() << "  strategies (f32, sum, the spec's launch shape):\n";
+  for (const StrategyReport& strategy : report.strategies) {
+    llvm::outs() << llvm::format("    %-13s", std::string(name(strategy.sync)).c_str());
+    if (!strategy.refused.empty()) {
+      llvm::outs() << "refused (" << strategy.refused << ")\n";
+      continue;
+    }
+    llvm::outs() << "lowers for nranks " << rankList(all);
+    for (const AliasReport& alias : strategy.aliases) {
+      llvm::outs() << "; "
+                   << (alias.inPlace ? "in place"
+                                     : "'" + alias.written + "' as '" + alias.read + "'")
+                   << ": ";
+      if (alias.allowedRanks.size() == all.size())
+        llvm::outs() << "allowed";
+      else if (alias.allowedRanks.empty())
+        llvm::outs() << "not allowed (" << alias.why << ")";
+      else
+        llvm::outs() << "allowed for nranks " << rankList(alias.allowedRanks) << ", not ("
+                     << alias.why << ")";
+    }
+    const auto usable = std::count_if(strategy.aliases.begin(), strategy.aliases.end(),
+                                      [](const AliasReport& a) { return !a.allowedRanks.empty(); });
+    if (usable > 1)
+      llvm::outs() << "; all at once: " << (strategy.aliasesTogether ? "allowed" : "not allowed");
+    llvm::outs() << "\n";
+  }
+  llvm::outs() << "  lowered programs: " << report.loweredWork << " steps of work; check took "
+               << llvm::format("%.2f", report.totalSeconds) << " s\n";
+}
+
 } // namespace
 
 int runCheck(const ParsedArguments& args) {
@@ -78,17 +130,30 @@ int runCheck(const ParsedArguments& args) {
     return reportError(spec.takeError());
   CheckReport report;
   bool specError = false;
-  if (Error error = compilerError(checkSpec(*spec, llvm::errs(), &report), &specError))
+  if (Error error = compilerError(
+          checkSpec(*spec, llvm::errs(), &report, CheckDepth::EveryStrategy), &specError))
     return reportError(std::move(error), specError);
   llvm::outs() << spec->bufferName << ": ok\n";
   llvm::outs() << "  proved for nranks " << report.minRanks << ".." << report.maxRanks
                << ", every root and every n: " << report.runs << " runs, " << report.work
                << " steps of work (limit " << report.workLimit << "), "
                << llvm::format("%.2f", report.seconds) << " s\n";
-  llvm::outs() << "  in place (out is in): " << (report.inPlace ? "allowed" : "not allowed")
+  llvm::outs() << "  operators: "
+               << (report.sumOnly.empty() ? "sum, max and min"
+                                          : "sum only (" + report.sumOnly + ")")
+               << "\n";
+  llvm::outs() << "  in place (out is in): "
+               << (report.inPlace              ? "allowed by the spec"
+                   : report.inPlaceWhy.empty() ? "not allowed"
+                                               : "not allowed (" + report.inPlaceWhy + ")")
                << "\n";
   for (const auto& [written, read] : report.auxAliases)
-    llvm::outs() << "  '" << written << "' may be the same memory as '" << read << "'\n";
+    llvm::outs() << "  '" << written << "' may be the same memory as '" << read
+                 << "' by the spec\n";
+  if (report.auxAliases.size() + report.inPlace > 1)
+    llvm::outs() << "  all of these at once: "
+                 << (report.aliasesTogether ? "allowed by the spec" : "not allowed") << "\n";
+  printStrategies(report);
   if (!args.has("footprint"))
     return kSuccess;
   printFootprint(*spec, report, count, dtype);
