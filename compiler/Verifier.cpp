@@ -106,6 +106,14 @@ private:
                           std::to_string(workLimit_) + " steps of work (" + std::to_string(runs_) +
                           " runs so far); collc refuses a spec it cannot prove in that: use "
                           "fewer statements, loop trips or rank counts");
+      else if (error.why == "memory")
+        diags_->error(program_.loc, "verifying '" + program_.name + "' needs more than " +
+                                        std::to_string(proof::kMaxRunBytes >> 20) +
+                                        " MiB for the elements of one run "
+                                        "(nranks=" +
+                                        std::to_string(base_.nranks) +
+                                        "); collc refuses a spec it cannot prove in that: use "
+                                        "fewer buffers, slots or statements");
       else
         diags_->error(program_.loc, "cannot verify '" + program_.name + "': " + error.why +
                                         " (nranks=" + std::to_string(base_.nranks) + ")");

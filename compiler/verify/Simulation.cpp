@@ -17,9 +17,6 @@ constexpr int64_t kMaxSlots = 64;
 /// one of each aux buffer, so an element past this is of no use to any collective, and the limit
 /// keeps chained reductions (whose values multiply) from exhausting memory.
 constexpr size_t kMaxContributions = 512;
-/// Memory one run may take for its elements (segments, their values and accesses): with the work
-/// budget, what bounds the verifier for any input.
-constexpr int64_t kMaxRunBytes = int64_t(512) << 20;
 
 /// One element of some rank's input (tag 0) or aux buffer (tag k: aux buffer k - 1) that reached
 /// an element: its index there is the element's position plus `shift`. A weight's element is
@@ -192,18 +189,25 @@ private:
            int64_t((c.recentWrites.size() + c.recentReads.size()) * sizeof(Access));
   }
 
-  /// `into` + `more`, sorted: an atomic add, or the operands of a statement, meeting in one
-  /// element. Past kMaxContributions it is an error at `loc`.
+  /// `into` + `more` (both sorted), sorted: an atomic add, or the operands of a statement,
+  /// meeting in one element. Past kMaxContributions it is an error at `loc`. Costs their sizes.
   void combine(Value& into, const Value& more, llvm::SMLoc loc) {
-    spend(int64_t(more.size()));
-    if (into.size() + more.size() > kMaxContributions)
-      fail(loc, "an element would hold " + std::to_string(into.size() + more.size()) +
+    checkContributions(into.size() + more.size(), loc);
+    spend(int64_t(into.size() + more.size()));
+    Value merged;
+    merged.reserve(into.size() + more.size());
+    std::merge(into.begin(), into.end(), more.begin(), more.end(), std::back_inserter(merged),
+               orderedBefore);
+    into = std::move(merged);
+  }
+
+  void checkContributions(size_t count, llvm::SMLoc loc) {
+    if (count > kMaxContributions)
+      fail(loc, "an element would hold " + std::to_string(count) +
                     " contributions of input and aux elements; no collective's result holds more "
                     "than nranks of the input and one of each aux buffer, and the verifier "
                     "supports at most " +
                     std::to_string(kMaxContributions) + " (on rank " + std::to_string(rank_) + ")");
-    into.insert(into.end(), more.begin(), more.end());
-    std::sort(into.begin(), into.end(), orderedBefore);
   }
 
   // ------------------------------------------------------------------ evaluation
@@ -539,6 +543,8 @@ private:
     const int64_t bytesBefore = bytesOf(c);
     remember(c.recentReads, Access{step_, rank_, thread, region.loc, false});
     account(bytesOf(c) - bytesBefore);
+    // Work in proportion to what the read walks and copies.
+    spend(int64_t(c.value.size() + c.recentWrites.size() + c.recentReads.size()));
     Value value = c.value;
     for (Contribution& contribution : value)
       contribution.shift = Arith::add(contribution.shift, r.offset);
@@ -638,6 +644,7 @@ private:
     const bool accumulates = atomic || lineAdd;
     if (atomic && !c.written)
       fail(loc, "atomic_add into " + text() + " before anything initializes it");
+    spend(int64_t(value.size() + c.recentWrites.size() + c.recentReads.size()));
     // Adds commute with one another; every other pair of a write and an access conflicts.
     for (const Access& earlier : c.recentWrites)
       if (!(accumulates && earlier.accumulates))
@@ -927,8 +934,11 @@ private:
         } else {
           inputParts += input;
         }
-        combine(value, part, s.loc);
+        checkContributions(value.size() + part.size(), s.loc);
+        value.insert(value.end(), part.begin(), part.end());
       }
+      spend(int64_t(value.size()));
+      std::sort(value.begin(), value.end(), orderedBefore);
       noteOperators(s, operandCount, reducedInput + inputParts, reducedAux);
       if (!s.keep.empty())
         kept.push_back(value);

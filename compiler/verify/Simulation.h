@@ -21,6 +21,10 @@
 
 namespace collc::proof {
 
+/// Memory one run may take for its elements (segments, their values and accesses): with the work
+/// budget, what bounds the verifier for any input. Past it a run throws AffineError{"memory"}.
+inline constexpr int64_t kMaxRunBytes = int64_t(512) << 20;
+
 /// Thrown when a run has found (and, in a run that reports, reported) a broken rule.
 struct RunFailed {};
 
