@@ -104,6 +104,9 @@ def _probe(tmp_path, environment):
 def _environment_with(tmp_path, **extra):
     environment = {k: v for k, v in os.environ.items()
                    if k not in ("COLLC_NVRTC_LIBRARY", "CUDA_DEVICE_MAX_CONNECTIONS")}
+    # The probe runs in tmp_path: a library directory given relative to here must still be found.
+    if environment.get("COLLC_LIBRARY_DIR"):
+        environment["COLLC_LIBRARY_DIR"] = os.path.abspath(environment["COLLC_LIBRARY_DIR"])
     environment["PYTHONPATH"] = os.pathsep.join(
         [str(PACKAGE_DIR.parent), str(tmp_path / "site")] +
         [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
