@@ -3,9 +3,10 @@
 // ranks, with the spec's launch shape and with the blocks the one-GPU matrix compiles it with on
 // a GPU of 132 multiprocessors. The GPU matrix (tests/gpu/InPlaceGpuTest.cpp) runs what these
 // allow in place and checks every element.
+#include "tests/StdlibAliases.h"
+
 #include "compiler/Compile.h"
 #include "runtime/CoResidency.h"
-#include "tests/StdlibAliases.h"
 
 #include <gtest/gtest.h>
 #include <llvm/Support/raw_ostream.h>

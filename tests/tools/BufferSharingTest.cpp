@@ -131,9 +131,9 @@ TEST(BufferSharing, FusedRmsNormVerdictsPerStrategy) {
   EXPECT_EQ(refusal(barrier, {true, true}), "");
   for (SyncKind sync : {SyncKind::LL, SyncKind::Sentinel}) {
     const CompiledCollective arrival = compileStdlib("allreduce_rmsnorm", sync, 3);
-    EXPECT_NE(refusal(arrival, {true, false}).find("the verifier did not prove the " +
-                                                   std::string(name(sync)) +
-                                                   " variant's lowered program"),
+    EXPECT_NE(refusal(arrival, {true, false})
+                  .find("the verifier did not prove the " + std::string(name(sync)) +
+                        " variant's lowered program"),
               std::string::npos)
         << name(sync);
     EXPECT_EQ(refusal(arrival, {false, true}), "") << name(sync);

@@ -127,8 +127,7 @@ bool parseSettings(const ParsedArguments& args, RunSettings& settings, std::stri
 /// passes as one memory, which the variant's own lowered program must allow. With `run`, a spec
 /// with aux buffers also gets its program as the run's reference (the spec interpreted checks it).
 int compileForRun(const std::string& specName, const CompileOptions& options, uint64_t count,
-                  BufferSharing sharing, CompiledCollective& compiled,
-                  RunOptions* run = nullptr) {
+                  BufferSharing sharing, CompiledCollective& compiled, RunOptions* run = nullptr) {
   auto spec = fromCompiler(loadSpec(specName));
   if (!spec)
     return reportError(spec.takeError());
@@ -366,8 +365,8 @@ int runOneGpu(const ParsedArguments& args, RunSettings& settings, const std::str
   const uint64_t count = settings.run.count;
   // Compiled before the GPU is asked for: what the variant refuses is refused on any machine.
   CompiledCollective compiled;
-  if (int status = compileForRun(specName, settings.compile, count, settings.run.sharing,
-                                 compiled, &settings.run);
+  if (int status = compileForRun(specName, settings.compile, count, settings.run.sharing, compiled,
+                                 &settings.run);
       status != kSuccess)
     return status;
   auto gpus = gpuCount();

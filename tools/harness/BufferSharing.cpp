@@ -32,26 +32,24 @@ Error checkBufferSharing(const CompiledCollective& compiled, BufferSharing shari
                          uint64_t count) {
   if (sharing.inPlace) {
     if (!compiled.inPlace)
-      return makeError("in place (out is in's memory) is not allowed for " +
-                       variantText(compiled) + ": the verifier did not prove the " +
-                       std::string(name(compiled.sync)) +
+      return makeError("in place (out is in's memory) is not allowed for " + variantText(compiled) +
+                       ": the verifier did not prove the " + std::string(name(compiled.sync)) +
                        " variant's lowered program for it, so the runtime would refuse the "
                        "launch; " +
                        checkHint(compiled));
     if (compiled.inputCount(count) != compiled.outputCount(count))
-      return makeError("in place needs an input and an output of one size, but " +
-                       variantText(compiled) + " takes " +
-                       std::to_string(compiled.inputCount(count)) + " elements in and " +
-                       std::to_string(compiled.outputCount(count)) + " out for n = " +
-                       std::to_string(count));
+      return makeError(
+          "in place needs an input and an output of one size, but " + variantText(compiled) +
+          " takes " + std::to_string(compiled.inputCount(count)) + " elements in and " +
+          std::to_string(compiled.outputCount(count)) + " out for n = " + std::to_string(count));
   }
   if (sharing.auxAliased) {
     if (compiled.auxAliases.empty())
       return makeError(
           "aliased aux buffers were asked for, but " + variantText(compiled) +
-          (compiled.aux.empty() ? " has no aux buffers"
-                                : " allows no pair of its aux buffers to be one memory; " +
-                                      checkHint(compiled)));
+          (compiled.aux.empty()
+               ? " has no aux buffers"
+               : " allows no pair of its aux buffers to be one memory; " + checkHint(compiled)));
     std::vector<int> seen(compiled.aux.size(), 0);
     for (const auto& [written, read] : compiled.auxAliases) {
       const int auxCount = int(compiled.aux.size());
@@ -61,8 +59,8 @@ Error checkBufferSharing(const CompiledCollective& compiled, BufferSharing shari
       const AuxBuffer& w = compiled.aux[size_t(written)];
       const AuxBuffer& r = compiled.aux[size_t(read)];
       if (++seen[size_t(written)] > 1 || ++seen[size_t(read)] > 1)
-        return makeError("aux buffer '" + (seen[size_t(written)] > 1 ? w.name : r.name) +
-                         "' of " + variantText(compiled) +
+        return makeError("aux buffer '" + (seen[size_t(written)] > 1 ? w.name : r.name) + "' of " +
+                         variantText(compiled) +
                          " is in two pairs that may be one memory; aliasing both would make "
                          "a third pair nobody proved");
       if (w.elements(count) != r.elements(count))

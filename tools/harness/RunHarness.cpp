@@ -122,9 +122,7 @@ struct RankBuffers {
   char* deviceIn(size_t i, int slot) const { return in[i].as<char>() + slot * inStride; }
   /// Local rank i's output memory, all slots: the input's in place.
   const DeviceBuffer& outMemory(size_t i) const { return inPlace ? in[i] : out[i]; }
-  char* deviceOut(size_t i, int slot) const {
-    return outMemory(i).as<char>() + slot * outStride;
-  }
+  char* deviceOut(size_t i, int slot) const { return outMemory(i).as<char>() + slot * outStride; }
   /// Local rank i's memory of aux buffer k, all slots: its own, or the buffer it is aliased to.
   const DeviceBuffer& auxMemory(size_t i, size_t k) const { return aux[i][size_t(auxOwner[k])]; }
   const char* inputOf(int rank, int slot) const { return hostIn[rank].data() + slot * inStride; }
@@ -143,8 +141,8 @@ struct RankBuffers {
 
 /// `sharing` must have passed checkBufferSharing (validate).
 Expected<RankBuffers> allocateBuffers(const SymmetricWorld& world,
-                                      const CompiledCollective& compiled, uint64_t count,
-                                      int slots, BufferSharing sharing) {
+                                      const CompiledCollective& compiled, uint64_t count, int slots,
+                                      BufferSharing sharing) {
   RankBuffers buffers;
   const uint64_t elementBytes = sizeOf(compiled.dtype);
   buffers.inStride = alignUp(compiled.inputCount(count) * elementBytes, 256);
@@ -566,8 +564,8 @@ Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& insta
 
 Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& instance,
                                    const CompiledCollective& compiled, uint64_t count, int calls,
-                                   uint64_t seed, bool specialValues,
-                                   const ir::Program* reference, BufferSharing sharing) {
+                                   uint64_t seed, bool specialValues, const ir::Program* reference,
+                                   BufferSharing sharing) {
   if (Error err = validate(world, instance, compiled, count, specialValues, reference, sharing))
     return err;
   if (calls < 1)
