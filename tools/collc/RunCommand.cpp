@@ -75,7 +75,8 @@ const Command kRunCommand{
           {"in-place", "",
            "run every call in place (out is in's memory), where the variant allows it"},
           {"alias-aux", "",
-           "pass each pair of aux buffers the variant allows as one memory as one"}};
+           "pass every pair of aux buffers the variant may share (residual_out and residual) as "
+           "one memory"}};
       for (const auto& more : {timingOptions(), procsOptions(), variantOptions()})
         options.insert(options.end(), more.begin(), more.end());
       options.push_back({"help", "", "show this help"});
@@ -183,7 +184,7 @@ void printTable(const RunSettings& settings, const CompiledCollective& compiled,
 
 /// Says whether the checked calls were right: the mismatches on stderr (kInternalError), or the
 /// count of checked calls on stdout (once: by rank 0 when `rank` names this process's rank).
-int reportCorrectness(const RunReport& report, std::optional<int> rank) {
+int reportCorrectness(const RunReport& report, std::optional<int> rank, BufferSharing sharing) {
   if (!report.correct) {
     llvm::errs() << "collc run: " << (rank ? "rank " + std::to_string(*rank) + ": " : "")
                  << "WRONG RESULT\n"
@@ -192,8 +193,9 @@ int reportCorrectness(const RunReport& report, std::optional<int> rank) {
   }
   if (!rank || *rank == 0)
     llvm::outs() << fmt::format("correct: {} calls checked on every rank against a float64 "
-                                "reference\n",
-                                report.checkedCalls);
+                                "reference{}\n",
+                                report.checkedCalls,
+                                sharing.any() ? " (" + describe(sharing) + ")" : "");
   return kSuccess;
 }
 
@@ -241,7 +243,8 @@ int runLocal(RunSettings& settings, const std::string& specName) {
   auto report = runAndCheck(**world, **instance, compiled, settings.run);
   if (!report)
     return reportError(report.takeError());
-  if (int status = reportCorrectness(*report, std::nullopt); status != kSuccess)
+  if (int status = reportCorrectness(*report, std::nullopt, settings.run.sharing);
+      status != kSuccess)
     return status;
   if (!settings.run.time)
     return kSuccess;
@@ -300,7 +303,7 @@ int runProcess(RunSettings& settings, const std::string& specName, const LaunchE
   auto report = runAndCheck(**world, **instance, compiled, settings.run);
   if (!report)
     return reportError(onRank(rank, report.takeError()));
-  if (int status = reportCorrectness(*report, rank); status != kSuccess)
+  if (int status = reportCorrectness(*report, rank, settings.run.sharing); status != kSuccess)
     return status;
   if (!settings.run.time)
     return kSuccess;
@@ -396,7 +399,8 @@ int runOneGpu(const ParsedArguments& args, RunSettings& settings, const std::str
   auto report = runAndCheck(**world, **instance, compiled, settings.run);
   if (!report)
     return reportError(report.takeError());
-  if (int status = reportCorrectness(*report, std::nullopt); status != kSuccess)
+  if (int status = reportCorrectness(*report, std::nullopt, settings.run.sharing);
+      status != kSuccess)
     return status;
   if (!settings.run.time)
     return kSuccess;
@@ -478,7 +482,8 @@ int runBundle(const ParsedArguments& args, RunSettings& settings, const std::str
   auto report = runAndCheck(*world, **instance, compiled, settings.run);
   if (!report)
     return reportError(report.takeError());
-  if (int status = reportCorrectness(*report, std::nullopt); status != kSuccess)
+  if (int status = reportCorrectness(*report, std::nullopt, settings.run.sharing);
+      status != kSuccess)
     return status;
   if (!settings.run.time)
     return kSuccess;
