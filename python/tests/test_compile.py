@@ -166,3 +166,14 @@ def test_a_bundle_loads_without_the_compiler(tmp_path):
     assert loaded.in_place == collc.compile("allreduce_oneshot", nranks=3, dtype="bfloat16").in_place
     with pytest.raises(collc.Error, match="no_bundle_here"):
         collc.load_bundle(tmp_path / "no_bundle_here.collb")
+
+
+def test_in_place_is_proved_per_strategy():
+    # The fused RMSNorm stores normalized rows into `in` while, under ll and sentinel, another
+    # block of its rank may still be sending them: only barrier's lowered program runs in place.
+    barrier = collc.compile("allreduce_rmsnorm", nranks=4, sync="barrier", row_length=1024)
+    assert barrier.in_place
+    for sync in ("ll", "sentinel"):
+        arrival = collc.compile("allreduce_rmsnorm", nranks=4, sync=sync, row_length=1024)
+        assert not arrival.in_place, sync
+    assert collc.compile("allreduce_oneshot", nranks=4, sync="ll").in_place

@@ -51,6 +51,14 @@ const Command kRunCommand{
     "as fit, and the log says so. Its timings mean nothing (the ranks divide one GPU between\n"
     "them): the results table says so; use --no-time to check correctness only.\n"
     "\n"
+    "Buffers as one memory: --in-place passes every call's input as its output, and --alias-aux\n"
+    "each pair of aux buffers the variant may share (the fused RMSNorm's residual_out and\n"
+    "residual) as one, where the verifier proved the variant's own lowered program for it\n"
+    "('collc check SPEC' says which strategies and rank counts allow what); anything else is\n"
+    "refused before a GPU is asked for. Each call is checked against copies of its inputs taken\n"
+    "before it. The timed graph's calls then reduce each other's results in place; its last call\n"
+    "runs on fresh inputs of its own, and is checked.\n"
+    "\n"
     "Without a GPU this says so and exits with status 1; 'collc emit --emit=cubin' still works.\n"
     "\n"
     "SPEC may be a bundle ('collc emit SPEC --emit=bundle -o FILE'): its variant runs with the\n"
@@ -63,7 +71,12 @@ const Command kRunCommand{
           {"nccl", "", "also time NCCL's same collective in this run"},
           {"one-gpu", "",
            "run the --ranks R ranks as co-resident kernels on GPU 0: for correctness only, "
-           "timings mean nothing"}};
+           "timings mean nothing"},
+          {"in-place", "",
+           "run every call in place (out is in's memory), where the variant allows it"},
+          {"alias-aux", "",
+           "pass every pair of aux buffers the variant may share (residual_out and residual) as "
+           "one memory"}};
       for (const auto& more : {timingOptions(), procsOptions(), variantOptions()})
         options.insert(options.end(), more.begin(), more.end());
       options.push_back({"help", "", "show this help"});
@@ -101,6 +114,8 @@ bool parseSettings(const ParsedArguments& args, RunSettings& settings, std::stri
                                settings.run.count, settings.compile.rowLength),
            false;
   settings.run.time = !args.has("no-time");
+  settings.run.sharing.inPlace = args.has("in-place");
+  settings.run.sharing.auxAliased = args.has("alias-aux");
   if (!parseTimingOptions(args, settings.run, settings.timeoutSeconds, error))
     return false;
   settings.nccl = args.has("nccl");
@@ -109,10 +124,11 @@ bool parseSettings(const ParsedArguments& args, RunSettings& settings, std::stri
 
 /// Loads and compiles the spec for a run of `count` elements into `compiled`; kSuccess, or the exit
 /// status of the error it reported. A spec with rows runs whole rows: checked here for its own
-/// default row length, which is known only once it is compiled. With `run`, a spec with aux
-/// buffers also gets its program as the run's reference (the spec interpreted checks it).
+/// default row length, which is known only once it is compiled; so are the buffers `sharing`
+/// passes as one memory, which the variant's own lowered program must allow. With `run`, a spec
+/// with aux buffers also gets its program as the run's reference (the spec interpreted checks it).
 int compileForRun(const std::string& specName, const CompileOptions& options, uint64_t count,
-                  CompiledCollective& compiled, RunOptions* run = nullptr) {
+                  BufferSharing sharing, CompiledCollective& compiled, RunOptions* run = nullptr) {
   auto spec = fromCompiler(loadSpec(specName));
   if (!spec)
     return reportError(spec.takeError());
@@ -125,6 +141,8 @@ int compileForRun(const std::string& specName, const CompileOptions& options, ui
     return usageError(fmt::format("--count={} is not a whole number of rows of {} elements ('{}' "
                                   "has rows; set the row length with --hidden)",
                                   count, compiled.rowLength, compiled.specName));
+  if (Error err = checkBufferSharing(compiled, sharing, count))
+    return usageError(toString(std::move(err)));
   if (run && !compiled.aux.empty()) {
     auto programs = fromCompiler(lowerVariantPrograms(*spec, options, llvm::errs()), &specError);
     if (!programs)
@@ -166,7 +184,7 @@ void printTable(const RunSettings& settings, const CompiledCollective& compiled,
 
 /// Says whether the checked calls were right: the mismatches on stderr (kInternalError), or the
 /// count of checked calls on stdout (once: by rank 0 when `rank` names this process's rank).
-int reportCorrectness(const RunReport& report, std::optional<int> rank) {
+int reportCorrectness(const RunReport& report, std::optional<int> rank, BufferSharing sharing) {
   if (!report.correct) {
     llvm::errs() << "collc run: " << (rank ? "rank " + std::to_string(*rank) + ": " : "")
                  << "WRONG RESULT\n"
@@ -175,24 +193,34 @@ int reportCorrectness(const RunReport& report, std::optional<int> rank) {
   }
   if (!rank || *rank == 0)
     llvm::outs() << fmt::format("correct: {} calls checked on every rank against a float64 "
-                                "reference\n",
-                                report.checkedCalls);
+                                "reference{}\n",
+                                report.checkedCalls,
+                                sharing.any() ? " (" + describe(sharing) + ")" : "");
   return kSuccess;
 }
 
 /// One process drives every rank: the LocalWorld path.
 int runLocal(RunSettings& settings, const std::string& specName) {
   CompileOptions& options = settings.compile;
+  // The variant is compiled before the GPUs are asked for, so that what it refuses is refused on
+  // any machine; without --ranks it has a rank per GPU (at least 2), as chooseLocalDevices says.
+  if (!settings.ranksGiven) {
+    auto gpus = gpuCount();
+    options.nranks = gpus ? std::max(2, *gpus) : 2;
+    if (!gpus)
+      consumeError(gpus.takeError()); // said below, by chooseLocalDevices
+  }
+  const uint64_t count = settings.run.count;
+  CompiledCollective compiled;
+  if (int status =
+          compileForRun(specName, options, count, settings.run.sharing, compiled, &settings.run);
+      status != kSuccess)
+    return status;
   std::vector<int> devices;
   if (int status = chooseLocalDevices("run",
                                       "(check, emit and the JIT to cubin work without one: "
                                       "collc emit SPEC --emit=cubin -o FILE)",
                                       settings.ranksGiven, options.nranks, devices);
-      status != kSuccess)
-    return status;
-  const uint64_t count = settings.run.count;
-  CompiledCollective compiled;
-  if (int status = compileForRun(specName, options, count, compiled, &settings.run);
       status != kSuccess)
     return status;
   auto image = compileForDevice(compiled, devices[0]);
@@ -215,7 +243,8 @@ int runLocal(RunSettings& settings, const std::string& specName) {
   auto report = runAndCheck(**world, **instance, compiled, settings.run);
   if (!report)
     return reportError(report.takeError());
-  if (int status = reportCorrectness(*report, std::nullopt); status != kSuccess)
+  if (int status = reportCorrectness(*report, std::nullopt, settings.run.sharing);
+      status != kSuccess)
     return status;
   if (!settings.run.time)
     return kSuccess;
@@ -246,7 +275,8 @@ int runProcess(RunSettings& settings, const std::string& specName, const LaunchE
   const uint64_t count = settings.run.count;
   // The spec is compiled before the world exists: its scratch sizes the heap.
   CompiledCollective compiled;
-  if (int status = compileForRun(specName, options, count, compiled, &settings.run);
+  if (int status =
+          compileForRun(specName, options, count, settings.run.sharing, compiled, &settings.run);
       status != kSuccess)
     return status;
   ProcessWorldOptions worldOptions;
@@ -273,7 +303,7 @@ int runProcess(RunSettings& settings, const std::string& specName, const LaunchE
   auto report = runAndCheck(**world, **instance, compiled, settings.run);
   if (!report)
     return reportError(onRank(rank, report.takeError()));
-  if (int status = reportCorrectness(*report, rank); status != kSuccess)
+  if (int status = reportCorrectness(*report, rank, settings.run.sharing); status != kSuccess)
     return status;
   if (!settings.run.time)
     return kSuccess;
@@ -304,15 +334,12 @@ std::string oneGpuConflict(const ParsedArguments& args, const RunSettings& setti
   return "";
 }
 
-/// Compiles the spec for R ranks sharing `device`: with the spec's own blocks where all ranks'
-/// fit the GPU's multiprocessors, else (unless --blocks chose) with as many as fit, said in the
-/// log.
-int compileForOneGpu(RunSettings& settings, const std::string& specName, int device,
-                     CompiledCollective& compiled) {
+/// Recompiles `compiled` (the spec compiled for R ranks) for R ranks sharing `device` where the
+/// spec's own blocks of all ranks would not fit the GPU's multiprocessors: (unless --blocks
+/// chose) with as many as fit, said in the log.
+int fitOneGpu(RunSettings& settings, const std::string& specName, int device,
+              CompiledCollective& compiled) {
   CompileOptions& options = settings.compile;
-  if (int status = compileForRun(specName, options, settings.run.count, compiled, &settings.run);
-      status != kSuccess)
-    return status;
   const int multiprocessors = multiprocessorCount(device);
   const int most = maxCoResidentBlocksPerRank(multiprocessors, options.nranks);
   if (options.blocks || most < 1 || compiled.launch.blocks <= most)
@@ -323,7 +350,8 @@ int compileForOneGpu(RunSettings& settings, const std::string& specName, int dev
                               options.nranks, compiled.launch.blocks, device, multiprocessors,
                               most);
   options.blocks = most;
-  return compileForRun(specName, options, settings.run.count, compiled, &settings.run);
+  return compileForRun(specName, options, settings.run.count, settings.run.sharing, compiled,
+                       &settings.run);
 }
 
 /// --one-gpu: one process drives R ranks on GPU 0, a SharedGpuWorld.
@@ -337,15 +365,20 @@ int runOneGpu(const ParsedArguments& args, RunSettings& settings, const std::str
                       "launcher (" +
                       (*env)->source + " is set)");
   giveEachStreamAWorkQueue(); // before anything starts CUDA
+  const uint64_t count = settings.run.count;
+  // Compiled before the GPU is asked for: what the variant refuses is refused on any machine.
+  CompiledCollective compiled;
+  if (int status = compileForRun(specName, settings.compile, count, settings.run.sharing, compiled,
+                                 &settings.run);
+      status != kSuccess)
+    return status;
   auto gpus = gpuCount();
   if (!gpus) {
     llvm::errs() << "collc run: " << toString(gpus.takeError()) << "\n";
     return kUserError;
   }
   const int device = 0;
-  const uint64_t count = settings.run.count;
-  CompiledCollective compiled;
-  if (int status = compileForOneGpu(settings, specName, device, compiled); status != kSuccess)
+  if (int status = fitOneGpu(settings, specName, device, compiled); status != kSuccess)
     return status;
   auto image = compileForDevice(compiled, device);
   if (!image)
@@ -366,7 +399,8 @@ int runOneGpu(const ParsedArguments& args, RunSettings& settings, const std::str
   auto report = runAndCheck(**world, **instance, compiled, settings.run);
   if (!report)
     return reportError(report.takeError());
-  if (int status = reportCorrectness(*report, std::nullopt); status != kSuccess)
+  if (int status = reportCorrectness(*report, std::nullopt, settings.run.sharing);
+      status != kSuccess)
     return status;
   if (!settings.run.time)
     return kSuccess;
@@ -397,6 +431,8 @@ std::string bundleConflict(const ParsedArguments& args, const RunSettings& setti
     return fmt::format("--count={} is not a whole number of rows of {} elements (the bundle's "
                        "row length)",
                        settings.run.count, compiled.rowLength);
+  if (Error err = checkBufferSharing(compiled, settings.run.sharing, settings.run.count))
+    return toString(std::move(err));
   return "";
 }
 
@@ -446,7 +482,8 @@ int runBundle(const ParsedArguments& args, RunSettings& settings, const std::str
   auto report = runAndCheck(*world, **instance, compiled, settings.run);
   if (!report)
     return reportError(report.takeError());
-  if (int status = reportCorrectness(*report, std::nullopt); status != kSuccess)
+  if (int status = reportCorrectness(*report, std::nullopt, settings.run.sharing);
+      status != kSuccess)
     return status;
   if (!settings.run.time)
     return kSuccess;
@@ -482,7 +519,8 @@ int runRun(const ParsedArguments& args) {
                          CompileOptions options = settings.compile;
                          options.nranks = processes;
                          CompiledCollective compiled;
-                         return compileForRun(specName, options, settings.run.count, compiled);
+                         return compileForRun(specName, options, settings.run.count,
+                                              settings.run.sharing, compiled);
                        });
   case WorldRole::Rank:
     return runProcess(settings, specName, role->env);

@@ -3,6 +3,7 @@
 #include "runtime/Align.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/LocalWorld.h"
+#include "tools/harness/BufferSharing.h"
 #include "tools/harness/CollectiveReference.h"
 #include "tools/harness/HostData.h"
 #include "tools/harness/InterpretedReference.h"
@@ -80,9 +81,11 @@ Error validateAux(const CompiledCollective& compiled, uint64_t count, bool speci
 
 Error validate(const SymmetricWorld& world, const CollectiveInstance& instance,
                const CompiledCollective& compiled, uint64_t count, bool specialValues,
-               const ir::Program* reference) {
+               const ir::Program* reference, BufferSharing sharing) {
   if (Error err = validateAux(compiled, count, specialValues, reference))
     return err;
+  if (Error err = checkBufferSharing(compiled, sharing, count))
+    return harnessError(toString(std::move(err)));
   if (&instance.world() != &world)
     return harnessError("the instance was created for another world");
   if (compiled.nranks != world.nranks() || compiled.dtype != instance.compiled().dtype ||
@@ -100,27 +103,35 @@ Error validate(const SymmetricWorld& world, const CollectiveInstance& instance,
 /// hostOut: local[i] is world.localRanks()[i]. A fused epilogue's aux buffers (CompiledCollective
 /// ::aux, index k) are laid out the same way, one allocation per buffer: those the kernel only
 /// reads are random like the inputs, those it writes are poisoned and read back like the output.
+/// In place, the output is the input's memory (`out` stays empty); an aux buffer aliased to
+/// another (auxOwner[k] != k) is that one's memory, which holds the read buffer's random data.
 struct RankBuffers {
   uint64_t inStride = 0, outStride = 0;
   int slots = 0;
+  bool inPlace = false;
   std::vector<int> local;
   std::vector<DeviceBuffer> in, out;                   // per local rank
   std::vector<std::vector<char>> hostIn;               // per rank of the world
   std::vector<std::vector<char>> hostOut;              // per local rank
   std::vector<uint64_t> auxStride;                     // per aux buffer
   std::vector<bool> auxWritten;                        // per aux buffer
-  std::vector<std::vector<DeviceBuffer>> aux;          // [local rank][aux buffer]
+  std::vector<int> auxOwner;                           // per aux buffer: whose memory it uses
+  std::vector<std::vector<DeviceBuffer>> aux;          // [local rank][aux buffer]; empty if aliased
   std::vector<std::vector<std::vector<char>>> hostAux; // [rank of the world][aux buffer]
 
   char* deviceIn(size_t i, int slot) const { return in[i].as<char>() + slot * inStride; }
-  char* deviceOut(size_t i, int slot) const { return out[i].as<char>() + slot * outStride; }
+  /// Local rank i's output memory, all slots: the input's in place.
+  const DeviceBuffer& outMemory(size_t i) const { return inPlace ? in[i] : out[i]; }
+  char* deviceOut(size_t i, int slot) const { return outMemory(i).as<char>() + slot * outStride; }
+  /// Local rank i's memory of aux buffer k, all slots: its own, or the buffer it is aliased to.
+  const DeviceBuffer& auxMemory(size_t i, size_t k) const { return aux[i][size_t(auxOwner[k])]; }
   const char* inputOf(int rank, int slot) const { return hostIn[rank].data() + slot * inStride; }
   const char* outputOf(size_t i, int slot) const { return hostOut[i].data() + slot * outStride; }
   /// Local rank i's device pointers of every aux buffer for `slot`, in collc_params::aux order.
   std::vector<void*> deviceAux(size_t i, int slot) const {
     std::vector<void*> pointers;
     for (size_t k = 0; k < auxStride.size(); ++k)
-      pointers.push_back(aux[i][k].as<char>() + slot * auxStride[k]);
+      pointers.push_back(auxMemory(i, k).as<char>() + slot * auxStride[k]);
     return pointers;
   }
   const char* auxOf(int rank, size_t k, int slot) const {
@@ -128,25 +139,29 @@ struct RankBuffers {
   }
 };
 
+/// `sharing` must have passed checkBufferSharing (validate).
 Expected<RankBuffers> allocateBuffers(const SymmetricWorld& world,
-                                      const CompiledCollective& compiled, uint64_t count,
-                                      int slots) {
+                                      const CompiledCollective& compiled, uint64_t count, int slots,
+                                      BufferSharing sharing) {
   RankBuffers buffers;
   const uint64_t elementBytes = sizeOf(compiled.dtype);
   buffers.inStride = alignUp(compiled.inputCount(count) * elementBytes, 256);
   buffers.outStride = alignUp(compiled.outputCount(count) * elementBytes, 256);
   buffers.slots = slots;
+  buffers.inPlace = sharing.inPlace;
   buffers.local = world.localRanks();
   for (int r : buffers.local) {
     Expected<DeviceBuffer> in = DeviceBuffer::allocate(world.device(r), buffers.inStride * slots);
     if (!in)
       return in.takeError();
+    buffers.in.push_back(std::move(*in));
+    buffers.hostOut.emplace_back(buffers.outStride * slots);
+    if (sharing.inPlace)
+      continue;
     Expected<DeviceBuffer> out = DeviceBuffer::allocate(world.device(r), buffers.outStride * slots);
     if (!out)
       return out.takeError();
-    buffers.in.push_back(std::move(*in));
     buffers.out.push_back(std::move(*out));
-    buffers.hostOut.emplace_back(buffers.outStride * slots);
   }
   for (int r = 0; r < world.nranks(); ++r)
     buffers.hostIn.emplace_back(buffers.inStride * slots);
@@ -156,10 +171,16 @@ Expected<RankBuffers> allocateBuffers(const SymmetricWorld& world,
     buffers.auxStride.push_back(alignUp(aux.elements(count) * elementBytes, 256));
     buffers.auxWritten.push_back(aux.written);
   }
+  buffers.auxOwner = auxMemoryOwners(compiled, sharing);
   for (int r : buffers.local) {
     std::vector<DeviceBuffer> perBuffer;
-    for (uint64_t stride : buffers.auxStride) {
-      Expected<DeviceBuffer> aux = DeviceBuffer::allocate(world.device(r), stride * slots);
+    for (size_t k = 0; k < buffers.auxStride.size(); ++k) {
+      if (buffers.auxOwner[k] != int(k)) { // the memory of the buffer it is aliased to
+        perBuffer.emplace_back();
+        continue;
+      }
+      Expected<DeviceBuffer> aux =
+          DeviceBuffer::allocate(world.device(r), buffers.auxStride[k] * slots);
       if (!aux)
         return aux.takeError();
       perBuffer.push_back(std::move(*aux));
@@ -197,8 +218,9 @@ void randomizeInputs(RankBuffers& buffers, const CompiledCollective& compiled, u
 }
 
 /// Copies the local ranks' host inputs to their devices and fills the outputs with 0xFF bytes, a
-/// NaN in every type, so that an element the kernel never writes fails the comparison. Streams
-/// must be idle: copies from pageable memory may wait for them. The caller synchronizes.
+/// NaN in every type, so that an element the kernel never writes fails the comparison. Memory
+/// shared by an output and an input holds the input. Streams must be idle: copies from pageable
+/// memory may wait for them. The caller synchronizes.
 Error uploadInputsPoisonOutputs(const SymmetricWorld& world, const RankBuffers& buffers) {
   ScopedDevice restore;
   for (size_t i = 0; i < buffers.local.size(); ++i) {
@@ -207,9 +229,12 @@ Error uploadInputsPoisonOutputs(const SymmetricWorld& world, const RankBuffers& 
     COLLC_CUDA_TRY(cudaMemcpyAsync(buffers.in[i].get(), buffers.hostIn[r].data(),
                                    buffers.hostIn[r].size(), cudaMemcpyHostToDevice,
                                    world.stream(r)));
-    COLLC_CUDA_TRY(
-        cudaMemsetAsync(buffers.out[i].get(), 0xFF, buffers.out[i].bytes(), world.stream(r)));
+    if (!buffers.inPlace)
+      COLLC_CUDA_TRY(
+          cudaMemsetAsync(buffers.out[i].get(), 0xFF, buffers.out[i].bytes(), world.stream(r)));
     for (size_t k = 0; k < buffers.auxStride.size(); ++k) {
+      if (buffers.auxOwner[k] != int(k))
+        continue; // aliased: its memory is the read buffer's, uploaded below or above
       if (buffers.auxWritten[k])
         COLLC_CUDA_TRY(cudaMemsetAsync(buffers.aux[i][k].get(), 0xFF, buffers.aux[i][k].bytes(),
                                        world.stream(r)));
@@ -228,12 +253,12 @@ Error downloadOutputs(const SymmetricWorld& world, RankBuffers& buffers) {
   for (size_t i = 0; i < buffers.local.size(); ++i) {
     const int r = buffers.local[i];
     COLLC_CUDA_TRY(cudaSetDevice(world.device(r)));
-    COLLC_CUDA_TRY(cudaMemcpyAsync(buffers.hostOut[i].data(), buffers.out[i].get(),
+    COLLC_CUDA_TRY(cudaMemcpyAsync(buffers.hostOut[i].data(), buffers.outMemory(i).get(),
                                    buffers.hostOut[i].size(), cudaMemcpyDeviceToHost,
                                    world.stream(r)));
     for (size_t k = 0; k < buffers.auxStride.size(); ++k)
       if (buffers.auxWritten[k])
-        COLLC_CUDA_TRY(cudaMemcpyAsync(buffers.hostAux[r][k].data(), buffers.aux[i][k].get(),
+        COLLC_CUDA_TRY(cudaMemcpyAsync(buffers.hostAux[r][k].data(), buffers.auxMemory(i, k).get(),
                                        buffers.hostAux[r][k].size(), cudaMemcpyDeviceToHost,
                                        world.stream(r)));
   }
@@ -320,9 +345,12 @@ void checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, u
     } else
       comparison =
           compareCollective(call, rank, buffers.outputOf(i, slot), label, kMaxReportedMismatches);
+    report.checkedElements += checkedElements(compiled, count);
     if (comparison.ok())
       continue;
     ++verdicts.wrongCalls[i];
+    ++report.wrongRankCalls;
+    report.wrongElements += comparison.mismatches;
     if (std::count(report.firstMismatches.begin(), report.firstMismatches.end(), '\n') <
         kMaxReportedMismatches)
       report.firstMismatches += label + ": " + std::to_string(comparison.mismatches) + " of " +
@@ -426,11 +454,15 @@ Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& insta
                                 const CompiledCollective& compiled, const RunOptions& options) {
   const uint64_t count = options.count;
   if (Error err = validate(world, instance, compiled, count, options.specialValues,
-                           options.reference.get()))
+                           options.reference.get(), options.sharing))
     return err;
   if (options.time && (options.graphOps < 1 || options.replays < 1))
     return harnessError("timing needs at least one operation per graph and one replay");
-  Expected<RankBuffers> allocated = allocateBuffers(world, compiled, count, 1);
+  // Calls that share memory change their inputs: the timed graph's calls but the last one reduce
+  // each other's results in slot 0, and the last one runs on fresh inputs in slot 1, checked.
+  const int checkedSlot = options.time && options.sharing.any() ? 1 : 0;
+  Expected<RankBuffers> allocated =
+      allocateBuffers(world, compiled, count, checkedSlot + 1, options.sharing);
   if (!allocated)
     return allocated.takeError();
   RankBuffers& buffers = *allocated;
@@ -450,12 +482,12 @@ Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& insta
       return err;
     return world.barrier("inputs ready");
   };
-  auto fetchAndCheck = [&](const std::string& what) -> Error {
+  auto fetchAndCheck = [&](const std::string& what, int slot) -> Error {
     if (Error err = downloadOutputs(world, buffers))
       return err;
     if (Error err = instance.synchronize(streams))
       return err;
-    checkSlot(buffers, compiled, count, 0, what, report, verdicts, options.reference.get());
+    checkSlot(buffers, compiled, count, slot, what, report, verdicts, options.reference.get());
     return Error::success();
   };
 
@@ -467,7 +499,7 @@ Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& insta
         return err;
     if (Error err = instance.synchronize(streams, kSecondsPerOpAllowance))
       return err;
-    if (Error err = fetchAndCheck("call " + std::to_string(call)))
+    if (Error err = fetchAndCheck("call " + std::to_string(call), 0))
       return err;
   }
   if (!options.time) {
@@ -479,9 +511,11 @@ Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& insta
   RankGraphs graphs(world);
   for (size_t i = 0; i < local.size(); ++i) {
     Error captured = graphs.capture(local[i], [&]() -> Error {
-      for (int op = 0; op < options.graphOps; ++op)
-        if (Error err = launchSlot(instance, buffers, i, 0, count, streams[i]))
+      for (int op = 0; op < options.graphOps; ++op) {
+        const int slot = op + 1 == options.graphOps ? checkedSlot : 0;
+        if (Error err = launchSlot(instance, buffers, i, slot, count, streams[i]))
           return err;
+      }
       return Error::success();
     });
     if (captured)
@@ -520,7 +554,8 @@ Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& insta
   report.usPerOp = median(slowest);
   // The outputs now hold the last replay's last operation, computed from the last inputs.
   if (Error err = fetchAndCheck("graph replay " + std::to_string(options.replays) + " op " +
-                                std::to_string(options.graphOps)))
+                                    std::to_string(options.graphOps),
+                                checkedSlot))
     return err;
   if (Error err = gatherVerdicts(world, verdicts, report))
     return err;
@@ -529,13 +564,13 @@ Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& insta
 
 Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& instance,
                                    const CompiledCollective& compiled, uint64_t count, int calls,
-                                   uint64_t seed, bool specialValues,
-                                   const ir::Program* reference) {
-  if (Error err = validate(world, instance, compiled, count, specialValues, reference))
+                                   uint64_t seed, bool specialValues, const ir::Program* reference,
+                                   BufferSharing sharing) {
+  if (Error err = validate(world, instance, compiled, count, specialValues, reference, sharing))
     return err;
   if (calls < 1)
     return harnessError("a stress graph needs at least one call");
-  Expected<RankBuffers> allocated = allocateBuffers(world, compiled, count, calls);
+  Expected<RankBuffers> allocated = allocateBuffers(world, compiled, count, calls, sharing);
   if (!allocated)
     return allocated.takeError();
   RankBuffers& buffers = *allocated;

@@ -15,6 +15,7 @@
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Status.h"
 #include "runtime/SymmetricWorld.h"
+#include "tools/harness/BufferSharing.h"
 
 #include <cstdint>
 #include <memory>
@@ -38,6 +39,11 @@ struct RunOptions {
   /// The spec's program (lowerVariantPrograms in compiler/Compile.h), interpreted in float64 as
   /// the reference of a spec with aux buffers other than the fused add + RMSNorm's.
   std::shared_ptr<const ir::Program> reference;
+  /// Buffers passed as one memory (BufferSharing.h): only what the compiled variant allows; a
+  /// request it does not allow is an error before anything runs. The references are computed
+  /// from host copies of the inputs taken before the call, and the results read back from the
+  /// shared memory.
+  BufferSharing sharing;
 };
 
 struct RunReport {
@@ -46,6 +52,10 @@ struct RunReport {
   double usPerOp = 0;                 // median over replays of (max over ranks of replay / ops)
   std::vector<double> usPerOpPerRank; // per rank, median over replays of replay / ops
   int checkedCalls = 0;               // calls whose output was compared on every rank
+  // This process's ranks only: how much was wrong, for a measurement that counts it.
+  uint64_t wrongRankCalls = 0;  // (rank, call) pairs with at least one wrong element
+  uint64_t wrongElements = 0;   // wrong elements over every checked call
+  uint64_t checkedElements = 0; // elements compared over every checked call
 };
 
 /// Checks `options.checks` eager calls, then (if options.time) times a graph of
@@ -58,6 +68,10 @@ struct RunReport {
 /// buffers is checked against options.reference interpreted (InterpretedReference.h): its output
 /// and every aux buffer it writes. A wrong result
 /// is reported in the RunReport; an error means the run itself failed (CUDA error, watchdog, hang).
+/// With options.sharing, each eager call runs in place (or aliased) on fresh inputs; the timed
+/// graph's calls run in place one after another on one set of buffers (each reducing the last
+/// one's result, unchecked), except its last call, which runs in place on buffers of its own
+/// that hold fresh inputs, and is checked.
 Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& instance,
                                 const CompiledCollective& compiled, const RunOptions& options);
 
@@ -65,11 +79,13 @@ Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& insta
 /// writing its own output buffer j (each with different random data), replayed once; then every
 /// call's output is checked on every rank. This is what catches a call that overtakes the
 /// previous one (a parity or epoch bug) where one-call-at-a-time tests cannot. usPerOp is the
-/// slowest rank's replay time divided by `calls`.
+/// slowest rank's replay time divided by `calls`. With `sharing`, call j runs in place (or
+/// aliased) on its own buffers j.
 Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& instance,
                                    const CompiledCollective& compiled, uint64_t count, int calls,
                                    uint64_t seed, bool specialValues = false,
-                                   const ir::Program* reference = nullptr);
+                                   const ir::Program* reference = nullptr,
+                                   BufferSharing sharing = {});
 
 /// The seed of rank `rank`'s input in round `round` of a run seeded with `seed` (a round is one
 /// set of inputs: one eager call, one replay, one stress graph). Distinct for distinct arguments
