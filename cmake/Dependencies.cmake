@@ -31,9 +31,9 @@ find_package(fmt REQUIRED)
 add_library(collc_fmt INTERFACE)
 target_link_libraries(collc_fmt INTERFACE fmt::fmt-header-only)
 
-# CUDA: the runtime library linked dynamically, taken from the machine it runs on. The runtime
-# loads the driver lazily and reports "no driver" as an error code, so everything short of running
-# a kernel works without a GPU; one shared copy serves libcollc and its users alike.
+# CUDA: the runtime library linked statically (CMakeLists.txt says why). It loads the driver lazily
+# and reports "no driver" as an error code, so everything short of running a kernel works without a
+# GPU.
 if(NOT COLLC_FUZZ)
   find_package(CUDAToolkit 12.4 REQUIRED)
   message(STATUS "CUDA toolkit ${CUDAToolkit_VERSION} in ${CUDAToolkit_LIBRARY_DIR}")

@@ -70,10 +70,15 @@ add_custom_target(collc_installed_headers ALL DEPENDS ${_collc_installed_headers
 install(FILES ${PROJECT_SOURCE_DIR}/include/collc/collc.h DESTINATION include/collc
         COMPONENT development)
 
-# Installed binaries find the libraries next to them, wherever the prefix is moved; NVRTC, the CUDA
-# runtime and NCCL come from the machine's loader path, as in the build tree.
+# Installed binaries find the libraries next to them, wherever the prefix is moved; NVRTC and NCCL
+# come from the machine's loader path, as in the build tree. The build tree's tool has the same
+# RUNPATH (CMAKE_BUILD_WITH_INSTALL_RPATH), so it keeps ../lib where the install's lib is elsewhere.
 file(RELATIVE_PATH _collc_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
-set_target_properties(collc-tool PROPERTIES INSTALL_RPATH "\$ORIGIN/${_collc_bin_to_lib}")
+set(_collc_tool_rpath "\$ORIGIN/${_collc_bin_to_lib}")
+if(NOT _collc_bin_to_lib STREQUAL "../lib")
+  list(APPEND _collc_tool_rpath "\$ORIGIN/../lib")
+endif()
+set_target_properties(collc-tool PROPERTIES INSTALL_RPATH "${_collc_tool_rpath}")
 set_target_properties(collc collc_compiler_shared PROPERTIES INSTALL_RPATH "\$ORIGIN")
 
 install(TARGETS collc collc_compiler_shared EXPORT collcTargets

@@ -85,7 +85,7 @@ DispatchPlan defaultDispatchPlan(const DispatchQuery& query) {
     plan.source = "built-in default rule: " + query.spec + " with its own sync and launch";
     return plan;
   }
-  // Measured on 2 x H200 (results/2026-11-30-h200x2-epoch-before-wait-builtin-rule.md and the
+  // Measured on 2 x H200 (results/2026-11-30-h200x2-builtin-dispatch-rule.md and the
   // tuning tables next to it): up to 1 MiB the latency is the kernel boundary and one flight, and
   // many small blocks (one per multiprocessor, 128 threads) start the data soonest; from 1 MiB the
   // bytes need 512-thread blocks; from 4 MiB two-shot's halved traffic wins; and from 16 MiB the

@@ -112,7 +112,8 @@ loadNvrtcLibrary(const std::vector<std::string>& candidates) {
   }
   return makeError(fmt::format(
       "NVRTC not found; tried:{}\nSet {} to the path of libnvrtc.so (a CUDA toolkit's lib64, or "
-      "the nvidia-cuda-nvrtc wheel's site-packages/nvidia/cuda_nvrtc/lib), or set CUDA_HOME",
+      "NVIDIA's NVRTC wheel's site-packages/nvidia/cu13/lib, or nvidia/cuda_nvrtc/lib for CUDA "
+      "12), or set CUDA_HOME",
       tried, kNvrtcLibraryVariable));
 }
 

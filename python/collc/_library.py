@@ -31,17 +31,25 @@ def candidate_dirs():
     return [d for d in dirs if d.is_dir()]
 
 
-def find_nvrtc_wheel():
-    """libnvrtc from the NVRTC pip wheel (nvidia-cuda-nvrtc-cu13/-cu12, which torch's CUDA wheels
-    install) on sys.path, or None. collc's runtime finds a toolkit's NVRTC itself; a pip-only
-    environment has only this one."""
+# Where NVIDIA's NVRTC wheels put libnvrtc under site-packages: CUDA 13's nvidia-cuda-nvrtc, then
+# CUDA 12's nvidia-cuda-nvrtc-cu12.
+NVRTC_WHEEL_FILES = (
+    ("nvidia", "cu13", "lib", "libnvrtc.so.13"),
+    ("nvidia", "cuda_nvrtc", "lib", "libnvrtc.so.13"),
+    ("nvidia", "cuda_nvrtc", "lib", "libnvrtc.so.12"),
+)
+
+
+def find_nvrtc_wheel(paths=None):
+    """libnvrtc from an NVRTC pip wheel (nvidia-cuda-nvrtc for CUDA 13, nvidia-cuda-nvrtc-cu12;
+    torch's CUDA wheels install one) on `paths` (default sys.path), or None. collc's runtime finds
+    a toolkit's NVRTC itself; a pip-only environment has only this one."""
     import sys
-    for entry in sys.path:
-        lib = Path(entry or ".") / "nvidia" / "cuda_nvrtc" / "lib"
-        if lib.is_dir():
-            for name in ("libnvrtc.so.13", "libnvrtc.so.12"):
-                if (lib / name).exists():
-                    return str(lib / name)
+    for parts in NVRTC_WHEEL_FILES:
+        for entry in sys.path if paths is None else paths:
+            lib = Path(entry or ".").joinpath(*parts)
+            if lib.is_file():
+                return str(lib)
     return None
 
 

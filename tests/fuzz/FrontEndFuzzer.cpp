@@ -47,7 +47,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   collc::CompileOptions options; // defaults: f32, sum, 2 ranks, the spec's sync and launch
   options.formatSource = false;
   // A twenty-fifth of the default proof budget: the refusal past it is what the fuzzer checks for
-  // large inputs, and an input then costs at most about a second under the sanitizers.
+  // large inputs, and it is what bounds an input's time, counted in steps rather than seconds, so
+  // it holds on a busy machine too. The slowest seeds take a few seconds each in the fuzz build;
+  // libFuzzer's -timeout is only a backstop, minutes above that.
   options.verifyWorkLimit = collc::kDefaultVerifyWorkLimit / 25;
   llvm::raw_null_ostream sink;
   auto compiled = collc::compileCollective(source, options, sink);

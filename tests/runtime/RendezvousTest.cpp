@@ -62,10 +62,11 @@ std::string binaryPayload() {
 }
 
 /// Runs rank 0 and ranks 1..n-1 of one rendezvous on threads; readers start `readersFirstMs`
-/// before rank 0 (or after it, if negative).
+/// before rank 0 (or after it, if negative). The timeout only ends a rendezvous that fails, so it
+/// is far above what a busy machine needs for one that succeeds.
 std::vector<Expected<std::string>> share(const RendezvousAddress& address, int nranks,
                                          const std::string& payload, int readersFirstMs,
-                                         double timeout = 10) {
+                                         double timeout = 120) {
   std::vector<std::future<Expected<std::string>>> futures;
   auto start = [&](int rank) {
     futures.push_back(std::async(std::launch::async, [=] {
@@ -154,7 +155,7 @@ TEST_F(RendezvousFile, MissingRankZeroTimesOutAndStaleFilesAreIgnored) {
   const std::string message = toString(got.takeError());
   EXPECT_NE(message.find("did not publish within"), std::string::npos) << message;
   EXPECT_NE(message.find("earlier job"), std::string::npos) << message;
-  EXPECT_LT(seconds, 5);
+  EXPECT_LT(seconds, 60);
   // A fresh publication replaces it.
   std::vector<Expected<std::string>> fresh = share(address(), 2, "new", 50);
   ASSERT_TRUE(bool(fresh[1])) << toString(fresh[1].takeError());
@@ -197,8 +198,8 @@ TEST(Rendezvous, TcpRankZeroReportsMissingRanksAndMismatches) {
   EXPECT_NE(toString(alone.takeError()).find("rank(s) 1, 2 did not connect"), std::string::npos);
   // A client that believes in another world size: both sides say so.
   auto server =
-      std::async(std::launch::async, [&] { return shareFromRankZero(*address, 0, 2, "id", 5); });
-  Expected<std::string> client = shareFromRankZero(*address, 1, 4, "", 5);
+      std::async(std::launch::async, [&] { return shareFromRankZero(*address, 0, 2, "id", 120); });
+  Expected<std::string> client = shareFromRankZero(*address, 1, 4, "", 120);
   Expected<std::string> served = server.get();
   ASSERT_FALSE(bool(client));
   EXPECT_NE(toString(client.takeError()).find("published for 2 ranks"), std::string::npos);
@@ -215,7 +216,7 @@ TEST(Rendezvous, TcpClientGivesUpWhenRankZeroNeverListens) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_FALSE(bool(got));
   EXPECT_NE(toString(got.takeError()).find("could not get the id from rank 0"), std::string::npos);
-  EXPECT_LT(seconds, 5);
+  EXPECT_LT(seconds, 60);
 }
 
 TEST(Rendezvous, OneRankNeedsNobody) {
