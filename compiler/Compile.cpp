@@ -286,13 +286,14 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
     report->auxAliases = checked.proof.auxAliases;
     report->aliasesTogether = checked.proof.aliasesTogether;
   }
-  // The spec's own sync strategy and launch shape must also lower for every rank count, or emit,
-  // run and bench would refuse a spec that check called ok; every other strategy is tried too,
-  // quietly, for the report. A spec with rows and no default row length is lowered with rows of
-  // 4096 (a multiple of every vector width) for this.
+  // The spec's own sync strategy and launch shape must also lower for every rank count and
+  // element type, or emit, run and bench would refuse a spec that check called ok (a packet holds
+  // 2 elements of f32 and 4 of a 16-bit type); every other strategy is tried too, quietly, for the
+  // report, with f32. A spec with rows and no default row length is lowered with rows of 4096 (a
+  // multiple of every vector width) for this.
   // Work: the spec's proof had its own budget; the own strategy's lowered programs at every rank
-  // count share one more, and the other strategies (a report, not a verdict) one more again, so
-  // that check is bounded whatever the spec.
+  // count and type share one more, and the other strategies (a report, not a verdict) one more
+  // again, so that check is bounded whatever the spec.
   const SyncKind strategies[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL,
                                  SyncKind::LL128Atomic};
   int64_t ownBudget = kDefaultVerifyWorkLimit, othersBudget = kDefaultVerifyWorkLimit;
@@ -302,64 +303,80 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
       continue;
     int64_t& budget = own ? ownBudget : othersBudget;
     StrategyReport strategy{sync, "", {}, true};
-    for (int nranks = verified.minRanks; nranks <= verified.maxRanks; ++nranks) {
-      if (budget <= 0) {
-        if (own) {
-          diags.error(verified.loc, "checking the programs sync strategy '" +
-                                        std::string(name(sync)) + "' lowers '" + verified.name +
-                                        "' to takes more than " +
-                                        std::to_string(kDefaultVerifyWorkLimit) +
-                                        " steps of work; collc refuses a spec it cannot prove in "
-                                        "that: use fewer statements, loop trips or rank counts");
+    for (DType dtype : kCheckedTypes) {
+      if (!own && dtype != DType::F32)
+        break; // the report's strategies: f32
+      // The report's aliases are those of the f32 programs.
+      const bool reportAliases = everyStrategy && dtype == DType::F32;
+      for (int nranks = verified.minRanks; nranks <= verified.maxRanks; ++nranks) {
+        if (budget <= 0) {
+          if (own) {
+            diags.error(verified.loc, "checking the programs sync strategy '" +
+                                          std::string(name(sync)) + "' lowers '" + verified.name +
+                                          "' to takes more than " +
+                                          std::to_string(kDefaultVerifyWorkLimit) +
+                                          " steps of work; collc refuses a spec it cannot prove in "
+                                          "that: use fewer statements, loop trips or rank counts");
+            return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+          }
+          strategy.refused = "not tried: check's budget of work for the other strategies is spent";
+          strategy.aliases.clear();
+          break;
+        }
+        CompileOptions options;
+        options.nranks = nranks;
+        options.dtype = dtype;
+        options.verifyWorkLimit = budget;
+        if (!own)
+          options.sync = sync; // unset: the spec's own, reported at its `sync` clause
+        if (!verified.rowLengthName.empty() && verified.defaultRowLength == 0)
+          options.rowLength = 4096;
+        std::string text;
+        llvm::raw_string_ostream out(text);
+        Diagnostics quiet(sources, out);
+        Diagnostics& variantDiags = own ? diags : quiet;
+        int64_t work = 0;
+        auto lowered = lowerVariant(verified, checked.proof, options, variantDiags,
+                                    lineOfIn(sources), reportAliases, &work);
+        budget -= work;
+        if (report)
+          report->loweredWork += work;
+        if (!lowered && own) {
+          diags.note(verified.loc, "in the variant for " + std::string(name(dtype)) + ", " +
+                                       std::to_string(nranks) + " ranks, sync " +
+                                       std::string(name(sync)) +
+                                       " (collc check lowers every element type and rank count)");
           return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
         }
-        strategy.refused = "not tried: check's budget of work for the other strategies is spent";
-        strategy.aliases.clear();
-        break;
-      }
-      CompileOptions options;
-      options.nranks = nranks;
-      options.verifyWorkLimit = budget;
-      if (!own)
-        options.sync = sync; // unset: the spec's own, reported at its `sync` clause
-      if (!verified.rowLengthName.empty() && verified.defaultRowLength == 0)
-        options.rowLength = 4096;
-      std::string text;
-      llvm::raw_string_ostream out(text);
-      Diagnostics quiet(sources, out);
-      Diagnostics& variantDiags = own ? diags : quiet;
-      int64_t work = 0;
-      auto lowered = lowerVariant(verified, checked.proof, options, variantDiags, lineOfIn(sources),
-                                  everyStrategy, &work);
-      budget -= work;
-      if (report)
-        report->loweredWork += work;
-      if (!lowered && own)
-        return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
-      if (!lowered) {
-        strategy.refused = "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(out.str());
-        strategy.aliases.clear();
-        break;
-      }
-      strategy.aliasesTogether &= lowered->aliases.together;
-      for (size_t k = 0; k < lowered->aliases.pairs.size(); ++k) {
-        const AliasVerdict& verdict = lowered->aliases.pairs[k];
-        if (strategy.aliases.size() <= k)
-          strategy.aliases.push_back(
-              AliasReport{verdict.written, verdict.read, verdict.inPlace, {}, ""});
-        AliasReport& alias = strategy.aliases[k];
-        if (verdict.allowed)
-          alias.allowedRanks.push_back(nranks);
-        else if (alias.why.empty())
-          alias.why = "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(verdict.why);
+        if (!lowered) {
+          strategy.refused = "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(out.str());
+          strategy.aliases.clear();
+          break;
+        }
+        if (!reportAliases)
+          continue;
+        strategy.aliasesTogether &= lowered->aliases.together;
+        for (size_t k = 0; k < lowered->aliases.pairs.size(); ++k) {
+          const AliasVerdict& verdict = lowered->aliases.pairs[k];
+          if (strategy.aliases.size() <= k)
+            strategy.aliases.push_back(
+                AliasReport{verdict.written, verdict.read, verdict.inPlace, {}, ""});
+          AliasReport& alias = strategy.aliases[k];
+          if (verdict.allowed)
+            alias.allowedRanks.push_back(nranks);
+          else if (alias.why.empty())
+            alias.why = "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(verdict.why);
+        }
       }
     }
     if (everyStrategy)
       report->strategies.push_back(std::move(strategy));
   }
-  if (report)
+  if (report) {
+    report->types.assign(std::begin(kCheckedTypes), std::end(kCheckedTypes));
     report->totalSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
   return llvm::Error::success();
 }
 
