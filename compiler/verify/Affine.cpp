@@ -1,6 +1,7 @@
 #include "compiler/verify/Affine.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace collc::proof {
 namespace {
@@ -15,6 +16,13 @@ int64_t floorDiv(int64_t a, int64_t b) {
 
 int64_t ceilDiv(int64_t a, int64_t b) {
   return -floorDiv(-a, b);
+}
+
+/// Dividing u * q + v by d > 0 is exact in q when d divides u; otherwise the run must split q
+/// (SplitQ) so that it is.
+void requireExactInQ(int64_t u, int64_t d) {
+  if (u % d != 0)
+    throw SplitQ{d / std::gcd(u < 0 ? -u : u, d)};
 }
 
 } // namespace
@@ -69,8 +77,7 @@ std::optional<Affine> evaluate(const ir::Expr& e, const Bindings& env, Arith& ar
       return fail("chunk of a negative or huge length");
     // chunk_size(x) = ceil(ceil(x / R) / 8) * 8 = 8 * ceil(x / 8R).
     const int64_t period = int64_t(kChunkAlignElems) * env.nranks;
-    if (length->u % period != 0)
-      throw AffineError{"a chunk of a size whose part in n is not a multiple of 8 * nranks"};
+    requireExactInQ(length->u, period);
     const Affine size{length->u / period * int64_t(kChunkAlignElems),
                       ceilDiv(length->v, period) * int64_t(kChunkAlignElems)};
     if (e->kind == ExprKind::ChunkSize)
@@ -114,9 +121,7 @@ std::optional<Affine> evaluate(const ir::Expr& e, const Bindings& env, Arith& ar
       return fail("division by zero");
     if (arith.less(*a, Affine::constant(0)) || b->v < 0)
       return fail("division of a negative value");
-    if (a->u % b->v != 0)
-      throw AffineError{"a division of n's part by " + std::to_string(b->v) +
-                        ", which does not divide 8 * nranks"};
+    requireExactInQ(a->u, b->v);
     // (u q + v) / d = (u / d) q + v / d and (u q + v) % d = v % d when d divides u.
     if (e->kind == ExprKind::Div)
       return Affine{a->u / b->v, floorDiv(a->v, b->v)};

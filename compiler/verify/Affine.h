@@ -1,8 +1,11 @@
 // Integers that depend on n, for the verifier. For one rank count R the verifier writes the count
-// as n = M * q + s (M = 8R, 0 <= s < M) and runs a spec twice over: once for a fixed q (every value
-// is a plain number), and once for q itself (every value is u * q + v). Sizes may use n only as
-// a * n + b or chunk(a * n + b) (Sema), so every offset and length of every region is such an
-// affine value: chunk(x) = 8 * ceil(x / M) is exact because M divides the q part of x.
+// as n = M * q + s (M = 8R to begin with, 0 <= s < M) and runs a spec twice over: once for a fixed
+// q (every value is a plain number), and once for q itself (every value is u * q + v). Sizes may
+// use n only as a * n + b or chunk(a * n + b) (Sema), so every offset and length of every region
+// is such an affine value as long as each division in it is exact in q: chunk(x) = 8 * ceil(x / 8R)
+// needs 8R to divide the part of x in q, a block's L / R needs R to divide L's. Where one does not
+// (a block of a chunk(n) buffer at 3 ranks: 8q / 3), the run stops with SplitQ and the verifier
+// runs the class again as `factor` classes of a period M * factor, in which the division is exact.
 //
 // In the symbolic run a comparison of two values is decided for all large q (by u, then v), and
 // the run records from which q on that decision holds. Everything the run decides goes through
@@ -34,6 +37,13 @@ struct Affine {
 /// as a verification error by the caller).
 struct AffineError {
   std::string why;
+};
+
+/// Thrown in a run with q symbolic where a division of u * q + v by d is not exact in q (d does
+/// not divide u). Writing q = factor * q' + t (factor = d / gcd(u, d)) for each t < factor makes
+/// the part in q' u * factor, which d divides: the caller runs those classes instead.
+struct SplitQ {
+  int64_t factor;
 };
 
 class Arith {

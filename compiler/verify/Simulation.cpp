@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <numeric>
 
 namespace collc::proof {
 namespace {
@@ -339,8 +340,8 @@ private:
       // A packet carries packetElems elements of one writer: a region that starts inside a
       // packet would share it with whatever fills the packet's first elements.
       const int64_t units = config_.packetElems;
-      if (r.offset.u % units != 0)
-        throw AffineError{"a packet boundary that moves with n"};
+      if (r.offset.u % units != 0) // packets start at offsets that move with q: split q
+        throw SplitQ{units / std::gcd(r.offset.u < 0 ? -r.offset.u : r.offset.u, units)};
       if ((r.offset.v % units + units) % units != 0)
         fail(region.loc, "'" + region.text + "' on rank " + std::to_string(env.rank) +
                              " starts at element " + number(r.offset) + " of '" + buffer.name +
