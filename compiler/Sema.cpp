@@ -138,6 +138,14 @@ private:
       env.nranks = nranks;
       env.rowLength = 1;
       std::string why;
+      // The kernel computes the size in its C types (ir::CType): an int part must not overflow.
+      ir::Env smallest = env;
+      smallest.count = 1;
+      if (!ir::evaluate(elems, smallest, &why)) {
+        diags_.error(decl.size->loc, "the size of '" + decl.name + "' cannot be computed: " + why +
+                                         " (nranks=" + std::to_string(nranks) + ", n=1)");
+        return;
+      }
       if (!ir::sizeForm(elems, env, &why)) {
         diags_.error(decl.size->loc,
                      "the size of '" + decl.name + "' cannot be proved for every n: " + why +

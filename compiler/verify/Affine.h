@@ -61,6 +61,9 @@ public:
     return compareDependent(d);
   }
   bool less(const Affine& a, const Affine& b) { return compare(a, b) < 0; }
+  /// a < 0, for every q >= threshold() (symbolic), or now; unlike less(a, 0) it records only
+  /// from which q on the answer holds, not from which the sign of a does.
+  bool negative(const Affine& a);
   bool lessEqual(const Affine& a, const Affine& b) { return compare(a, b) <= 0; }
   bool equal(const Affine& a, const Affine& b) { return compare(a, b) == 0; }
   Affine min(const Affine& a, const Affine& b) { return lessEqual(a, b) ? a : b; }
@@ -135,9 +138,10 @@ struct Bindings {
   VarBindings vars;
 };
 
-/// Evaluates `e` (AffineError where a division leaves the affine values, or overflow); nullopt
-/// with `why` for the spec's own errors (division by zero, a chunk that does not exist, an
-/// unbound name).
+/// Evaluates `e` (AffineError where a division leaves the affine values, or overflow; SplitQ where
+/// one is not exact in q); nullopt with `why` for the spec's own errors (division by zero, a chunk
+/// that does not exist, an unbound name) and for a value the kernel's C type for it does not hold
+/// (ir::outOfRange; in u64, a negative value).
 std::optional<Affine> evaluate(const ir::Expr& e, const Bindings& env, Arith& arith,
                                std::string* why);
 

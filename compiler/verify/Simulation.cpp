@@ -706,6 +706,8 @@ private:
     case ir::StmtKind::For: {
       const auto& s = stmt->as<ir::For>();
       const int64_t begin = evalInt(s.begin, env, s.loc), end = evalInt(s.end, env, s.loc);
+      if (std::string why = ir::intLoopProblem(s.begin, begin, s.end, end); !why.empty())
+        fail(s.loc, why);
       if (end - begin > kMaxLoopTrips)
         fail(s.loc, "loop runs " + std::to_string(end - begin) + " times; at most " +
                         std::to_string(kMaxLoopTrips) + " are supported");
