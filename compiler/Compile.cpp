@@ -10,6 +10,7 @@
 #include "compiler/ProofMemo.h"
 #include "compiler/RowEpilogue.h"
 #include "compiler/Sema.h"
+#include "compiler/SizeLimits.h"
 #include "compiler/Verifier.h"
 #include "compiler/ir/Visitor.h"
 #include "dsl/Parser.h"
@@ -200,9 +201,11 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
   auto lowered = lower(program, proof, lowerOptions, diags);
   // The lowered program's proof and its aliases' share one budget.
   int64_t done = 0;
-  const bool verified = lowered && checkRowLength(*lowered, lowerOptions.rowLength, diags) &&
-                        verifyLowered(program, *lowered, options.nranks, options.dtype, diags,
-                                      workLimitOf(options), &done);
+  const bool verified =
+      lowered && checkRowLength(*lowered, lowerOptions.rowLength, diags) &&
+      verifyLowered(program, *lowered, options.nranks, options.dtype, diags, workLimitOf(options),
+                    &done) &&
+      checkSizesFit(*lowered, options.dtype, options.nranks, lowerOptions.rowLength, diags);
   LoweredAliases aliases;
   if (verified && proveAliases)
     aliases = proveLoweredAliases(program, proof, *lowered, options.nranks, options.dtype, diags,
@@ -380,43 +383,6 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
   return llvm::Error::success();
 }
 
-namespace {
-
-ScratchStorage storageOf(const ir::Buffer& buffer) {
-  switch (buffer.storage) {
-  case ir::Storage::Elements:
-    return ScratchStorage::Elements;
-  case ir::Storage::Packets:
-    return ScratchStorage::Packets;
-  case ir::Storage::AtomicLines:
-    return ScratchStorage::AtomicLines;
-  case ir::Storage::LineHeads:
-    return ScratchStorage::LineHeads;
-  case ir::Storage::LL128Lines:
-    return buffer.linesPerChunk ? ScratchStorage::LL128LinesPerChunk : ScratchStorage::LL128Lines;
-  }
-  internalError("unknown storage");
-}
-
-ScratchBuffer describeScratch(const ir::Buffer& buffer, const CompileOptions& options,
-                              int64_t rowLength) {
-  ScratchBuffer scratch;
-  scratch.name = buffer.name;
-  ir::Env env;
-  env.nranks = options.nranks;
-  scratch.slots = int(ir::evaluate(buffer.slots, env).value_or(1));
-  scratch.slotElems = elementCount(buffer.slotElems, options.nranks, rowLength);
-  scratch.elementBytes = sizeOf(options.dtype);
-  scratch.storage = storageOf(buffer);
-  if (buffer.filledWithNegativeZero) {
-    scratch.fillWidth = int(scratch.elementBytes);
-    scratch.fillBits = scratch.elementBytes == 4 ? 0x80000000u : 0x8000u; // -0.0
-  }
-  return scratch;
-}
-
-} // namespace
-
 llvm::Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
                                                      const CompileOptions& options,
                                                      llvm::raw_ostream& diagnostics) {
@@ -518,7 +484,8 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
     compiled.auxAliases.push_back({index(verdict.written), index(verdict.read)});
   }
   for (ir::BufferId id : program.scratchBuffers())
-    compiled.scratch.push_back(describeScratch(program.buffer(id), options, rowLength));
+    compiled.scratch.push_back(
+        describeScratch(program.buffer(id), options.nranks, options.dtype, rowLength));
   return compiled;
 }
 

@@ -41,19 +41,22 @@ void printFootprint(const SpecSource& spec, const CheckReport& report, uint64_t 
   for (const FootprintCell& cell : rows.front().cells)
     llvm::outs() << llvm::format("%14s", std::string(name(cell.sync)).c_str());
   llvm::outs() << "\n";
-  std::map<std::string, std::string> refusals; // strategy: why, once each
+  std::map<std::string, std::string> refusals; // "strategy refused": why, once each
   for (const FootprintRow& row : rows) {
     llvm::outs() << llvm::format("  %-6d", row.nranks);
     for (const FootprintCell& cell : row.cells) {
-      llvm::outs() << llvm::format("%14s",
-                                   cell.bytes ? formatBytes(*cell.bytes).c_str() : "refused");
+      const bool tooLarge = !cell.tooLarge.empty();
+      llvm::outs() << llvm::format("%14s", cell.bytes ? formatBytes(*cell.bytes).c_str()
+                                           : tooLarge ? "too large"
+                                                      : "refused");
       if (!cell.bytes)
-        refusals.emplace(name(cell.sync), cell.refused);
+        refusals.emplace(std::string(name(cell.sync)) + (tooLarge ? " too large" : " refused"),
+                         tooLarge ? cell.tooLarge : cell.refused);
     }
     llvm::outs() << "\n";
   }
-  for (const auto& [sync, why] : refusals)
-    llvm::outs() << "  " << sync << " refused: " << why << "\n";
+  for (const auto& [what, why] : refusals)
+    llvm::outs() << "  " << what << ": " << why << "\n";
 }
 
 /// "2..8", "2, 4, 5..8": rank counts, runs of consecutive ones shortened.
