@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
 
@@ -147,7 +148,7 @@ struct Lowered {
 std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult& proof,
                                     const CompileOptions& options, Diagnostics& diags,
                                     const ir::LineOf& lineOf, bool proveAliases,
-                                    int64_t* work = nullptr) {
+                                    int64_t* work = nullptr, bool verify = true) {
   // The variant's choices, each checked against what the spec allows.
   if (options.nranks < spec.minRanks || options.nranks > spec.maxRanks)
     diags.error(spec.loc, "cannot compile for " + std::to_string(options.nranks) +
@@ -203,8 +204,8 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
   int64_t done = 0;
   const bool verified =
       lowered && checkRowLength(*lowered, lowerOptions.rowLength, diags) &&
-      verifyLowered(program, *lowered, options.nranks, options.dtype, diags, workLimitOf(options),
-                    &done) &&
+      (!verify || verifyLowered(program, *lowered, options.nranks, options.dtype, diags,
+                                workLimitOf(options), &done)) &&
       checkSizesFit(*lowered, options.dtype, options.nranks, lowerOptions.rowLength, diags);
   LoweredAliases aliases;
   if (verified && proveAliases)
@@ -300,6 +301,15 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
   const SyncKind strategies[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL,
                                  SyncKind::LL128Atomic};
   int64_t ownBudget = kDefaultVerifyWorkLimit, othersBudget = kDefaultVerifyWorkLimit;
+  // The lowering sees only the element size of a type: where a 16-bit program prints the same as
+  // one already checked (bf16 as f16), it is the same program, and its check is that one.
+  std::map<std::pair<size_t, int>, std::string> checkedPrograms; // (element bytes, nranks): IR
+  auto printed = [&](const ir::Program& program) {
+    std::string text;
+    llvm::raw_string_ostream out(text);
+    ir::print(program, out, lineOfIn(sources));
+    return out.str();
+  };
   for (SyncKind sync : strategies) {
     const bool own = sync == verified.defaultSync;
     if (!own && !everyStrategy)
@@ -339,8 +349,16 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
         Diagnostics quiet(sources, out);
         Diagnostics& variantDiags = own ? diags : quiet;
         int64_t work = 0;
+        const auto key = std::pair{size_t(sizeOf(dtype)), nranks};
+        const auto checkedTwin = own ? checkedPrograms.find(key) : checkedPrograms.end();
+        const bool twin = checkedTwin != checkedPrograms.end() && !reportAliases;
         auto lowered = lowerVariant(verified, checked.proof, options, variantDiags,
-                                    lineOfIn(sources), reportAliases, &work);
+                                    lineOfIn(sources), reportAliases, &work, /*verify=*/!twin);
+        if (lowered && twin && printed(lowered->program) != checkedTwin->second)
+          lowered = lowerVariant(verified, checked.proof, options, variantDiags, lineOfIn(sources),
+                                 reportAliases, &work);
+        if (lowered && own && !twin)
+          checkedPrograms.emplace(key, printed(lowered->program));
         budget -= work;
         if (report)
           report->loweredWork += work;

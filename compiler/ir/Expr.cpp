@@ -290,9 +290,10 @@ std::optional<int64_t> evaluate(const Expr& e, const Env& env, std::string* why)
   auto value = evaluateNode(e, env, why);
   if (!value)
     return std::nullopt;
-  if (std::string problem = outOfRange(e, *value); !problem.empty()) {
+  const CRange range = rangeOf(e->type);
+  if (*value < range.lo || *value > range.hi) {
     if (why)
-      *why = problem;
+      *why = outOfRange(e, *value);
     return std::nullopt;
   }
   return value;

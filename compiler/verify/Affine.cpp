@@ -63,17 +63,19 @@ std::optional<Affine> evaluate(const ir::Expr& e, const Bindings& env, Arith& ar
     return std::nullopt;
   // The kernel computes e in its C type (ir::CType): the proof holds for the kernel only where
   // that type holds every value. A value that depends on n is a u64, which must not be negative.
-  std::string problem;
-  if (value->isConstant())
-    problem = ir::outOfRange(e, value->v, "on rank " + std::to_string(env.rank));
-  else if (arith.negative(*value))
-    problem = "'" + ir::toText(e) +
-              "' is negative for large n, which the kernel's unsigned 64-bit "
-              "arithmetic does not hold";
-  if (problem.empty())
+  if (value->isConstant()) {
+    const ir::CRange range = ir::rangeOf(e->type);
+    if (value->v >= range.lo && value->v <= range.hi)
+      return value;
+    if (why)
+      *why = ir::outOfRange(e, value->v, "on rank " + std::to_string(env.rank));
+    return std::nullopt;
+  }
+  if (!arith.negative(*value))
     return value;
   if (why)
-    *why = problem;
+    *why = "'" + ir::toText(e) +
+           "' is negative for large n, which the kernel's unsigned 64-bit arithmetic does not hold";
   return std::nullopt;
 }
 
