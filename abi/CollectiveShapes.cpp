@@ -1,5 +1,7 @@
 #include "abi/CollectiveShapes.h"
 
+#include "abi/SizeMath.h"
+
 namespace collc {
 
 bool hasRoot(CollectiveKind kind) {
@@ -20,16 +22,15 @@ bool outputIsPerRankBlocks(CollectiveKind kind) {
 }
 
 uint64_t inputElems(CollectiveKind kind, uint64_t count, int nranks) {
-  return inputIsPerRankBlocks(kind) ? count * uint64_t(nranks) : count;
+  return inputIsPerRankBlocks(kind) ? sizeMul(count, uint64_t(nranks)) : asSize(count);
 }
 
 uint64_t outputElems(CollectiveKind kind, uint64_t count, int nranks) {
-  return outputIsPerRankBlocks(kind) ? count * uint64_t(nranks) : count;
+  return outputIsPerRankBlocks(kind) ? sizeMul(count, uint64_t(nranks)) : asSize(count);
 }
 
 uint64_t chunkSize(uint64_t length, int nranks) {
-  const uint64_t perRank = (length + nranks - 1) / nranks;
-  return (perRank + kChunkAlignElems - 1) / kChunkAlignElems * kChunkAlignElems;
+  return sizeAlignUp(sizeDivCeil(length, uint64_t(nranks)), kChunkAlignElems);
 }
 
 } // namespace collc

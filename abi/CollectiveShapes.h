@@ -30,7 +30,8 @@ bool reduces(CollectiveKind kind);
 /// True when the input (output) holds n * nranks elements rather than n.
 bool inputIsPerRankBlocks(CollectiveKind kind);
 bool outputIsPerRankBlocks(CollectiveKind kind);
-/// Elements of each rank's input and output for a call of `count` elements.
+/// Elements of each rank's input and output for a call of `count` elements (kTooLarge past
+/// kMaxSize: abi/SizeMath.h, as every size below).
 uint64_t inputElems(CollectiveKind kind, uint64_t count, int nranks);
 uint64_t outputElems(CollectiveKind kind, uint64_t count, int nranks);
 

@@ -1,6 +1,7 @@
 #include "abi/CompiledCollective.h"
 
 #include "abi/CollectiveShapes.h"
+#include "abi/SizeMath.h"
 
 #include <fmt/format.h>
 
@@ -14,35 +15,36 @@ std::string launchText(const LaunchShape& shape) {
 }
 
 uint64_t ElementCount::at(uint64_t count) const {
-  const uint64_t base = perCount * count + constant;
+  // The kernel computes chunk(perCount * n + constant) from the whole length: it must fit too.
+  const uint64_t base = sizeAdd(sizeMul(perCount, count), constant);
   return chunked ? chunkSize(base, nranks) : base;
 }
 
 uint64_t ScratchBuffer::bytes(uint64_t count) const {
   const uint64_t elems = slotElems.at(count);
-  uint64_t slotBytes = elems * elementBytes;
-  auto ll128Lines = [](uint64_t bytes) { return (bytes + 119) / 120 * 128; };
+  uint64_t slotBytes = sizeMul(elems, elementBytes);
+  auto ll128Lines = [](uint64_t bytes) { return sizeMul(sizeDivCeil(bytes, 120), 128); };
   switch (storage) {
   case ScratchStorage::Elements:
     break;
   case ScratchStorage::Packets:
-    slotBytes = (slotBytes + 7) / 8 * 16;
+    slotBytes = sizeMul(sizeDivCeil(slotBytes, 8), 16);
     break;
   case ScratchStorage::AtomicLines:
-    slotBytes = (slotBytes + 127) / 128 * 128;
+    slotBytes = sizeAlignUp(slotBytes, 128);
     break;
   case ScratchStorage::LineHeads:
-    slotBytes = (elems + 7) / 8 * elementBytes;
+    slotBytes = sizeMul(sizeDivCeil(elems, 8), elementBytes);
     break;
   case ScratchStorage::LL128Lines:
     slotBytes = ll128Lines(slotBytes);
     break;
   case ScratchStorage::LL128LinesPerChunk:
-    slotBytes =
-        uint64_t(slotElems.nranks) * ll128Lines(chunkSize(elems, slotElems.nranks) * elementBytes);
+    slotBytes = sizeMul(uint64_t(slotElems.nranks),
+                        ll128Lines(sizeMul(chunkSize(elems, slotElems.nranks), elementBytes)));
     break;
   }
-  return uint64_t(slots) * slotBytes;
+  return sizeMul(uint64_t(slots), slotBytes);
 }
 
 uint64_t CompiledCollective::inputCount(uint64_t count) const {

@@ -40,6 +40,8 @@ struct ElementCount {
   bool chunked = false;
   int nranks = 2;
 
+  /// The elements for a call of `count`; kTooLarge (abi/SizeMath.h) where they, or the length a
+  /// chunk splits, would pass kMaxSize.
   uint64_t at(uint64_t count) const;
 };
 
@@ -65,7 +67,7 @@ struct ScratchBuffer {
   uint32_t fillBits = 0;
   int fillWidth = 0;
 
-  /// Bytes of one copy (all slots) for a call of `count` elements.
+  /// Bytes of one copy (all slots) for a call of `count` elements; kTooLarge past kMaxSize.
   uint64_t bytes(uint64_t count) const;
 };
 
@@ -75,7 +77,7 @@ struct AuxBuffer {
   ElementCount elems;
   bool written = false; // the collective writes it (else it only reads the caller's data)
 
-  /// Elements for a call of `count` elements.
+  /// Elements for a call of `count` elements; kTooLarge past kMaxSize.
   uint64_t elements(uint64_t count) const { return elems.at(count); }
 };
 
@@ -124,7 +126,7 @@ struct CompiledCollective {
   /// proved at once, which a launch that aliases more than one pair needs: it must then alias all.
   bool aliasesTogether = false;
 
-  uint64_t flagsBytes() const { return uint64_t(launch.blocks) * nranks * 8; }
+  uint64_t flagsBytes() const { return uint64_t(launch.blocks) * uint64_t(nranks) * 8; }
   /// Elements of each rank's input and output buffer for a call of `count` elements (the kind's
   /// shapes, abi/CollectiveShapes.h: n, or n * nranks).
   uint64_t inputCount(uint64_t count) const;

@@ -25,6 +25,7 @@ set(COLLC_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/collc)
 # variants inside libcollc_compiler.so.
 set(COLLC_PUBLIC_HEADERS
     abi/CompiledCollective.h
+    abi/SizeMath.h
     abi/Types.h
     abi/collc_abi.h
     pipeline/CompileDispatch.h

@@ -10,12 +10,14 @@
 #include "compiler/ProofMemo.h"
 #include "compiler/RowEpilogue.h"
 #include "compiler/Sema.h"
+#include "compiler/SizeLimits.h"
 #include "compiler/Verifier.h"
 #include "compiler/ir/Visitor.h"
 #include "dsl/Parser.h"
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
 
@@ -146,7 +148,7 @@ struct Lowered {
 std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult& proof,
                                     const CompileOptions& options, Diagnostics& diags,
                                     const ir::LineOf& lineOf, bool proveAliases,
-                                    int64_t* work = nullptr) {
+                                    int64_t* work = nullptr, bool verify = true) {
   // The variant's choices, each checked against what the spec allows.
   if (options.nranks < spec.minRanks || options.nranks > spec.maxRanks)
     diags.error(spec.loc, "cannot compile for " + std::to_string(options.nranks) +
@@ -200,9 +202,11 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
   auto lowered = lower(program, proof, lowerOptions, diags);
   // The lowered program's proof and its aliases' share one budget.
   int64_t done = 0;
-  const bool verified = lowered && checkRowLength(*lowered, lowerOptions.rowLength, diags) &&
-                        verifyLowered(program, *lowered, options.nranks, options.dtype, diags,
-                                      workLimitOf(options), &done);
+  const bool verified =
+      lowered && checkRowLength(*lowered, lowerOptions.rowLength, diags) &&
+      (!verify || verifyLowered(program, *lowered, options.nranks, options.dtype, diags,
+                                workLimitOf(options), &done)) &&
+      checkSizesFit(*lowered, options.dtype, options.nranks, lowerOptions.rowLength, diags);
   LoweredAliases aliases;
   if (verified && proveAliases)
     aliases = proveLoweredAliases(program, proof, *lowered, options.nranks, options.dtype, diags,
@@ -286,119 +290,116 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
     report->auxAliases = checked.proof.auxAliases;
     report->aliasesTogether = checked.proof.aliasesTogether;
   }
-  // The spec's own sync strategy and launch shape must also lower for every rank count, or emit,
-  // run and bench would refuse a spec that check called ok; every other strategy is tried too,
-  // quietly, for the report. A spec with rows and no default row length is lowered with rows of
-  // 4096 (a multiple of every vector width) for this.
+  // The spec's own sync strategy and launch shape must also lower for every rank count and
+  // element type, or emit, run and bench would refuse a spec that check called ok (a packet holds
+  // 2 elements of f32 and 4 of a 16-bit type); every other strategy is tried too, quietly, for the
+  // report, with f32. A spec with rows and no default row length is lowered with rows of 4096 (a
+  // multiple of every vector width) for this.
   // Work: the spec's proof had its own budget; the own strategy's lowered programs at every rank
-  // count share one more, and the other strategies (a report, not a verdict) one more again, so
-  // that check is bounded whatever the spec.
+  // count and type share one more, and the other strategies (a report, not a verdict) one more
+  // again, so that check is bounded whatever the spec.
   const SyncKind strategies[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL,
                                  SyncKind::LL128Atomic};
   int64_t ownBudget = kDefaultVerifyWorkLimit, othersBudget = kDefaultVerifyWorkLimit;
+  // The lowering sees only the element size of a type: where a 16-bit program prints the same as
+  // one already checked (bf16 as f16), it is the same program, and its check is that one.
+  std::map<std::pair<size_t, int>, std::string> checkedPrograms; // (element bytes, nranks): IR
+  auto printed = [&](const ir::Program& program) {
+    std::string text;
+    llvm::raw_string_ostream out(text);
+    ir::print(program, out, lineOfIn(sources));
+    return out.str();
+  };
   for (SyncKind sync : strategies) {
     const bool own = sync == verified.defaultSync;
     if (!own && !everyStrategy)
       continue;
     int64_t& budget = own ? ownBudget : othersBudget;
     StrategyReport strategy{sync, "", {}, true};
-    for (int nranks = verified.minRanks; nranks <= verified.maxRanks; ++nranks) {
-      if (budget <= 0) {
-        if (own) {
-          diags.error(verified.loc, "checking the programs sync strategy '" +
-                                        std::string(name(sync)) + "' lowers '" + verified.name +
-                                        "' to takes more than " +
-                                        std::to_string(kDefaultVerifyWorkLimit) +
-                                        " steps of work; collc refuses a spec it cannot prove in "
-                                        "that: use fewer statements, loop trips or rank counts");
+    for (DType dtype : kCheckedTypes) {
+      if (!own && dtype != DType::F32)
+        break; // the report's strategies: f32
+      // The report's aliases are those of the f32 programs.
+      const bool reportAliases = everyStrategy && dtype == DType::F32;
+      for (int nranks = verified.minRanks; nranks <= verified.maxRanks; ++nranks) {
+        if (budget <= 0) {
+          if (own) {
+            diags.error(verified.loc, "checking the programs sync strategy '" +
+                                          std::string(name(sync)) + "' lowers '" + verified.name +
+                                          "' to takes more than " +
+                                          std::to_string(kDefaultVerifyWorkLimit) +
+                                          " steps of work; collc refuses a spec it cannot prove in "
+                                          "that: use fewer statements, loop trips or rank counts");
+            return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+          }
+          strategy.refused = "not tried: check's budget of work for the other strategies is spent";
+          strategy.aliases.clear();
+          break;
+        }
+        CompileOptions options;
+        options.nranks = nranks;
+        options.dtype = dtype;
+        options.verifyWorkLimit = budget;
+        if (!own)
+          options.sync = sync; // unset: the spec's own, reported at its `sync` clause
+        if (!verified.rowLengthName.empty() && verified.defaultRowLength == 0)
+          options.rowLength = 4096;
+        std::string text;
+        llvm::raw_string_ostream out(text);
+        Diagnostics quiet(sources, out);
+        Diagnostics& variantDiags = own ? diags : quiet;
+        int64_t work = 0;
+        const auto key = std::pair{size_t(sizeOf(dtype)), nranks};
+        const auto checkedTwin = own ? checkedPrograms.find(key) : checkedPrograms.end();
+        const bool twin = checkedTwin != checkedPrograms.end() && !reportAliases;
+        auto lowered = lowerVariant(verified, checked.proof, options, variantDiags,
+                                    lineOfIn(sources), reportAliases, &work, /*verify=*/!twin);
+        if (lowered && twin && printed(lowered->program) != checkedTwin->second)
+          lowered = lowerVariant(verified, checked.proof, options, variantDiags, lineOfIn(sources),
+                                 reportAliases, &work);
+        if (lowered && own && !twin)
+          checkedPrograms.emplace(key, printed(lowered->program));
+        budget -= work;
+        if (report)
+          report->loweredWork += work;
+        if (!lowered && own) {
+          diags.note(verified.loc, "in the variant for " + std::string(name(dtype)) + ", " +
+                                       std::to_string(nranks) + " ranks, sync " +
+                                       std::string(name(sync)) +
+                                       " (collc check lowers every element type and rank count)");
           return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
         }
-        strategy.refused = "not tried: check's budget of work for the other strategies is spent";
-        strategy.aliases.clear();
-        break;
-      }
-      CompileOptions options;
-      options.nranks = nranks;
-      options.verifyWorkLimit = budget;
-      if (!own)
-        options.sync = sync; // unset: the spec's own, reported at its `sync` clause
-      if (!verified.rowLengthName.empty() && verified.defaultRowLength == 0)
-        options.rowLength = 4096;
-      std::string text;
-      llvm::raw_string_ostream out(text);
-      Diagnostics quiet(sources, out);
-      Diagnostics& variantDiags = own ? diags : quiet;
-      int64_t work = 0;
-      auto lowered = lowerVariant(verified, checked.proof, options, variantDiags, lineOfIn(sources),
-                                  everyStrategy, &work);
-      budget -= work;
-      if (report)
-        report->loweredWork += work;
-      if (!lowered && own)
-        return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
-      if (!lowered) {
-        strategy.refused = "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(out.str());
-        strategy.aliases.clear();
-        break;
-      }
-      strategy.aliasesTogether &= lowered->aliases.together;
-      for (size_t k = 0; k < lowered->aliases.pairs.size(); ++k) {
-        const AliasVerdict& verdict = lowered->aliases.pairs[k];
-        if (strategy.aliases.size() <= k)
-          strategy.aliases.push_back(
-              AliasReport{verdict.written, verdict.read, verdict.inPlace, {}, ""});
-        AliasReport& alias = strategy.aliases[k];
-        if (verdict.allowed)
-          alias.allowedRanks.push_back(nranks);
-        else if (alias.why.empty())
-          alias.why = "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(verdict.why);
+        if (!lowered) {
+          strategy.refused = "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(out.str());
+          strategy.aliases.clear();
+          break;
+        }
+        if (!reportAliases)
+          continue;
+        strategy.aliasesTogether &= lowered->aliases.together;
+        for (size_t k = 0; k < lowered->aliases.pairs.size(); ++k) {
+          const AliasVerdict& verdict = lowered->aliases.pairs[k];
+          if (strategy.aliases.size() <= k)
+            strategy.aliases.push_back(
+                AliasReport{verdict.written, verdict.read, verdict.inPlace, {}, ""});
+          AliasReport& alias = strategy.aliases[k];
+          if (verdict.allowed)
+            alias.allowedRanks.push_back(nranks);
+          else if (alias.why.empty())
+            alias.why = "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(verdict.why);
+        }
       }
     }
     if (everyStrategy)
       report->strategies.push_back(std::move(strategy));
   }
-  if (report)
+  if (report) {
+    report->types.assign(std::begin(kCheckedTypes), std::end(kCheckedTypes));
     report->totalSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
   return llvm::Error::success();
 }
-
-namespace {
-
-ScratchStorage storageOf(const ir::Buffer& buffer) {
-  switch (buffer.storage) {
-  case ir::Storage::Elements:
-    return ScratchStorage::Elements;
-  case ir::Storage::Packets:
-    return ScratchStorage::Packets;
-  case ir::Storage::AtomicLines:
-    return ScratchStorage::AtomicLines;
-  case ir::Storage::LineHeads:
-    return ScratchStorage::LineHeads;
-  case ir::Storage::LL128Lines:
-    return buffer.linesPerChunk ? ScratchStorage::LL128LinesPerChunk : ScratchStorage::LL128Lines;
-  }
-  internalError("unknown storage");
-}
-
-ScratchBuffer describeScratch(const ir::Buffer& buffer, const CompileOptions& options,
-                              int64_t rowLength) {
-  ScratchBuffer scratch;
-  scratch.name = buffer.name;
-  ir::Env env;
-  env.nranks = options.nranks;
-  scratch.slots = int(ir::evaluate(buffer.slots, env).value_or(1));
-  scratch.slotElems = elementCount(buffer.slotElems, options.nranks, rowLength);
-  scratch.elementBytes = sizeOf(options.dtype);
-  scratch.storage = storageOf(buffer);
-  if (buffer.filledWithNegativeZero) {
-    scratch.fillWidth = int(scratch.elementBytes);
-    scratch.fillBits = scratch.elementBytes == 4 ? 0x80000000u : 0x8000u; // -0.0
-  }
-  return scratch;
-}
-
-} // namespace
 
 llvm::Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
                                                      const CompileOptions& options,
@@ -501,7 +502,8 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
     compiled.auxAliases.push_back({index(verdict.written), index(verdict.read)});
   }
   for (ir::BufferId id : program.scratchBuffers())
-    compiled.scratch.push_back(describeScratch(program.buffer(id), options, rowLength));
+    compiled.scratch.push_back(
+        describeScratch(program.buffer(id), options.nranks, options.dtype, rowLength));
   return compiled;
 }
 

@@ -117,6 +117,8 @@ struct CheckReport {
   /// allow. A compiled variant allows exactly what its own lowered program does
   /// (CompiledCollective::inPlace, auxAliases).
   std::vector<StrategyReport> strategies;
+  /// The element types the spec's own strategy was lowered and checked for (kCheckedTypes).
+  std::vector<DType> types;
 };
 
 /// How much checkSpec does past the spec's proof and its own strategy's lowered programs.
@@ -125,11 +127,14 @@ enum class CheckDepth {
   EveryStrategy, // and, for the report, every other strategy and every pair of aliased buffers
 };
 
+/// The element types `checkSpec` lowers the spec for: every one collc compiles.
+inline constexpr DType kCheckedTypes[] = {DType::F32, DType::F16, DType::BF16};
+
 /// Parses, checks and verifies the spec for every rank count it declares, then lowers it with its
-/// own sync strategy and launch shape for each of them (so that a strategy the spec names but
-/// cannot use is refused here, at its `sync` clause), checking each lowered program; returns no
-/// code. `report`, if given, receives what the proof found (CheckReport::strategies only with
-/// CheckDepth::EveryStrategy).
+/// own sync strategy and launch shape for each of them and every element type (so that a strategy
+/// the spec names but cannot use is refused here, at its `sync` clause), checking each lowered
+/// program; returns no code. `report`, if given, receives what the proof found
+/// (CheckReport::strategies only with CheckDepth::EveryStrategy).
 llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics,
                       CheckReport* report = nullptr, CheckDepth depth = CheckDepth::OwnStrategy);
 

@@ -232,6 +232,13 @@ bool checkRowLength(const ir::Program& program, int64_t rowLength, Diagnostics& 
                          "' elements: give the row length (--hidden, CompileOptions::rowLength)");
     return false;
   }
+  if (rowLength > kMaxRowLength) {
+    diags.error(loc, "row length " + std::to_string(rowLength) +
+                         " (--hidden, CompileOptions::rowLength) is larger than the most collc "
+                         "supports, 2^30 = " +
+                         std::to_string(kMaxRowLength));
+    return false;
+  }
   for (const auto& step : program.steps) {
     if (!hasRowStatement(step))
       continue;

@@ -25,9 +25,14 @@ bool hasRowStatement(const ir::Step& step);
 /// owns a row computes all of it). Reports each violation at its place.
 void checkRowStatements(const ir::Program& program, Diagnostics& diags);
 
-/// The variant's row length: given exactly when the spec declares rows, positive, and a multiple
-/// of the vector width of every row-split loop (so a vector never straddles two rows, which two
-/// different blocks own). Run after vectorize. Reports at the `rows` clause (or the collective).
+/// The largest row length a variant may have (`rows NAME = INT`, --hidden,
+/// CompileOptions::rowLength): 2^30 elements.
+inline constexpr int64_t kMaxRowLength = int64_t(1) << 30;
+
+/// The variant's row length: given exactly when the spec declares rows, 1..kMaxRowLength, a
+/// multiple of the vector width of every row-split loop (so a vector never straddles two rows,
+/// which two different blocks own). Run after vectorize. Reports at the `rows` clause (or the
+/// collective).
 bool checkRowLength(const ir::Program& program, int64_t rowLength, Diagnostics& diags);
 
 /// The aux user buffers of `program` for the runtime: sizes, and whether the spec writes them.

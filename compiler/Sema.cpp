@@ -30,7 +30,6 @@ public:
     program_->loc = spec_.loc;
     program_->rowLengthName = spec_.rowLengthName;
     program_->rowsLoc = spec_.rowsLoc;
-    program_->defaultRowLength = int64_t(std::min<uint64_t>(spec_.defaultRowLength, 1u << 30));
     checkHeader();
     declareBuffers();
     checkLaunch();
@@ -57,6 +56,16 @@ private:
     } else {
       program_->minRanks = int(spec_.minRanks);
       program_->maxRanks = int(spec_.maxRanks);
+    }
+    if (spec_.defaultRowLengthLoc.isValid()) {
+      // The same bounds as a row length the variant gives (checkRowLength), here at the number.
+      if (spec_.defaultRowLength < 1 || spec_.defaultRowLength > uint64_t(kMaxRowLength))
+        diags_.error(spec_.defaultRowLengthLoc, "row length " +
+                                                    std::to_string(spec_.defaultRowLength) +
+                                                    " is out of range: a row holds 1 to 2^30 = " +
+                                                    std::to_string(kMaxRowLength) + " elements");
+      else
+        program_->defaultRowLength = int64_t(spec_.defaultRowLength);
     }
     if (!spec_.syncName.empty()) {
       program_->syncLoc = spec_.syncLoc;
@@ -129,6 +138,14 @@ private:
       env.nranks = nranks;
       env.rowLength = 1;
       std::string why;
+      // The kernel computes the size in its C types (ir::CType): an int part must not overflow.
+      ir::Env smallest = env;
+      smallest.count = 1;
+      if (!ir::evaluate(elems, smallest, &why)) {
+        diags_.error(decl.size->loc, "the size of '" + decl.name + "' cannot be computed: " + why +
+                                         " (nranks=" + std::to_string(nranks) + ", n=1)");
+        return;
+      }
       if (!ir::sizeForm(elems, env, &why)) {
         diags_.error(decl.size->loc,
                      "the size of '" + decl.name + "' cannot be proved for every n: " + why +

@@ -20,8 +20,9 @@ using proof::RunFacts;
 using proof::RunFailed;
 
 /// Every run of one program for one rank count: the counts an earlier verifier tried first (so
-/// their diagnostics read as before), then every residue of n modulo 8 * nranks with q symbolic,
-/// then every q below the symbolic run's bound with numbers (Affine.h).
+/// their diagnostics read as before), then every residue of n modulo 8 * nranks with q symbolic
+/// (split into residues of a multiple of it where a division needs it: SplitQ), then every q below
+/// the symbolic run's bound with numbers (Affine.h).
 class Sweep {
 public:
   Sweep(const ir::Program& program, const std::vector<ir::Step>& steps, RunConfig base,
@@ -41,14 +42,34 @@ public:
     // A spec with rows is proved for rows of one element: sizes cannot use the row length but as
     // a weight that is only read, so every other row length is n = rows * length of these.
     const int64_t rowLength = rows ? 1 : 0;
-    const int64_t period = int64_t(kChunkAlignElems) * nranks;
-    for (int root = 0; root < roots; ++root)
-      for (int64_t residue = 0; residue < period; ++residue) {
+    // Classes of n modulo a period, first 8 * nranks. Where a division is not exact in q (SplitQ),
+    // the other classes of that period meet it too (n decides nothing but sizes), so every class
+    // yet to run is split into classes of the longer period, which cover the same counts, and
+    // later roots start from it: a run is cut short only where the period grows.
+    int64_t period = int64_t(kChunkAlignElems) * nranks;
+    for (int root = 0; root < roots; ++root) {
+      std::vector<int64_t> residues; // to run, the next last
+      for (int64_t residue = period - 1; residue >= 0; --residue)
+        residues.push_back(residue);
+      while (!residues.empty()) {
+        const int64_t residue = residues.back();
         const int64_t firstQ = residue == 0 ? 1 : 0; // n >= 1
         Arith arith(/*symbolic=*/true);
         RunConfig config = configure(Affine{period, residue}, rowLength, root);
         try {
           record(proof::simulate(program_, steps_, config, arith, nullptr));
+          residues.pop_back();
+        } catch (const proof::SplitQ& split) {
+          if (period > kMaxPeriod / split.factor)
+            return limit(AffineError{"n would have to be taken modulo more than " +
+                                     std::to_string(kMaxPeriod)});
+          std::vector<int64_t> finer;
+          for (auto r = residues.rbegin(); r != residues.rend(); ++r)
+            for (int64_t t = 0; t < split.factor; ++t)
+              finer.push_back(*r + period * t);
+          residues.assign(finer.rbegin(), finer.rend());
+          period *= split.factor;
+          continue;
         } catch (const RunFailed&) {
           // Broken for every large q: report it with numbers at the first q the run holds for.
           const int64_t q = std::max(arith.threshold(), firstQ);
@@ -63,6 +84,7 @@ public:
           if (!concrete(period * q + residue, rowLength, root))
             return false;
       }
+    }
     return true;
   }
 
@@ -70,6 +92,10 @@ public:
   const std::vector<RunFacts>& facts() const { return facts_; }
 
 private:
+  /// The largest period a residue class may be split to: far beyond what blocks, chunks and
+  /// packets need (8 * nranks * nranks, dsl/README.md), a bound on the runs.
+  static constexpr int64_t kMaxPeriod = int64_t(1) << 20;
+
   RunConfig configure(Affine count, int64_t rowLength, int root) const {
     RunConfig config = base_;
     config.count = count;

@@ -109,7 +109,8 @@ struct Spec {
   /// the variant fixes (`--hidden`). Empty: the spec has no row shape.
   std::string rowLengthName;
   llvm::SMLoc rowsLoc;
-  uint64_t defaultRowLength = 0; // `rows NAME = INT`; 0: none (the variant must give it)
+  uint64_t defaultRowLength = 0;   // `rows NAME = INT`; 0: none (the variant must give it)
+  llvm::SMLoc defaultRowLengthLoc; // the INT of `rows NAME = INT`; invalid: none given
   std::string syncName;
   llvm::SMLoc syncLoc;
   std::vector<LaunchKnob> launch;

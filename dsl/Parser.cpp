@@ -123,8 +123,20 @@ std::unique_ptr<ast::Spec> Parser::parseSpec() {
   return spec;
 }
 
+/// A clause a spec may give once (`ranks`, `rows`, `sync`): a second one is an error with a note at
+/// the first, never a silent override.
+bool Parser::once(llvm::SMLoc first, llvm::StringRef clause) {
+  if (!first.isValid())
+    return true;
+  diags_.error(tok_.loc, "'" + clause + "' is given twice; a spec has one '" + clause + "' clause");
+  diags_.note(first, "the first '" + clause + "' is here");
+  return false;
+}
+
 bool Parser::parseHeader(ast::Spec& spec) {
   if (tok_.isWord("ranks")) {
+    if (!once(spec.ranksLoc, "ranks"))
+      return false;
     spec.ranksLoc = tok_.loc;
     advance();
     if (!tok_.is(TokenKind::Integer))
@@ -152,6 +164,8 @@ bool Parser::parseHeader(ast::Spec& spec) {
     return parseBufferDecl(spec, /*scratch=*/true);
   }
   if (tok_.isWord("sync")) {
+    if (!once(spec.syncLoc, "sync"))
+      return false;
     advance();
     spec.syncLoc = tok_.loc;
     if (!tok_.is(TokenKind::Identifier))
@@ -161,6 +175,8 @@ bool Parser::parseHeader(ast::Spec& spec) {
     return true;
   }
   if (tok_.isWord("rows")) {
+    if (!once(spec.rowsLoc, "rows"))
+      return false;
     spec.rowsLoc = tok_.loc;
     advance();
     llvm::SMLoc unused;
@@ -172,6 +188,7 @@ bool Parser::parseHeader(ast::Spec& spec) {
     if (!tok_.is(TokenKind::Integer))
       return expect(TokenKind::Integer, "as the default row length ('rows hidden = 4096')");
     spec.defaultRowLength = tok_.integer;
+    spec.defaultRowLengthLoc = tok_.loc;
     advance();
     return true;
   }

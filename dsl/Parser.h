@@ -23,6 +23,7 @@ private:
   // Helpers return false after reporting an error; callers unwind.
   void advance();
   bool expect(TokenKind kind, const char* context);
+  bool once(llvm::SMLoc first, llvm::StringRef clause);
   bool expectWord(llvm::StringRef word, const char* context);
   bool expectName(std::string& name, llvm::SMLoc& loc, const char* what);
   bool fail(llvm::SMLoc loc, const llvm::Twine& message);

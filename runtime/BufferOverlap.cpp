@@ -1,5 +1,7 @@
 #include "runtime/BufferOverlap.h"
 
+#include "abi/SizeMath.h"
+
 #include <string>
 #include <vector>
 
@@ -38,16 +40,26 @@ Error checkBufferOverlap(const CompiledCollective& compiled, const void* in, con
     return Error::success();
   const uint64_t elemBytes = sizeOf(compiled.dtype);
   std::vector<Extent> extents;
+  std::string tooLarge;
   auto add = [&](std::string name, const void* base, uint64_t elems, int auxIndex) {
     if (!base || elems == 0)
       return;
+    const uint64_t bytes = sizeMul(elems, elemBytes);
     const auto begin = reinterpret_cast<uintptr_t>(base);
-    extents.push_back({std::move(name), begin, begin + uintptr_t(elems * elemBytes), auxIndex});
+    if (!fitsSize(bytes) || begin > UINTPTR_MAX - bytes) {
+      if (tooLarge.empty())
+        tooLarge = name;
+      return;
+    }
+    extents.push_back({std::move(name), begin, begin + uintptr_t(bytes), auxIndex});
   };
   add("in", in, compiled.inputCount(count), -1);
   add("out", out, compiled.outputCount(count), -1);
   for (size_t k = 0; k < aux.size() && k < compiled.aux.size(); ++k)
     add(compiled.aux[k].name, aux[k], compiled.aux[k].elements(count), int(k));
+  if (!tooLarge.empty())
+    return makeError("buffer '" + tooLarge + "' of a call of " + std::to_string(count) +
+                     " elements runs past the end of the address space");
   size_t aliased = 0; // pairs passed as one memory
   for (size_t i = 0; i < extents.size(); ++i)
     for (size_t j = i + 1; j < extents.size(); ++j) {

@@ -129,8 +129,14 @@ collc_status collc_compiled_buffer_counts(const collc_compiled* compiled, uint64
     if (!compiled || !input_count || !output_count)
       return fail(COLLC_INVALID_ARGUMENT,
                   "collc_compiled_buffer_counts: null compiled, input_count or output_count");
-    *input_count = compiled->compiled.inputCount(count);
-    *output_count = compiled->compiled.outputCount(count);
+    const uint64_t in = compiled->compiled.inputCount(count);
+    const uint64_t out = compiled->compiled.outputCount(count);
+    if (!fitsSize(in) || !fitsSize(out))
+      return fail(COLLC_INVALID_ARGUMENT,
+                  "collc_compiled_buffer_counts: a call of " + std::to_string(count) +
+                      " elements has buffers of more than 2^63 - 1 elements");
+    *input_count = in;
+    *output_count = out;
     return COLLC_OK;
   });
 }
@@ -140,6 +146,8 @@ collc_status collc_compiled_heap_bytes(const collc_compiled* compiled, uint64_t 
   return guarded("collc_compiled_heap_bytes", [&] {
     if (!compiled || !bytes)
       return fail(COLLC_INVALID_ARGUMENT, "collc_compiled_heap_bytes: null compiled or bytes");
+    if (std::string problem = sizesProblem(compiled->compiled, max_count); !problem.empty())
+      return fail(COLLC_INVALID_ARGUMENT, "collc_compiled_heap_bytes: " + problem);
     *bytes = heapBytesFor(compiled->compiled, max_count);
     return COLLC_OK;
   });

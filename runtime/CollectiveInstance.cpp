@@ -47,6 +47,8 @@ Expected<std::unique_ptr<CollectiveInstance>>
 CollectiveInstance::create(SymmetricWorld& world, const CompiledCollective& compiled,
                            const std::string& cubin, uint64_t maxCount, uint64_t timeoutNs) {
   const LaunchShape& shape = compiled.launch;
+  if (std::string problem = sizesProblem(compiled, maxCount); !problem.empty())
+    return instanceError(compiled, problem);
   if (compiled.nranks != world.nranks())
     return instanceError(compiled, "compiled for " + std::to_string(compiled.nranks) +
                                        " ranks, but the world has " +

@@ -65,7 +65,7 @@ Expected<DispatchProgram> DispatchProgram::plan(const DispatchRequest& request) 
   query.key.dtype = request.dtype;
   query.key.op = request.op;
   query.spec = request.spec;
-  query.maxBytes = request.maxCount * sizeOf(request.dtype);
+  query.maxBytes = sizeMul(request.maxCount, sizeOf(request.dtype));
   if (haveGpu)
     query.multiprocessors = multiprocessorCount(0);
   program.plan_ = chooseDispatchPlan(*table ? &**table : nullptr, query);
@@ -104,7 +104,7 @@ Error DispatchProgram::setVariants(std::vector<DispatchVariant> variants) {
 uint64_t DispatchProgram::heapBytes() const {
   uint64_t bytes = 0;
   for (const DispatchVariant& variant : variants_)
-    bytes += heapBytesFor(variant.compiled, request_.maxCount);
+    bytes = sizeAdd(bytes, heapBytesFor(variant.compiled, request_.maxCount));
   return bytes;
 }
 

@@ -1,8 +1,9 @@
 #include "runtime/HeapSize.h"
 
-#include "runtime/Align.h"
+#include "abi/SizeMath.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace collc {
 
@@ -10,11 +11,11 @@ ScratchLayout scratchLayout(const CompiledCollective& compiled, uint64_t count) 
   ScratchLayout layout;
   uint64_t end = 0;
   for (const ScratchBuffer& buffer : compiled.scratch) {
-    const uint64_t offset = alignUp(end, 256);
+    const uint64_t offset = sizeAlignUp(end, 256);
     layout.offsets.push_back(offset);
-    end = offset + buffer.bytes(count);
+    end = sizeAdd(offset, buffer.bytes(count));
   }
-  layout.stride = alignUp(end, kScratchAlign);
+  layout.stride = sizeAlignUp(end, kScratchAlign);
   layout.copies = uint64_t(std::max(1, compiled.scratchCopies));
   return layout;
 }
@@ -22,7 +23,27 @@ ScratchLayout scratchLayout(const CompiledCollective& compiled, uint64_t count) 
 uint64_t heapBytesFor(const CompiledCollective& compiled, uint64_t count) {
   const ScratchLayout layout = scratchLayout(compiled, count);
   // The base's alignment can cost up to a page in front of the copies; the flags follow them.
-  return kScratchAlign + layout.copies * layout.stride + compiled.flagsBytes() + 4096;
+  return sizeAdd(sizeAdd(kScratchAlign, sizeMul(layout.copies, layout.stride)),
+                 sizeAdd(compiled.flagsBytes(), 4096));
+}
+
+std::string sizesProblem(const CompiledCollective& compiled, uint64_t count) {
+  const uint64_t elementBytes = sizeOf(compiled.dtype);
+  std::vector<std::pair<std::string, uint64_t>> sizes = {
+      {"the input", sizeMul(compiled.inputCount(count), elementBytes)},
+      {"the output", sizeMul(compiled.outputCount(count), elementBytes)}};
+  for (const AuxBuffer& aux : compiled.aux)
+    sizes.push_back({"buffer '" + aux.name + "'", sizeMul(aux.elements(count), elementBytes)});
+  for (const ScratchBuffer& buffer : compiled.scratch)
+    sizes.push_back({"scratch '" + buffer.name + "'", buffer.bytes(count)});
+  sizes.push_back({"the symmetric heap", heapBytesFor(compiled, count)});
+  for (const auto& [what, bytes] : sizes)
+    if (!fitsSize(bytes))
+      return "calls of up to " + std::to_string(count) +
+             " elements would need more than 2^63 - 1 "
+             "bytes for " +
+             what + ": collc refuses sizes that do not fit in 63 bits";
+  return "";
 }
 
 } // namespace collc

@@ -4,8 +4,10 @@
 #define COLLC_RUNTIME_HEAPSIZE_H
 
 #include "abi/CompiledCollective.h"
+#include "abi/SizeMath.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace collc {
@@ -25,12 +27,20 @@ struct ScratchLayout {
   uint64_t copies = 1;           // the copies calls rotate through
 };
 
+/// Sizes past kMaxSize come out as kTooLarge (abi/SizeMath.h), never wrapped.
 ScratchLayout scratchLayout(const CompiledCollective& compiled, uint64_t count);
 
 /// Bytes of symmetric heap per rank that one instance of `compiled`, made for calls of up to
 /// `count` elements, takes wherever the heap's previous allocations end: the padding to a page,
-/// every copy of its scratch (scratchLayout) and its flags, with room to spare.
+/// every copy of its scratch (scratchLayout) and its flags, with room to spare. kTooLarge where it
+/// would pass kMaxSize (sizesProblem says so first).
 uint64_t heapBytesFor(const CompiledCollective& compiled, uint64_t count);
+
+/// Why calls of up to `count` elements cannot be made with `compiled`: a size the runtime or the
+/// kernel computes for them (the input, the output, an aux buffer, a scratch buffer, in bytes, or
+/// the heap) would not fit in 63 bits. "" if every one does; sizes grow with the count, so every
+/// smaller call fits too. CollectiveInstance::create refuses such a maximum count.
+std::string sizesProblem(const CompiledCollective& compiled, uint64_t count);
 
 } // namespace collc
 

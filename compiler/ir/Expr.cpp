@@ -6,10 +6,20 @@
 namespace collc::ir {
 namespace {
 
-Expr makeNode(ExprKind kind) {
+Expr makeNode(ExprKind kind, CType type = CType::Int) {
   auto node = std::make_shared<ExprNode>();
   node->kind = kind;
+  node->type = type;
   return node;
+}
+
+/// C's usual arithmetic conversions between the types the kernel's expressions have.
+CType common(CType a, CType b) {
+  if (a == CType::U64 || b == CType::U64)
+    return CType::U64;
+  if (a == CType::Long || b == CType::Long)
+    return CType::Long;
+  return CType::Int;
 }
 
 bool isConst(const Expr& e, int64_t v) {
@@ -84,6 +94,8 @@ Expr ExprNode::constant(int64_t v) {
   auto node = std::make_shared<ExprNode>();
   node->kind = ExprKind::Const;
   node->value = v;
+  // Printed as a decimal literal (a negative one as minus a literal): int where int holds it.
+  node->type = v >= -INT32_MAX && v <= INT32_MAX ? CType::Int : CType::Long;
   return node;
 }
 Expr ExprNode::rank() {
@@ -93,13 +105,13 @@ Expr ExprNode::nranks() {
   return makeNode(ExprKind::NRanks);
 }
 Expr ExprNode::count() {
-  return makeNode(ExprKind::Count);
+  return makeNode(ExprKind::Count, CType::U64);
 }
 Expr ExprNode::root() {
   return makeNode(ExprKind::Root);
 }
 Expr ExprNode::rowLength() {
-  return makeNode(ExprKind::RowLength);
+  return makeNode(ExprKind::RowLength, CType::U64);
 }
 Expr ExprNode::var(const std::string& name) {
   auto node = std::make_shared<ExprNode>();
@@ -146,6 +158,9 @@ Expr ExprNode::binary(ExprKind kind, Expr a, Expr b) {
   }
   auto node = std::make_shared<ExprNode>();
   node->kind = kind;
+  node->type = kind == ExprKind::Eq || kind == ExprKind::Ne ? CType::Int
+               : kind == ExprKind::Min                      ? CType::U64 // min_u64
+                                                            : common(a->type, b->type);
   node->a = std::move(a);
   node->b = std::move(b);
   return node;
@@ -154,6 +169,7 @@ Expr ExprNode::binary(ExprKind kind, Expr a, Expr b) {
 Expr ExprNode::chunkSize(Expr length) {
   auto node = std::make_shared<ExprNode>();
   node->kind = ExprKind::ChunkSize;
+  node->type = CType::U64;
   node->a = std::move(length);
   return node;
 }
@@ -161,6 +177,7 @@ Expr ExprNode::chunkSize(Expr length) {
 Expr ExprNode::chunkBegin(Expr length, Expr index) {
   auto node = std::make_shared<ExprNode>();
   node->kind = ExprKind::ChunkBegin;
+  node->type = CType::U64;
   node->a = std::move(length);
   node->b = std::move(index);
   return node;
@@ -169,6 +186,7 @@ Expr ExprNode::chunkBegin(Expr length, Expr index) {
 Expr ExprNode::chunkLength(Expr length, Expr index) {
   auto node = std::make_shared<ExprNode>();
   node->kind = ExprKind::ChunkLength;
+  node->type = CType::U64;
   node->a = std::move(length);
   node->b = std::move(index);
   return node;
@@ -203,7 +221,87 @@ bool dependsOnRank(const Expr& e) {
   return dependsOnRank(e->a) || dependsOnRank(e->b);
 }
 
+CRange rangeOf(CType type) {
+  switch (type) {
+  case CType::Int:
+    return {INT32_MIN, INT32_MAX};
+  case CType::Long:
+    return {INT64_MIN + 1, INT64_MAX};
+  case CType::U64:
+    break;
+  }
+  return {0, INT64_MAX};
+}
+
+const char* cTypeName(CType type) {
+  switch (type) {
+  case CType::Int:
+    return "int (32 bits)";
+  case CType::Long:
+    return "long (64 bits)";
+  case CType::U64:
+    break;
+  }
+  return "unsigned 64-bit integer";
+}
+
+std::string outOfRange(const Expr& e, int64_t value, const std::string& where) {
+  const CRange range = rangeOf(e->type);
+  if (value >= range.lo && value <= range.hi)
+    return "";
+  return "'" + toText(e) + "' is " + std::to_string(value) + " " + where + ", which the kernel's " +
+         cTypeName(e->type) + " arithmetic does not hold";
+}
+
+std::string intLoopProblem(const Expr& begin, int64_t beginValue, const Expr& end,
+                           int64_t endValue) {
+  const CRange ints = rangeOf(CType::Int);
+  for (auto [bound, value] : {std::pair{&begin, beginValue}, std::pair{&end, endValue}})
+    if (value < ints.lo || value > ints.hi) {
+      const std::string text = toText(*bound), number = std::to_string(value);
+      return "the loop's bound " + (text == number ? number : "'" + text + "' = " + number) +
+             " is past the int (32 bits) that counts the kernel's loop";
+    }
+  if (end->type == CType::U64 && beginValue < 0)
+    return "the loop starts at " + std::to_string(beginValue) + " and its end '" + toText(end) +
+           "' is unsigned: the kernel's loop would compare a negative counter in unsigned 64 bits";
+  return "";
+}
+
+namespace {
+
+/// The operations whose result wrapped operands would change take no negative operand: C's / and
+/// % truncate where the proof floors, and min_u64, chunk(...) and a u64 comparison see a negative
+/// value as a huge one. (Division and chunks check their own.)
+std::string negativeOperand(const Expr& e, int64_t a, int64_t b) {
+  const bool unsignedCompare = (e->kind == ExprKind::Eq || e->kind == ExprKind::Ne) &&
+                               common(e->a->type, e->b->type) == CType::U64;
+  if ((e->kind == ExprKind::Min || unsignedCompare) && (a < 0 || b < 0))
+    return std::string(e->kind == ExprKind::Min ? "min" : "a comparison in unsigned 64 bits") +
+           " of a negative value (" + std::to_string(a < 0 ? a : b) + ")";
+  return "";
+}
+
+std::optional<int64_t> evaluateNode(const Expr& e, const Env& env, std::string* why);
+
+} // namespace
+
 std::optional<int64_t> evaluate(const Expr& e, const Env& env, std::string* why) {
+  auto value = evaluateNode(e, env, why);
+  if (!value)
+    return std::nullopt;
+  const CRange range = rangeOf(e->type);
+  if (*value < range.lo || *value > range.hi) {
+    if (why)
+      *why = outOfRange(e, *value);
+    return std::nullopt;
+  }
+  return value;
+}
+
+namespace {
+
+std::optional<int64_t> evaluateNode(const Expr& e, const Env& env, std::string* why) {
   switch (e->kind) {
   case ExprKind::Const:
     return e->value;
@@ -261,6 +359,11 @@ std::optional<int64_t> evaluate(const Expr& e, const Env& env, std::string* why)
     auto b = evaluate(e->b, env, why);
     if (!b)
       return std::nullopt;
+    if (std::string problem = negativeOperand(e, *a, *b); !problem.empty()) {
+      if (why)
+        *why = problem;
+      return std::nullopt;
+    }
     int64_t result;
     if (!checkedApply(e->kind, *a, *b, result, why))
       return std::nullopt;
@@ -268,6 +371,8 @@ std::optional<int64_t> evaluate(const Expr& e, const Env& env, std::string* why)
   }
   }
 }
+
+} // namespace
 
 namespace {
 
@@ -429,6 +534,14 @@ void print(const Expr& e, llvm::raw_ostream& out) {
     print(e->b, out);
     out << ")";
   }
+}
+
+std::string toText(const Expr& e) {
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  print(e, out);
+  out.flush();
+  return text;
 }
 
 } // namespace collc::ir

@@ -39,14 +39,22 @@ enum class ExprKind {
   Ne,        // a != b: 1 or 0
 };
 
+/// The C type an expression has as toC prints it into the kernel: the spec's rank expressions are
+/// `int` (rank, kRanks, kRoot and loop variables are; so is a literal within int's range), a
+/// literal past it is `long` (64 bits), and n (`count`), the row length (`kHidden`), chunk sizes
+/// and `min_u64` are `u64`. An operation takes C's usual arithmetic conversions: u64 if either
+/// operand is, else long if either is, else int; a comparison is an int.
+enum class CType { Int, Long, U64 };
+
 struct ExprNode;
 using Expr = std::shared_ptr<const ExprNode>;
 
 struct ExprNode {
   ExprKind kind;
-  int64_t value = 0; // Const
-  std::string name;  // Var
-  Expr a, b;         // operands; for the chunk kinds a is the length being split, b the chunk
+  CType type = CType::Int; // as printed (toC); set by the factories
+  int64_t value = 0;       // Const
+  std::string name;        // Var
+  Expr a, b;               // operands; for the chunk kinds a is the length being split, b the chunk
 
   static Expr constant(int64_t v);
   static Expr rank();
@@ -72,6 +80,28 @@ bool mentionsCount(const Expr& e);
 /// True if the expression mentions `rank` or a loop variable (i.e. differs between ranks).
 bool dependsOnRank(const Expr& e);
 
+/// The values a C type holds that the verifier and the host can hold too: an int's 32 bits, a
+/// long's 64 (less its most negative value, which no literal can print), and a u64's non-negative
+/// values up to 2^63 - 1.
+struct CRange {
+  int64_t lo, hi;
+};
+CRange rangeOf(CType type);
+const char* cTypeName(CType type);
+
+/// Why `value`, the exact value of `e` (`where`: "on rank 1"), is not the value the kernel computes
+/// for it (its C type does not hold it: the kernel's int would overflow, or its u64 arithmetic
+/// wrap), or "" where it is. Every evaluation of an expression the kernel computes checks each of
+/// its operations so.
+std::string outOfRange(const Expr& e, int64_t value, const std::string& where = "here");
+
+/// Why a loop the kernel runs as `for (int i = begin; i < end; ++i)` (CudaCodeGen) would not run
+/// for i = beginValue .. endValue - 1: its int counter starts at begin and stops at end, so both
+/// must be ints, and an end of type u64 compares the counter in u64, where it must not be negative.
+/// "" where it runs so.
+std::string intLoopProblem(const Expr& begin, int64_t beginValue, const Expr& end,
+                           int64_t endValue);
+
 /// Values of the free variables when an expression is evaluated (by the verifier, the host).
 struct Env {
   int64_t rank = 0;
@@ -82,7 +112,10 @@ struct Env {
   int64_t rowLength = 0; // `rows NAME`: the row length the variant (or the verifier) picked
 };
 
-/// Evaluates with overflow and division checks; on failure returns nullopt and says why.
+/// Evaluates with overflow and division checks, and checks every operation's value against the
+/// range of its C type (outOfRange) and the operands of the operations that wrapped values would
+/// change (/, %, min, chunk(...), and == or != in u64) for negatives; on failure returns nullopt
+/// and says why.
 std::optional<int64_t> evaluate(const Expr& e, const Env& env, std::string* why = nullptr);
 
 /// A size as a function of n for one rank count and row length: `perCount * n + constant`, or the
@@ -105,6 +138,8 @@ std::string cName(const std::string& var);
 /// C expression text; `nranksText`/`countText`/`rankText` name those values in the target code.
 std::string toC(const Expr& e);
 void print(const Expr& e, llvm::raw_ostream& out);
+/// print's text as a string, for messages.
+std::string toText(const Expr& e);
 
 } // namespace collc::ir
 

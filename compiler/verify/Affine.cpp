@@ -1,6 +1,7 @@
 #include "compiler/verify/Affine.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace collc::proof {
 namespace {
@@ -17,6 +18,13 @@ int64_t ceilDiv(int64_t a, int64_t b) {
   return -floorDiv(-a, b);
 }
 
+/// Dividing u * q + v by d > 0 is exact in q when d divides u; otherwise the run must split q
+/// (SplitQ) so that it is.
+void requireExactInQ(int64_t u, int64_t d) {
+  if (u % d != 0)
+    throw SplitQ{d / std::gcd(u < 0 ? -u : u, d)};
+}
+
 } // namespace
 
 int Arith::compareDependent(const Affine& d) {
@@ -31,8 +39,50 @@ void Arith::overflow() {
   throw AffineError{"integer overflow"};
 }
 
+bool Arith::negative(const Affine& a) {
+  if (a.u == 0)
+    return a.v < 0;
+  if (!symbolic_)
+    throw AffineError{"a value that depends on n in a run with n fixed"};
+  // u > 0: u * q + v >= 0 from q = ceil(-v / u) on; u < 0: negative from floor(v / -u) + 1 on.
+  threshold_ = std::max(threshold_, a.u > 0 ? ceilDiv(-a.v, a.u) : floorDiv(a.v, -a.u) + 1);
+  return a.u < 0;
+}
+
+namespace {
+
+std::optional<Affine> evaluateNode(const ir::Expr& e, const Bindings& env, Arith& arith,
+                                   std::string* why);
+
+} // namespace
+
 std::optional<Affine> evaluate(const ir::Expr& e, const Bindings& env, Arith& arith,
                                std::string* why) {
+  auto value = evaluateNode(e, env, arith, why);
+  if (!value)
+    return std::nullopt;
+  // The kernel computes e in its C type (ir::CType): the proof holds for the kernel only where
+  // that type holds every value. A value that depends on n is a u64, which must not be negative.
+  if (value->isConstant()) {
+    const ir::CRange range = ir::rangeOf(e->type);
+    if (value->v >= range.lo && value->v <= range.hi)
+      return value;
+    if (why)
+      *why = ir::outOfRange(e, value->v, "on rank " + std::to_string(env.rank));
+    return std::nullopt;
+  }
+  if (!arith.negative(*value))
+    return value;
+  if (why)
+    *why = "'" + ir::toText(e) +
+           "' is negative for large n, which the kernel's unsigned 64-bit arithmetic does not hold";
+  return std::nullopt;
+}
+
+namespace {
+
+std::optional<Affine> evaluateNode(const ir::Expr& e, const Bindings& env, Arith& arith,
+                                   std::string* why) {
   auto fail = [&](const std::string& message) -> std::optional<Affine> {
     if (why)
       *why = message;
@@ -69,8 +119,7 @@ std::optional<Affine> evaluate(const ir::Expr& e, const Bindings& env, Arith& ar
       return fail("chunk of a negative or huge length");
     // chunk_size(x) = ceil(ceil(x / R) / 8) * 8 = 8 * ceil(x / 8R).
     const int64_t period = int64_t(kChunkAlignElems) * env.nranks;
-    if (length->u % period != 0)
-      throw AffineError{"a chunk of a size whose part in n is not a multiple of 8 * nranks"};
+    requireExactInQ(length->u, period);
     const Affine size{length->u / period * int64_t(kChunkAlignElems),
                       ceilDiv(length->v, period) * int64_t(kChunkAlignElems)};
     if (e->kind == ExprKind::ChunkSize)
@@ -97,6 +146,16 @@ std::optional<Affine> evaluate(const ir::Expr& e, const Bindings& env, Arith& ar
   auto b = evaluate(e->b, env, arith, why);
   if (!b)
     return std::nullopt;
+  if (a->isConstant() && b->isConstant() &&
+      (e->kind == ExprKind::Add || e->kind == ExprKind::Sub || e->kind == ExprKind::Mul)) {
+    // Numbers (a rank expression, or any with n fixed): an overflow is the spec's, at its place.
+    int64_t r;
+    if (e->kind == ExprKind::Add   ? __builtin_add_overflow(a->v, b->v, &r)
+        : e->kind == ExprKind::Sub ? __builtin_sub_overflow(a->v, b->v, &r)
+                                   : __builtin_mul_overflow(a->v, b->v, &r))
+      return fail("'" + ir::toText(e) + "' overflows 64 bits");
+    return Affine::constant(r);
+  }
   switch (e->kind) {
   case ExprKind::Add:
     return Arith::add(*a, *b);
@@ -114,23 +173,29 @@ std::optional<Affine> evaluate(const ir::Expr& e, const Bindings& env, Arith& ar
       return fail("division by zero");
     if (arith.less(*a, Affine::constant(0)) || b->v < 0)
       return fail("division of a negative value");
-    if (a->u % b->v != 0)
-      throw AffineError{"a division of n's part by " + std::to_string(b->v) +
-                        ", which does not divide 8 * nranks"};
+    requireExactInQ(a->u, b->v);
     // (u q + v) / d = (u / d) q + v / d and (u q + v) % d = v % d when d divides u.
     if (e->kind == ExprKind::Div)
       return Affine{a->u / b->v, floorDiv(a->v, b->v)};
     return Affine::constant(a->v - floorDiv(a->v, b->v) * b->v);
   }
   case ExprKind::Min:
+    if (arith.negative(*a) || arith.negative(*b))
+      return fail("min of a negative value, which the kernel's min_u64 takes for a huge one");
     return arith.min(*a, *b);
   case ExprKind::Eq:
-    return Affine::constant(arith.equal(*a, *b) ? 1 : 0);
-  case ExprKind::Ne:
-    return Affine::constant(arith.equal(*a, *b) ? 0 : 1);
+  case ExprKind::Ne: {
+    const bool unsignedCompare = e->a->type == ir::CType::U64 || e->b->type == ir::CType::U64;
+    if (unsignedCompare && (arith.negative(*a) || arith.negative(*b)))
+      return fail("a comparison in unsigned 64 bits of a negative value");
+    const bool equal = arith.equal(*a, *b);
+    return Affine::constant(equal == (e->kind == ExprKind::Eq) ? 1 : 0);
+  }
   default:
     return fail("not a binary operator");
   }
 }
+
+} // namespace
 
 } // namespace collc::proof

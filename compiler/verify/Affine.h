@@ -1,8 +1,11 @@
 // Integers that depend on n, for the verifier. For one rank count R the verifier writes the count
-// as n = M * q + s (M = 8R, 0 <= s < M) and runs a spec twice over: once for a fixed q (every value
-// is a plain number), and once for q itself (every value is u * q + v). Sizes may use n only as
-// a * n + b or chunk(a * n + b) (Sema), so every offset and length of every region is such an
-// affine value: chunk(x) = 8 * ceil(x / M) is exact because M divides the q part of x.
+// as n = M * q + s (M = 8R to begin with, 0 <= s < M) and runs a spec twice over: once for a fixed
+// q (every value is a plain number), and once for q itself (every value is u * q + v). Sizes may
+// use n only as a * n + b or chunk(a * n + b) (Sema), so every offset and length of every region
+// is such an affine value as long as each division in it is exact in q: chunk(x) = 8 * ceil(x / 8R)
+// needs 8R to divide the part of x in q, a block's L / R needs R to divide L's. Where one does not
+// (a block of a chunk(n) buffer at 3 ranks: 8q / 3), the run stops with SplitQ and the verifier
+// runs the class again as `factor` classes of a period M * factor, in which the division is exact.
 //
 // In the symbolic run a comparison of two values is decided for all large q (by u, then v), and
 // the run records from which q on that decision holds. Everything the run decides goes through
@@ -36,6 +39,13 @@ struct AffineError {
   std::string why;
 };
 
+/// Thrown in a run with q symbolic where a division of u * q + v by d is not exact in q (d does
+/// not divide u). Writing q = factor * q' + t (factor = d / gcd(u, d)) for each t < factor makes
+/// the part in q' u * factor, which d divides: the caller runs those classes instead.
+struct SplitQ {
+  int64_t factor;
+};
+
 class Arith {
 public:
   /// q symbolic (true) or every value a number (false).
@@ -51,6 +61,9 @@ public:
     return compareDependent(d);
   }
   bool less(const Affine& a, const Affine& b) { return compare(a, b) < 0; }
+  /// a < 0, for every q >= threshold() (symbolic), or now; unlike less(a, 0) it records only
+  /// from which q on the answer holds, not from which the sign of a does.
+  bool negative(const Affine& a);
   bool lessEqual(const Affine& a, const Affine& b) { return compare(a, b) <= 0; }
   bool equal(const Affine& a, const Affine& b) { return compare(a, b) == 0; }
   Affine min(const Affine& a, const Affine& b) { return lessEqual(a, b) ? a : b; }
@@ -125,9 +138,10 @@ struct Bindings {
   VarBindings vars;
 };
 
-/// Evaluates `e` (AffineError where a division leaves the affine values, or overflow); nullopt
-/// with `why` for the spec's own errors (division by zero, a chunk that does not exist, an
-/// unbound name).
+/// Evaluates `e` (AffineError where a division leaves the affine values, or overflow; SplitQ where
+/// one is not exact in q); nullopt with `why` for the spec's own errors (division by zero, a chunk
+/// that does not exist, an unbound name) and for a value the kernel's C type for it does not hold
+/// (ir::outOfRange; in u64, a negative value).
 std::optional<Affine> evaluate(const ir::Expr& e, const Bindings& env, Arith& arith,
                                std::string* why);
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <numeric>
 
 namespace collc::proof {
 namespace {
@@ -339,8 +340,8 @@ private:
       // A packet carries packetElems elements of one writer: a region that starts inside a
       // packet would share it with whatever fills the packet's first elements.
       const int64_t units = config_.packetElems;
-      if (r.offset.u % units != 0)
-        throw AffineError{"a packet boundary that moves with n"};
+      if (r.offset.u % units != 0) // packets start at offsets that move with q: split q
+        throw SplitQ{units / std::gcd(r.offset.u < 0 ? -r.offset.u : r.offset.u, units)};
       if ((r.offset.v % units + units) % units != 0)
         fail(region.loc, "'" + region.text + "' on rank " + std::to_string(env.rank) +
                              " starts at element " + number(r.offset) + " of '" + buffer.name +
@@ -705,6 +706,8 @@ private:
     case ir::StmtKind::For: {
       const auto& s = stmt->as<ir::For>();
       const int64_t begin = evalInt(s.begin, env, s.loc), end = evalInt(s.end, env, s.loc);
+      if (std::string why = ir::intLoopProblem(s.begin, begin, s.end, end); !why.empty())
+        fail(s.loc, why);
       if (end - begin > kMaxLoopTrips)
         fail(s.loc, "loop runs " + std::to_string(end - begin) + " times; at most " +
                         std::to_string(kMaxLoopTrips) + " are supported");

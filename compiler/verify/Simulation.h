@@ -65,7 +65,8 @@ struct RunFacts {
 
 /// Runs `steps` (the program's, expanded for config.nranks) once. `diags` null: quiet (a symbolic
 /// run reports nothing; the caller reruns the failing configuration with numbers to report it).
-/// Throws RunFailed (after reporting) on a broken rule, AffineError on an internal limit.
+/// Throws RunFailed (after reporting) on a broken rule, AffineError on an internal limit, SplitQ
+/// where a position is not affine in q for this residue class (Affine.h).
 RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps,
                   const RunConfig& config, Arith& arith, Diagnostics* diags);
 

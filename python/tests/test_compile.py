@@ -39,6 +39,15 @@ def test_allgather_buffers_hold_every_rank():
     assert compiled.buffer_counts(10) == (10, 30)
 
 
+def test_counts_whose_sizes_do_not_fit_are_refused():
+    compiled = collc.compile("allgather_direct", nranks=8)
+    with pytest.raises(collc.Error, match=r"more than 2\^63 - 1 bytes for the input"):
+        compiled.heap_bytes(1 << 61)
+    with pytest.raises(collc.Error, match=r"more than 2\^63 - 1 elements"):
+        compiled.buffer_counts(1 << 61)
+    assert compiled.heap_bytes(1 << 20) > 0
+
+
 def test_the_fused_epilogue_has_aux_buffers():
     compiled = collc.compile("allreduce_rmsnorm", nranks=2, row_length=1024)
     assert compiled.naux == 3

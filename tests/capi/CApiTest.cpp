@@ -280,6 +280,24 @@ TEST(CApi, CompilesByNameWithTheOptionsGiven) {
   EXPECT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
 }
 
+// A count whose sizes do not fit in 63 bits is refused, never answered with a wrapped size.
+TEST(CApi, CountsWhoseSizesDoNotFitAreRefused) {
+  collc_compile_options options;
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  options.nranks = 8;
+  collc_compiled* compiled = nullptr;
+  ASSERT_EQ(collc_compile("allgather_direct", &options, &compiled), COLLC_OK) << lastError();
+  uint64_t in = 0, out = 0, heap = 0;
+  const uint64_t huge = uint64_t(1) << 61; // 2^63 bytes of f32 in, 2^64 elements out
+  EXPECT_EQ(collc_compiled_buffer_counts(compiled, huge, &in, &out), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("more than 2^63 - 1 elements"), std::string::npos) << lastError();
+  EXPECT_EQ(collc_compiled_heap_bytes(compiled, huge, &heap), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("more than 2^63 - 1 bytes for the input"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(collc_compiled_heap_bytes(compiled, uint64_t(1) << 20, &heap), COLLC_OK);
+  EXPECT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
+}
+
 TEST(CApi, LastErrorIsPerThreadAndKeptBySuccessfulCalls) {
   ASSERT_EQ(collc_world_nranks(nullptr, nullptr), COLLC_INVALID_ARGUMENT);
   const std::string mine = lastError();

@@ -35,6 +35,56 @@ TEST(IR, EvaluationErrorsAreReportedNotUndefined) {
   EXPECT_FALSE(evaluate(ExprNode::var("nope"), Env{}, &why));
 }
 
+// Every node knows the C type toC's text has in the kernel, by C's rules for what it prints.
+TEST(IR, TypesAreThoseOfThePrintedC) {
+  EXPECT_EQ(ExprNode::constant(2147483647)->type, CType::Int);
+  EXPECT_EQ(ExprNode::constant(-2147483647)->type, CType::Int);
+  EXPECT_EQ(ExprNode::constant(2147483648)->type, CType::Long);  // a literal past int is a long
+  EXPECT_EQ(ExprNode::constant(-2147483648)->type, CType::Long); // minus the long 2147483648
+  EXPECT_EQ(ExprNode::count()->type, CType::U64);
+  EXPECT_EQ(ExprNode::rowLength()->type, CType::U64);
+  EXPECT_EQ(ExprNode::chunkSize(ExprNode::nranks())->type, CType::U64);
+  Expr rankPlusLong =
+      ExprNode::binary(ExprKind::Add, ExprNode::rank(), ExprNode::constant(int64_t(1) << 32));
+  EXPECT_EQ(rankPlusLong->type, CType::Long);
+  EXPECT_EQ(ExprNode::binary(ExprKind::Mul, rankPlusLong, ExprNode::count())->type, CType::U64);
+  EXPECT_EQ(ExprNode::binary(ExprKind::Eq, ExprNode::count(), ExprNode::rank())->type, CType::Int);
+}
+
+// A value is what the kernel computes only where its C type holds it: 64-bit arithmetic would
+// say (rank + k) + 715827882 * nranks is 2^31 at 3 ranks, the kernel's int wraps.
+TEST(IR, EvaluationRefusesWhatTheKernelsTypeDoesNotHold) {
+  auto peer = [](int64_t factor) {
+    return ExprNode::binary(
+        ExprKind::Add, ExprNode::binary(ExprKind::Add, ExprNode::rank(), ExprNode::var("k")),
+        ExprNode::binary(ExprKind::Mul, ExprNode::constant(factor), ExprNode::nranks()));
+  };
+  std::string why;
+  EXPECT_FALSE(evaluate(peer(715827882), Env{0, 3, 1, {{"k", 2}}}, &why));
+  EXPECT_EQ(why, "'((rank + k) + (715827882 * nranks))' is 2147483648 here, which the kernel's "
+                 "int (32 bits) arithmetic does not hold");
+  EXPECT_EQ(evaluate(peer(715827882), Env{0, 3, 1, {{"k", 1}}}), 2147483647);
+  // 2^32 is a long literal: the kernel computes the sum in 64 bits, as the verifier does.
+  EXPECT_EQ(evaluate(peer(int64_t(1) << 32), Env{0, 3, 1, {{"k", 2}}}), 3 * (int64_t(1) << 32) + 2);
+  // n is a u64: n - 8 at n = 1 wraps in the kernel.
+  Expr less = ExprNode::binary(ExprKind::Sub, ExprNode::count(), ExprNode::constant(8));
+  EXPECT_FALSE(evaluate(less, Env{0, 2, 1, {}}, &why));
+  EXPECT_EQ(why, "'(n - 8)' is -7 here, which the kernel's unsigned 64-bit integer arithmetic "
+                 "does not hold");
+  EXPECT_EQ(evaluate(less, Env{0, 2, 8, {}}), 0);
+}
+
+TEST(IR, LoopsMustCountInTheKernelsInt) {
+  const Expr zero = ExprNode::constant(0), top = ExprNode::constant(2147483647);
+  EXPECT_EQ(intLoopProblem(zero, 0, top, 2147483647), "");
+  const Expr past = ExprNode::constant(2147483648);
+  EXPECT_EQ(intLoopProblem(zero, 0, past, 2147483648),
+            "the loop's bound 2147483648 is past the int (32 bits) that counts the kernel's loop");
+  const Expr unsignedEnd = ExprNode::chunkSize(ExprNode::nranks());
+  EXPECT_NE(intLoopProblem(ExprNode::constant(-1), -1, unsignedEnd, 8), "");
+  EXPECT_EQ(intLoopProblem(zero, 0, unsignedEnd, 8), "");
+}
+
 // Chunks must tile the buffer exactly, start at multiples of 8 elements, and match the device
 // helpers chunk_begin/chunk_len, for every rank count and awkward sizes.
 TEST(IR, ChunksTileTheBufferAligned) {

@@ -167,6 +167,22 @@ TEST(RowEpilogue, RowLengthTheVectorDoesNotDivideIsRefused) {
   EXPECT_TRUE(compileStdlib(options).compiled);
 }
 
+// The variant's row length has the bounds the spec's `rows hidden = INT` has (Sema): 2^30 is the
+// largest, one more is refused, not cut down.
+TEST(RowEpilogue, RowLengthPast2To30IsRefusedAsInTheSpec) {
+  CompileOptions options;
+  options.rowLength = kMaxRowLength;
+  auto largest = compileStdlib(options);
+  EXPECT_TRUE(largest.compiled) << largest.diagnostics;
+  options.rowLength = kMaxRowLength + 16;
+  auto r = compileStdlib(options);
+  EXPECT_FALSE(r.compiled);
+  EXPECT_NE(r.diagnostics.find("row length 1073741840 (--hidden, CompileOptions::rowLength) is "
+                               "larger than the most collc supports, 2^30 = 1073741824"),
+            std::string::npos)
+      << r.diagnostics;
+}
+
 TEST(RowEpilogue, SpecWithoutRowsRefusesARowLength) {
   auto spec = loadSpec("allreduce_oneshot");
   ASSERT_TRUE(bool(spec));

@@ -124,7 +124,11 @@ private:
       return true;
     case 2: {
       d_.body.open("for " + var + " in 1..nranks");
-      const std::string peer = "(rank + " + var + ") % nranks";
+      // Now and then plus a large multiple of nranks, which changes nothing: the kernel's int
+      // holds rank + var + 268435454 * nranks at 8 ranks (2^31 - 2), and 4294967296 is a long.
+      const std::string offset =
+          rng_.chance(30) ? rng_.oneOf({" + 268435454 * nranks", " + 4294967296 * nranks"}) : "";
+      const std::string peer = "(rank + " + var + offset + ") % nranks";
       body(peer, peerRef(peer));
       d_.body.close();
       break;

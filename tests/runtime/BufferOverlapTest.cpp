@@ -30,6 +30,19 @@ TEST(BufferOverlap, DistinctBuffersAreAccepted) {
   EXPECT_FALSE(checkBufferOverlap(fusedAllReduce(), at(memory, 0), at(memory, 100), aux, 100));
 }
 
+// A count whose buffers would end past the address space is refused, never compared wrapped.
+TEST(BufferOverlap, BuffersPastTheAddressSpaceAreRefused) {
+  std::vector<float> memory(400);
+  std::vector<void*> aux = {at(memory, 200), at(memory, 300)};
+  const uint64_t huge = uint64_t(1) << 62; // 2^64 bytes of f32
+  Error refused = checkBufferOverlap(fusedAllReduce(), at(memory, 0), at(memory, 100), aux, huge);
+  ASSERT_TRUE(refused);
+  EXPECT_NE(refused.message().find("buffer 'in' of a call of 4611686018427387904 elements runs "
+                                   "past the end of the address space"),
+            std::string::npos)
+      << refused.message();
+}
+
 TEST(BufferOverlap, InPlaceOnlyWhereProved) {
   std::vector<float> memory(400);
   std::vector<void*> aux = {at(memory, 200), at(memory, 300)};

@@ -17,9 +17,10 @@ const Command kCheckCommand{
     "every count n (n symbolic, residue by residue), and proves the collective's postcondition,\n"
     "the ordering of every read after the write it depends on, the absence of races, and that\n"
     "scratch is written before it is read (what is and is not proved: dsl/README.md). The spec's\n"
-    "own sync strategy is then lowered for every rank count and the lowered program checked the\n"
-    "same way, so a strategy it cannot use is refused at its 'sync' clause. The last line says\n"
-    "how many runs the proof took, and which buffers the caller may pass as one.\n"
+    "own sync strategy is then lowered for every rank count and element type (f32, f16, bf16)\n"
+    "and each lowered program checked the same way, so a strategy it cannot use is refused at its\n"
+    "'sync' clause. The report says how many runs the proof took, the types it lowered, and which\n"
+    "buffers the caller may pass as one.\n"
     "\n"
     "--footprint then prints the symmetric heap per rank that each sync strategy's variant takes\n"
     "(scratch copies and flags, as the runtime lays them out) for calls of up to --count elements\n"
@@ -40,19 +41,22 @@ void printFootprint(const SpecSource& spec, const CheckReport& report, uint64_t 
   for (const FootprintCell& cell : rows.front().cells)
     llvm::outs() << llvm::format("%14s", std::string(name(cell.sync)).c_str());
   llvm::outs() << "\n";
-  std::map<std::string, std::string> refusals; // strategy: why, once each
+  std::map<std::string, std::string> refusals; // "strategy refused": why, once each
   for (const FootprintRow& row : rows) {
     llvm::outs() << llvm::format("  %-6d", row.nranks);
     for (const FootprintCell& cell : row.cells) {
-      llvm::outs() << llvm::format("%14s",
-                                   cell.bytes ? formatBytes(*cell.bytes).c_str() : "refused");
+      const bool tooLarge = !cell.tooLarge.empty();
+      llvm::outs() << llvm::format("%14s", cell.bytes ? formatBytes(*cell.bytes).c_str()
+                                           : tooLarge ? "too large"
+                                                      : "refused");
       if (!cell.bytes)
-        refusals.emplace(name(cell.sync), cell.refused);
+        refusals.emplace(std::string(name(cell.sync)) + (tooLarge ? " too large" : " refused"),
+                         tooLarge ? cell.tooLarge : cell.refused);
     }
     llvm::outs() << "\n";
   }
-  for (const auto& [sync, why] : refusals)
-    llvm::outs() << "  " << sync << " refused: " << why << "\n";
+  for (const auto& [what, why] : refusals)
+    llvm::outs() << "  " << what << ": " << why << "\n";
 }
 
 /// "2..8", "2, 4, 5..8": rank counts, runs of consecutive ones shortened.
@@ -138,6 +142,13 @@ int runCheck(const ParsedArguments& args) {
                << ", every root and every n: " << report.runs << " runs, " << report.work
                << " steps of work (limit " << report.workLimit << "), "
                << llvm::format("%.2f", report.seconds) << " s\n";
+  llvm::outs() << "  lowered with its own sync strategy at every rank count for";
+  for (size_t k = 0; k < report.types.size(); ++k)
+    llvm::outs() << (k == 0                         ? " "
+                     : k + 1 == report.types.size() ? " and "
+                                                    : ", ")
+                 << name(report.types[k]);
+  llvm::outs() << "\n";
   llvm::outs() << "  operators: "
                << (report.sumOnly.empty() ? "sum, max and min"
                                           : "sum only (" + report.sumOnly + ")")

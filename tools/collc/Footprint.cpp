@@ -38,11 +38,14 @@ std::vector<FootprintRow> footprint(const SpecSource& spec, int minRanks, int ma
       options.formatSource = false;
       std::string diagnostics;
       llvm::raw_string_ostream sink(diagnostics);
-      FootprintCell cell{sync, std::nullopt, ""};
+      FootprintCell cell{sync, std::nullopt, "", ""};
       // Through fromCompiler: the compiler's errors are made by its own copy of LLVM.
       Expected<CompiledCollective> compiled = fromCompiler(compileCollective(spec, options, sink));
       if (compiled) {
-        cell.bytes = heapBytesFor(*compiled, count);
+        // A size past 63 bits is refused as the runtime refuses it, never printed wrapped.
+        cell.tooLarge = sizesProblem(*compiled, count);
+        if (cell.tooLarge.empty())
+          cell.bytes = heapBytesFor(*compiled, count);
       } else {
         consumeError(compiled.takeError());
         cell.refused = firstErrorLine(sink.str());

@@ -15,11 +15,13 @@
 
 namespace collc::driver {
 
-/// One strategy at one rank count: its heap bytes per rank, or why the spec refuses it.
+/// One strategy at one rank count: its heap bytes per rank, or why the spec refuses it, or why
+/// calls of the count cannot be made (a size past 63 bits).
 struct FootprintCell {
   SyncKind sync;
   std::optional<uint64_t> bytes;
-  std::string refused; // the first line of the compiler's refusal
+  std::string refused;  // the first line of the compiler's refusal
+  std::string tooLarge; // runtime/HeapSize.h's sizesProblem for the count
 };
 
 struct FootprintRow {

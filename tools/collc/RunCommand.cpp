@@ -137,6 +137,8 @@ int compileForRun(const std::string& specName, const CompileOptions& options, ui
   if (!result)
     return reportError(result.takeError(), specError);
   compiled = std::move(*result);
+  if (std::string problem = sizesProblem(compiled, count); !problem.empty())
+    return usageError("--count=" + std::to_string(count) + ": " + problem);
   if (compiled.rowLength > 0 && count % uint64_t(compiled.rowLength) != 0)
     return usageError(fmt::format("--count={} is not a whole number of rows of {} elements ('{}' "
                                   "has rows; set the row length with --hidden)",
