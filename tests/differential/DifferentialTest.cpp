@@ -27,7 +27,8 @@ std::vector<int> rankCounts(const CheckReport& spec) {
 }
 
 TEST(Differential, GeneratedSpecsInterpretedAgreeWithTheirKindAndEveryLowering) {
-  int specs = 0, refused = 0, variants = 0, calls = 0;
+  int specs = 0, refused = 0, variants = 0;
+  InterpretedCalls calls;
   for (uint64_t seed = 0; seed < kSeeds; ++seed) {
     const GeneratedSpec generated = generateSpec(seed);
     const SpecSource source{generated.name + ".coll", generated.text};
@@ -51,7 +52,7 @@ TEST(Differential, GeneratedSpecsInterpretedAgreeWithTheirKindAndEveryLowering) 
           options.sync = sync;
           options.op = op;
           options.experimentalLL128 = true;
-          auto programs = lowerVariantPrograms(source, options, sink);
+          auto programs = lowerVariantPrograms(source, options, sink, op == ReduceOp::Sum);
           if (!programs) { // a strategy, or an operator, this spec cannot use
             llvm::consumeError(programs.takeError());
             continue;
@@ -65,12 +66,14 @@ TEST(Differential, GeneratedSpecsInterpretedAgreeWithTheirKindAndEveryLowering) 
         }
   }
   std::cout << "differential: " << specs << " generated specs (" << refused << " refused), "
-            << variants << " variants, " << calls << " calls interpreted and compared\n";
+            << variants << " variants, " << calls.calls << " calls interpreted and compared, "
+            << calls.inPlace << " in place, " << calls.aliased << " with aliased aux buffers\n";
   EXPECT_GE(specs, int(kSeeds) * 7 / 10);
   EXPECT_GT(variants, specs);
   RecordProperty("specs", specs);
   RecordProperty("variants", variants);
-  RecordProperty("calls", calls);
+  RecordProperty("calls", calls.calls);
+  RecordProperty("in_place_calls", calls.inPlace);
 }
 
 } // namespace
