@@ -1,7 +1,10 @@
 // Differential testing on the CPU: random valid specs (SpecGenerator.h), each lowered with every
 // strategy that accepts it at several rank counts, interpreted in float64: the spec against its
-// kind's result, and every lowered program against the spec (InterpretedCheck.h). The GPU
-// counterpart runs the same specs' kernels (tests/gpu/DifferentialGpuTest.cpp).
+// kind's result, and every lowered program against the spec (InterpretedCheck.h), also in place
+// and with aliased aux buffers where the variant's own proof allows it. Under barrier each spec
+// of a reducing kind compiles for min too, unless the generator wrote something that holds for
+// sum only, which must then be refused at the statement it names. The GPU counterpart runs the
+// same specs' kernels (tests/gpu/DifferentialGpuTest.cpp).
 #include "compiler/Compile.h"
 #include "compiler/ir/IR.h"
 #include "tests/StdlibStrategies.h"
