@@ -164,6 +164,34 @@ GeneratedSpec generateSpec(uint64_t seed) {
   return detail::Generator(seed).run(seed);
 }
 
+std::vector<std::string> featuredShapes() {
+  return {"allreduce rewrite ",
+          "allreduce restage ",
+          "alltoall rewrite ",
+          "broadcast rewrite ",
+          " plus",
+          " large-constant"};
+}
+
+std::vector<uint64_t> seedsCovering(uint64_t seeds, const std::vector<std::string>& parts,
+                                    uint64_t limit) {
+  std::vector<uint64_t> chosen;
+  std::string shapes;
+  for (uint64_t seed = 0; seed < seeds; ++seed) {
+    chosen.push_back(seed);
+    shapes += generateSpec(seed).shape + "\n";
+  }
+  for (const std::string& part : parts)
+    for (uint64_t seed = seeds; shapes.find(part) == std::string::npos && seed < limit; ++seed) {
+      const std::string shape = generateSpec(seed).shape;
+      if (shape.find(part) != std::string::npos) {
+        chosen.push_back(seed);
+        shapes += shape + "\n";
+      }
+    }
+  return chosen;
+}
+
 PlantedBug generatePlantedBug(uint64_t seed) {
   // Another stream than generateSpec's for the same seed.
   return detail::Generator(seed ^ 0x9e3779b97f4a7c15ull).plantBug(seed);

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace collc::differential {
 
@@ -26,6 +27,15 @@ struct GeneratedSpec {
 
 /// The same seed gives the same spec on every platform and standard library.
 GeneratedSpec generateSpec(uint64_t seed);
+
+/// Words of GeneratedSpec::shape that name the templates of a rank's own threads ordered by waits,
+/// '+' that holds for sum only, and large constants in rank arithmetic.
+std::vector<std::string> featuredShapes();
+
+/// Seeds 0 .. seeds - 1, then for each of `parts` that none of their shapes has, the first later
+/// seed below `limit` whose shape has it: few seeds, and still every template.
+std::vector<uint64_t> seedsCovering(uint64_t seeds, const std::vector<std::string>& parts,
+                                    uint64_t limit = 1000);
 
 struct PlantedBug {
   GeneratedSpec spec;

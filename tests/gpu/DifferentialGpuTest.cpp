@@ -33,13 +33,6 @@ namespace {
 
 /// Generated specs run on the GPU (seeds 0 .. kGeneratedSpecs - 1).
 constexpr uint64_t kGeneratedSpecs = 40;
-/// Where those seeds miss one of these templates or choices (in GeneratedSpec::shape), the first
-/// later seed below kFeaturedSeedLimit that has it runs too.
-constexpr const char* kFeatured[] = {
-    "allreduce rewrite ", "allreduce restage ", "alltoall rewrite ", "broadcast rewrite ", " plus",
-    " large-constant"};
-constexpr uint64_t kFeaturedSeedLimit = 1000;
-
 struct DifferentialCase {
   int nranks;
   std::string name;
@@ -83,23 +76,6 @@ bool everyOperator(const differential::GeneratedSpec& spec) {
          (kind == "allreduce" || kind == "reducescatter" || kind == "reduce");
 }
 
-std::vector<uint64_t> generatedSeeds() {
-  std::vector<uint64_t> seeds;
-  std::string shapes;
-  for (uint64_t seed = 0; seed < kGeneratedSpecs; ++seed) {
-    seeds.push_back(seed);
-    shapes += differential::generateSpec(seed).shape + "\n";
-  }
-  for (const char* featured : kFeatured)
-    for (uint64_t seed = kGeneratedSpecs;
-         shapes.find(featured) == std::string::npos && seed < kFeaturedSeedLimit; ++seed)
-      if (differential::generateSpec(seed).shape.find(featured) != std::string::npos) {
-        seeds.push_back(seed);
-        shapes += differential::generateSpec(seed).shape + "\n";
-      }
-  return seeds;
-}
-
 std::vector<DifferentialCase> differentialCases() {
   struct Spec {
     std::string name;
@@ -107,7 +83,8 @@ std::vector<DifferentialCase> differentialCases() {
     bool everyOperator;
   };
   std::vector<Spec> specs;
-  for (uint64_t seed : generatedSeeds()) {
+  for (uint64_t seed :
+       differential::seedsCovering(kGeneratedSpecs, differential::featuredShapes())) {
     const differential::GeneratedSpec spec = differential::generateSpec(seed);
     specs.push_back({"generated_" + std::to_string(seed),
                      SpecSource{"generated-" + std::to_string(seed) + ".coll", spec.text},
