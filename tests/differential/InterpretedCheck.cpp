@@ -198,7 +198,10 @@ std::string checkInterpreted(const VariantPrograms& programs, const CompileOptio
       if (std::string difference = firstDifference(got, want, call); !difference.empty())
         return "the lowered program: " + difference + ", " + where;
       // The same inputs with buffers as one memory: the spec's result with distinct buffers
-      // (which is the kind's, for a plain spec) is what the call must leave.
+      // (which is the kind's, for a plain spec) is what the call must leave. At the longest
+      // count only (every chunk holds something), to bound the test's time.
+      if (count != interpretedCounts(nranks, rowLength).back())
+        continue;
       for (const Call& shared : sharedCalls(programs, call)) {
         Result result;
         try {

@@ -28,9 +28,9 @@ struct InterpretedCalls {
 /// Interprets `programs` (one variant, options as compiled) at every count of interpretedCounts
 /// and every root; returns the first difference found (with where), or empty. Where the lowered
 /// program was proved for buffers as one memory (lowerVariantPrograms' proveAliases), it is also
-/// run so, each allowed pair alone and all of them at once where aliasesTogether, on the same
-/// inputs: what it leaves must be what the spec computes with distinct buffers. Adds the calls
-/// interpreted to `counts`.
+/// run so at the longest count, each allowed pair alone and all of them at once where
+/// aliasesTogether, on the same inputs: what it leaves must be what the spec computes with
+/// distinct buffers. Adds the calls interpreted to `counts`.
 std::string checkInterpreted(const VariantPrograms& programs, const CompileOptions& options,
                              InterpretedCalls& counts);
 
