@@ -74,7 +74,7 @@ struct Plant {
   std::string rule;   // words of the diagnostic
   Spot at;            // where it must point
   std::string marker; // or: the first line with this text, where it starts
-  bool underMaxMin = false, intWidth = false;
+  bool underMaxMin = false;
 };
 
 // A spec under construction: the header's parts, the steps, and the choices for `shape`.

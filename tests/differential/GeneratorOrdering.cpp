@@ -298,7 +298,6 @@ void Generator::plantPlus() {
 // is past the int the kernel computes it in at every rank count, in the puts of a template that
 // names the peer only there.
 void Generator::plantIntWidth() {
-  d_.plant.intWidth = true;
   const bool gather = rng_.chance(50);
   overflow_ = " + " + std::to_string(rng_.pick(1073741825, 2147483647)) + " * nranks";
   if (gather) {

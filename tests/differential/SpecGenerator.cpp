@@ -140,7 +140,6 @@ PlantedBug Generator::plantBug(uint64_t seed) {
   bug.family = family.name;
   bug.rule = d_.plant.rule;
   bug.underMaxMin = d_.plant.underMaxMin;
-  bug.intWidth = d_.plant.intWidth;
   bug.at = where(d_.plant.at);
   if (!d_.plant.marker.empty()) {
     // The first line that holds the marker, where it starts.

@@ -43,15 +43,12 @@ struct PlantedBug {
   /// orders them; "local-war": the same after another thread's read; "in-step-overwrite": a write
   /// in the step in which another thread of the rank reads it; "owner-over-put": the rank's own
   /// write over a peer's put without a wait; "plus-under-max": '+' of two inputs, compiled for
-  /// max or min; "int-width": a rank expression past the kernel's int.
+  /// max or min; "int-width": a rank expression right in 64 bits and past the kernel's int.
   std::string family;
   std::string at;   // "line:col" the first error must point at
   std::string rule; // words the first error must contain
   /// Correct for sum: refused when compiled for op max or min (not by collc check).
   bool underMaxMin = false;
-  /// Correct in 64 bits, wrong in the kernel's int: refused where the verifier bounds rank
-  /// expressions to the kernel's integer types.
-  bool intWidth = false;
 };
 
 /// The same seed gives the same planted bug everywhere; every family comes up within a few seeds.

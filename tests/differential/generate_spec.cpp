@@ -16,10 +16,9 @@ int main(int argc, char** argv) {
   const uint64_t seed = std::strtoull(argv[argc - 1], nullptr, 10);
   if (planted) {
     const auto bug = collc::differential::generatePlantedBug(seed);
-    std::printf("# shape: %s\n# planted: %s at %s: %s%s%s\n%s", bug.spec.shape.c_str(),
+    std::printf("# shape: %s\n# planted: %s at %s: %s%s\n%s", bug.spec.shape.c_str(),
                 bug.family.c_str(), bug.at.c_str(), bug.rule.c_str(),
-                bug.underMaxMin ? " (op max or min)" : "",
-                bug.intWidth ? " (where integer width is checked)" : "", bug.spec.text.c_str());
+                bug.underMaxMin ? " (op max or min)" : "", bug.spec.text.c_str());
     return 0;
   }
   const auto spec = collc::differential::generateSpec(seed);
