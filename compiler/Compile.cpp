@@ -403,7 +403,8 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
 
 llvm::Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
                                                      const CompileOptions& options,
-                                                     llvm::raw_ostream& diagnostics) {
+                                                     llvm::raw_ostream& diagnostics,
+                                                     bool proveAliases) {
   llvm::SourceMgr sources;
   Diagnostics diags(sources, diagnostics);
   auto fail = [&]() -> llvm::Error {
@@ -413,7 +414,7 @@ llvm::Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
   if (!checked.program)
     return fail();
   auto lowered = lowerVariant(*checked.program, checked.proof, options, diags, lineOfIn(sources),
-                              /*proveAliases=*/false);
+                              proveAliases);
   if (!lowered)
     return fail();
   auto steps = expandRepeatedSteps(*checked.program, options.nranks, diags);
@@ -421,6 +422,23 @@ llvm::Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
     return fail();
   checked.program->steps = std::move(*steps);
   VariantPrograms programs;
+  programs.aliasesProved = proveAliases;
+  programs.aliasesTogether = proveAliases && lowered->aliases.together;
+  for (const AliasVerdict& verdict : lowered->aliases.pairs) {
+    if (!verdict.allowed)
+      continue;
+    if (verdict.inPlace) {
+      programs.inPlace = true;
+      continue;
+    }
+    auto index = [&](const std::string& name) {
+      const ir::BufferId id = lowered->program.find(name);
+      if (id < 0 || lowered->program.buffer(id).role != ir::BufferRole::Aux)
+        internalError("an aliased buffer that is not an aux buffer: " + name);
+      return lowered->program.buffer(id).auxIndex;
+    };
+    programs.auxAliases.push_back({index(verdict.written), index(verdict.read)});
+  }
   programs.spec = std::move(checked.program);
   programs.lowered = std::make_shared<const ir::Program>(std::move(lowered->program));
   return programs;

@@ -151,12 +151,20 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
 struct VariantPrograms {
   std::shared_ptr<const ir::Program> spec;
   std::shared_ptr<const ir::Program> lowered;
+  /// With proveAliases: the buffers the lowered program allows as one memory, as
+  /// CompiledCollective::inPlace, auxAliases (Buffer::auxIndex pairs) and aliasesTogether say.
+  bool aliasesProved = false;
+  bool inPlace = false;
+  std::vector<std::pair<int, int>> auxAliases;
+  bool aliasesTogether = false;
 };
 
-/// compileCollective up to the lowered program (verified too), without generating code.
+/// compileCollective up to the lowered program (verified too), without generating code; with
+/// proveAliases, also the proofs of the pairs of buffers it allows as one memory.
 llvm::Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
                                                      const CompileOptions& options,
-                                                     llvm::raw_ostream& diagnostics);
+                                                     llvm::raw_ostream& diagnostics,
+                                                     bool proveAliases = false);
 
 } // namespace collc
 

@@ -91,9 +91,12 @@ private:
                            " ranks given; the "
                            "call has " +
                            std::to_string(call_.nranks));
+    shareMemory();
     memory_.assign(size_t(call_.nranks), RankMemory(program_.buffers.size()));
     for (int r = 0; r < call_.nranks; ++r)
       for (size_t b = 0; b < program_.buffers.size(); ++b) {
+        if (storage_[b] != b)
+          continue; // another buffer's memory
         const ir::Buffer& buffer = program_.buffers[b];
         const auto [slots, elems] = shapeOf(buffer, call_);
         // What no statement writes reads as NaN: an output element a kind leaves unspecified.
@@ -119,11 +122,39 @@ private:
       }
   }
 
+  /// storage_[b]: the buffer whose memory buffer b is (itself unless the call aliases it).
+  void shareMemory() {
+    storage_.resize(program_.buffers.size());
+    for (size_t b = 0; b < storage_.size(); ++b)
+      storage_[b] = b;
+    auto alias = [&](ir::BufferId user, ir::BufferId owner, const std::string& what) {
+      if (user < 0 || owner < 0)
+        throw InterpretError(what + ": the program has no such buffer");
+      const ir::Buffer& a = program_.buffer(user);
+      const ir::Buffer& b = program_.buffer(owner);
+      if (shapeOf(a, call_) != shapeOf(b, call_) || shapeOf(b, call_).first != 1)
+        throw InterpretError(what + ": '" + a.name + "' and '" + b.name + "' differ in size");
+      storage_[size_t(user)] = storage_[size_t(owner)];
+    };
+    if (call_.inPlace)
+      alias(program_.output(), program_.input(), "in place");
+    auto auxBuffer = [&](int index) {
+      for (size_t b = 0; b < program_.buffers.size(); ++b)
+        if (program_.buffers[b].role == ir::BufferRole::Aux &&
+            program_.buffers[b].auxIndex == index)
+          return ir::BufferId(b);
+      return ir::BufferId(-1);
+    };
+    for (const auto& [written, read] : call_.auxAliases)
+      alias(auxBuffer(written), auxBuffer(read),
+            "aux buffers " + std::to_string(written) + " and " + std::to_string(read));
+  }
+
   Result collect() const {
     Result result;
     const ir::BufferId out = program_.output();
     for (int r = 0; r < call_.nranks; ++r) {
-      result.output.push_back(out >= 0 ? memory_[size_t(r)][size_t(out)][0] : Values());
+      result.output.push_back(out >= 0 ? memory_[size_t(r)][storage_[size_t(out)]][0] : Values());
       std::vector<Values> aux;
       for (size_t b = 0; b < program_.buffers.size(); ++b) {
         const ir::Buffer& buffer = program_.buffers[b];
@@ -131,7 +162,7 @@ private:
           continue;
         if (aux.size() <= size_t(buffer.auxIndex))
           aux.resize(size_t(buffer.auxIndex) + 1);
-        aux[size_t(buffer.auxIndex)] = memory_[size_t(r)][b][0];
+        aux[size_t(buffer.auxIndex)] = memory_[size_t(r)][storage_[b]][0];
       }
       result.aux.push_back(std::move(aux));
     }
@@ -145,7 +176,7 @@ private:
     if (owner < 0 || owner >= call_.nranks)
       throw InterpretError(what + " on rank " + std::to_string(rank_) + " names rank " +
                            std::to_string(owner));
-    Slots& slots = memory_[size_t(owner)][size_t(region.buffer)];
+    Slots& slots = memory_[size_t(owner)][storage_[size_t(region.buffer)]];
     const int64_t slot = evaluateOrThrow(region.slot, env, "the slot of " + what);
     if (slot < 0 || slot >= int64_t(slots.size()))
       throw InterpretError(what + " on rank " + std::to_string(rank_) + ": slot " +
@@ -323,6 +354,7 @@ private:
   const std::vector<ir::Step>& steps_;
   const Call& call_;
   std::vector<RankMemory> memory_;
+  std::vector<size_t> storage_;
   std::map<std::string, Values> registers_;
   int rank_ = 0;
 };

@@ -3,6 +3,8 @@
 // after rank and statement after statement over whole regions. A verified program computes the
 // same whatever the order its threads and ranks run in, so this order gives the result every
 // correct kernel must give: the spec is its own reference, for any kind and any aux buffers.
+// Run in place (or with aliased aux buffers), it gives the values such a call computes in this
+// order; it cannot show a race, which the verifier's proof of the alias is for.
 //
 // Loads and stores are data moves whatever their kind (a poll reads, a flagged store writes);
 // accumulation-line adds add into lines that start each call at zero, and taking a line zeroes it.
@@ -31,9 +33,14 @@ struct Call {
   std::vector<std::vector<double>> input;
   /// aux[r][k]: rank r's aux buffer k (Buffer::auxIndex order), holding the caller's data.
   std::vector<std::vector<std::vector<double>>> aux;
+  /// Buffers passed as one memory: the output as the input's (in place), and aux buffers as
+  /// (written, read) auxIndex pairs, the memory holding the read buffer's data. Both of a pair
+  /// must have one size.
+  bool inPlace = false;
+  std::vector<std::pair<int, int>> auxAliases;
 };
 
-/// What the call leaves in the caller's memory.
+/// What the call leaves in the caller's memory (a buffer passed as another's memory: that memory).
 struct Result {
   std::vector<std::vector<double>> output;           // [rank]
   std::vector<std::vector<std::vector<double>>> aux; // [rank][auxIndex], written ones and not

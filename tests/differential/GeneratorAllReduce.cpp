@@ -10,11 +10,12 @@ void Generator::allreduceOneshot() {
   const std::string slot = slotName();
   d_.scratch.push_back(slot + "[nranks]: T[n]");
   // 0-2: no epilogue, 3: + residual, 4: + residual + bias, 5-6: residual_out, maybe rmsnorm.
-  const int epilogue = std::min(rng_.pick(0, 6), 5);
+  // Accumulating with '+' (forcePlus_) takes form 4, which has no epilogue.
+  const int epilogue = forcePlus_ ? rng_.pick(0, 2) : std::min(rng_.pick(0, 6), 5);
   const bool rms = epilogue == 5 && rng_.chance(60);
   const bool stage = !rms && rng_.chance(30);
   const bool chunkedPut = rng_.chance(30);
-  const int form = epilogue > 2 ? rng_.pick(0, 1) : rng_.pick(0, 4);
+  const int form = forcePlus_ ? 4 : epilogue > 2 ? rng_.pick(0, 1) : rng_.pick(0, 4);
   const bool viaAcc = !rms && epilogue != 5 && rng_.chance(25);
   d_.syncs = {"barrier", "ll", "sentinel"};
   if (form == 3)
@@ -49,6 +50,8 @@ void Generator::allreduceOneshot() {
   const bool pipelined = chunkedPut && form != 3 && rng_.chance(50);
   if (chunkedPut)
     d_.choose(pipelined ? "pipelined-put" : "chunked-put");
+  if (pipelined)
+    dropAtomicLines(); // ll128_atomic needs the puts in one step
   openStep("push", pipelined ? c + " in 0..nranks" : "");
   if (stage && chunkedPut) {
     // Chunks of the staged copy were written by other threads: only a barrier orders that.
@@ -110,7 +113,14 @@ void Generator::allreduceOneshot() {
     const std::string k = rng_.oneOf({"k", "off"});
     d_.body.line(target + " = " + own);
     d_.body.open("for " + k + " in 1..nranks");
-    d_.body.line(target + " = reduce(" + target + ", " + slot + "[(rank + " + k + ") % nranks])");
+    const std::string next = slot + "[" + ahead(k) + "]";
+    if (forcePlus_ || rng_.chance(30)) {
+      // '+' of the running sum and a peer's input: right for sum only.
+      d_.choose("plus");
+      d_.sumOnlyAt(d_.body.lineAt(target + " = " + target + " + " + next, target));
+    } else {
+      d_.body.line(target + " = reduce(" + target + ", " + next + ")");
+    }
     d_.body.close();
   }
   }
@@ -200,8 +210,16 @@ void Generator::allreduceRing() {
   d_.body.line("if " + s + " == 0 { put " + d_.in + ".chunk(rank) -> " + right + ".inbox[0] }");
   d_.body.open("if " + s + " != 0");
   const std::string k = "(rank + nranks - " + s + ") % nranks";
-  d_.body.line("partial.chunk(" + k + ") = reduce(" + d_.in + ".chunk(" + k + "), inbox[" + s +
-               " - 1])");
+  // Partial sums with '+' now and then: right for sum only.
+  const bool plus = forcePlus_ || rng_.chance(25);
+  const bool plusFirst = plus && (forcePlus_ || rng_.chance(70));
+  if (plus)
+    d_.choose("plus");
+  const std::string mine = d_.in + ".chunk(" + k + ")", before = "inbox[" + s + " - 1]";
+  if (plusFirst)
+    d_.sumOnlyAt(d_.body.lineAt("partial.chunk(" + k + ") = " + mine + " + " + before, "partial"));
+  else
+    d_.body.line("partial.chunk(" + k + ") = reduce(" + mine + ", " + before + ")");
   d_.body.line("put partial.chunk(" + k + ") -> " + right + ".inbox[" + s + "]");
   d_.body.close();
   d_.body.close();
@@ -209,8 +227,12 @@ void Generator::allreduceRing() {
   d_.body.line("wait scatter");
   d_.body.line("wait gather");
   d_.body.open("if " + s + " == 0");
-  d_.body.line(d_.out + ".chunk((rank + 1) % nranks) = reduce(" + d_.in +
-               ".chunk((rank + 1) % nranks), inbox[nranks - 2])");
+  const std::string last = d_.in + ".chunk((rank + 1) % nranks)";
+  if (plus && !plusFirst)
+    d_.sumOnlyAt(d_.body.lineAt(
+        d_.out + ".chunk((rank + 1) % nranks) = " + last + " + inbox[nranks - 2]", d_.out));
+  else
+    d_.body.line(d_.out + ".chunk((rank + 1) % nranks) = reduce(" + last + ", inbox[nranks - 2])");
   d_.body.line("put " + d_.out + ".chunk((rank + 1) % nranks) -> " + right +
                ".relay[(rank + 1) % nranks]");
   d_.body.close();
@@ -267,8 +289,10 @@ void Generator::allreduceAtomic() {
   openStep("add");
   d_.body.line("wait init");
   forEachPeer(peerVar(), [&](const std::string& idx, const std::string& ref) {
-    d_.body.line("atomic_add " + d_.in + ".chunk(" + idx + ") -> " + ref + ".acc.chunk(" + idx +
-                 ")");
+    // Atomic adds are sums whatever the operator.
+    d_.sumOnlyAt(d_.body.lineAt("atomic_add " + d_.in + ".chunk(" + idx + ") -> " + ref +
+                                    ".acc.chunk(" + idx + ")",
+                                "atomic_add"));
   });
   d_.body.close();
   openStep("share");

@@ -16,7 +16,8 @@ void Generator::allgatherDirect() {
   const int ownCopy = rng_.pick(0, 2); // in the push step, in the gather step, in a step of its own
   const bool split = rng_.chance(30);  // the gather split into the near peer and the far ones
   // Or send from the output, after copying the own block there in a step before.
-  const bool fromOutput = !stage && ownCopy == 2 && rng_.chance(50);
+  // (A block's chunk is no region, so not with chunked puts.)
+  const bool fromOutput = !stage && !chunkedPut && ownCopy == 2 && rng_.chance(50);
   std::string src = d_.in;
   if (stage) {
     d_.choose("staged");
@@ -119,7 +120,8 @@ void Generator::reducescatterDirect() {
   smallRanks();
   const std::string slot = slotName();
   d_.scratch.push_back(slot + "[nranks]: T[n]");
-  const int form = rng_.pick(0, 2); // this rank's block first, the slots first, accumulated
+  // This rank's block first, the slots first, accumulated (with '+' under forcePlus_).
+  const int form = forcePlus_ ? 2 : rng_.pick(0, 2);
   const bool residual = rng_.chance(20);
   const bool viaAcc = rng_.chance(25);
   d_.syncs = {"barrier", "ll", "sentinel"};
@@ -152,7 +154,14 @@ void Generator::reducescatterDirect() {
   else {
     d_.body.line(target + " = " + own);
     d_.body.open("for k in 1..nranks");
-    d_.body.line(target + " = reduce(" + target + ", " + slot + "[(rank + k) % nranks])");
+    const std::string next = slot + "[" + ahead("k") + "]";
+    if (forcePlus_ || rng_.chance(30)) {
+      // '+' of the running sum and a peer's block: right for sum only.
+      d_.choose("plus");
+      d_.sumOnlyAt(d_.body.lineAt(target + " = " + target + " + " + next, target));
+    } else {
+      d_.body.line(target + " = reduce(" + target + ", " + next + ")");
+    }
     d_.body.close();
     if (residual)
       d_.body.line(target + " = " + target + " + residual");
@@ -176,8 +185,14 @@ void Generator::reducescatterRing() {
   d_.body.line("if " + s + " == 0 { put " + d_.in + ".block((rank + nranks - 1) % nranks) -> " +
                right + ".inbox[0] }");
   d_.body.open("if " + s + " != 0");
-  d_.body.line("partial = reduce(" + d_.in + ".block((rank + nranks - 1 - " + s +
-               ") % nranks), inbox[" + s + " - 1])");
+  const std::string mine = d_.in + ".block((rank + nranks - 1 - " + s + ") % nranks)";
+  const bool plus = forcePlus_ || rng_.chance(25); // right for sum only
+  if (plus) {
+    d_.choose("plus");
+    d_.sumOnlyAt(d_.body.lineAt("partial = " + mine + " + inbox[" + s + " - 1]", "partial"));
+  } else {
+    d_.body.line("partial = reduce(" + mine + ", inbox[" + s + " - 1])");
+  }
   d_.body.line("put partial -> " + right + ".inbox[" + s + "]");
   d_.body.close();
   d_.body.close();

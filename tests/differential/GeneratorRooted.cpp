@@ -153,7 +153,13 @@ void Generator::reduceChain() {
   d_.body.open("if rank == (root + nranks - 1 - " + s + ") % nranks");
   d_.body.line("if " + s + " == 0 { put " + d_.in + " -> " + left + ".inbox[0] }");
   d_.body.open("if " + s + " != 0");
-  d_.body.line("partial = reduce(" + d_.in + ", inbox[" + s + " - 1])");
+  const bool plus = forcePlus_ || rng_.chance(25); // right for sum only
+  if (plus) {
+    d_.choose("plus");
+    d_.sumOnlyAt(d_.body.lineAt("partial = " + d_.in + " + inbox[" + s + " - 1]", "partial"));
+  } else {
+    d_.body.line("partial = reduce(" + d_.in + ", inbox[" + s + " - 1])");
+  }
   d_.body.line("put partial -> " + left + ".inbox[" + s + "]");
   d_.body.close();
   d_.body.close();

@@ -1,7 +1,8 @@
 // One variant of a spec interpreted in float64 (compiler/interpret/) against what it must compute:
 // the spec against its kind's result (computed here, independently, with NCCL's layouts) where it
 // has no aux buffers or rows, and the lowered program against the spec for every buffer the call
-// leaves. Inputs are small integers, so every sum is exact in any order and results compare
+// leaves, also in place and with aliased aux buffers where the variant allows them. Inputs are
+// small integers, so every sum is exact in any order and results compare
 // exactly. Shared by the interpreter's test on the stdlib and the differential test.
 #pragma once
 
@@ -17,10 +18,20 @@ namespace collc::differential {
 /// whole rows for a spec with rows.
 std::vector<int64_t> interpretedCounts(int nranks, int64_t rowLength);
 
+/// Calls interpreted and compared.
+struct InterpretedCalls {
+  int calls = 0;   // with distinct buffers
+  int inPlace = 0; // the lowered program in place
+  int aliased = 0; // the lowered program with aux buffers as one memory (in place too, if allowed)
+};
+
 /// Interprets `programs` (one variant, options as compiled) at every count of interpretedCounts
-/// and every root; returns the first difference found (with where), or empty. Adds the calls
-/// interpreted to `calls`.
+/// and every root; returns the first difference found (with where), or empty. Where the lowered
+/// program was proved for buffers as one memory (lowerVariantPrograms' proveAliases), it is also
+/// run so at the longest count, each allowed pair alone and all of them at once where
+/// aliasesTogether, on the same inputs: what it leaves must be what the spec computes with
+/// distinct buffers. Adds the calls interpreted to `counts`.
 std::string checkInterpreted(const VariantPrograms& programs, const CompileOptions& options,
-                             int& calls);
+                             InterpretedCalls& counts);
 
 } // namespace collc::differential

@@ -1,9 +1,13 @@
-// Differential testing on one GPU: random valid specs (tests/differential/SpecGenerator.h) and the
-// accepted specs of tests/specs, each compiled with every strategy it accepts, run as 2 to 8
-// co-resident ranks on GPU 0 (SharedGpuWorld) and checked against their float64 reference: the
-// kind's (CollectiveReference.h), or the spec interpreted where it has aux buffers. Counts leave
-// the last chunk empty, hold one element in it, and make it long and partial
-// (tests/ManyRankCounts.h). The closing line of each case says how many variants and calls it ran.
+// Differential testing on one GPU: random valid specs (tests/differential/SpecGenerator.h: seeds
+// 0..39, and the first later seed of each template or choice those miss) and the accepted specs
+// of tests/specs, each compiled with every strategy it accepts, run as 2 to 8 co-resident ranks on
+// GPU 0 (SharedGpuWorld) and checked against their float64 reference: the kind's
+// (CollectiveReference.h), or the spec interpreted where it has aux buffers. Counts leave the last
+// chunk empty, hold one element in it, and make it long and partial (tests/ManyRankCounts.h). The
+// element type goes round the strategies, and so does the operator for a generated spec that
+// reduces and holds for every operator. Where a variant allows it, its calls also run in place and
+// with its aux buffers as one memory, at the two longer counts. The closing line of each case says
+// how many variants and calls it ran.
 #include "compiler/Compile.h"
 #include "pipeline/CompilerErrors.h"
 #include "runtime/CoResidency.h"
@@ -29,11 +33,11 @@ namespace {
 
 /// Generated specs run on the GPU (seeds 0 .. kGeneratedSpecs - 1).
 constexpr uint64_t kGeneratedSpecs = 40;
-
 struct DifferentialCase {
   int nranks;
   std::string name;
   SpecSource source;
+  bool everyOperator = false; // reduces, and holds for max and min too: the operator goes round
 };
 
 void PrintTo(const DifferentialCase& c, std::ostream* os) {
@@ -64,12 +68,27 @@ std::filesystem::path acceptedSpecsDir() {
   return dir && *dir ? dir : COLLC_ACCEPTED_SPECS_DIR;
 }
 
+/// A generated spec of a reducing kind, without rows (whose epilogue's reference sums), that holds
+/// for every operator.
+bool everyOperator(const differential::GeneratedSpec& spec) {
+  const std::string kind = spec.shape.substr(0, spec.shape.find(' '));
+  return spec.sumOnlyAt.empty() && spec.text.find("\n  rows ") == std::string::npos &&
+         (kind == "allreduce" || kind == "reducescatter" || kind == "reduce");
+}
+
 std::vector<DifferentialCase> differentialCases() {
-  std::vector<std::pair<std::string, SpecSource>> specs;
-  for (uint64_t seed = 0; seed < kGeneratedSpecs; ++seed) {
+  struct Spec {
+    std::string name;
+    SpecSource source;
+    bool everyOperator;
+  };
+  std::vector<Spec> specs;
+  for (uint64_t seed :
+       differential::seedsCovering(kGeneratedSpecs, differential::featuredShapes())) {
     const differential::GeneratedSpec spec = differential::generateSpec(seed);
     specs.push_back({"generated_" + std::to_string(seed),
-                     SpecSource{"generated-" + std::to_string(seed) + ".coll", spec.text}});
+                     SpecSource{"generated-" + std::to_string(seed) + ".coll", spec.text},
+                     everyOperator(spec)});
   }
   std::error_code missing;
   for (const auto& entry : std::filesystem::directory_iterator(acceptedSpecsDir(), missing)) {
@@ -79,17 +98,31 @@ std::vector<DifferentialCase> differentialCases() {
     std::stringstream text;
     text << file.rdbuf();
     specs.push_back({"specs_" + entry.path().stem().string(),
-                     SpecSource{entry.path().filename().string(), text.str()}});
+                     SpecSource{entry.path().filename().string(), text.str()}, false});
   }
   // Rank count outermost: the shared world is rebuilt only when the rank count changes.
   std::vector<DifferentialCase> cases;
   for (int nranks = 2; nranks <= 8; ++nranks)
-    for (const auto& [name, source] : specs) {
-      const std::vector<int> counts = rankCountsOf(source);
+    for (const Spec& spec : specs) {
+      const std::vector<int> counts = rankCountsOf(spec.source);
       if (std::find(counts.begin(), counts.end(), nranks) != counts.end())
-        cases.push_back({nranks, name, source});
+        cases.push_back({nranks, spec.name, spec.source, spec.everyOperator});
     }
   return cases;
+}
+
+/// The ways `compiled` allows a call to pass buffers as one memory (its own lowered program's
+/// proof): in place, the aux pairs, and both where they were proved together.
+std::vector<BufferSharing> sharingsOf(const CompiledCollective& compiled) {
+  std::vector<BufferSharing> sharings;
+  const bool aux = !compiled.auxAliases.empty();
+  if (compiled.inPlace)
+    sharings.push_back({true, false});
+  if (aux)
+    sharings.push_back({false, true});
+  if (compiled.inPlace && aux && compiled.aliasesTogether)
+    sharings.push_back({true, true});
+  return sharings;
 }
 
 class DifferentialOneGpu : public ::testing::TestWithParam<DifferentialCase> {
@@ -111,14 +144,17 @@ TEST_P(DifferentialOneGpu, EveryStrategyMatchesTheReference) {
   const int multiprocessors = multiprocessorCount(0);
   JitOptions jit;
   jit.arch = gpuArch(0);
-  int variants = 0, calls = 0;
-  size_t d = 0;
+  int variants = 0, calls = 0, sharedCalls = 0;
+  size_t d = 0, o = 0;
   for (SyncKind sync : tests::kGpuStrategies) {
     const DType dtype = kAllDTypes[d++ % std::size(kAllDTypes)];
+    const ReduceOp ops[] = {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min};
+    const ReduceOp op = c.everyOperator ? ops[o++ % std::size(ops)] : ReduceOp::Sum;
     CompileOptions options;
     options.nranks = c.nranks;
     options.sync = sync;
     options.dtype = dtype;
+    options.op = tests::strategyApplies(sync, op) ? op : ReduceOp::Sum;
     options.formatSource = false;
     options.blocks = std::min(4, maxCoResidentBlocksPerRank(multiprocessors, c.nranks));
     std::string refused;
@@ -130,7 +166,8 @@ TEST_P(DifferentialOneGpu, EveryStrategyMatchesTheReference) {
     }
     auto compiled = fromCompiler(compileCollective(c.source, options, llvm::errs()));
     ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError());
-    SCOPED_TRACE(std::string("sync ") + std::string(name(sync)) + " " + std::string(name(dtype)));
+    SCOPED_TRACE(std::string("sync ") + std::string(name(sync)) + " " + std::string(name(dtype)) +
+                 " op " + std::string(name(options.op)));
     Expected<JitResult> cubin =
         compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Cubin, jit);
     ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError());
@@ -154,10 +191,30 @@ TEST_P(DifferentialOneGpu, EveryStrategyMatchesTheReference) {
       EXPECT_TRUE(report->correct) << c.source.text << "\n" << report->firstMismatches;
       calls += report->checkedCalls;
     }
+    // The same variant with buffers as one memory, as its proof allows: the references are
+    // computed from the inputs before each call.
+    for (const BufferSharing& sharing : sharingsOf(*compiled)) {
+      SCOPED_TRACE(describe(sharing));
+      for (size_t k = 1; k < counts.size(); ++k) {
+        SCOPED_TRACE("count " + std::to_string(counts[k]));
+        RunOptions run;
+        run.count = counts[k];
+        run.time = false;
+        run.seed = counts[k] * 37 + uint64_t(c.nranks);
+        run.reference = programs->spec;
+        run.sharing = sharing;
+        Expected<RunReport> report = runAndCheck(*world_, **instance, *compiled, run);
+        ASSERT_TRUE(bool(report)) << toString(report.takeError());
+        EXPECT_TRUE(report->correct) << c.source.text << "\n" << report->firstMismatches;
+        sharedCalls += report->checkedCalls;
+      }
+    }
   }
   EXPECT_GE(variants, 1) << "no GPU strategy compiles " << c.name;
-  std::cout << "[ differential ] " << c.name << " at " << c.nranks << " ranks: " << variants
-            << " variants, " << calls << " calls checked\n";
+  // The awk of scripts/gpu-check sums the words before "variants," and "calls checked".
+  std::cout << "[ differential ] " << c.name << " at " << c.nranks << " ranks: " << sharedCalls
+            << " calls with buffers as one memory, " << variants << " variants, " << calls
+            << " calls checked\n";
 }
 
 // The accepted specs are part of the matrix: a run that cannot find them must say so.
