@@ -16,16 +16,12 @@
 #include "runtime/Jit.h"
 #include "tests/ManyRankCounts.h"
 #include "tests/StdlibAliases.h"
+#include "tests/gpu/CoResidentCases.h"
 #include "tests/gpu/GpuTestMain.h"
 #include "tools/harness/RunHarness.h"
 
 #include <algorithm>
-#include <atomic>
-#include <llvm/Support/raw_ostream.h>
-#include <map>
 #include <ostream>
-#include <set>
-#include <thread>
 
 namespace collc {
 namespace {
@@ -33,28 +29,9 @@ namespace {
 constexpr int kRankCounts[] = {2, 3, 5, 8};
 constexpr int kGraphCalls = 4;
 
-struct InPlaceCase {
-  int nranks;
-  std::string spec;
-  SyncKind sync;
-  DType dtype;
-  ReduceOp op;
-  int root;
-};
-
-std::string caseName(const InPlaceCase& c) {
-  return "r" + std::to_string(c.nranks) + "_" + c.spec + "_" + std::string(name(c.sync)) + "_" +
-         std::string(name(c.dtype)) + "_" + std::string(name(c.op)) + "_root" +
-         std::to_string(c.root);
-}
-
-void PrintTo(const InPlaceCase& c, std::ostream* os) {
-  *os << caseName(c);
-}
-
-bool hasRows(const std::string& spec) {
-  return spec == "allreduce_rmsnorm";
-}
+using InPlaceCase = gputest::CoResidentCase;
+using gputest::caseName;
+using gputest::hasRows;
 
 /// The ways of sharing memory the claims allow the strategy: in place, the aux pairs, both.
 std::vector<BufferSharing> sharingsOf(const tests::StdlibAliasFacts& claims, SyncKind sync) {
@@ -91,109 +68,9 @@ std::vector<InPlaceCase> inPlaceCases() {
   return cases;
 }
 
-struct InPlaceVariant {
-  CompiledCollective compiled;
-  std::string cubin;
-  std::string error;
-};
-
-/// The spec compiled for the case; with fewer blocks than its own where all ranks' would not fit.
-InPlaceVariant compileCase(const InPlaceCase& c, int multiprocessors) {
-  InPlaceVariant variant;
-  auto spec = fromCompiler(loadSpec(c.spec));
-  if (!spec) {
-    variant.error = toString(spec.takeError());
-    return variant;
-  }
-  CompileOptions options;
-  options.dtype = c.dtype;
-  options.op = c.op;
-  options.nranks = c.nranks;
-  options.root = c.root;
-  options.sync = c.sync;
-  options.formatSource = false;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    auto compiled = fromCompiler(compileCollective(*spec, options, llvm::errs()));
-    if (!compiled) {
-      variant.error = "compile: " + toString(compiled.takeError());
-      return variant;
-    }
-    variant.compiled = std::move(*compiled);
-    const int most = maxCoResidentBlocksPerRank(multiprocessors, c.nranks);
-    if (variant.compiled.launch.blocks <= most || most < 1)
-      break;
-    options.blocks = most;
-  }
-  return variant;
-}
-
-/// The names of the cases this process runs (its filter and shard).
-std::set<std::string> casesToRun() {
-  std::set<std::string> names;
-  const ::testing::UnitTest& unit = *::testing::UnitTest::GetInstance();
-  for (int i = 0; i < unit.total_test_suite_count(); ++i) {
-    const ::testing::TestSuite& suite = *unit.GetTestSuite(i);
-    for (int j = 0; j < suite.total_test_count(); ++j) {
-      const ::testing::TestInfo& info = *suite.GetTestInfo(j);
-      const std::string test = info.name();
-      if (info.should_run() && test.find('/') != std::string::npos)
-        names.insert(test.substr(test.rfind('/') + 1));
-    }
-  }
-  return names;
-}
-
-/// The case's variant. The first case of a rank count compiles every case of that count that this
-/// process runs, then NVRTC on several threads.
-const InPlaceVariant& variantFor(const InPlaceCase& c) {
-  static std::map<std::string, InPlaceVariant> variants;
-  static std::set<int> compiledRankCounts;
-  if (compiledRankCounts.insert(c.nranks).second) {
-    const int multiprocessors = multiprocessorCount(0);
-    JitOptions jit;
-    if (std::string arch = gpuArch(0); !arch.empty())
-      jit.arch = arch;
-    const std::set<std::string> running = casesToRun();
-    std::vector<InPlaceVariant*> pending;
-    for (const InPlaceCase& each : inPlaceCases()) {
-      const std::string name = caseName(each);
-      if (each.nranks != c.nranks || (name != caseName(c) && !running.count(name)))
-        continue;
-      InPlaceVariant& variant = variants[name];
-      variant = compileCase(each, multiprocessors);
-      if (variant.error.empty())
-        pending.push_back(&variant);
-    }
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i; (i = next++) < pending.size();) {
-        InPlaceVariant& variant = *pending[i];
-        Expected<JitResult> cubin = compileCuda(variant.compiled.cudaSource,
-                                                variant.compiled.kernelName, JitOutput::Cubin, jit);
-        if (cubin)
-          variant.cubin = std::move(cubin->image);
-        else
-          variant.error = "NVRTC: " + toString(cubin.takeError());
-      }
-    };
-    const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
-    std::vector<std::thread> workers;
-    for (unsigned t = 1; t < threads; ++t)
-      workers.emplace_back(work);
-    work();
-    for (std::thread& worker : workers)
-      worker.join();
-  }
-  return variants.at(caseName(c));
-}
-
-std::vector<uint64_t> countsFor(const InPlaceCase& c, const CompiledCollective& compiled) {
-  if (compiled.rowLength <= 0)
-    return tests::manyRankCounts(c.nranks);
-  std::vector<uint64_t> counts;
-  for (uint64_t tokens : tests::manyRankTokens(c.nranks))
-    counts.push_back(tokens * uint64_t(compiled.rowLength));
-  return counts;
+const gputest::CoResidentVariant& variantFor(const InPlaceCase& c) {
+  static gputest::CoResidentVariants variants(inPlaceCases);
+  return variants.of(c);
 }
 
 class InPlaceOneGpu : public ::testing::TestWithParam<InPlaceCase> {
@@ -212,7 +89,7 @@ protected:
 
 TEST_P(InPlaceOneGpu, EveryCallInPlaceMatchesFloat64Reference) {
   const InPlaceCase& c = GetParam();
-  const InPlaceVariant& variant = variantFor(c);
+  const gputest::CoResidentVariant& variant = variantFor(c);
   ASSERT_TRUE(variant.error.empty()) << variant.error;
   const CompiledCollective& compiled = variant.compiled;
   // The claims this case runs on, stated by the very variant it runs.
@@ -225,7 +102,7 @@ TEST_P(InPlaceOneGpu, EveryCallInPlaceMatchesFloat64Reference) {
   }
 
   const bool rows = compiled.rowLength > 0;
-  const std::vector<uint64_t> counts = countsFor(c, compiled);
+  const std::vector<uint64_t> counts = gputest::coResidentCounts(c.nranks, compiled);
   const uint64_t maxCount = *std::max_element(counts.begin(), counts.end());
   Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(*world_, compiled, variant.cubin, maxCount);
@@ -290,7 +167,7 @@ TEST(InPlaceOneGpuRefusals, TheRuntimeRefusesAnInPlaceLaunchTheVariantDoesNotAll
     GTEST_SKIP() << skip;
   }
   const InPlaceCase c{2, "allreduce_rmsnorm", SyncKind::LL, DType::BF16, ReduceOp::Sum, 0};
-  InPlaceVariant variant = compileCase(c, multiprocessorCount(0));
+  gputest::CoResidentVariant variant = gputest::compileCoResident(c, multiprocessorCount(0));
   ASSERT_TRUE(variant.error.empty()) << variant.error;
   ASSERT_FALSE(variant.compiled.inPlace);
   JitOptions jit;

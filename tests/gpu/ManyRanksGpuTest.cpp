@@ -17,16 +17,13 @@
 #include "tests/ManyRankCounts.h"
 #include "tests/StdlibApplicability.h"
 #include "tests/StdlibStrategies.h"
+#include "tests/gpu/CoResidentCases.h"
 #include "tests/gpu/GpuTestMain.h"
 #include "tools/harness/RunHarness.h"
 
 #include <algorithm>
-#include <atomic>
 #include <llvm/Support/raw_ostream.h>
-#include <map>
 #include <ostream>
-#include <set>
-#include <thread>
 
 namespace collc {
 namespace {
@@ -36,29 +33,9 @@ constexpr int kMostRanks = 8;
 // Calls in the replayed graph, each with its own buffers.
 constexpr int kGraphCalls = 4;
 
-struct ManyRankCase {
-  int nranks;
-  std::string spec;
-  SyncKind sync;
-  DType dtype;
-  ReduceOp op;
-  int root;
-};
-
-std::string caseName(const ManyRankCase& c) {
-  return "r" + std::to_string(c.nranks) + "_" + c.spec + "_" + std::string(name(c.sync)) + "_" +
-         std::string(name(c.dtype)) + "_" + std::string(name(c.op)) + "_root" +
-         std::to_string(c.root);
-}
-
-void PrintTo(const ManyRankCase& c, std::ostream* os) {
-  *os << caseName(c);
-}
-
-/// A spec with rows (the fused RMSNorm) is run with whole rows, finite inputs and sum.
-bool hasRows(const std::string& spec) {
-  return spec == "allreduce_rmsnorm";
-}
+using ManyRankCase = gputest::CoResidentCase;
+using gputest::caseName;
+using gputest::hasRows;
 
 std::vector<ManyRankCase> manyRankCases() {
   std::vector<ManyRankCase> cases;
@@ -79,113 +56,9 @@ std::vector<ManyRankCase> manyRankCases() {
   return cases;
 }
 
-/// A case compiled for GPU 0, or why it could not be.
-struct ManyRankVariant {
-  CompiledCollective compiled;
-  std::string cubin;
-  std::string error;
-};
-
-/// The spec compiled for the case; with fewer blocks than its own where all ranks' would not fit.
-ManyRankVariant compileCase(const ManyRankCase& c, int multiprocessors) {
-  ManyRankVariant variant;
-  auto spec = fromCompiler(loadSpec(c.spec));
-  if (!spec) {
-    variant.error = toString(spec.takeError());
-    return variant;
-  }
-  CompileOptions options;
-  options.dtype = c.dtype;
-  options.op = c.op;
-  options.nranks = c.nranks;
-  options.root = c.root;
-  options.sync = c.sync;
-  options.formatSource = false; // a third of the compile, and nobody reads these sources
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    auto compiled = fromCompiler(compileCollective(*spec, options, llvm::errs()));
-    if (!compiled) {
-      variant.error = "compile: " + toString(compiled.takeError());
-      return variant;
-    }
-    variant.compiled = std::move(*compiled);
-    const int most = maxCoResidentBlocksPerRank(multiprocessors, c.nranks);
-    if (variant.compiled.launch.blocks <= most || most < 1)
-      break;
-    options.blocks = most;
-  }
-  return variant;
-}
-
-/// The names of the cases this process runs (its filter and shard): ctest runs one per process,
-/// and that one should compile one kernel.
-std::set<std::string> casesToRun() {
-  std::set<std::string> names;
-  const ::testing::UnitTest& unit = *::testing::UnitTest::GetInstance();
-  for (int i = 0; i < unit.total_test_suite_count(); ++i) {
-    const ::testing::TestSuite& suite = *unit.GetTestSuite(i);
-    for (int j = 0; j < suite.total_test_count(); ++j) {
-      const ::testing::TestInfo& info = *suite.GetTestInfo(j);
-      const std::string test = info.name();
-      if (info.should_run() && test.find('/') != std::string::npos)
-        names.insert(test.substr(test.rfind('/') + 1));
-    }
-  }
-  return names;
-}
-
-/// The case's variant. The first case of a rank count compiles every case of that count that this
-/// process runs: the specs one after another, then NVRTC on several threads (a rank count has
-/// about 75 kernels, a few hundred ms each where the cache does not have them).
-const ManyRankVariant& variantFor(const ManyRankCase& c) {
-  static std::map<std::string, ManyRankVariant> variants;
-  static std::set<int> compiledRankCounts;
-  if (compiledRankCounts.insert(c.nranks).second) {
-    const int multiprocessors = multiprocessorCount(0);
-    JitOptions jit;
-    if (std::string arch = gpuArch(0); !arch.empty())
-      jit.arch = arch;
-    const std::set<std::string> running = casesToRun();
-    std::vector<ManyRankVariant*> pending;
-    for (const ManyRankCase& each : manyRankCases()) {
-      const std::string name = caseName(each);
-      if (each.nranks != c.nranks || (name != caseName(c) && !running.count(name)))
-        continue;
-      ManyRankVariant& variant = variants[name];
-      variant = compileCase(each, multiprocessors);
-      if (variant.error.empty())
-        pending.push_back(&variant);
-    }
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i; (i = next++) < pending.size();) {
-        ManyRankVariant& variant = *pending[i];
-        Expected<JitResult> cubin = compileCuda(variant.compiled.cudaSource,
-                                                variant.compiled.kernelName, JitOutput::Cubin, jit);
-        if (cubin)
-          variant.cubin = std::move(cubin->image);
-        else
-          variant.error = "NVRTC: " + toString(cubin.takeError());
-      }
-    };
-    const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
-    std::vector<std::thread> workers;
-    for (unsigned t = 1; t < threads; ++t)
-      workers.emplace_back(work);
-    work();
-    for (std::thread& worker : workers)
-      worker.join();
-  }
-  return variants.at(caseName(c));
-}
-
-/// The element counts of the case: tests/ManyRankCounts.h, in whole rows for a spec with rows.
-std::vector<uint64_t> countsFor(const ManyRankCase& c, const CompiledCollective& compiled) {
-  if (compiled.rowLength <= 0)
-    return tests::manyRankCounts(c.nranks);
-  std::vector<uint64_t> counts;
-  for (uint64_t tokens : tests::manyRankTokens(c.nranks))
-    counts.push_back(tokens * uint64_t(compiled.rowLength));
-  return counts;
+const gputest::CoResidentVariant& variantFor(const ManyRankCase& c) {
+  static gputest::CoResidentVariants variants(manyRankCases);
+  return variants.of(c);
 }
 
 class ManyRanksOneGpu : public ::testing::TestWithParam<ManyRankCase> {
@@ -204,13 +77,13 @@ protected:
 
 TEST_P(ManyRanksOneGpu, EveryCallMatchesFloat64Reference) {
   const ManyRankCase& c = GetParam();
-  const ManyRankVariant& variant = variantFor(c);
+  const gputest::CoResidentVariant& variant = variantFor(c);
   ASSERT_TRUE(variant.error.empty()) << variant.error;
   const CompiledCollective& compiled = variant.compiled;
   ASSERT_LE(compiled.launch.blocks * c.nranks, multiprocessorCount(0));
   const bool rows = compiled.rowLength > 0;
   ASSERT_EQ(rows, hasRows(c.spec));
-  const std::vector<uint64_t> counts = countsFor(c, compiled);
+  const std::vector<uint64_t> counts = gputest::coResidentCounts(c.nranks, compiled);
   const uint64_t maxCount = *std::max_element(counts.begin(), counts.end());
   Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(*world_, compiled, variant.cubin, maxCount);

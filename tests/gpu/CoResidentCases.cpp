@@ -1,0 +1,130 @@
+#include "tests/gpu/CoResidentCases.h"
+
+#include "compiler/Compile.h"
+#include "pipeline/CompilerErrors.h"
+#include "runtime/CoResidency.h"
+#include "runtime/Devices.h"
+#include "runtime/Jit.h"
+#include "tests/ManyRankCounts.h"
+
+#include <algorithm>
+#include <atomic>
+#include <gtest/gtest.h>
+#include <llvm/Support/raw_ostream.h>
+#include <thread>
+
+namespace collc::gputest {
+namespace {
+
+/// The parameter names of the parameterized tests this process runs (its filter and shard):
+/// ctest runs one per process, and that one should compile one kernel.
+std::set<std::string> namesToRun() {
+  std::set<std::string> names;
+  const ::testing::UnitTest& unit = *::testing::UnitTest::GetInstance();
+  for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+    const ::testing::TestSuite& suite = *unit.GetTestSuite(i);
+    for (int j = 0; j < suite.total_test_count(); ++j) {
+      const ::testing::TestInfo& info = *suite.GetTestInfo(j);
+      const std::string test = info.name();
+      if (info.should_run() && test.find('/') != std::string::npos)
+        names.insert(test.substr(test.rfind('/') + 1));
+    }
+  }
+  return names;
+}
+
+} // namespace
+
+std::string caseName(const CoResidentCase& c) {
+  return "r" + std::to_string(c.nranks) + "_" + c.spec + "_" + std::string(name(c.sync)) + "_" +
+         std::string(name(c.dtype)) + "_" + std::string(name(c.op)) + "_root" +
+         std::to_string(c.root);
+}
+
+void PrintTo(const CoResidentCase& c, std::ostream* os) {
+  *os << caseName(c);
+}
+
+bool hasRows(const std::string& spec) {
+  return spec == "allreduce_rmsnorm";
+}
+
+CoResidentVariant compileCoResident(const CoResidentCase& c, int multiprocessors) {
+  CoResidentVariant variant;
+  auto spec = fromCompiler(loadSpec(c.spec));
+  if (!spec) {
+    variant.error = toString(spec.takeError());
+    return variant;
+  }
+  CompileOptions options;
+  options.dtype = c.dtype;
+  options.op = c.op;
+  options.nranks = c.nranks;
+  options.root = c.root;
+  options.sync = c.sync;
+  options.formatSource = false; // a third of the compile, and nobody reads these sources
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto compiled = fromCompiler(compileCollective(*spec, options, llvm::errs()));
+    if (!compiled) {
+      variant.error = "compile: " + toString(compiled.takeError());
+      return variant;
+    }
+    variant.compiled = std::move(*compiled);
+    const int most = maxCoResidentBlocksPerRank(multiprocessors, c.nranks);
+    if (variant.compiled.launch.blocks <= most || most < 1)
+      break;
+    options.blocks = most;
+  }
+  return variant;
+}
+
+const CoResidentVariant& CoResidentVariants::of(const CoResidentCase& c) {
+  if (compiledRankCounts_.insert(c.nranks).second) {
+    const int multiprocessors = multiprocessorCount(0);
+    JitOptions jit;
+    if (std::string arch = gpuArch(0); !arch.empty())
+      jit.arch = arch;
+    const std::set<std::string> running = namesToRun();
+    std::vector<CoResidentVariant*> pending;
+    for (const CoResidentCase& each : cases_()) {
+      const std::string name = caseName(each);
+      if (each.nranks != c.nranks || (name != caseName(c) && !running.count(name)))
+        continue;
+      CoResidentVariant& variant = variants_[name];
+      variant = compileCoResident(each, multiprocessors);
+      if (variant.error.empty())
+        pending.push_back(&variant);
+    }
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next++) < pending.size();) {
+        CoResidentVariant& variant = *pending[i];
+        Expected<JitResult> cubin = compileCuda(variant.compiled.cudaSource,
+                                                variant.compiled.kernelName, JitOutput::Cubin, jit);
+        if (cubin)
+          variant.cubin = std::move(cubin->image);
+        else
+          variant.error = "NVRTC: " + toString(cubin.takeError());
+      }
+    };
+    const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+    std::vector<std::thread> workers;
+    for (unsigned t = 1; t < threads; ++t)
+      workers.emplace_back(work);
+    work();
+    for (std::thread& worker : workers)
+      worker.join();
+  }
+  return variants_.at(caseName(c));
+}
+
+std::vector<uint64_t> coResidentCounts(int nranks, const CompiledCollective& compiled) {
+  if (compiled.rowLength <= 0)
+    return tests::manyRankCounts(nranks);
+  std::vector<uint64_t> counts;
+  for (uint64_t tokens : tests::manyRankTokens(nranks))
+    counts.push_back(tokens * uint64_t(compiled.rowLength));
+  return counts;
+}
+
+} // namespace collc::gputest
