@@ -116,8 +116,9 @@ def _environment_with(tmp_path, **extra):
 
 def test_using_the_package_leaves_the_environment_as_it_was(tmp_path):
     # An NVRTC wheel's layout on sys.path: the package hands its library to the runtime as an
-    # argument, where it once set COLLC_NVRTC_LIBRARY.
-    wheel_lib = tmp_path / "site" / "nvidia" / "cuda_nvrtc" / "lib"
+    # argument, where it once set COLLC_NVRTC_LIBRARY. The layout it looks for first (CUDA 13's), so
+    # that a machine whose torch brought its own NVRTC wheel finds this one ahead of it.
+    wheel_lib = tmp_path / "site" / "nvidia" / "cu13" / "lib"
     wheel_lib.mkdir(parents=True)
     (wheel_lib / "libnvrtc.so.13").write_bytes(b"")
     seen = _probe(tmp_path, _environment_with(tmp_path))
