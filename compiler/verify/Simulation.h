@@ -16,6 +16,8 @@
 #include "compiler/verify/Affine.h"
 #include "dsl/Diagnostics.h"
 
+#include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -69,6 +71,26 @@ struct RunFacts {
 /// where a position is not affine in q for this residue class (Affine.h).
 RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps,
                   const RunConfig& config, Arith& arith, Diagnostics* diags);
+
+/// An element of some rank's input (tag 0) or aux buffer (tag k: aux buffer k - 1) that reached an
+/// element. A weight's element (`anyIndex`) is the one of the element's row position.
+struct Source {
+  int rank = 0;
+  int tag = 0;
+  int64_t index = 0;
+  bool anyIndex = false;
+};
+/// What one element holds at the end of a run: its sources (sorted by tag, rank, index), or
+/// nullopt where nothing wrote it.
+using ElementSources = std::optional<std::vector<Source>>;
+/// [rank][element] of each output and aux buffer, by buffer.
+using FinalSources = std::map<ir::BufferId, std::vector<std::vector<ElementSources>>>;
+
+/// Runs the spec `steps` once for a configuration with a fixed count (config.count constant, no
+/// reference) and says which input and aux elements reach each element of its output and aux
+/// buffers. Throws RunFailed where the spec breaks a rule there.
+FinalSources finalSources(const ir::Program& program, const std::vector<ir::Step>& steps,
+                          const RunConfig& config);
 
 } // namespace collc::proof
 
