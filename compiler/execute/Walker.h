@@ -16,8 +16,8 @@
 #ifndef COLLC_COMPILER_EXECUTE_WALKER_H
 #define COLLC_COMPILER_EXECUTE_WALKER_H
 
+#include "compiler/execute/Affine.h"
 #include "compiler/ir/IR.h"
-#include "compiler/verify/Affine.h"
 
 #include <map>
 #include <string>
@@ -25,11 +25,8 @@
 
 namespace collc::execute {
 
-using proof::Affine;
-using proof::AffineError;
-using proof::Arith;
 /// The values an expression's free names take (n affine; a number where Arith is concrete).
-using Env = proof::Bindings;
+using Env = Bindings;
 
 /// Loops one run runs at most before it calls a program unreasonable.
 inline constexpr int64_t kMaxLoopTrips = 1024;
@@ -178,7 +175,7 @@ protected:
   // ------------------------------------------------------------------ evaluation
   Affine evalAffine(const ir::Expr& e, const Env& env, llvm::SMLoc loc) {
     std::string why;
-    auto value = proof::evaluate(e, env, arith_, &why);
+    auto value = evaluate(e, env, arith_, &why);
     if (!value)
       domain().fail(loc, "cannot evaluate expression: " + why);
     return *value;
@@ -187,7 +184,7 @@ protected:
   int64_t evalInt(const ir::Expr& e, const Env& env, llvm::SMLoc loc) {
     Affine value = evalAffine(e, env, loc);
     if (!value.isConstant())
-      throw proof::AffineError{"an index, bound or condition that depends on n"};
+      throw AffineError{"an index, bound or condition that depends on n"};
     return value.v;
   }
 

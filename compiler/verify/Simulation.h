@@ -2,7 +2,7 @@
 // element in effect, with every element of a buffer holding the multiset of (rank, input index)
 // contributions that reached it. Elements that fare alike are kept together as segments of a
 // slot, so a run costs as much as its statements and their boundaries, not as n: that is what
-// lets the verifier run every count's residue with n symbolic (Affine.h).
+// lets the verifier run every count's residue with n symbolic (execute/Affine.h).
 //
 // The same run checks the spec (its `wait`s order what it reads) and the lowered program (its
 // barriers and polls do), the latter with the rules of the unit each strategy works in: a packet
@@ -12,8 +12,8 @@
 #define COLLC_COMPILER_VERIFY_SIMULATION_H
 
 #include "compiler/Verifier.h"
+#include "compiler/execute/Affine.h"
 #include "compiler/ir/IR.h"
-#include "compiler/verify/Affine.h"
 #include "dsl/Diagnostics.h"
 
 #include <map>
@@ -22,6 +22,12 @@
 #include <vector>
 
 namespace collc::proof {
+
+// The executor's integers (n affine) serve the proof's configurations and errors.
+using execute::Affine;
+using execute::AffineError;
+using execute::Arith;
+using execute::SplitQ;
 
 /// Memory one run may take for its elements (segments, their values and accesses): with the work
 /// budget, what bounds the verifier for any input. Past it a run throws AffineError{"memory"}.
@@ -68,7 +74,7 @@ struct RunFacts {
 /// Runs `steps` (the program's, expanded for config.nranks) once. `diags` null: quiet (a symbolic
 /// run reports nothing; the caller reruns the failing configuration with numbers to report it).
 /// Throws RunFailed (after reporting) on a broken rule, AffineError on an internal limit, SplitQ
-/// where a position is not affine in q for this residue class (Affine.h).
+/// where a position is not affine in q for this residue class (execute/Affine.h).
 RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps,
                   const RunConfig& config, Arith& arith, Diagnostics* diags);
 
