@@ -1,8 +1,9 @@
-// One run of a program's data flow for one configuration (rank count, root, count n), element by
-// element in effect, with every element of a buffer holding the multiset of (rank, input index)
-// contributions that reached it. Elements that fare alike are kept together as segments of a
-// slot, so a run costs as much as its statements and their boundaries, not as n: that is what
-// lets the verifier run every count's residue with n symbolic (execute/Affine.h).
+// One run of a program's data flow for one configuration (rank count, root, count n): the
+// executor (compiler/execute/Walker.h) over the proof's value domain. Element by element in
+// effect, every element of a buffer holds the multiset of (rank, input index) contributions that
+// reached it. Elements that fare alike are kept together as segments of a slot, so a run costs as
+// much as its statements and their boundaries, not as n: that is what lets the verifier run every
+// count's residue with n symbolic (execute/Affine.h).
 //
 // The same run checks the spec (its `wait`s order what it reads) and the lowered program (its
 // barriers and polls do), the latter with the rules of the unit each strategy works in: a packet
