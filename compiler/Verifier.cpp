@@ -22,7 +22,7 @@ using proof::RunFailed;
 /// Every run of one program for one rank count: the counts an earlier verifier tried first (so
 /// their diagnostics read as before), then every residue of n modulo 8 * nranks with q symbolic
 /// (split into residues of a multiple of it where a division needs it: SplitQ), then every q below
-/// the symbolic run's bound with numbers (Affine.h).
+/// the symbolic run's bound with numbers (execute/Affine.h).
 class Sweep {
 public:
   Sweep(const ir::Program& program, const std::vector<ir::Step>& steps, RunConfig base,

@@ -10,7 +10,7 @@
 //  - that every `wait` orders something for some rank count and n,
 //  - in the lowered program: the same, with barriers and polls instead of waits, and the rules of
 //    the strategy's unit (packets, polled elements, accumulation lines).
-// Why the finitely many runs cover every n: verify/Affine.h and dsl/README.md.
+// Why the finitely many runs cover every n: execute/Affine.h and dsl/README.md.
 // A failed proof is an error at the offending statement naming the rank count and n that break.
 #ifndef COLLC_COMPILER_VERIFIER_H
 #define COLLC_COMPILER_VERIFIER_H

@@ -1,15 +1,13 @@
 #include "compiler/interpret/Interpreter.h"
 
+#include "compiler/execute/Walker.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 
 namespace collc::interpret {
 namespace {
-
-/// Loops the interpreter runs before it calls a program unreasonable (the verifier's own limit).
-constexpr int64_t kMaxLoopTrips = 1024;
 
 using Values = std::vector<double>;
 
@@ -19,34 +17,34 @@ using Slots = std::vector<Values>;
 /// What one rank's memory is: every buffer's slots. Aux buffers and the input are the caller's.
 using RankMemory = std::vector<Slots>;
 
-ir::Env baseEnv(const Call& call, int rank) {
-  ir::Env env;
-  env.rank = rank;
-  env.nranks = call.nranks;
-  env.count = call.count;
-  env.root = call.root;
-  env.rowLength = call.rowLength;
-  return env;
+ir::BufferId auxBuffer(const ir::Program& program, int index) {
+  for (size_t b = 0; b < program.buffers.size(); ++b)
+    if (program.buffers[b].role == ir::BufferRole::Aux && program.buffers[b].auxIndex == index)
+      return ir::BufferId(b);
+  return ir::BufferId(-1);
 }
 
-int64_t evaluateOrThrow(const ir::Expr& e, const ir::Env& env, const std::string& what) {
-  std::string why;
-  auto value = ir::evaluate(e, env, &why);
-  if (!value)
-    throw InterpretError("cannot evaluate " + what + ": " + why);
-  return *value;
+/// The call as the executor's configuration: its buffers passed as one memory as alias pairs.
+execute::Shape callShape(const ir::Program& program, const Call& call) {
+  execute::Shape shape{
+      call.nranks, call.root, execute::Affine::constant(call.count), call.rowLength, {}};
+  auto alias = [&](ir::BufferId user, ir::BufferId owner, const std::string& what) {
+    if (user < 0 || owner < 0)
+      throw InterpretError(what + ": the program has no such buffer");
+    shape.aliases.push_back({user, owner});
+  };
+  if (call.inPlace)
+    alias(program.output(), program.input(), "in place");
+  for (const auto& [written, read] : call.auxAliases)
+    alias(auxBuffer(program, written), auxBuffer(program, read),
+          "aux buffers " + std::to_string(written) + " and " + std::to_string(read));
+  return shape;
 }
 
-/// Elements of one slot of `buffer` and its slot count for a call.
-std::pair<int64_t, int64_t> shapeOf(const ir::Buffer& buffer, const Call& call) {
-  const ir::Env env = baseEnv(call, 0);
-  const int64_t slots = evaluateOrThrow(buffer.slots, env, "the slots of '" + buffer.name + "'");
-  const int64_t elems = evaluateOrThrow(buffer.slotElems, env, "the size of '" + buffer.name + "'");
-  if (slots < 1 || elems < 0 || elems > (int64_t(1) << 32))
-    throw InterpretError("buffer '" + buffer.name + "' has " + std::to_string(slots) +
-                         " slots of " + std::to_string(elems) + " elements");
-  return {slots, elems};
-}
+/// Numbers: every value the walker computes is a plain one.
+struct ConcreteArith {
+  execute::Arith arith{false};
+};
 
 double combine(ReduceOp op, double a, double b) {
   switch (op) {
@@ -60,22 +58,27 @@ double combine(ReduceOp op, double a, double b) {
   return a + b;
 }
 
-class Machine {
+/// The reference's domain of the executor: every element holds a float64.
+class Machine : private ConcreteArith, public execute::Walker<Machine, Values> {
+  friend class execute::Walker<Machine, Values>;
+
 public:
   Machine(const ir::Program& program, const std::vector<ir::Step>& steps, const Call& call)
-      : program_(program), steps_(steps), call_(call) {}
+      : Walker(program, steps, callShape(program, call), arith), call_(call) {}
 
   Result run() {
     allocate();
-    for (const ir::Step& step : steps_)
-      for (int r = 0; r < call_.nranks; ++r) {
-        rank_ = r;
-        registers_.clear();
-        ir::Env env = baseEnv(call_, r);
-        for (const ir::Stmt& stmt : step.body)
-          execute(stmt, env);
-      }
+    walk();
     return collect();
+  }
+
+  /// Elements of one slot of `buffer` for the call.
+  int64_t elementsOf(const ir::Buffer& buffer) {
+    const auto [slots, elems] = shapeOf(buffer);
+    if (elems.v > (int64_t(1) << 32))
+      throw InterpretError("buffer '" + buffer.name + "' has " + std::to_string(slots) +
+                           " slots of " + std::to_string(elems.v) + " elements");
+    return elems.v;
   }
 
 private:
@@ -85,20 +88,43 @@ private:
     int64_t offset = 0, length = 0;
   };
 
+  // ------------------------------------------------------------------ the walker's hooks
+  [[noreturn]] void fail(llvm::SMLoc, const std::string& message) { throw InterpretError(message); }
+  void beginStep(const ir::Step&) {}
+  void beginRank() {}
+  void onStatement() {}
+  void barrier(const ir::Barrier&) {} // steps already run in order on every rank
+  int64_t slotCount(int owner, ir::BufferId buffer) const {
+    return int64_t(memory_[size_t(owner)][size_t(storage_[size_t(buffer)])].size());
+  }
+  execute::Affine slotSize(int owner, ir::BufferId buffer, int64_t slot) const {
+    return execute::Affine::constant(
+        int64_t(memory_[size_t(owner)][size_t(storage_[size_t(buffer)])][size_t(slot)].size()));
+  }
+
+  // ------------------------------------------------------------------ memory
   void allocate() {
     if (int(call_.input.size()) != call_.nranks || int(call_.aux.size()) != call_.nranks)
       throw InterpretError("data for " + std::to_string(call_.input.size()) +
-                           " ranks given; the "
-                           "call has " +
-                           std::to_string(call_.nranks));
-    shareMemory();
+                           " ranks given; the call has " + std::to_string(call_.nranks));
+    storage_ = memoryOf();
+    for (const auto& [user, owner] : shape_.aliases) {
+      const ir::Buffer& a = program_.buffer(user);
+      const ir::Buffer& b = program_.buffer(owner);
+      const auto [slotsA, elemsA] = shapeOf(a);
+      const auto [slotsB, elemsB] = shapeOf(b);
+      if (slotsA != 1 || slotsB != 1 || elemsA.v != elemsB.v)
+        throw InterpretError("'" + a.name + "' and '" + b.name +
+                             "' are passed as one memory but differ in size");
+    }
     memory_.assign(size_t(call_.nranks), RankMemory(program_.buffers.size()));
     for (int r = 0; r < call_.nranks; ++r)
       for (size_t b = 0; b < program_.buffers.size(); ++b) {
-        if (storage_[b] != b)
+        if (size_t(storage_[b]) != b)
           continue; // another buffer's memory
         const ir::Buffer& buffer = program_.buffers[b];
-        const auto [slots, elems] = shapeOf(buffer, call_);
+        const int64_t slots = shapeOf(buffer).first;
+        const int64_t elems = elementsOf(buffer);
         // What no statement writes reads as NaN: an output element a kind leaves unspecified.
         Slots& memory = memory_[size_t(r)][b];
         memory.assign(size_t(slots),
@@ -122,39 +148,12 @@ private:
       }
   }
 
-  /// storage_[b]: the buffer whose memory buffer b is (itself unless the call aliases it).
-  void shareMemory() {
-    storage_.resize(program_.buffers.size());
-    for (size_t b = 0; b < storage_.size(); ++b)
-      storage_[b] = b;
-    auto alias = [&](ir::BufferId user, ir::BufferId owner, const std::string& what) {
-      if (user < 0 || owner < 0)
-        throw InterpretError(what + ": the program has no such buffer");
-      const ir::Buffer& a = program_.buffer(user);
-      const ir::Buffer& b = program_.buffer(owner);
-      if (shapeOf(a, call_) != shapeOf(b, call_) || shapeOf(b, call_).first != 1)
-        throw InterpretError(what + ": '" + a.name + "' and '" + b.name + "' differ in size");
-      storage_[size_t(user)] = storage_[size_t(owner)];
-    };
-    if (call_.inPlace)
-      alias(program_.output(), program_.input(), "in place");
-    auto auxBuffer = [&](int index) {
-      for (size_t b = 0; b < program_.buffers.size(); ++b)
-        if (program_.buffers[b].role == ir::BufferRole::Aux &&
-            program_.buffers[b].auxIndex == index)
-          return ir::BufferId(b);
-      return ir::BufferId(-1);
-    };
-    for (const auto& [written, read] : call_.auxAliases)
-      alias(auxBuffer(written), auxBuffer(read),
-            "aux buffers " + std::to_string(written) + " and " + std::to_string(read));
-  }
-
   Result collect() const {
     Result result;
     const ir::BufferId out = program_.output();
     for (int r = 0; r < call_.nranks; ++r) {
-      result.output.push_back(out >= 0 ? memory_[size_t(r)][storage_[size_t(out)]][0] : Values());
+      result.output.push_back(out >= 0 ? memory_[size_t(r)][size_t(storage_[size_t(out)])][0]
+                                       : Values());
       std::vector<Values> aux;
       for (size_t b = 0; b < program_.buffers.size(); ++b) {
         const ir::Buffer& buffer = program_.buffers[b];
@@ -162,40 +161,22 @@ private:
           continue;
         if (aux.size() <= size_t(buffer.auxIndex))
           aux.resize(size_t(buffer.auxIndex) + 1);
-        aux[size_t(buffer.auxIndex)] = memory_[size_t(r)][storage_[b]][0];
+        aux[size_t(buffer.auxIndex)] = memory_[size_t(r)][size_t(storage_[b])][0];
       }
       result.aux.push_back(std::move(aux));
     }
     return result;
   }
 
-  Place resolve(const ir::Region& region, const ir::Env& env) {
-    const std::string what = "'" + region.text + "'";
-    const int64_t owner =
-        region.owner ? evaluateOrThrow(region.owner, env, "the owner of " + what) : rank_;
-    if (owner < 0 || owner >= call_.nranks)
-      throw InterpretError(what + " on rank " + std::to_string(rank_) + " names rank " +
-                           std::to_string(owner));
-    Slots& slots = memory_[size_t(owner)][storage_[size_t(region.buffer)]];
-    const int64_t slot = evaluateOrThrow(region.slot, env, "the slot of " + what);
-    if (slot < 0 || slot >= int64_t(slots.size()))
-      throw InterpretError(what + " on rank " + std::to_string(rank_) + ": slot " +
-                           std::to_string(slot) + " of " + std::to_string(slots.size()));
-    Place place;
-    place.slot = &slots[size_t(slot)];
-    place.offset = evaluateOrThrow(region.offset, env, "the offset of " + what);
-    place.length = evaluateOrThrow(region.length, env, "the length of " + what);
-    if (place.offset < 0 || place.length < 0 ||
-        place.offset + place.length > int64_t(place.slot->size()))
-      throw InterpretError(what + " on rank " + std::to_string(rank_) + " covers [" +
-                           std::to_string(place.offset) + ", " +
-                           std::to_string(place.offset + place.length) + ") of a slot of " +
-                           std::to_string(place.slot->size()));
-    return place;
+  Place resolve(const ir::Region& region, const execute::Env& env) {
+    const execute::Place p = place(region, env);
+    Slots& slots = memory_[size_t(p.owner)][size_t(storage_[size_t(p.buffer)])];
+    return Place{&slots[size_t(p.slot)], p.offset.v, p.length.v};
   }
 
+  // ------------------------------------------------------------------ statements
   /// The first `length` elements an operand reads (with its set variable bound as given).
-  Values read(const ir::Operand& operand, int64_t length, const ir::Env& env) {
+  Values read(const ir::Operand& operand, int64_t length, const execute::Env& env) {
     if (operand.load == ir::LoadKind::Register) {
       auto it = registers_.find(operand.reg);
       if (it == registers_.end() || int64_t(it->second.size()) < length)
@@ -215,7 +196,7 @@ private:
   }
 
   void write(const ir::Region& target, const Values& values, ir::StoreKind store, bool accumulate,
-             const ir::Env& env) {
+             const execute::Env& env) {
     Place place = resolve(target, env);
     if (place.length < int64_t(values.size()))
       throw InterpretError("'" + target.text + "' holds " + std::to_string(place.length) +
@@ -227,7 +208,7 @@ private:
     }
   }
 
-  int64_t lengthOf(const ir::Operand& operand, const ir::Env& env) {
+  int64_t lengthOf(const ir::Operand& operand, const execute::Env& env) {
     if (operand.load == ir::LoadKind::Register) {
       auto it = registers_.find(operand.reg);
       return it == registers_.end() ? 0 : int64_t(it->second.size());
@@ -235,84 +216,24 @@ private:
     return resolve(operand.region, env).length;
   }
 
-  void execute(const ir::Stmt& stmt, ir::Env& env) {
-    switch (stmt->kind) {
-    case ir::StmtKind::For: {
-      const auto& s = stmt->as<ir::For>();
-      const int64_t begin = evaluateOrThrow(s.begin, env, "a loop's start");
-      const int64_t end = evaluateOrThrow(s.end, env, "a loop's end");
-      if (end - begin > kMaxLoopTrips)
-        throw InterpretError("a loop of " + std::to_string(end - begin) + " trips");
-      for (int64_t i = begin; i < end; ++i) {
-        env.vars[s.index] = i;
-        env.vars[s.var] = evaluateOrThrow(s.value, env, "loop variable '" + s.var + "'");
-        for (const ir::Stmt& inner : s.body)
-          execute(inner, env);
-      }
-      env.vars.erase(s.index);
-      env.vars.erase(s.var);
-      return;
-    }
-    case ir::StmtKind::If: {
-      const auto& s = stmt->as<ir::If>();
-      if (evaluateOrThrow(s.condition, env, "a condition") != 0)
-        for (const ir::Stmt& inner : s.body)
-          execute(inner, env);
-      return;
-    }
-    case ir::StmtKind::Put: {
-      const auto& s = stmt->as<ir::Put>();
-      write(s.target, read(s.source, lengthOf(s.source, env), env), s.store, false, env);
-      return;
-    }
-    case ir::StmtKind::AtomicAdd: {
-      const auto& s = stmt->as<ir::AtomicAdd>();
-      write(s.target, read(s.source, lengthOf(s.source, env), env), ir::StoreKind::Plain, true,
-            env);
-      return;
-    }
-    case ir::StmtKind::Assign:
-      assign(stmt->as<ir::Assign>(), env);
-      return;
-    case ir::StmtKind::RowNorm:
-      rowNorm(stmt->as<ir::RowNorm>(), env);
-      return;
-    case ir::StmtKind::ElementLoop:
-      for (const ir::Stmt& inner : stmt->as<ir::ElementLoop>().body)
-        execute(inner, env);
-      return;
-    case ir::StmtKind::RowLoop:
-      for (const ir::Stmt& inner : stmt->as<ir::RowLoop>().body)
-        execute(inner, env);
-      return;
-    case ir::StmtKind::Barrier:
-      return; // steps already run in order on every rank
-    case ir::StmtKind::Let: {
-      const auto& s = stmt->as<ir::Let>();
-      registers_[s.reg] = read(s.value, lengthOf(s.value, env), env);
-      return;
-    }
-    }
+  void put(const ir::Put& s, const execute::Env& env) {
+    write(s.target, read(s.source, lengthOf(s.source, env), env), s.store, false, env);
   }
 
-  void assign(const ir::Assign& s, ir::Env& env) {
+  void atomicAdd(const ir::AtomicAdd& s, const execute::Env& env) {
+    write(s.target, read(s.source, lengthOf(s.source, env), env), ir::StoreKind::Plain, true, env);
+  }
+
+  void let(const ir::Let& s, const execute::Env& env) {
+    registers_[s.reg] = read(s.value, lengthOf(s.value, env), env);
+  }
+
+  void assign(const ir::Assign& s, execute::Env& env) {
     const int64_t length = resolve(s.target, env).length;
-    std::vector<Values> operands;
-    for (const ir::Operand& operand : s.operands) {
-      if (!operand.set) {
-        operands.push_back(read(operand, length, env));
-        continue;
-      }
-      // The same ranks in the same order as the verifier binds them.
-      for (int i = 0; i < call_.nranks; ++i) {
-        if (*operand.set == ir::LoopRange::Peers && i == call_.nranks - 1)
-          break;
-        env.vars[operand.setVar] =
-            *operand.set == ir::LoopRange::Peers ? (rank_ + 1 + i) % call_.nranks : i;
-        operands.push_back(read(operand, length, env));
-      }
-      env.vars.erase(operand.setVar);
-    }
+    std::vector<Values> operands, addends;
+    forEachOperand(s, env, [&](const ir::Operand& operand, bool addend) {
+      (addend ? addends : operands).push_back(read(operand, length, env));
+    });
     if (operands.empty())
       throw InterpretError("an assignment to '" + s.target.text + "' without operands");
     Values result = operands[0];
@@ -320,17 +241,15 @@ private:
       for (size_t k = 1; k < operands.size(); ++k)
         for (int64_t i = 0; i < length; ++i)
           result[size_t(i)] = combine(call_.op, result[size_t(i)], operands[k][size_t(i)]);
-    for (const ir::Operand& addend : s.addends) {
-      const Values values = read(addend, length, env);
+    for (const Values& values : addends)
       for (int64_t i = 0; i < length; ++i)
         result[size_t(i)] += values[size_t(i)];
-    }
     if (!s.keep.empty())
       registers_[s.keep] = result;
     write(s.target, result, s.store, false, env);
   }
 
-  void rowNorm(const ir::RowNorm& s, const ir::Env& env) {
+  void rowNorm(const ir::RowNorm& s, const execute::Env& env) {
     const int64_t length = resolve(s.target, env).length;
     const int64_t h = call_.rowLength;
     if (h <= 0 || length % h != 0)
@@ -350,20 +269,18 @@ private:
     write(s.target, result, s.store, false, env);
   }
 
-  const ir::Program& program_;
-  const std::vector<ir::Step>& steps_;
   const Call& call_;
   std::vector<RankMemory> memory_;
-  std::vector<size_t> storage_;
-  std::map<std::string, Values> registers_;
-  int rank_ = 0;
+  std::vector<ir::BufferId> storage_; // storage_[b]: the buffer whose memory buffer b is
 };
 
 } // namespace
 
+const std::vector<ir::Step> kNoSteps;
+
 int64_t inputElements(const ir::Program& program, const Call& call) {
   const ir::BufferId in = program.input();
-  return in < 0 ? 0 : shapeOf(program.buffer(in), call).second;
+  return in < 0 ? 0 : Machine(program, kNoSteps, call).elementsOf(program.buffer(in));
 }
 
 std::vector<int64_t> auxElements(const ir::Program& program, const Call& call) {
@@ -372,13 +289,17 @@ std::vector<int64_t> auxElements(const ir::Program& program, const Call& call) {
     if (buffer.role == ir::BufferRole::Aux) {
       if (sizes.size() <= size_t(buffer.auxIndex))
         sizes.resize(size_t(buffer.auxIndex) + 1);
-      sizes[size_t(buffer.auxIndex)] = shapeOf(buffer, call).second;
+      sizes[size_t(buffer.auxIndex)] = Machine(program, kNoSteps, call).elementsOf(buffer);
     }
   return sizes;
 }
 
 Result interpret(const ir::Program& program, const std::vector<ir::Step>& steps, const Call& call) {
-  return Machine(program, steps, call).run();
+  try {
+    return Machine(program, steps, call).run();
+  } catch (const execute::AffineError& error) {
+    throw InterpretError("a value overflows: " + error.why);
+  }
 }
 
 } // namespace collc::interpret

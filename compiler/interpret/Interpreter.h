@@ -1,10 +1,12 @@
 // A float64 interpreter of a program's data flow: the spec's, or the program a strategy lowered it
-// to. It runs one call for one rank count and count, step after step and, within a step, rank
-// after rank and statement after statement over whole regions. A verified program computes the
-// same whatever the order its threads and ranks run in, so this order gives the result every
-// correct kernel must give: the spec is its own reference, for any kind and any aux buffers.
-// Run in place (or with aliased aux buffers), it gives the values such a call computes in this
-// order; it cannot show a race, which the verifier's proof of the alias is for.
+// to. It is the executor (compiler/execute/Walker.h) with float64 values; the proof's run
+// (verify/Simulation.h) is the executor with contributions. It runs one call for one rank count
+// and count, step after step and, within a step, rank after rank and statement after statement
+// over whole regions. A verified program computes the same whatever the order its threads and
+// ranks run in, so this order gives the result every correct kernel must give: the spec is its own
+// reference, for any kind and any aux buffers. Run in place (or with aliased aux buffers), it gives
+// the values such a call computes in this order; it cannot show a race, which the verifier's proof
+// of the alias is for.
 //
 // Loads and stores are data moves whatever their kind (a poll reads, a flagged store writes);
 // accumulation-line adds add into lines that start each call at zero, and taking a line zeroes it.

@@ -2,6 +2,7 @@
 
 #include "compiler/Postcondition.h"
 #include "compiler/RowEpilogue.h"
+#include "compiler/execute/Walker.h"
 #include "compiler/ir/Visitor.h"
 
 #include <algorithm>
@@ -12,8 +13,6 @@
 namespace collc::proof {
 namespace {
 
-constexpr int64_t kMaxLoopTrips = 1024;
-constexpr int64_t kMaxSlots = 64;
 /// Contributions one element may hold: an output element holds at most nranks of the input and
 /// one of each aux buffer, so an element past this is of no use to any collective, and the limit
 /// keeps chained reductions (whose values multiply) from exhausting memory.
@@ -90,40 +89,35 @@ struct Resolved {
   Slot* slot = nullptr;
 };
 
+/// Elements a register holds, by the element index of the statement that filled it.
+struct Register {
+  std::vector<std::pair<Affine, Value>> pieces; // [start, next start), last to `length`
+  Affine length;
+};
+
+execute::Shape runShape(const RunConfig& config) {
+  return execute::Shape{config.nranks, config.root, config.count, config.rowLength, config.aliases};
+}
+
 /// A region read by a statement: where, as which thread, and how.
 struct Read {
   const ir::Operand* operand;
   Resolved where;
 };
 
-class Run {
+/// The proof's domain of the executor: every element holds its contributions, n is affine, and
+/// every access is checked against the rules of the spec or of the lowered program.
+class Run : public execute::Walker<Run, Register> {
+  friend class execute::Walker<Run, Register>;
+
 public:
   Run(const ir::Program& program, const std::vector<ir::Step>& steps, const RunConfig& config,
       Arith& arith, Diagnostics* diags)
-      : program_(program), steps_(steps), config_(config), arith_(arith), diags_(diags) {}
+      : Walker(program, steps, runShape(config), arith), config_(config), diags_(diags) {}
 
   RunFacts run() {
     allocate();
-    for (size_t s = 0; s < steps_.size(); ++s) {
-      step_ = int(s);
-      // In the spec a step with a row-wise statement is split by rows; the lowered program says
-      // so with a row loop.
-      rowStep_ = !config_.lowered && hasRowStatement(steps_[s]);
-      for (const auto& wait : steps_[s].waits)
-        waited_.insert(wait.step);
-      for (int r = 0; r < config_.nranks; ++r) {
-        rank_ = r;
-        Bindings env;
-        env.rank = r;
-        env.nranks = config_.nranks;
-        env.count = config_.count;
-        env.root = config_.root;
-        env.rowLength = config_.rowLength;
-        barrier_.reset();
-        for (const auto& stmt : steps_[s].body)
-          execute(stmt, env);
-      }
-    }
+    walk();
     checkPostcondition();
     // Data a peer wrote and nobody read would greet a later call's reader as if it had arrived.
     for (int r = 0; r < config_.nranks; ++r)
@@ -211,42 +205,42 @@ private:
                     std::to_string(kMaxContributions) + " (on rank " + std::to_string(rank_) + ")");
   }
 
-  // ------------------------------------------------------------------ evaluation
-  Affine evalAffine(const ir::Expr& e, const Bindings& env, llvm::SMLoc loc) {
-    std::string why;
-    auto value = evaluate(e, env, arith_, &why);
-    if (!value)
-      fail(loc, "cannot evaluate expression: " + why);
-    return *value;
+  // ------------------------------------------------------------------ the walker's hooks
+  void beginStep(const ir::Step& step) {
+    // In the spec a step with a row-wise statement is split by rows; the lowered program says
+    // so with a row loop.
+    rowStep_ = !config_.lowered && hasRowStatement(step);
+    for (const auto& wait : step.waits)
+      waited_.insert(wait.step);
   }
-
-  int64_t evalInt(const ir::Expr& e, const Bindings& env, llvm::SMLoc loc) {
-    Affine value = evalAffine(e, env, loc);
-    if (!value.isConstant())
-      throw AffineError{"an index, bound or condition that depends on n"};
-    return value.v;
+  void beginRank() { barrier_.reset(); }
+  void onStatement() { spend(1); }
+  void barrier(const ir::Barrier& s) { barrier_ = s.scope; }
+  void put(const ir::Put& s, const execute::Env& env) {
+    transfer(s.loc, s.source, s.target, false, s.store, env);
   }
+  void atomicAdd(const ir::AtomicAdd& s, const execute::Env& env) {
+    transfer(s.loc, s.source, s.target, true, ir::StoreKind::Plain, env);
+  }
+  int64_t slotCount(int owner, ir::BufferId buffer) const {
+    return int64_t(memory_[size_t(owner)][size_t(buffer)].size());
+  }
+  Affine slotSize(int owner, ir::BufferId buffer, int64_t slot) const {
+    return memory_[size_t(owner)][size_t(buffer)][size_t(slot)]->size;
+  }
+  /// Whether this statement's threads are a row's: a spec's step split by rows, or a row loop.
+  bool rowThreads() const { return rowStep_ || inRowLoop_; }
 
   // ------------------------------------------------------------------ memory
   void allocate() {
-    Bindings env;
-    env.nranks = config_.nranks;
-    env.count = config_.count;
-    env.root = config_.root;
-    env.rowLength = config_.rowLength;
+    const std::vector<ir::BufferId> memoryOfBuffer = memoryOf();
     memory_.assign(size_t(config_.nranks), {});
     for (int r = 0; r < config_.nranks; ++r) {
       auto& buffers = memory_[size_t(r)];
       buffers.resize(program_.buffers.size());
       for (size_t b = 0; b < program_.buffers.size(); ++b) {
         const ir::Buffer& buffer = program_.buffers[b];
-        const int64_t slots = evalInt(buffer.slots, env, buffer.loc);
-        const Affine elems = evalAffine(buffer.slotElems, env, buffer.loc);
-        if (slots < 1 || arith_.less(elems, Affine::constant(0)))
-          fail(buffer.loc, "buffer '" + buffer.name + "' has a negative or empty size");
-        if (slots > kMaxSlots)
-          fail(buffer.loc, "buffer '" + buffer.name + "' is too large to verify (" +
-                               std::to_string(slots) + " slots)");
+        const auto [slots, elems] = shapeOf(buffer);
         for (int64_t s = 0; s < slots; ++s) {
           auto slot = std::make_shared<Slot>();
           slot->size = elems;
@@ -263,19 +257,8 @@ private:
           buffers[b].push_back(slot);
         }
       }
-      // Pairs may chain (a is b, b is c): every buffer takes the memory of its pairs' root.
-      std::vector<ir::BufferId> root(program_.buffers.size());
-      for (size_t b = 0; b < root.size(); ++b)
-        root[b] = ir::BufferId(b);
-      auto find = [&](ir::BufferId b) {
-        while (root[size_t(b)] != b)
-          b = root[size_t(b)];
-        return b;
-      };
-      for (const auto& [alias, original] : config_.aliases)
-        root[size_t(find(alias))] = find(original);
-      for (size_t b = 0; b < root.size(); ++b)
-        buffers[b] = buffers[size_t(find(ir::BufferId(b)))];
+      for (size_t b = 0; b < buffers.size(); ++b)
+        buffers[b] = buffers[size_t(memoryOfBuffer[b])];
     }
   }
 
@@ -310,31 +293,11 @@ private:
     return i + 1 < slot.segments.size() ? slot.segments[i + 1].start : slot.size;
   }
 
-  Resolved resolve(const ir::Region& region, const Bindings& env) {
-    Resolved r;
-    r.owner = region.owner ? int(evalInt(region.owner, env, region.loc)) : int(env.rank);
-    if (region.owner && (r.owner < 0 || r.owner >= config_.nranks))
-      fail(region.loc, "peer " + std::to_string(r.owner) + " of '" + region.text +
-                           "' is not a rank on rank " + std::to_string(env.rank));
-    r.buffer = region.buffer;
-    r.slotIndex = evalInt(region.slot, env, region.loc);
-    r.offset = evalAffine(region.offset, env, region.loc);
-    r.length = evalAffine(region.length, env, region.loc);
-    r.bound = evalAffine(region.bound, env, region.loc);
-    const auto& slots = memory_[size_t(r.owner)][size_t(r.buffer)];
+  Resolved resolve(const ir::Region& region, const execute::Env& env) {
+    const execute::Place p = place(region, env);
+    Resolved r{p.owner, p.buffer, p.slot, p.offset, p.length, p.bound, nullptr};
+    r.slot = memory_[size_t(r.owner)][size_t(r.buffer)][size_t(r.slotIndex)].get();
     const ir::Buffer& buffer = program_.buffer(region);
-    if (r.slotIndex < 0 || r.slotIndex >= int64_t(slots.size()))
-      fail(region.loc, "slot " + std::to_string(r.slotIndex) + " of '" + region.text +
-                           "' is out of range: '" + buffer.name + "' has " +
-                           std::to_string(slots.size()) + " slots (on rank " +
-                           std::to_string(env.rank) + ")");
-    r.slot = slots[size_t(r.slotIndex)].get();
-    const Affine end = Arith::add(r.offset, r.length);
-    if (arith_.less(r.offset, Affine::constant(0)) || arith_.less(r.length, Affine::constant(0)) ||
-        arith_.less(r.slot->size, end))
-      fail(region.loc, "'" + region.text + "' on rank " + std::to_string(env.rank) +
-                           " covers elements [" + number(r.offset) + ", " + number(end) +
-                           ") of a slot of " + number(r.slot->size));
     if (config_.lowered && buffer.storage == ir::Storage::Packets &&
         arith_.less(Affine::constant(0), r.length)) {
       // A packet carries packetElems elements of one writer: a region that starts inside a
@@ -693,82 +656,6 @@ private:
   }
 
   // ------------------------------------------------------------------ statements
-  void execute(const ir::Stmt& stmt, Bindings& env) {
-    spend(1);
-    switch (stmt->kind) {
-    case ir::StmtKind::If: {
-      const auto& s = stmt->as<ir::If>();
-      if (evalInt(s.condition, env, s.loc) != 0)
-        for (const auto& inner : s.body)
-          execute(inner, env);
-      return;
-    }
-    case ir::StmtKind::For: {
-      const auto& s = stmt->as<ir::For>();
-      const int64_t begin = evalInt(s.begin, env, s.loc), end = evalInt(s.end, env, s.loc);
-      if (std::string why = ir::intLoopProblem(s.begin, begin, s.end, end); !why.empty())
-        fail(s.loc, why);
-      if (end - begin > kMaxLoopTrips)
-        fail(s.loc, "loop runs " + std::to_string(end - begin) + " times; at most " +
-                        std::to_string(kMaxLoopTrips) + " are supported");
-      for (int64_t i = begin; i < end; ++i) {
-        env.vars.set(s.index, i);
-        env.vars.set(s.var, evalInt(s.value, env, s.loc));
-        for (const auto& inner : s.body)
-          execute(inner, env);
-      }
-      env.vars.erase(s.index);
-      env.vars.erase(s.var);
-      return;
-    }
-    case ir::StmtKind::Put: {
-      const auto& s = stmt->as<ir::Put>();
-      transfer(s.loc, s.source, s.target, false, s.store, env);
-      return;
-    }
-    case ir::StmtKind::AtomicAdd: {
-      const auto& s = stmt->as<ir::AtomicAdd>();
-      transfer(s.loc, s.source, s.target, true, ir::StoreKind::Plain, env);
-      return;
-    }
-    case ir::StmtKind::Assign:
-      assign(stmt->as<ir::Assign>(), env);
-      return;
-    case ir::StmtKind::RowNorm:
-      rowNorm(stmt->as<ir::RowNorm>(), env);
-      return;
-    case ir::StmtKind::ElementLoop:
-      // A thread's registers live for its element loop; in a row loop, for the whole row.
-      if (!rowStep_)
-        registers_.clear();
-      for (const auto& inner : stmt->as<ir::ElementLoop>().body)
-        execute(inner, env);
-      if (!rowStep_)
-        registers_.clear();
-      return;
-    case ir::StmtKind::RowLoop:
-      rowStep_ = true;
-      registers_.clear();
-      for (const auto& inner : stmt->as<ir::RowLoop>().body)
-        execute(inner, env);
-      registers_.clear();
-      rowStep_ = false;
-      return;
-    case ir::StmtKind::Barrier:
-      barrier_ = stmt->as<ir::Barrier>().scope;
-      return;
-    case ir::StmtKind::Let:
-      let(stmt->as<ir::Let>(), env);
-      return;
-    }
-  }
-
-  /// Elements a register holds, by the element index of the statement that filled it.
-  struct Register {
-    std::vector<std::pair<Affine, Value>> pieces; // [start, next start), last to `length`
-    Affine length;
-  };
-
   void keep(const std::string& reg, const std::vector<Affine>& cuts, const Affine& length,
             const std::vector<Value>& values) {
     Register& r = registers_[reg];
@@ -815,7 +702,7 @@ private:
   }
 
   void transfer(llvm::SMLoc loc, const ir::Operand& source, const ir::Region& target, bool atomic,
-                ir::StoreKind store, const Bindings& env) {
+                ir::StoreKind store, const execute::Env& env) {
     const ir::Region& from = source.region;
     Resolved src = resolve(from, env);
     Resolved dst = resolve(target, env);
@@ -866,36 +753,21 @@ private:
     facts_.sumOnlyWhy = why;
   }
 
-  void assign(const ir::Assign& s, Bindings& env) {
+  void assign(const ir::Assign& s, execute::Env& env) {
     Resolved dst = resolve(s.target, env);
     const Affine length = dst.length;
-    // Operands: a slot set binds its variable to every rank of the set.
+    // Operands (a slot set's once for each rank of the set), then addends.
     std::vector<std::pair<const ir::Operand*, Resolved>> inputs;
-    auto add = [&](const ir::Operand& operand, const char* role) {
+    size_t operandCount = 0;
+    forEachOperand(s, env, [&](const ir::Operand& operand, bool addend) {
       Resolved r = resolve(operand.region, env);
       if (arith_.less(r.length, length))
-        fail(operand.region.loc, std::string(role) + "'" + operand.region.text + "' has " +
-                                     number(r.length) + " elements but the target '" +
+        fail(operand.region.loc, std::string(addend ? "" : "operand ") + "'" + operand.region.text +
+                                     "' has " + number(r.length) + " elements but the target '" +
                                      s.target.text + "' needs " + number(length));
       inputs.push_back({&operand, r});
-    };
-    for (const auto& operand : s.operands) {
-      if (!operand.set) {
-        add(operand, "operand ");
-        continue;
-      }
-      for (int i = 0; i < config_.nranks; ++i) {
-        const int q = *operand.set == ir::LoopRange::Peers ? (rank_ + 1 + i) % config_.nranks : i;
-        if (*operand.set == ir::LoopRange::Peers && i == config_.nranks - 1)
-          break;
-        env.vars.set(operand.setVar, q);
-        add(operand, "operand ");
-      }
-      env.vars.erase(operand.setVar);
-    }
-    const size_t operandCount = inputs.size();
-    for (const auto& addend : s.addends)
-      add(addend, "");
+      operandCount += addend ? 0 : 1;
+    });
     if (arith_.lessEqual(length, Affine::constant(0)))
       return;
     std::vector<Resolved> regions = {dst};
@@ -924,7 +796,8 @@ private:
       bool reducedInput = false;
       for (size_t k = 0; k < inputs.size(); ++k) {
         const auto& [operand, r] = inputs[k];
-        const Thread reader = rowStep_ ? Thread{true, {}, {}} : Thread{false, r.offset, dst.bound};
+        const Thread reader =
+            rowThreads() ? Thread{true, {}, {}} : Thread{false, r.offset, dst.bound};
         Value part = operand->load == ir::LoadKind::Register ? fromRegister(*operand, at)
                                                              : read(*operand, r, at, reader);
         const bool input =
@@ -945,14 +818,15 @@ private:
       noteOperators(s, operandCount, reducedInput + inputParts, reducedAux);
       if (!s.keep.empty())
         kept.push_back(value);
-      const Thread writer = rowStep_ ? Thread{true, {}, {}} : Thread{false, dst.offset, dst.bound};
+      const Thread writer =
+          rowThreads() ? Thread{true, {}, {}} : Thread{false, dst.offset, dst.bound};
       write(s.loc, s.target, dst, at, writer, std::move(value), false, s.store);
     }
     if (!s.keep.empty())
       keep(s.keep, cuts, length, kept);
   }
 
-  void let(const ir::Let& s, const Bindings& env) {
+  void let(const ir::Let& s, const execute::Env& env) {
     Resolved r = resolve(s.value.region, env);
     const Affine length = r.length;
     if (arith_.lessEqual(length, Affine::constant(0)))
@@ -971,7 +845,7 @@ private:
   /// computed on this rank (a row-wise statement reads its rows twice, which data-arrival
   /// buffers do not allow). The value kept is y[t, k]'s own plus weight[k]'s, so that the
   /// postcondition can check the output element by element.
-  void rowNorm(const ir::RowNorm& s, const Bindings& env) {
+  void rowNorm(const ir::RowNorm& s, const execute::Env& env) {
     const ir::Region& rowsRegion = s.rows.region;
     Resolved dst = resolve(s.target, env);
     Resolved rows = resolve(rowsRegion, env);
@@ -1300,6 +1174,36 @@ public:
     }
   }
 
+  /// After a run with a fixed count: the sources of every element of the output and aux buffers.
+  FinalSources sources() {
+    FinalSources all;
+    for (size_t id = 0; id < program_.buffers.size(); ++id) {
+      const ir::BufferRole role = program_.buffers[id].role;
+      if (role != ir::BufferRole::Output && role != ir::BufferRole::Aux)
+        continue;
+      auto& ranks = all[ir::BufferId(id)];
+      for (int r = 0; r < config_.nranks; ++r) {
+        const Slot& slot = *memory_[size_t(r)][id][0];
+        std::vector<ElementSources>& elements = ranks.emplace_back();
+        for (size_t i = 0; i < slot.segments.size(); ++i) {
+          const Cell& c = slot.segments[i].cell;
+          for (int64_t e = slot.segments[i].start.v; e < segmentEnd(slot, i).v; ++e) {
+            if (!c.written) {
+              elements.emplace_back();
+              continue;
+            }
+            std::vector<Source> sources;
+            for (const Contribution& from : c.value)
+              sources.push_back(
+                  {from.rank, from.tag, from.anyIndex ? 0 : e + from.shift.v, from.anyIndex});
+            elements.emplace_back(std::move(sources));
+          }
+        }
+      }
+    }
+    return all;
+  }
+
 private:
   bool sameValue(const Value& a, const Value& b) {
     if (a.size() != b.size())
@@ -1311,24 +1215,28 @@ private:
     return same;
   }
 
-  const ir::Program& program_;
-  const std::vector<ir::Step>& steps_;
   const RunConfig& config_;
-  Arith& arith_;
   Diagnostics* diags_;
   RunFacts facts_;
-  int step_ = 0;
-  int rank_ = 0;
   int64_t bytes_ = 0; // live memory of the run's elements (account)
   bool rowStep_ = false;
   std::set<int> waited_;
   std::optional<ir::BarrierScope> barrier_; // the lowered step's barrier, if it has one
-  std::map<std::string, Register> registers_;
   // memory_[rank][buffer][slot]
   std::vector<std::vector<std::vector<SlotPtr>>> memory_;
 };
 
 } // namespace
+
+FinalSources finalSources(const ir::Program& program, const std::vector<ir::Step>& steps,
+                          const RunConfig& config) {
+  if (!config.count.isConstant() || config.lowered || config.reference)
+    internalError("finalSources runs a spec with a fixed count");
+  Arith arith(false);
+  Run run(program, steps, config, arith, nullptr);
+  run.run();
+  return run.sources();
+}
 
 RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps,
                   const RunConfig& config, Arith& arith, Diagnostics* diags) {

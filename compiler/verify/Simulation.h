@@ -1,8 +1,9 @@
-// One run of a program's data flow for one configuration (rank count, root, count n), element by
-// element in effect, with every element of a buffer holding the multiset of (rank, input index)
-// contributions that reached it. Elements that fare alike are kept together as segments of a
-// slot, so a run costs as much as its statements and their boundaries, not as n: that is what
-// lets the verifier run every count's residue with n symbolic (Affine.h).
+// One run of a program's data flow for one configuration (rank count, root, count n): the
+// executor (compiler/execute/Walker.h) over the proof's value domain. Element by element in
+// effect, every element of a buffer holds the multiset of (rank, input index) contributions that
+// reached it. Elements that fare alike are kept together as segments of a slot, so a run costs as
+// much as its statements and their boundaries, not as n: that is what lets the verifier run every
+// count's residue with n symbolic (execute/Affine.h).
 //
 // The same run checks the spec (its `wait`s order what it reads) and the lowered program (its
 // barriers and polls do), the latter with the rules of the unit each strategy works in: a packet
@@ -12,14 +13,22 @@
 #define COLLC_COMPILER_VERIFY_SIMULATION_H
 
 #include "compiler/Verifier.h"
+#include "compiler/execute/Affine.h"
 #include "compiler/ir/IR.h"
-#include "compiler/verify/Affine.h"
 #include "dsl/Diagnostics.h"
 
+#include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
 namespace collc::proof {
+
+// The executor's integers (n affine) serve the proof's configurations and errors.
+using execute::Affine;
+using execute::AffineError;
+using execute::Arith;
+using execute::SplitQ;
 
 /// Memory one run may take for its elements (segments, their values and accesses): with the work
 /// budget, what bounds the verifier for any input. Past it a run throws AffineError{"memory"}.
@@ -66,9 +75,29 @@ struct RunFacts {
 /// Runs `steps` (the program's, expanded for config.nranks) once. `diags` null: quiet (a symbolic
 /// run reports nothing; the caller reruns the failing configuration with numbers to report it).
 /// Throws RunFailed (after reporting) on a broken rule, AffineError on an internal limit, SplitQ
-/// where a position is not affine in q for this residue class (Affine.h).
+/// where a position is not affine in q for this residue class (execute/Affine.h).
 RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps,
                   const RunConfig& config, Arith& arith, Diagnostics* diags);
+
+/// An element of some rank's input (tag 0) or aux buffer (tag k: aux buffer k - 1) that reached an
+/// element. A weight's element (`anyIndex`) is the one of the element's row position.
+struct Source {
+  int rank = 0;
+  int tag = 0;
+  int64_t index = 0;
+  bool anyIndex = false;
+};
+/// What one element holds at the end of a run: its sources (sorted by tag, rank, index), or
+/// nullopt where nothing wrote it.
+using ElementSources = std::optional<std::vector<Source>>;
+/// [rank][element] of each output and aux buffer, by buffer.
+using FinalSources = std::map<ir::BufferId, std::vector<std::vector<ElementSources>>>;
+
+/// Runs the spec `steps` once for a configuration with a fixed count (config.count constant, no
+/// reference) and says which input and aux elements reach each element of its output and aux
+/// buffers. Throws RunFailed where the spec breaks a rule there.
+FinalSources finalSources(const ir::Program& program, const std::vector<ir::Step>& steps,
+                          const RunConfig& config);
 
 } // namespace collc::proof
 

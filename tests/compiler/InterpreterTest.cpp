@@ -1,7 +1,8 @@
 // The float64 interpreter (compiler/interpret/) on every stdlib spec and every accepted spec of
 // tests/specs: the spec interpreted gives what its kind must give, and every strategy's lowered
 // program interpreted gives what the spec gives (tests/differential/InterpretedCheck.h), also in
-// place and with aliased aux buffers where its own proof allows them.
+// place and with aliased aux buffers where its own proof allows them; and the spec through the
+// proof's value domain agrees with it on which element reaches which output.
 #include "compiler/interpret/Interpreter.h"
 
 #include "compiler/Compile.h"
@@ -100,6 +101,8 @@ TEST_P(Interpreter, SpecGivesItsKindAndEveryLoweringGivesTheSpec) {
   // Every spec compiles with at least barrier at every rank count it was interpreted at.
   EXPECT_GE(variants, int(rankCounts(*first->spec).size())) << spec.name;
   EXPECT_GT(calls.calls, variants);
+  // The proof's domain and the reference's agreed on elements that sums tell apart.
+  EXPECT_GT(calls.agreed.summed, 0) << spec.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Specs, Interpreter, testing::ValuesIn(specCases()),

@@ -1,4 +1,4 @@
-// The proof over every n where a division is not exact in q (verify/Affine.h, SplitQ): a block of
+// The proof over every n where a division is not exact in q (execute/Affine.h, SplitQ): a block of
 // a chunk(a * n + b) buffer is chunk / nranks, whose part in q is 8a per q at the first period
 // 8 * nranks, which 3, 5, 6 or 7 ranks need not divide. The verifier then splits the residue class;
 // these tests check its verdict against runs with numbers for every n up to past the split period.

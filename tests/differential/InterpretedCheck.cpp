@@ -187,6 +187,11 @@ std::string checkInterpreted(const VariantPrograms& programs, const CompileOptio
         return "cannot interpret, " + where + ": " + error.what();
       }
       ++counts.calls;
+      if (options.sync == SyncKind::Barrier && options.op == ReduceOp::Sum)
+        if (std::string disagreement =
+                checkDomainsAgree(spec, nranks, count, root, rowLength, counts.agreed);
+            !disagreement.empty())
+          return "the proof and the reference disagree: " + disagreement;
       std::string why;
       if (plain) {
         const auto expected = expectedOutputs(spec.kind, options.op, root, count, call.input);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "compiler/Compile.h"
+#include "tests/differential/DomainAgreement.h"
 
 #include <cstdint>
 #include <string>
@@ -20,9 +21,10 @@ std::vector<int64_t> interpretedCounts(int nranks, int64_t rowLength);
 
 /// Calls interpreted and compared.
 struct InterpretedCalls {
-  int calls = 0;   // with distinct buffers
-  int inPlace = 0; // the lowered program in place
-  int aliased = 0; // the lowered program with aux buffers as one memory (in place too, if allowed)
+  int calls = 0;    // with distinct buffers
+  int inPlace = 0;  // the lowered program in place
+  int aliased = 0;  // the lowered program with aux buffers as one memory (in place too, if allowed)
+  Agreement agreed; // the spec through the proof's domain and the reference's (barrier, sum)
 };
 
 /// Interprets `programs` (one variant, options as compiled) at every count of interpretedCounts
@@ -30,7 +32,9 @@ struct InterpretedCalls {
 /// program was proved for buffers as one memory (lowerVariantPrograms' proveAliases), it is also
 /// run so at the longest count, each allowed pair alone and all of them at once where
 /// aliasesTogether, on the same inputs: what it leaves must be what the spec computes with
-/// distinct buffers. Adds the calls interpreted to `counts`.
+/// distinct buffers. For barrier and sum (once a spec and rank count), the spec also runs through
+/// the proof's domain at each count and root, and both must agree (checkDomainsAgree). Adds the
+/// calls interpreted to `counts`.
 std::string checkInterpreted(const VariantPrograms& programs, const CompileOptions& options,
                              InterpretedCalls& counts);
 

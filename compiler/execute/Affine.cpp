@@ -1,9 +1,9 @@
-#include "compiler/verify/Affine.h"
+#include "compiler/execute/Affine.h"
 
 #include <algorithm>
 #include <numeric>
 
-namespace collc::proof {
+namespace collc::execute {
 namespace {
 
 /// floor(a / b) for b != 0, exact for negative values too.
@@ -198,4 +198,4 @@ std::optional<Affine> evaluateNode(const ir::Expr& e, const Bindings& env, Arith
 
 } // namespace
 
-} // namespace collc::proof
+} // namespace collc::execute

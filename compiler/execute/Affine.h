@@ -11,8 +11,8 @@
 // the run records from which q on that decision holds. Everything the run decides goes through
 // these comparisons, so its outcome holds for every q from the largest such bound on; the verifier
 // runs every smaller q on its own (Verifier.cpp, dsl/README.md's "What the verifier proves").
-#ifndef COLLC_COMPILER_VERIFY_AFFINE_H
-#define COLLC_COMPILER_VERIFY_AFFINE_H
+#ifndef COLLC_COMPILER_EXECUTE_AFFINE_H
+#define COLLC_COMPILER_EXECUTE_AFFINE_H
 
 #include "compiler/ir/Expr.h"
 
@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-namespace collc::proof {
+namespace collc::execute {
 
 /// u * q + v. With a fixed q every value has u = 0.
 struct Affine {
@@ -145,6 +145,6 @@ struct Bindings {
 std::optional<Affine> evaluate(const ir::Expr& e, const Bindings& env, Arith& arith,
                                std::string* why);
 
-} // namespace collc::proof
+} // namespace collc::execute
 
-#endif // COLLC_COMPILER_VERIFY_AFFINE_H
+#endif // COLLC_COMPILER_EXECUTE_AFFINE_H
