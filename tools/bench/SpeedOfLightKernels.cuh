@@ -123,8 +123,7 @@ __device__ __forceinline__ void sol_exchange_read_body(const collc_params& p) {
         break;
       // The peer is at most one call ahead: a flag past that carried a wrong word. Checked on
       // the value that ended the wait: loading the flag again would add a round trip to L2 to
-      // every call, which this floor must not carry (earlier
-      // figures, up to results/2026-11-30-h200x2-split-copy-large-sizes.md, carried one).
+      // every call, which this floor must not carry.
       if (seen > epoch + 1 && atomicCAS(&p.watchdog->tripped, 0u, 2u) == 0u) {
         p.watchdog->rank = p.rank;
         p.watchdog->waiting_on_rank = q;
@@ -264,8 +263,7 @@ __device__ __forceinline__ uint4* sol_sentinel_slot(const collc_params& p, int o
 /// its SolBlockPoint in aux[2] (capacity x gridDim.x) and every warp its SolWarpPoint in aux[3]
 /// (capacity x the grid's warps; blocks are whole warps), after the block's last thread took its
 /// vectors. A separate kernel: the timer reads and their ordering cost the untraced copy 0.07 to
-/// 0.15 us per call even when a branch skips them
-/// (results/2026-11-30-h200x2-small-sizes-floors-trace.md).
+/// 0.15 us per call even when a branch skips them.
 ///
 /// kReduce: a one-shot AllReduce of bf16 sum as lean as it can be written by hand. Each thread
 /// also adds what it took from every peer to its own vector (its own first, then each peer's in

@@ -261,8 +261,7 @@ TuneSpace makeSpace(const TuneOptions& o, std::vector<std::string> specs, int mu
     space.blocks.push_back(multiprocessors);
   space.threads = {128, 256, 512, 1024};
   // Whole stores even in a quick search: the one knob past the grid measured to move a time by
-  // more than its noise (8% at 1M-4M one way, 3% at 64K the other;
-  // results/2026-11-30-h200x2-dispatch-1K-64M-floors.md).
+  // more than its noise (8% at 1M-4M one way, 3% at 64K the other; docs/tuning.md).
   space.wholeStores = {0, 1};
   if (!o.quick) {
     space.vectorBytes = {4, 8, 16};
