@@ -20,18 +20,19 @@
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
-#include "runtime/NcclLibrary.h"
 #include "runtime/ProcessWorld.h"
-#include "tools/harness/HostData.h"
-#include "tools/launch/ChildEnvironment.h"
-#include "tools/launch/Launcher.h"
+#include "runtime/VersionInfo.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/raw_ostream.h>
+#include <nccl.h>
 #include <string>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -45,7 +46,24 @@ float inputValue(int rank, uint64_t i) {
   return static_cast<float>(i % 13) * 0.25f - 1.5f + rank;
 }
 
-/// --procs N: this program becomes the launcher of N copies of itself.
+// bf16 is the upper half of an f32. The values here are exact in bf16, so dropping the lower half
+// loses nothing.
+uint16_t toBf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return uint16_t(bits >> 16);
+}
+float fromBf16(uint16_t half) {
+  const uint32_t bits = uint32_t(half) << 16;
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+/// --procs N: this program starts N copies of itself, one rank each, with the variables torchrun
+/// would set (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE) and COLLC_RENDEZVOUS, a file where
+/// rank 0 leaves NCCL's unique id for the others; `args` are the copies' arguments. A rank that
+/// fails makes its peers' waits fail too (they are bounded), so every copy ends.
 int launch(int processes, const std::vector<std::string>& args) {
   Expected<int> gpus = gpuCount(); // main() made sure there is one
   if (!gpus || *gpus < processes) {
@@ -54,18 +72,63 @@ int launch(int processes, const std::vector<std::string>& args) {
                  << "\n";
     return 1;
   }
-  WorldLaunch world;
-  world.processes = processes;
-  world.args = args;
-  world.timeoutSeconds = 300;
-  Expected<LaunchOutcome> outcome = launchWorld(world, prefixedOutputSink());
-  if (!outcome) {
-    llvm::errs() << "procs_allreduce: " << toString(outcome.takeError()) << "\n";
+  char dir[] = "/tmp/procs_allreduce-XXXXXX";
+  if (!mkdtemp(dir)) {
+    std::perror("procs_allreduce: a folder for the rendezvous");
     return 1;
   }
-  if (outcome->exitCode != 0)
-    llvm::errs() << "procs_allreduce: " << outcome->failure << "\n";
-  return outcome->exitCode == 0 ? 0 : 1;
+  const std::string idFile = std::string(dir) + "/nccl-id";
+  std::vector<pid_t> children;
+  for (int rank = 0; rank < processes; ++rank) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      setenv("RANK", std::to_string(rank).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(processes).c_str(), 1);
+      setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+      setenv("LOCAL_WORLD_SIZE", std::to_string(processes).c_str(), 1);
+      setenv("COLLC_RENDEZVOUS", ("file:" + idFile).c_str(), 1);
+      std::vector<char*> argv{const_cast<char*>("procs_allreduce")};
+      for (const std::string& arg : args)
+        argv.push_back(const_cast<char*>(arg.c_str()));
+      argv.push_back(nullptr);
+      execv("/proc/self/exe", argv.data());
+      std::perror("procs_allreduce: exec");
+      _exit(127);
+    }
+    if (pid < 0) {
+      std::perror("procs_allreduce: fork");
+      break;
+    }
+    children.push_back(pid);
+  }
+  bool allGood = int(children.size()) == processes;
+  for (pid_t child : children) {
+    int status = 0;
+    waitpid(child, &status, 0);
+    allGood = allGood && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  unlink(idFile.c_str());
+  rmdir(dir);
+  if (!allGood)
+    llvm::errs() << "procs_allreduce: a rank failed (its message is above)\n";
+  return allGood ? 0 : 1;
+}
+
+/// ncclAllReduce from the NCCL library collc loaded for the world (versionInfo says which file):
+/// dlopen of a loaded library returns it again. A program linked with NCCL calls it directly.
+using NcclAllReduce = ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
+                                       ncclComm_t, cudaStream_t);
+Expected<NcclAllReduce> ncclAllReduceOfTheWorld() {
+  const VersionInfo versions = versionInfo();
+  void* library = versions.ncclPath.empty()
+                      ? nullptr
+                      : dlopen(versions.ncclPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    return makeError("NCCL is not loaded: " + versions.ncclError);
+  void* symbol = dlsym(library, "ncclAllReduce");
+  if (!symbol)
+    return makeError(versions.ncclPath + " has no ncclAllReduce");
+  return reinterpret_cast<NcclAllReduce>(symbol);
 }
 
 } // namespace
@@ -76,14 +139,16 @@ int main(int argc, char** argv) {
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
   setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
-  std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> args(argv + 1, argv + argc), rankArgs; // the copies': no --procs
   int procs = 0;
   uint64_t count = uint64_t(1) << 20;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--procs" && i + 1 < args.size())
+    if (args[i] == "--procs" && i + 1 < args.size()) {
       procs = std::atoi(args[++i].c_str());
-    else
+    } else {
       count = std::strtoull(args[i].c_str(), nullptr, 0);
+      rankArgs.push_back(args[i]);
+    }
   }
   if (count == 0 || procs < 0) {
     llvm::errs() << "usage: procs_allreduce [--procs N] [elements per rank, > 0]\n";
@@ -93,8 +158,8 @@ int main(int argc, char** argv) {
     llvm::outs() << toString(gpus.takeError()) << "\nnothing to run here.\n";
     return 0;
   }
-  if (procs > 0 && !startedByCollcLauncher(processEnvironment(), int(getppid())))
-    return launch(procs, args);
+  if (procs > 0)
+    return launch(procs, rankArgs);
 
   // 1. The world. Every call from here on that involves the other processes is collective: each
   //    process makes it, in the same order.
@@ -137,7 +202,7 @@ int main(int argc, char** argv) {
   DeviceBuffer ncclOut = check(DeviceBuffer::allocate(world.device(rank), count * 2));
   std::vector<uint16_t> host(count);
   for (uint64_t i = 0; i < count; ++i)
-    host[i] = floatToBf16(inputValue(rank, i));
+    host[i] = toBf16(inputValue(rank, i));
   check(COLLC_CUDA_CHECK(
       cudaMemcpyAsync(in.get(), host.data(), count * 2, cudaMemcpyHostToDevice, stream)));
   check(COLLC_CUDA_CHECK(cudaMemsetAsync(out.get(), 0xFF, count * 2, stream))); // NaN
@@ -159,11 +224,12 @@ int main(int argc, char** argv) {
   check(COLLC_CUDA_CHECK(cudaGraphLaunch(exec, stream)));
   check(allreduce->synchronize({stream}));
 
-  // 4. NCCL on the same data, through the world's communicator (NCCL is loaded lazily).
-  const NcclLibrary& nccl = *check(ncclLibrary());
-  check(COLLC_NCCL_CHECK_COMM(nccl, world.ncclComm(),
-                              nccl.allReduce(in.get(), ncclOut.get(), count, ncclBfloat16, ncclSum,
-                                             world.ncclComm(), stream)));
+  // 4. NCCL on the same data, through the world's communicator.
+  NcclAllReduce ncclAllReduce = check(ncclAllReduceOfTheWorld());
+  if (ncclResult_t result = ncclAllReduce(in.get(), ncclOut.get(), count, ncclBfloat16, ncclSum,
+                                          world.ncclComm(), stream);
+      result != ncclSuccess)
+    check(makeError("ncclAllReduce failed with NCCL result " + std::to_string(int(result))));
   check(allreduce->synchronize({stream}));
 
   std::vector<uint16_t> collcResult(count), ncclResult(count);
@@ -177,8 +243,8 @@ int main(int argc, char** argv) {
     float expected = 0;
     for (int r = 0; r < nranks; ++r)
       expected += inputValue(r, i);
-    if (bf16ToFloat(collcResult[i]) != expected && wrong++ < 3)
-      llvm::outs() << me << "out[" << i << "] = " << bf16ToFloat(collcResult[i]) << ", expected "
+    if (fromBf16(collcResult[i]) != expected && wrong++ < 3)
+      llvm::outs() << me << "out[" << i << "] = " << fromBf16(collcResult[i]) << ", expected "
                    << expected << "\n";
     differ += collcResult[i] != ncclResult[i];
   }

@@ -85,15 +85,14 @@ DispatchPlan defaultDispatchPlan(const DispatchQuery& query) {
     plan.source = "built-in default rule: " + query.spec + " with its own sync and launch";
     return plan;
   }
-  // Measured on 2 x H200 (results/2026-11-30-h200x2-builtin-dispatch-rule.md and the
-  // tuning tables next to it): up to 1 MiB the latency is the kernel boundary and one flight, and
-  // many small blocks (one per multiprocessor, 128 threads) start the data soonest; from 1 MiB the
-  // bytes need 512-thread blocks; from 4 MiB two-shot's halved traffic wins; and from 16 MiB the
-  // barrier's one flag per block beats the sentinel's per-element polling. From 1 MiB whole stores
-  // pay (8% at 1M and 4M), and from 16 MiB with 1024 threads (206 against 217 us at 64M; the table
-  // of results/2026-11-30-h200x2-whole-stores-copy-engines.md); below 1 MiB they cost up to 3%.
-  // Every block must be resident, so no more blocks than multiprocessors; where the GPU is not
-  // known, 32.
+  // Measured on 2 x H200 (docs/tuning.md gives the table and the figures): up to 1 MiB the
+  // latency is the kernel boundary and one flight, and many small blocks (one per multiprocessor,
+  // 128 threads) start the data soonest; from 1 MiB the bytes need 512-thread blocks; from 4 MiB
+  // two-shot's halved traffic wins; and from 16 MiB the barrier's one flag per block beats the
+  // sentinel's per-element polling. From 1 MiB whole stores pay (8% at 1M and 4M), and from
+  // 16 MiB with 1024 threads (206 against 217 us at 64M); below 1 MiB they cost up to 3%. Every
+  // block must be resident, so no more blocks than multiprocessors; where the GPU is not known,
+  // 32.
   const int blocks = query.multiprocessors > 0 ? std::min(132, query.multiprocessors) : 32;
   auto wholeStores = [](TunedVariant variant) {
     variant.wholeStores = 1;

@@ -45,10 +45,9 @@ struct DispatchQuery {
   int multiprocessors = 0;           // of the GPUs (0: not known, e.g. no GPU here)
 };
 
-/// The built-in rule, from the 2 x H200 measurements
-/// (results/2026-11-30-h200x2-launch-shapes-dispatch-ll128.md): for
-/// an AllReduce, one-shot sentinel below 128 KiB, two-shot sentinel below 512 KiB, and two-shot
-/// barrier from there on with one block per multiprocessor (up to 132; 32 where the count is not
+/// The built-in rule, from the 2 x H200 measurements (docs/tuning.md gives its table and why): for
+/// an AllReduce, one-shot sentinel below 4 MiB, two-shot sentinel below 16 MiB, and two-shot
+/// barrier from there on, with one block per multiprocessor (up to 132; 32 where the count is not
 /// known); with a spec given, that spec alone.
 DispatchPlan defaultDispatchPlan(const DispatchQuery& query);
 

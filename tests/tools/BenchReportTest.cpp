@@ -5,7 +5,7 @@
 
 #include "abi/CompiledCollective.h"
 #include "tools/bench/BenchResults.h"
-#include "tools/collc/Arguments.h"
+#include "tools/command/Arguments.h"
 
 #include <algorithm>
 #include <gtest/gtest.h>

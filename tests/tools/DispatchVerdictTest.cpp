@@ -1,7 +1,7 @@
-// The verdicts of `collc bench --dispatch` (tools/collc/DispatchVerdict.h) on hand-made
+// The verdicts of `collc bench --dispatch` (tools/bench/DispatchVerdict.h) on hand-made
 // timings: within 3% per size, the sum against every fixed variant, and failures that must not
 // count as wins.
-#include "tools/collc/DispatchVerdict.h"
+#include "tools/bench/DispatchVerdict.h"
 
 #include <cmath>
 #include <gtest/gtest.h>

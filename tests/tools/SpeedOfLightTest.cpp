@@ -142,8 +142,7 @@ TEST(SpeedOfLightGpu, ProbesRunAndTheTraceAddsUpToTheMeasuredPeriod) {
       // The extremes are ordered: a first is no later than its last (exactly: one min and one
       // max of the same times); a thread takes its vectors after its own wait; a block ends after
       // its threads took theirs. Those compare times that different warps read, which on this
-      // machine disagree by up to a few hundredths of a µs
-      // (results/2026-11-30-h200x2-small-sizes-floors-trace.md), hence the margin.
+      // machine disagree by up to a few hundredths of a µs, hence the margin.
       const double timerSkewUs = 0.1;
       EXPECT_GE(g.releaseSpreadUs, 0);
       EXPECT_GE(g.arrivalSpreadUs, 0);

@@ -1,5 +1,5 @@
 // The progress line of `collc tune`: the bar, the count and the time left, cut to the width.
-#include "tools/collc/TuneProgressBar.h"
+#include "tools/tune/TuneProgressBar.h"
 
 #include <gtest/gtest.h>
 

@@ -605,7 +605,7 @@ uint64_t splitEngineBytes(uint64_t bytes, double share) {
 }
 
 std::string speedOfLightSource() {
-  return std::string(kernelAbiHeader()) + "\n" + speedOfLightKernelText();
+  return std::string(kernelAbiHeader()) + "\n" + std::string(speedOfLightKernelText());
 }
 
 Expected<SpeedOfLightReport> measureSpeedOfLight(const std::vector<int>& devices,

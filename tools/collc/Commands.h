@@ -1,44 +1,21 @@
-// The collc subcommands. Each returns the process exit status: 0 success, 1 the user's error (a
-// wrong spec, a bad option, no GPU for a GPU command), 2 a failure of collc itself.
+// The collc subcommands that live in this folder (bench is tools/bench/BenchCommand.h). Each
+// returns the process exit status (tools/command/CommandSupport.h).
 #ifndef COLLC_TOOLS_COLLC_COMMANDS_H
 #define COLLC_TOOLS_COLLC_COMMANDS_H
 
-#include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
-#include "runtime/Status.h"
-#include "tools/collc/Arguments.h"
+#include "tools/command/CommandSupport.h"
 
 namespace collc::driver {
-
-enum ExitCode { kSuccess = 0, kUserError = 1, kInternalError = 2 };
 
 extern const Command kCheckCommand;
 extern const Command kEmitCommand;
 extern const Command kRunCommand;
-extern const Command kBenchCommand;
 extern const Command kTuneCommand;
 
 int runCheck(const ParsedArguments& args);
 int runEmit(const ParsedArguments& args);
 int runRun(const ParsedArguments& args);
-int runBench(const ParsedArguments& args);
 int runTune(const ParsedArguments& args);
-
-/// The options that choose a variant (--dtype, --op, --ranks, --sync, launch knobs).
-std::vector<OptionSpec> variantOptions();
-/// Fills `options` from the parsed variant options; false with `error` set on a bad value. With
-/// `syncMayBeAll`, --sync=all is accepted and leaves options.sync unset: the caller tries each.
-bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::string& error,
-                  bool syncMayBeAll = false);
-
-/// Reports an error: "collc: error: MESSAGE", or for the spec's error (its diagnostics are printed
-/// already) "collc: 2 errors in FILE". The compiler's errors come through fromCompiler
-/// (pipeline/CompilerErrors.h), which says which they are.
-int reportError(Error error, bool specError = false);
-int usageError(const std::string& message);
-/// The first error of compiler diagnostics, without its place: the line a refused variant gets in
-/// a table or a note.
-std::string firstError(const std::string& diagnostics);
 
 } // namespace collc::driver
 

@@ -10,7 +10,7 @@
 #include "tools/bench/BenchReport.h"
 #include "tools/bench/Benchmark.h"
 #include "tools/collc/Commands.h"
-#include "tools/collc/GpuCommand.h"
+#include "tools/command/GpuCommand.h"
 #include "tools/harness/RunHarness.h"
 #include "tools/launch/WorkQueues.h"
 

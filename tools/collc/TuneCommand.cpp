@@ -8,9 +8,10 @@
 #include "runtime/LocalWorld.h"
 #include "runtime/Watchdog.h"
 #include "tools/bench/Benchmark.h"
+#include "tools/bench/SweepOptions.h"
 #include "tools/collc/Commands.h"
-#include "tools/collc/GpuCommand.h"
-#include "tools/collc/TuneProgressBar.h"
+#include "tools/command/GpuCommand.h"
+#include "tools/tune/TuneProgressBar.h"
 #include "tools/tune/TuneSearch.h"
 
 #include <algorithm>
@@ -55,11 +56,14 @@ const Command kTuneCommand{
     "                  [--sync=S|all] [--keep=K] [--quick] [--dry-run]",
     "Search the variants of an AllReduce on this machine's GPUs and write every timing to the\n"
     "tuning table that dispatch by size reads (docs/tuning.md).",
-    "Variants: the algorithm (every stdlib allreduce spec for 'all', or SPEC), the sync strategy\n"
+    "Variants: the algorithm (every stdlib allreduce spec for 'all', or SPEC), the sync "
+    "strategy\n"
     "(every one the spec accepts for --sync all; one it refuses is recorded as inf), and the\n"
-    "launch shape: blocks (1, 2, 4, ..., 64 and the GPU's multiprocessor count: every block of a\n"
+    "launch shape: blocks (1, 2, 4, ..., 64 and the GPU's multiprocessor count: every block of "
+    "a\n"
     "rank must be resident), threads (128, 256, 512, 1024; 32 and 64 in balanced shapes),\n"
-    "vector width (4, 8, 16 bytes), unroll (1, 2) and whole stores (0, 1: a vector stored by one\n"
+    "vector width (4, 8, 16 bytes), unroll (1, 2) and whole stores (0, 1: a vector stored by "
+    "one\n"
     "instruction). The search has three stages, not the full cross product:\n"
     "  stage 1: every algorithm x sync at the spec's own launch shape, at every size;\n"
     "  stage 2: balanced shapes, with the threads that give each thread about one vector\n"
@@ -77,7 +81,8 @@ const Command kTuneCommand{
     "rank's median counting. One that fails to compile, fails to run or gives a wrong result\n"
     "scores inf (its row says why) and the search goes on.\n"
     "\n"
-    "The table: -o TABLE, else $COLLC_TUNING_TABLE, else $XDG_CONFIG_HOME/collc/tuning.tsv, else\n"
+    "The table: -o TABLE, else $COLLC_TUNING_TABLE, else $XDG_CONFIG_HOME/collc/tuning.tsv, "
+    "else\n"
     "~/.config/collc/tuning.tsv. Its rows for this machine's key (GPU model, ranks, topology,\n"
     "allreduce, dtype, op) at the sizes swept are replaced; rows of other keys, and of this key\n"
     "below or above the sweep (a sweep tuned in pieces), are kept. Every measurement is a\n"
@@ -256,8 +261,7 @@ TuneSpace makeSpace(const TuneOptions& o, std::vector<std::string> specs, int mu
     space.blocks.push_back(multiprocessors);
   space.threads = {128, 256, 512, 1024};
   // Whole stores even in a quick search: the one knob past the grid measured to move a time by
-  // more than its noise (8% at 1M-4M one way, 3% at 64K the other;
-  // results/2026-11-30-h200x2-dispatch-1K-64M-floors.md).
+  // more than its noise (8% at 1M-4M one way, 3% at 64K the other; docs/tuning.md).
   space.wholeStores = {0, 1};
   if (!o.quick) {
     space.vectorBytes = {4, 8, 16};

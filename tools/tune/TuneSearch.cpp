@@ -161,8 +161,7 @@ std::vector<TuneMeasurement> runTuneSearch(const TuneSpace& space,
                         {"unroll", &space.unrolls, &TunedVariant::unroll},
                         // Whole stores change what a thread keeps in flight, so the best thread
                         // count moves with them: on 2 x H200 two-shot at 64M was fastest at 512
-                        // threads without and at 1024 with (206 against 216.6 us,
-                        // results/2026-11-30-h200x2-dispatch-1K-64M-floors.md),
+                        // threads without and at 1024 with (206 against 216.6 us; docs/tuning.md),
                         // which a step from the best without never reaches.
                         {"whole_stores", &space.wholeStores, &TunedVariant::wholeStores,
                          &space.threads, &TunedVariant::threads}};

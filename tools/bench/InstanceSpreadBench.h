@@ -1,9 +1,9 @@
 // `collc bench SPEC --instances K`: one variant on K instances of itself, to see how much where an
 // instance lands in memory moves its time (see InstanceSpreadBench.cpp and docs/tuning.md).
-#ifndef COLLC_TOOLS_COLLC_INSTANCESPREADBENCH_H
-#define COLLC_TOOLS_COLLC_INSTANCESPREADBENCH_H
+#ifndef COLLC_TOOLS_BENCH_INSTANCESPREADBENCH_H
+#define COLLC_TOOLS_BENCH_INSTANCESPREADBENCH_H
 
-#include "tools/collc/Arguments.h"
+#include "tools/command/Arguments.h"
 
 #include <vector>
 
@@ -18,4 +18,4 @@ int runInstanceSpreadBench(const ParsedArguments& args);
 
 } // namespace collc::driver
 
-#endif // COLLC_TOOLS_COLLC_INSTANCESPREADBENCH_H
+#endif // COLLC_TOOLS_BENCH_INSTANCESPREADBENCH_H

@@ -1,6 +1,6 @@
-#include "tools/collc/BenchPlot.h"
+#include "tools/bench/BenchPlot.h"
 
-#include "tools/collc/Commands.h"
+#include "tools/command/CommandSupport.h"
 
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Program.h>
@@ -11,7 +11,7 @@
 
 namespace collc::driver {
 
-// PlotScript.cpp, generated from scripts/plot-bench.py (tools/collc/CMakeLists.txt).
+// PlotScript.cpp, generated from scripts/plot-bench.py (tools/CMakeLists.txt).
 const std::vector<std::pair<std::string_view, std::string_view>>& embeddedPlotScripts();
 
 namespace {

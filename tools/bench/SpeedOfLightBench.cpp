@@ -1,11 +1,12 @@
-#include "tools/collc/SpeedOfLightBench.h"
+#include "tools/bench/SpeedOfLightBench.h"
 
 #include "abi/collc_abi.h"
 #include "runtime/Devices.h"
 #include "runtime/Watchdog.h"
 #include "tools/bench/SpeedOfLight.h"
-#include "tools/collc/Commands.h"
-#include "tools/collc/GpuCommand.h"
+#include "tools/bench/SweepOptions.h"
+#include "tools/command/CommandSupport.h"
+#include "tools/command/GpuCommand.h"
 
 #include <fmt/format.h>
 #include <llvm/Support/raw_ostream.h>
@@ -53,19 +54,22 @@ void printCopyFloors(llvm::raw_ostream& out, const SpeedOfLightReport& report) {
                      "grid", "allreduce_us", "copy_engine_us", "GB/s_per_direction",
                      "ce_exchanged_us");
   for (const CopyFloor& floor : report.copies)
-    out << fmt::format(
-        "{:>8} {:>15.2f} {:>9} {:>18.1f} {:>17.2f} {:>9} {:>13.2f} {:>15.2f} {:>18.1f} {:>18.2f}\n",
-        sizeText(floor.bytes), floor.us, gridText(floor.grid), double(floor.bytes) / floor.us / 1e3,
-        floor.sentinelUs, gridText(floor.sentinelGrid), floor.handWrittenAllReduceUs,
-        floor.copyEngineUs, double(floor.bytes) / floor.copyEngineUs / 1e3,
-        floor.copyEngineOrderedUs);
-  out << "\ncopy+signal: every rank stores BYTES into every peer's memory (16-byte vectors), each "
+    out << fmt::format("{:>8} {:>15.2f} {:>9} {:>18.1f} {:>17.2f} {:>9} {:>13.2f} {:>15.2f} "
+                       "{:>18.1f} {:>18.2f}\n",
+                       sizeText(floor.bytes), floor.us, gridText(floor.grid),
+                       double(floor.bytes) / floor.us / 1e3, floor.sentinelUs,
+                       gridText(floor.sentinelGrid), floor.handWrittenAllReduceUs,
+                       floor.copyEngineUs, double(floor.bytes) / floor.copyEngineUs / 1e3,
+                       floor.copyEngineOrderedUs);
+  out << "\ncopy+signal: every rank stores BYTES into every peer's memory (16-byte vectors), "
+         "each "
          "block fences and\nsignals its peer block and waits for the peer's signal: a one-shot "
          "AllReduce without its reduction,\nand on 2 ranks the bytes a two-shot moves per "
          "direction. sentinel copy: the same bytes, the data its own\nsignal (a received word "
          "is 0 until it lands; the reader checks it and puts 0 back), as collc's sentinel\n"
          "strategy moves them. allreduce: the sentinel copy at its grid, each thread also adding "
-         "what it took\nto its own input (bf16) and storing the sum, checked: a one-shot AllReduce "
+         "what it took\nto its own input (bf16) and storing the sum, checked: a one-shot "
+         "AllReduce "
          "written by hand, as lean\nas it can be, against which collc's own reads. "
          "copy engine: the same bytes copied by cudaMemcpyAsync, every "
          "rank at once, no\nsignal and no SM: the link's bandwidth with both directions loaded "
@@ -163,7 +167,8 @@ void printSentinelTraces(llvm::raw_ostream& out, const SpeedOfLightReport& repor
          "first block's\nwait to the last thread's stores issued (both within the next column);\n"
          "first_wait->first_in: from the first block's wait to the first thread whose "
          "vectors from every\npeer had landed; first->last_in: to the last such thread; "
-         "last_in->last_ended: until the last\nblock ended; last_ended->next_wait: until the next "
+         "last_in->last_ended: until the last\nblock ended; last_ended->next_wait: until the "
+         "next "
          "call's first wait returned. The sum is one\ncall's period on that rank. Each block "
          "writes its records after its end is taken, so what the\ntrace costs falls in "
          "last_ended->next_wait. Columns that compare times of different warps can\nbe off by "

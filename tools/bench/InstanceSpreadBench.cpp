@@ -4,7 +4,7 @@
 // can move the time by a few percent (which of the L2's partitions they fall in is the guess, not
 // measured). This shows how much, before a comparison between two instances (collc bench
 // --dispatch --own-instances) is read as a difference between variants.
-#include "tools/collc/InstanceSpreadBench.h"
+#include "tools/bench/InstanceSpreadBench.h"
 
 #include "runtime/CollectiveInstance.h"
 #include "runtime/HeapSize.h"
@@ -12,9 +12,11 @@
 #include "runtime/TuningTable.h"
 #include "runtime/Watchdog.h"
 #include "tools/bench/BenchResults.h"
-#include "tools/collc/Commands.h"
-#include "tools/collc/DispatchVerdict.h"
-#include "tools/collc/GpuCommand.h"
+#include "tools/bench/CheckedTiming.h"
+#include "tools/bench/DispatchVerdict.h"
+#include "tools/bench/SweepOptions.h"
+#include "tools/command/CommandSupport.h"
+#include "tools/command/GpuCommand.h"
 
 #include <algorithm>
 #include <fmt/format.h>

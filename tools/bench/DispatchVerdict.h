@@ -2,8 +2,8 @@
 // dispatched collective within 3% of the best fixed variant; over the sweep, is its sum below
 // every fixed variant's. Pure, so that the verdicts the bar rests on are tested without
 // a GPU.
-#ifndef COLLC_TOOLS_COLLC_DISPATCHVERDICT_H
-#define COLLC_TOOLS_COLLC_DISPATCHVERDICT_H
+#ifndef COLLC_TOOLS_BENCH_DISPATCHVERDICT_H
+#define COLLC_TOOLS_BENCH_DISPATCHVERDICT_H
 
 #include "tools/bench/BenchResults.h"
 
@@ -62,4 +62,4 @@ DispatchVerdict judgeDispatch(const std::vector<BenchTiming>& dispatched,
 
 } // namespace collc::driver
 
-#endif // COLLC_TOOLS_COLLC_DISPATCHVERDICT_H
+#endif // COLLC_TOOLS_BENCH_DISPATCHVERDICT_H

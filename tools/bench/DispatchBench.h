@@ -1,9 +1,9 @@
 // `collc bench --dispatch`: the dispatched collective against every fixed variant of the tuning
 // table (see DispatchBench.cpp and docs/tuning.md).
-#ifndef COLLC_TOOLS_COLLC_DISPATCHBENCH_H
-#define COLLC_TOOLS_COLLC_DISPATCHBENCH_H
+#ifndef COLLC_TOOLS_BENCH_DISPATCHBENCH_H
+#define COLLC_TOOLS_BENCH_DISPATCHBENCH_H
 
-#include "tools/collc/Arguments.h"
+#include "tools/command/Arguments.h"
 
 #include <vector>
 
@@ -19,4 +19,4 @@ int runDispatchBench(const ParsedArguments& args);
 
 } // namespace collc::driver
 
-#endif // COLLC_TOOLS_COLLC_DISPATCHBENCH_H
+#endif // COLLC_TOOLS_BENCH_DISPATCHBENCH_H

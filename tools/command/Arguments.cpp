@@ -1,4 +1,4 @@
-#include "tools/collc/Arguments.h"
+#include "tools/command/Arguments.h"
 
 #include <cctype>
 #include <cstdint>

@@ -3,7 +3,7 @@
 // two questions: does dispatch pick, per size, a variant within 3% of the best single one
 // measured now; and over the whole sweep, is dispatch faster than any one variant
 // (DispatchVerdict.h judges both).
-#include "tools/collc/DispatchBench.h"
+#include "tools/bench/DispatchBench.h"
 
 #include "pipeline/CompileDispatch.h"
 #include "pipeline/TunedOptions.h"
@@ -13,12 +13,14 @@
 #include "runtime/LocalWorld.h"
 #include "runtime/Watchdog.h"
 #include "tools/bench/BenchResults.h"
-#include "tools/collc/Commands.h"
-#include "tools/collc/DispatchVerdict.h"
-#include "tools/collc/GpuCommand.h"
-#include "tools/collc/TuneProgressBar.h"
+#include "tools/bench/CheckedTiming.h"
+#include "tools/bench/DispatchVerdict.h"
+#include "tools/bench/SweepOptions.h"
+#include "tools/command/CommandSupport.h"
+#include "tools/command/GpuCommand.h"
 #include "tools/harness/RunHarness.h"
 #include "tools/tune/TableVariants.h"
+#include "tools/tune/TuneProgressBar.h"
 
 #include <algorithm>
 #include <cmath>

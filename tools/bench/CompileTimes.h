@@ -1,8 +1,8 @@
 // `collc bench --compile-times`: what a user waits for the first time a variant is needed (the
 // front end, then a cold NVRTC compile) and every time after (a hit in the disk cache). Needs no
 // GPU: NVRTC is a library.
-#ifndef COLLC_TOOLS_COLLC_COMPILETIMES_H
-#define COLLC_TOOLS_COLLC_COMPILETIMES_H
+#ifndef COLLC_TOOLS_BENCH_COMPILETIMES_H
+#define COLLC_TOOLS_BENCH_COMPILETIMES_H
 
 #include "compiler/Compile.h"
 #include "runtime/Status.h"
@@ -22,4 +22,4 @@ Expected<CompileTimes> measureCompileTimes(const SpecSource& spec, const Compile
 
 } // namespace collc::driver
 
-#endif // COLLC_TOOLS_COLLC_COMPILETIMES_H
+#endif // COLLC_TOOLS_BENCH_COMPILETIMES_H

@@ -1,8 +1,8 @@
 // The progress of `collc tune` on stderr, with the time left. On a terminal one line is redrawn
 // in place; otherwise (a log, a pipe) a plain line is written when a stage starts and at every
 // tenth of the work, so that redirected output is never garbled by carriage returns.
-#ifndef COLLC_TOOLS_COLLC_TUNEPROGRESSBAR_H
-#define COLLC_TOOLS_COLLC_TUNEPROGRESSBAR_H
+#ifndef COLLC_TOOLS_TUNE_TUNEPROGRESSBAR_H
+#define COLLC_TOOLS_TUNE_TUNEPROGRESSBAR_H
 
 #include "tools/tune/TuneSearch.h"
 
@@ -38,4 +38,4 @@ private:
 
 } // namespace collc::driver
 
-#endif // COLLC_TOOLS_COLLC_TUNEPROGRESSBAR_H
+#endif // COLLC_TOOLS_TUNE_TUNEPROGRESSBAR_H

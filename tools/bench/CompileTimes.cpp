@@ -1,7 +1,7 @@
-#include "tools/collc/CompileTimes.h"
+#include "tools/bench/CompileTimes.h"
 
 #include "runtime/Jit.h"
-#include "tools/collc/Commands.h"
+#include "tools/command/CommandSupport.h"
 
 #include <chrono>
 #include <fmt/format.h>

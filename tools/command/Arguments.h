@@ -1,8 +1,8 @@
 // A small command-line parser for the collc subcommands: `--name value`, `--name=value`, `-o FILE`
 // and flags. Each subcommand declares its options, so `--help` is generated from the same table
 // that parsing uses, and an unknown or malformed option is a clear error.
-#ifndef COLLC_TOOLS_COLLC_ARGUMENTS_H
-#define COLLC_TOOLS_COLLC_ARGUMENTS_H
+#ifndef COLLC_TOOLS_COMMAND_ARGUMENTS_H
+#define COLLC_TOOLS_COMMAND_ARGUMENTS_H
 
 #include <map>
 #include <optional>
@@ -51,4 +51,4 @@ std::optional<uint64_t> parseSize(const std::string& text);
 
 } // namespace collc::driver
 
-#endif // COLLC_TOOLS_COLLC_ARGUMENTS_H
+#endif // COLLC_TOOLS_COMMAND_ARGUMENTS_H

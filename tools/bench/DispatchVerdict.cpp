@@ -1,4 +1,4 @@
-#include "tools/collc/DispatchVerdict.h"
+#include "tools/bench/DispatchVerdict.h"
 
 #include <cmath>
 #include <fmt/format.h>

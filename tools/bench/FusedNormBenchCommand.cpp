@@ -1,4 +1,4 @@
-#include "tools/collc/FusedNormBenchCommand.h"
+#include "tools/bench/FusedNormBenchCommand.h"
 
 #include "runtime/Devices.h"
 #include "runtime/HeapSize.h"
@@ -6,8 +6,8 @@
 #include "runtime/Watchdog.h"
 #include "tools/bench/FusedNormBench.h"
 #include "tools/bench/PlainRmsNorm.h"
-#include "tools/collc/Commands.h"
-#include "tools/collc/GpuCommand.h"
+#include "tools/command/CommandSupport.h"
+#include "tools/command/GpuCommand.h"
 
 #include <algorithm>
 #include <fmt/format.h>

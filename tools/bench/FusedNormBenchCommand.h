@@ -1,9 +1,9 @@
 // `collc bench allreduce_rmsnorm`: the fused AllReduce + residual add + RMSNorm against
 // allreduce_oneshot followed by a plain RMSNorm kernel (tools/bench/FusedNormBench.h).
-#ifndef COLLC_TOOLS_COLLC_FUSEDNORMBENCHCOMMAND_H
-#define COLLC_TOOLS_COLLC_FUSEDNORMBENCHCOMMAND_H
+#ifndef COLLC_TOOLS_BENCH_FUSEDNORMBENCHCOMMAND_H
+#define COLLC_TOOLS_BENCH_FUSEDNORMBENCHCOMMAND_H
 
-#include "tools/collc/Arguments.h"
+#include "tools/command/Arguments.h"
 
 namespace collc::driver {
 
@@ -15,4 +15,4 @@ int runFusedNormBench(const ParsedArguments& args);
 
 } // namespace collc::driver
 
-#endif // COLLC_TOOLS_COLLC_FUSEDNORMBENCHCOMMAND_H
+#endif // COLLC_TOOLS_BENCH_FUSEDNORMBENCHCOMMAND_H

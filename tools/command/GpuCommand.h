@@ -1,16 +1,15 @@
 // What the commands that run on GPUs (`run`, `bench`) share, so that both take the same options
 // and find their ranks the same way: in one process driving the GPUs, as one rank of a world that
 // a launcher (--procs N, torchrun, mpirun) started, or as that launcher itself.
-#ifndef COLLC_TOOLS_COLLC_GPUCOMMAND_H
-#define COLLC_TOOLS_COLLC_GPUCOMMAND_H
+#ifndef COLLC_TOOLS_COMMAND_GPUCOMMAND_H
+#define COLLC_TOOLS_COMMAND_GPUCOMMAND_H
 
 #include "abi/CompiledCollective.h"
 #include "compiler/Compile.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Jit.h"
 #include "runtime/LaunchEnvironment.h"
-#include "tools/bench/BenchResults.h"
-#include "tools/collc/Arguments.h"
+#include "tools/command/Arguments.h"
 #include "tools/harness/RunHarness.h"
 
 #include <functional>
@@ -33,19 +32,6 @@ bool parseTimingOptions(const ParsedArguments& args, RunOptions& run, double& ti
 /// --instances): bf16 unless --dtype says otherwise; false with `error` set on a bad value.
 bool parseBenchVariant(const ParsedArguments& args, CompileOptions& compile, RunOptions& run,
                        double& timeoutSeconds, std::string& error);
-
-/// -b, -e, -f: the message sizes of a sweep.
-std::vector<OptionSpec> sweepOptions();
-/// The message sizes of a sweep, -b BEGIN -e END -f FACTOR (bytes, K/M/G allowed), as nccl-tests
-/// takes them; what is not given keeps the value passed in. False with `error` set on a value that
-/// is not a size, or when the sweep would be empty (`what` names the sizes in that message).
-bool parseSweep(const ParsedArguments& args, uint64_t& begin, uint64_t& end, uint64_t& factor,
-                const char* what, std::string& error);
-/// The element counts of parseSweep's sizes (from `begin`, `end` and `factor` where an option is
-/// not given) that are whole numbers of `elementBytes`; false with `error` set where parseSweep
-/// fails or no size is such a number.
-bool parseSweepCounts(const ParsedArguments& args, uint64_t begin, uint64_t end, uint64_t factor,
-                      uint64_t elementBytes, std::vector<uint64_t>& counts, std::string& error);
 
 /// --procs, --procs-timeout.
 std::vector<OptionSpec> procsOptions();
@@ -83,16 +69,10 @@ int launchProcs(const ParsedArguments& args, llvm::StringRef command, std::optio
 /// external launcher nothing else says which rank printed it).
 Error onRank(int rank, Error err);
 
-/// One run of runAndCheck on `instance` (options.count elements, timed): its time, or a Wrong
-/// timing with the first mismatches where the result was wrong; an error (CUDA, the watchdog)
-/// as the Expected's error.
-Expected<BenchTiming> checkedTiming(SymmetricWorld& world, CollectiveInstance& instance,
-                                    const RunOptions& options);
-
 /// NVRTC to a cubin for `device`'s architecture (sm_90 where it cannot be asked), through the
 /// disk cache.
 Expected<JitResult> compileForDevice(const CompiledCollective& compiled, int device);
 
 } // namespace collc::driver
 
-#endif // COLLC_TOOLS_COLLC_GPUCOMMAND_H
+#endif // COLLC_TOOLS_COMMAND_GPUCOMMAND_H

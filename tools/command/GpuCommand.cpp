@@ -1,10 +1,9 @@
-#include "tools/collc/GpuCommand.h"
+#include "tools/command/GpuCommand.h"
 
 #include "abi/collc_abi.h"
 #include "runtime/Devices.h"
 #include "runtime/Watchdog.h"
-#include "tools/bench/BenchResults.h"
-#include "tools/collc/Commands.h"
+#include "tools/command/CommandSupport.h"
 #include "tools/launch/ChildEnvironment.h"
 #include "tools/launch/Launcher.h"
 
@@ -39,50 +38,10 @@ std::vector<OptionSpec> timingOptions() {
           {"seed", "N", "random seed for the inputs (default 1)"}};
 }
 
-std::vector<OptionSpec> sweepOptions() {
-  return {{"b", "SIZE", "smallest message, bytes per rank (K/M/G suffixes; default 1K)"},
-          {"e", "SIZE", "largest message, bytes per rank (default 64M)"},
-          {"f", "FACTOR", "size factor from one step to the next (default 2)"}};
-}
-
-bool parseSweep(const ParsedArguments& args, uint64_t& begin, uint64_t& end, uint64_t& factor,
-                const char* what, std::string& error) {
-  for (auto [option, target] : {std::pair<const char*, uint64_t*>{"b", &begin},
-                                std::pair<const char*, uint64_t*>{"e", &end},
-                                std::pair<const char*, uint64_t*>{"f", &factor}}) {
-    if (auto text = args.get(option)) {
-      auto value = parseSize(*text);
-      if (!value)
-        return error = std::string("-") + option +
-                       " takes a number of bytes (K/M/G allowed), not '" + *text + "'",
-               false;
-      *target = *value;
-    }
-  }
-  if (sweepSizes(begin, end, factor).empty())
-    return error = std::string("no sizes to ") + what +
-                   ": -b must be at least 1 and at most -e, and -f at least 2",
-           false;
-  return true;
-}
-
 bool parseBenchVariant(const ParsedArguments& args, CompileOptions& compile, RunOptions& run,
                        double& timeoutSeconds, std::string& error) {
   compile.dtype = DType::BF16;
   return parseVariant(args, compile, error) && parseTimingOptions(args, run, timeoutSeconds, error);
-}
-
-bool parseSweepCounts(const ParsedArguments& args, uint64_t begin, uint64_t end, uint64_t factor,
-                      uint64_t elementBytes, std::vector<uint64_t>& counts, std::string& error) {
-  if (!parseSweep(args, begin, end, factor, "measure", error))
-    return false;
-  counts.clear();
-  for (uint64_t bytes : sweepSizes(begin, end, factor))
-    if (bytes % elementBytes == 0)
-      counts.push_back(bytes / elementBytes);
-  if (counts.empty())
-    return error = "no size of the sweep is a whole number of elements", false;
-  return true;
 }
 
 bool parseTimingOptions(const ParsedArguments& args, RunOptions& run, double& timeoutSeconds,
@@ -219,16 +178,6 @@ Error onRank(int rank, Error err) {
   if (message.rfind("rank ", 0) == 0)
     return makeError(message);
   return makeError("rank " + std::to_string(rank) + ": " + message);
-}
-
-Expected<BenchTiming> checkedTiming(SymmetricWorld& world, CollectiveInstance& instance,
-                                    const RunOptions& options) {
-  auto report = runAndCheck(world, instance, instance.compiled(), options);
-  if (!report)
-    return report.takeError();
-  if (!report->correct)
-    return BenchTiming::wrong(report->firstMismatches);
-  return BenchTiming::measured(report->usPerOp);
 }
 
 Expected<JitResult> compileForDevice(const CompiledCollective& compiled, int device) {

@@ -1,10 +1,10 @@
 // `collc bench --speed-of-light`: the floors this machine puts under any collective (an empty
 // kernel, a flag exchange, copying each size to the peers), measured the way collc's kernels are
 // (tools/bench/SpeedOfLight.h), so that a collective's time reads against them.
-#ifndef COLLC_TOOLS_COLLC_SPEEDOFLIGHTBENCH_H
-#define COLLC_TOOLS_COLLC_SPEEDOFLIGHTBENCH_H
+#ifndef COLLC_TOOLS_BENCH_SPEEDOFLIGHTBENCH_H
+#define COLLC_TOOLS_BENCH_SPEEDOFLIGHTBENCH_H
 
-#include "tools/collc/Arguments.h"
+#include "tools/command/Arguments.h"
 
 #include <vector>
 
@@ -19,4 +19,4 @@ int runSpeedOfLightBench(const ParsedArguments& args);
 
 } // namespace collc::driver
 
-#endif // COLLC_TOOLS_COLLC_SPEEDOFLIGHTBENCH_H
+#endif // COLLC_TOOLS_BENCH_SPEEDOFLIGHTBENCH_H

@@ -1,4 +1,4 @@
-#include "tools/collc/TuneProgressBar.h"
+#include "tools/tune/TuneProgressBar.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,0 +1,35 @@
+# No source file cites a dated results file (results/<date>-...): a measurement a reader of the code
+# needs is stated where it is used, or in docs/, which say what a result means for a user.
+#   cmake -DROOT=<source root> -P this
+set(dirs abi compiler dsl examples include pipeline python runtime stdlib tests tools)
+set(files)
+foreach(dir ${dirs})
+  file(GLOB_RECURSE found RELATIVE ${ROOT} ${ROOT}/${dir}/*)
+  list(APPEND files ${found})
+endforeach()
+
+set(citing)
+set(read 0)
+foreach(file ${files})
+  if(file MATCHES "(^|/)(build[^/]*|[^/]*\\.egg-info|__pycache__)/")
+    continue()
+  endif()
+  if(NOT file MATCHES "\\.(h|hpp|c|cpp|cu|cuh|py|cmake|txt|coll)$")
+    continue()
+  endif()
+  math(EXPR read "${read} + 1")
+  file(STRINGS ${ROOT}/${file} lines REGEX "results/20[0-9][0-9]-")
+  if(lines)
+    list(APPEND citing ${file})
+  endif()
+endforeach()
+
+if(read LESS 100)
+  message(FATAL_ERROR "read only ${read} source files under ${ROOT}: not collc's tree?")
+endif()
+if(citing)
+  list(JOIN citing "\n  " text)
+  message(FATAL_ERROR "source files that cite a dated results file (state the figure, or cite "
+                      "docs/):\n  ${text}")
+endif()
+message(STATUS "${read} source files, none citing a dated results file")
