@@ -4,22 +4,21 @@
 #include "abi/collc_abi.h"
 #include "compiler/CudaCodeGen.h"
 #include "compiler/ElementCounts.h"
-#include "compiler/ExpandSteps.h"
 #include "compiler/FormatSource.h"
 #include "compiler/Lower.h"
 #include "compiler/ProofMemo.h"
 #include "compiler/RowEpilogue.h"
 #include "compiler/Sema.h"
-#include "compiler/SizeLimits.h"
 #include "compiler/Verifier.h"
 #include "compiler/ir/Visitor.h"
 #include "dsl/Parser.h"
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
+#include <llvm/Support/raw_os_ostream.h>
+#include <map>
 
 namespace collc {
 
@@ -27,11 +26,16 @@ namespace embedded {
 const std::vector<std::pair<std::string_view, std::string_view>>& stdlibSpecs();
 }
 
-char SpecError::ID = 0;
+namespace {
 
-void SpecError::log(llvm::raw_ostream& out) const {
-  out << errors_ << (errors_ == 1 ? " error" : " errors") << " in " << file_;
+/// The error of a spec whose diagnostics were printed: how many, and where.
+Error specError(const Diagnostics& diags, const SpecSource& spec) {
+  const unsigned errors = std::max(1u, diags.errorCount());
+  return Error::specFailure(std::to_string(errors) + (errors == 1 ? " error" : " errors") + " in " +
+                            spec.bufferName);
 }
+
+} // namespace
 
 std::vector<std::string> stdlibNames() {
   std::vector<std::string> names;
@@ -41,22 +45,22 @@ std::vector<std::string> stdlibNames() {
   return names;
 }
 
-llvm::Expected<SpecSource> loadSpec(const std::string& nameOrPath) {
-  auto file = llvm::MemoryBuffer::getFile(nameOrPath, /*IsText=*/true);
+Expected<SpecSource> loadSpec(std::string_view nameOrPath) {
+  const std::string path(nameOrPath);
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (file)
-    return SpecSource{nameOrPath, (*file)->getBuffer().str()};
-  std::string stem = llvm::sys::path::stem(nameOrPath).str();
-  bool looksLikeName = nameOrPath.find('/') == std::string::npos;
+    return SpecSource{path, (*file)->getBuffer().str()};
+  std::string stem = llvm::sys::path::stem(path).str();
+  bool looksLikeName = path.find('/') == std::string::npos;
   if (looksLikeName) {
     for (const auto& [fileName, text] : embedded::stdlibSpecs())
       if (llvm::sys::path::stem(fileName) == stem)
         return SpecSource{"stdlib/" + std::string(fileName), std::string(text)};
   }
-  return llvm::createStringError(
-      llvm::inconvertibleErrorCode(), "cannot open spec '%s': %s%s", nameOrPath.c_str(),
-      file.getError().message().c_str(),
-      looksLikeName ? ", and the standard library has no spec of that name (see 'collc list')"
-                    : "");
+  return makeError("cannot open spec '" + path + "': " + file.getError().message() +
+                   (looksLikeName
+                        ? ", and the standard library has no spec of that name (see 'collc list')"
+                        : ""));
 }
 
 namespace {
@@ -72,14 +76,16 @@ struct Checked {
   VerifyResult proof;
 };
 
-Checked parseAndVerify(Diagnostics& diags, const SpecSource& spec, llvm::raw_ostream* printAst,
+Checked parseAndVerify(Diagnostics& diags, const SpecSource& spec, std::ostream* printAst,
                        int64_t workLimit) {
   Checked result;
   auto ast = parseSpecText(diags, spec.text, spec.bufferName);
   if (!ast)
     return result;
-  if (printAst)
-    ast::print(*ast, *printAst);
+  if (printAst) {
+    llvm::raw_os_ostream out(*printAst);
+    ast::print(*ast, out);
+  }
   auto program = analyze(*ast, diags);
   if (!program)
     return result;
@@ -134,17 +140,15 @@ private:
 
 /// One variant, lowered: the program the printer prints and the choices it was lowered for.
 struct Lowered {
-  ir::Program program;
+  LoweredVariant variant;
   LaunchShape launch;
   int root = 0;
   int64_t rowLength = 0;
-  /// The pairs of buffers the spec allows to be one memory, as this lowered program does or not.
-  LoweredAliases aliases;
 };
 
-/// The variant's choices checked against the verified `spec`, then its steps expanded and lowered
-/// for them: all of compileCollective short of generating code. nullopt on a user error (reported
-/// to `diags`).
+/// The variant's choices checked against the verified `spec`, then the variant lowered for them
+/// (compiler/Lower.cpp): all of compileCollective short of generating code. nullopt on a user
+/// error (reported to `diags`).
 std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult& proof,
                                     const CompileOptions& options, Diagnostics& diags,
                                     const ir::LineOf& lineOf, bool proveAliases,
@@ -182,10 +186,6 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
   launch.vectorBytes = std::max<int>(launch.vectorBytes, sizeOf(options.dtype));
   if (diags.hasErrors())
     return std::nullopt;
-  auto steps = expandRepeatedSteps(program, options.nranks, diags);
-  if (!steps)
-    return std::nullopt;
-  program.steps = std::move(*steps);
 
   LowerOptions lowerOptions;
   lowerOptions.dtype = options.dtype;
@@ -196,39 +196,18 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
   lowerOptions.nranks = options.nranks;
   lowerOptions.rowLength = options.rowLength ? options.rowLength : spec.defaultRowLength;
   lowerOptions.experimentalLL128 = options.experimentalLL128;
+  lowerOptions.verifyWorkLimit = workLimitOf(options);
+  lowerOptions.verifyLowered = verify;
+  lowerOptions.proveAliases = proveAliases;
   lowerOptions.lineOf = lineOf;
+  std::optional<llvm::raw_os_ostream> printIr;
   if (options.printIr && options.printIrAfterAll)
-    lowerOptions.printAfterEach = options.printIr;
-  auto lowered = lower(program, proof, lowerOptions, diags);
-  // The lowered program's proof and its aliases' share one budget.
-  int64_t done = 0;
-  const bool verified =
-      lowered && checkRowLength(*lowered, lowerOptions.rowLength, diags) &&
-      (!verify || verifyLowered(program, *lowered, options.nranks, options.dtype, diags,
-                                workLimitOf(options), &done)) &&
-      checkSizesFit(*lowered, options.dtype, options.nranks, lowerOptions.rowLength, diags);
-  LoweredAliases aliases;
-  if (verified && proveAliases)
-    aliases = proveLoweredAliases(program, proof, *lowered, options.nranks, options.dtype, diags,
-                                  std::max<int64_t>(1, workLimitOf(options) - done), &done);
-  if (work)
-    *work += done;
-  if (!verified)
+    lowerOptions.printAfterEach = &printIr.emplace(*options.printIr);
+  auto lowered = lower(program, proof, lowerOptions, diags, work);
+  if (!lowered)
     return std::nullopt;
-  // Unroll multiplies the vectors of an element loop; LL128's line loops and row steps have
-  // their own shape, which it would leave as it is.
-  const bool rowSteps = std::any_of(lowered->steps.begin(), lowered->steps.end(),
-                                    [](const ir::Step& step) { return hasRowStatement(step); });
-  const bool lineLoops = lowered->uses(ir::Storage::LL128Lines);
-  if (launch.unroll > 1 && (lineLoops || rowSteps)) {
-    diags.error(spec.loc, "unroll = " + std::to_string(launch.unroll) +
-                              " does not apply to this variant: its loops " +
-                              (lineLoops ? "walk 128-byte lines (ll128)" : "go by rows") +
-                              ", one line or row at a time; use unroll = 1");
-    return std::nullopt;
-  }
   return Lowered{std::move(*lowered), launch, hasRoot(spec.kind) ? options.root : 0,
-                 lowerOptions.rowLength, std::move(aliases)};
+                 lowerOptions.rowLength};
 }
 
 /// "line:col: message" of the first error in diagnostics as Diagnostics prints them.
@@ -260,15 +239,16 @@ ir::LineOf lineOfIn(const llvm::SourceMgr& sources) {
 
 } // namespace
 
-llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, CheckReport* report,
-                      CheckDepth depth) {
+Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* report,
+                CheckDepth depth) {
   const bool everyStrategy = report && depth == CheckDepth::EveryStrategy;
   llvm::SourceMgr sources;
-  Diagnostics diags(sources, diagnostics);
+  llvm::raw_os_ostream diagnosticStream(diagnostics);
+  Diagnostics diags(sources, diagnosticStream);
   const auto start = std::chrono::steady_clock::now();
   Checked checked = parseAndVerify(diags, spec, nullptr, kDefaultVerifyWorkLimit);
   if (!checked.program)
-    return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+    return specError(diags, spec);
   const ir::Program& verified = *checked.program;
   if (report) {
     report->work = checked.proof.work;
@@ -330,7 +310,7 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
                                           std::to_string(kDefaultVerifyWorkLimit) +
                                           " steps of work; collc refuses a spec it cannot prove in "
                                           "that: use fewer statements, loop trips or rank counts");
-            return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+            return specError(diags, spec);
           }
           strategy.refused = "not tried: check's budget of work for the other strategies is spent";
           strategy.aliases.clear();
@@ -354,11 +334,11 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
         const bool twin = checkedTwin != checkedPrograms.end() && !reportAliases;
         auto lowered = lowerVariant(verified, checked.proof, options, variantDiags,
                                     lineOfIn(sources), reportAliases, &work, /*verify=*/!twin);
-        if (lowered && twin && printed(lowered->program) != checkedTwin->second)
+        if (lowered && twin && printed(lowered->variant.program) != checkedTwin->second)
           lowered = lowerVariant(verified, checked.proof, options, variantDiags, lineOfIn(sources),
                                  reportAliases, &work);
         if (lowered && own && !twin)
-          checkedPrograms.emplace(key, printed(lowered->program));
+          checkedPrograms.emplace(key, printed(lowered->variant.program));
         budget -= work;
         if (report)
           report->loweredWork += work;
@@ -367,7 +347,7 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
                                        std::to_string(nranks) + " ranks, sync " +
                                        std::string(name(sync)) +
                                        " (collc check lowers every element type and rank count)");
-          return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
+          return specError(diags, spec);
         }
         if (!lowered) {
           strategy.refused = "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(out.str());
@@ -376,9 +356,9 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
         }
         if (!reportAliases)
           continue;
-        strategy.aliasesTogether &= lowered->aliases.together;
-        for (size_t k = 0; k < lowered->aliases.pairs.size(); ++k) {
-          const AliasVerdict& verdict = lowered->aliases.pairs[k];
+        strategy.aliasesTogether &= lowered->variant.aliases.together;
+        for (size_t k = 0; k < lowered->variant.aliases.pairs.size(); ++k) {
+          const AliasVerdict& verdict = lowered->variant.aliases.pairs[k];
           if (strategy.aliases.size() <= k)
             strategy.aliases.push_back(
                 AliasReport{verdict.written, verdict.read, verdict.inPlace, {}, ""});
@@ -398,18 +378,16 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
     report->totalSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  return llvm::Error::success();
+  return Error::success();
 }
 
-llvm::Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
-                                                     const CompileOptions& options,
-                                                     llvm::raw_ostream& diagnostics,
-                                                     bool proveAliases) {
+Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
+                                               const CompileOptions& options,
+                                               std::ostream& diagnostics, bool proveAliases) {
   llvm::SourceMgr sources;
-  Diagnostics diags(sources, diagnostics);
-  auto fail = [&]() -> llvm::Error {
-    return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
-  };
+  llvm::raw_os_ostream diagnosticStream(diagnostics);
+  Diagnostics diags(sources, diagnosticStream);
+  auto fail = [&]() { return specError(diags, spec); };
   Checked checked = parseAndVerify(diags, spec, nullptr, workLimitOf(options));
   if (!checked.program)
     return fail();
@@ -417,14 +395,11 @@ llvm::Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
                               proveAliases);
   if (!lowered)
     return fail();
-  auto steps = expandRepeatedSteps(*checked.program, options.nranks, diags);
-  if (!steps)
-    return fail();
-  checked.program->steps = std::move(*steps);
+  LoweredVariant& variant = lowered->variant;
   VariantPrograms programs;
   programs.aliasesProved = proveAliases;
-  programs.aliasesTogether = proveAliases && lowered->aliases.together;
-  for (const AliasVerdict& verdict : lowered->aliases.pairs) {
+  programs.aliasesTogether = proveAliases && variant.aliases.together;
+  for (const AliasVerdict& verdict : variant.aliases.pairs) {
     if (!verdict.allowed)
       continue;
     if (verdict.inPlace) {
@@ -432,26 +407,25 @@ llvm::Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
       continue;
     }
     auto index = [&](const std::string& name) {
-      const ir::BufferId id = lowered->program.find(name);
-      if (id < 0 || lowered->program.buffer(id).role != ir::BufferRole::Aux)
+      const ir::BufferId id = variant.program.find(name);
+      if (id < 0 || variant.program.buffer(id).role != ir::BufferRole::Aux)
         internalError("an aliased buffer that is not an aux buffer: " + name);
-      return lowered->program.buffer(id).auxIndex;
+      return variant.program.buffer(id).auxIndex;
     };
     programs.auxAliases.push_back({index(verdict.written), index(verdict.read)});
   }
-  programs.spec = std::move(checked.program);
-  programs.lowered = std::make_shared<const ir::Program>(std::move(lowered->program));
+  programs.spec = std::make_shared<const ir::Program>(std::move(variant.spec));
+  programs.lowered = std::make_shared<const ir::Program>(std::move(variant.program));
   return programs;
 }
 
-llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
-                                                     const CompileOptions& options,
-                                                     llvm::raw_ostream& diagnostics) {
+Expected<CompiledCollective> compileCollective(const SpecSource& spec,
+                                               const CompileOptions& options,
+                                               std::ostream& diagnostics) {
   llvm::SourceMgr sources;
-  Diagnostics diags(sources, diagnostics);
-  auto fail = [&]() -> llvm::Error {
-    return llvm::make_error<SpecError>(std::max(1u, diags.errorCount()), spec.bufferName);
-  };
+  llvm::raw_os_ostream diagnosticStream(diagnostics);
+  Diagnostics diags(sources, diagnosticStream);
+  auto fail = [&]() { return specError(diags, spec); };
   Checked checked = parseAndVerify(diags, spec, options.printAst, workLimitOf(options));
   if (!checked.program)
     return fail();
@@ -459,12 +433,14 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
                               /*proveAliases=*/true);
   if (!lowered)
     return fail();
-  const ir::Program& program = lowered->program;
+  const ir::Program& program = lowered->variant.program;
   const LaunchShape launch = lowered->launch;
   const int root = lowered->root;
   const int64_t rowLength = lowered->rowLength;
-  if (options.printIr && !options.printIrAfterAll)
-    ir::print(program, *options.printIr, lineOfIn(sources));
+  if (options.printIr && !options.printIrAfterAll) {
+    llvm::raw_os_ostream out(*options.printIr);
+    ir::print(program, out, lineOfIn(sources));
+  }
 
   CodeGenTarget target;
   target.dtype = options.dtype;
@@ -503,8 +479,8 @@ llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   compiled.addRmsNorm = findAddRmsNorm(*checked.program);
   // What this variant's own lowered program allows, not the spec: its strategy may race where
   // the spec's waits order.
-  compiled.aliasesTogether = lowered->aliases.together;
-  for (const AliasVerdict& verdict : lowered->aliases.pairs) {
+  compiled.aliasesTogether = lowered->variant.aliases.together;
+  for (const AliasVerdict& verdict : lowered->variant.aliases.pairs) {
     if (!verdict.allowed)
       continue;
     if (verdict.inPlace) {

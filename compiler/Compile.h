@@ -1,15 +1,18 @@
 // The compiler's one entry point: a spec (stdlib name, path or text) and the choices of the call
 // site in, a CompiledCollective out. Used by the collc tool, the runtime's users and the tests.
+// Plain C++17 and collc's own types (Error, Expected): LLVM stays hidden inside
+// libcollc_compiler.so, so a caller needs none and may have its own copy.
 #ifndef COLLC_COMPILER_COMPILE_H
 #define COLLC_COMPILER_COMPILE_H
 
 #include "abi/CompiledCollective.h"
+#include "abi/Status.h"
 
-#include <llvm/Support/Error.h>
-#include <llvm/Support/raw_ostream.h>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace collc {
@@ -45,24 +48,16 @@ struct CompileOptions {
   /// Work the proof of the spec may take (collc check reports it); 0: kDefaultVerifyWorkLimit
   /// (compiler/Verifier.h). Each variant's lowered program gets as much again.
   int64_t verifyWorkLimit = 0;
-  llvm::raw_ostream* printAst = nullptr; // if set, the parsed tree is printed here
-  llvm::raw_ostream* printIr = nullptr;  // if set, the lowered IR is printed here
-  bool printIrAfterAll = false;          // with printIr: after every pass, not only the last
+  std::ostream* printAst = nullptr; // if set, the parsed tree is printed here
+  std::ostream* printIr = nullptr;  // if set, the lowered IR is printed here
+  /// With printIr: after every step of the variant's lowering (compiler/Lower.cpp), from the
+  /// checked spec on, not only the last.
+  bool printIrAfterAll = false;
 };
 
-/// The error returned when the spec (or an option) is wrong; the diagnostics were printed.
-/// Anything else is a failure of collc itself.
-class SpecError : public llvm::ErrorInfo<SpecError> {
-public:
-  static char ID;
-  SpecError(unsigned errors, std::string file) : errors_(errors), file_(std::move(file)) {}
-  void log(llvm::raw_ostream& out) const override;
-  std::error_code convertToErrorCode() const override { return llvm::inconvertibleErrorCode(); }
-
-private:
-  unsigned errors_;
-  std::string file_;
-};
+// Errors: where the spec (or an option) is wrong, the diagnostics (file:line:col: error: ...) go to
+// the `diagnostics` stream and the returned Error is a spec error (Error::isSpecError) that says
+// how many there were ("2 errors in allreduce.coll"). Any other Error is a failure of collc itself.
 
 /// A spec to compile: `text` with `bufferName` for diagnostics (a path or "<stdlib>/name.coll").
 struct SpecSource {
@@ -71,7 +66,7 @@ struct SpecSource {
 };
 
 /// Finds a spec by stdlib name (`allreduce_oneshot`) or by path. Errors name what was looked for.
-llvm::Expected<SpecSource> loadSpec(const std::string& nameOrPath);
+Expected<SpecSource> loadSpec(std::string_view nameOrPath);
 
 /// Stdlib spec names, sorted.
 std::vector<std::string> stdlibNames();
@@ -135,15 +130,12 @@ inline constexpr DType kCheckedTypes[] = {DType::F32, DType::F16, DType::BF16};
 /// the spec names but cannot use is refused here, at its `sync` clause), checking each lowered
 /// program; returns no code. `report`, if given, receives what the proof found
 /// (CheckReport::strategies only with CheckDepth::EveryStrategy).
-llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics,
-                      CheckReport* report = nullptr, CheckDepth depth = CheckDepth::OwnStrategy);
+Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* report = nullptr,
+                CheckDepth depth = CheckDepth::OwnStrategy);
 
 /// Parses, checks, verifies for every declared rank count and lowers the spec for one variant.
-/// Diagnostics (file:line:col: error: ...) go to `diagnostics`; on user error the returned
-/// llvm::Error says how many errors were found.
-llvm::Expected<CompiledCollective> compileCollective(const SpecSource& spec,
-                                                     const CompileOptions& options,
-                                                     llvm::raw_ostream& diagnostics);
+Expected<CompiledCollective>
+compileCollective(const SpecSource& spec, const CompileOptions& options, std::ostream& diagnostics);
 
 /// One variant's two programs, for the interpreter (compiler/interpret/): the verified spec and
 /// what the variant lowers it to, the steps of both expanded for options.nranks. Their source
@@ -161,10 +153,10 @@ struct VariantPrograms {
 
 /// compileCollective up to the lowered program (verified too), without generating code; with
 /// proveAliases, also the proofs of the pairs of buffers it allows as one memory.
-llvm::Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
-                                                     const CompileOptions& options,
-                                                     llvm::raw_ostream& diagnostics,
-                                                     bool proveAliases = false);
+Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
+                                               const CompileOptions& options,
+                                               std::ostream& diagnostics,
+                                               bool proveAliases = false);
 
 } // namespace collc
 

@@ -1,5 +1,7 @@
-// The lowering pipeline: one short function naming each pass in order, from the verified spec
-// (steps expanded for the variant's rank count) to the program the printer prints.
+// The lowering of one variant: one linear list, from the checked spec as written to the program
+// the printer prints, naming each step in order (step expansion, the strategy's rewrite, every
+// pass, then the checks of the lowered program). `collc emit --emit=ir --print-ir-after-all`
+// shows the program after each of them.
 #ifndef COLLC_COMPILER_LOWER_H
 #define COLLC_COMPILER_LOWER_H
 
@@ -21,15 +23,31 @@ struct LowerOptions {
   int nranks = 2;
   int64_t rowLength = 0;
   bool experimentalLL128 = false; // CompileOptions::experimentalLL128
-  /// If set, the IR is printed here after every pass.
+  /// Work the proof of the lowered program and of its aliases may take, together.
+  int64_t verifyWorkLimit = kDefaultVerifyWorkLimit;
+  /// false skips the proof of the lowered program: only where the same program was proved already.
+  bool verifyLowered = true;
+  /// Also prove which pairs of buffers the lowered program allows as one memory.
+  bool proveAliases = false;
+  /// If set, the IR is printed here after every step of the list.
   llvm::raw_ostream* printAfterEach = nullptr;
   ir::LineOf lineOf;
 };
 
-/// `program` lowered for the strategy in program.sync; nullopt (with diagnostics) if the strategy
-/// cannot synchronize this spec.
-std::optional<ir::Program> lower(const ir::Program& program, const VerifyResult& proof,
-                                 const LowerOptions& options, Diagnostics& diags);
+/// A variant, lowered.
+struct LoweredVariant {
+  ir::Program spec;       // the checked spec, its steps expanded for the variant's rank count
+  ir::Program program;    // what the printer prints
+  LoweredAliases aliases; // with LowerOptions::proveAliases
+};
+
+/// `spec` (checked and verified, its steps as written, program.sync the variant's strategy)
+/// lowered for the variant; nullopt (with diagnostics) where it cannot be: the strategy cannot
+/// synchronize it, or the lowered program breaks a rule. `work`, if given, grows by the work of
+/// the lowered program's proofs.
+std::optional<LoweredVariant> lower(const ir::Program& spec, const VerifyResult& proof,
+                                    const LowerOptions& options, Diagnostics& diags,
+                                    int64_t* work = nullptr);
 
 } // namespace collc
 

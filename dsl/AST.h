@@ -4,6 +4,7 @@
 #define COLLC_DSL_AST_H
 
 #include "abi/Types.h"
+#include "dsl/LibraryLocal.h"
 
 #include <cstdint>
 #include <llvm/Support/SMLoc.h>
@@ -118,8 +119,8 @@ struct Spec {
 };
 
 /// Prints the tree in an indented, stable form (`collc emit --emit=ast`).
-void print(const Spec& spec, llvm::raw_ostream& out);
-void print(const Expr& expr, llvm::raw_ostream& out);
+COLLC_LIBRARY_LOCAL void print(const Spec& spec, llvm::raw_ostream& out);
+COLLC_LIBRARY_LOCAL void print(const Expr& expr, llvm::raw_ostream& out);
 
 } // namespace collc::ast
 

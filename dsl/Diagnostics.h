@@ -4,6 +4,8 @@
 #ifndef COLLC_DSL_DIAGNOSTICS_H
 #define COLLC_DSL_DIAGNOSTICS_H
 
+#include "dsl/LibraryLocal.h"
+
 #include <llvm/Support/SMLoc.h>
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/raw_ostream.h>
@@ -16,17 +18,17 @@ class Diagnostics {
 public:
   Diagnostics(llvm::SourceMgr& sources, llvm::raw_ostream& out) : sources_(sources), out_(out) {}
 
-  void error(llvm::SMLoc loc, const llvm::Twine& message);
-  void warning(llvm::SMLoc loc, const llvm::Twine& message);
+  COLLC_LIBRARY_LOCAL void error(llvm::SMLoc loc, const llvm::Twine& message);
+  COLLC_LIBRARY_LOCAL void warning(llvm::SMLoc loc, const llvm::Twine& message);
   /// A note attaches to the error or warning before it (e.g. "declared here").
-  void note(llvm::SMLoc loc, const llvm::Twine& message);
+  COLLC_LIBRARY_LOCAL void note(llvm::SMLoc loc, const llvm::Twine& message);
 
   unsigned errorCount() const { return errors_; }
   bool hasErrors() const { return errors_ != 0; }
   llvm::SourceMgr& sources() { return sources_; }
 
   /// "line:col" of a location, for messages that mention another place.
-  std::string lineAndColumn(llvm::SMLoc loc) const;
+  COLLC_LIBRARY_LOCAL std::string lineAndColumn(llvm::SMLoc loc) const;
 
 private:
   llvm::SourceMgr& sources_;

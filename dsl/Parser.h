@@ -6,12 +6,13 @@
 #include "dsl/AST.h"
 #include "dsl/Diagnostics.h"
 #include "dsl/Lexer.h"
+#include "dsl/LibraryLocal.h"
 
 #include <memory>
 
 namespace collc {
 
-class Parser {
+class COLLC_LIBRARY_LOCAL Parser {
 public:
   /// Parses the buffer `bufferId` of the diagnostics' SourceMgr.
   Parser(Diagnostics& diags, unsigned bufferId);
@@ -61,8 +62,8 @@ inline constexpr unsigned kMaxSteps = 256;
 inline constexpr size_t kMaxOperands = 64; // of one reduce or sum
 
 /// Convenience: parse `text` registered under `bufferName` in the diagnostics' SourceMgr.
-std::unique_ptr<ast::Spec> parseSpecText(Diagnostics& diags, llvm::StringRef text,
-                                         llvm::StringRef bufferName);
+COLLC_LIBRARY_LOCAL std::unique_ptr<ast::Spec>
+parseSpecText(Diagnostics& diags, llvm::StringRef text, llvm::StringRef bufferName);
 
 } // namespace collc
 

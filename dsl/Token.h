@@ -2,6 +2,8 @@
 #ifndef COLLC_DSL_TOKEN_H
 #define COLLC_DSL_TOKEN_H
 
+#include "dsl/LibraryLocal.h"
+
 #include <cstdint>
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/SMLoc.h>
@@ -43,7 +45,9 @@ struct Token {
   uint64_t integer = 0; // value of an Integer token
 
   bool is(TokenKind k) const { return kind == k; }
-  bool isWord(llvm::StringRef word) const { return kind == TokenKind::Identifier && text == word; }
+  COLLC_LIBRARY_LOCAL bool isWord(llvm::StringRef word) const {
+    return kind == TokenKind::Identifier && text == word;
+  }
 };
 
 } // namespace collc

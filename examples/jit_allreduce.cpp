@@ -9,7 +9,6 @@
 // Run: build/bin/jit_allreduce [elements]   (default 1 Mi elements per rank)
 // Without a GPU it stops after step 2 and says why; that is not an error.
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
@@ -21,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <cuda_runtime_api.h>
+#include <iostream>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/raw_ostream.h>
@@ -103,12 +103,12 @@ int main(int argc, char** argv) {
 
   // 1. The spec, by stdlib name (a path to a .coll file works too), compiled for our choices.
   //    Diagnostics, if any, go to stderr as file:line:col: error: ...
-  SpecSource spec = check(fromCompiler(loadSpec("allreduce_oneshot")));
+  SpecSource spec = check(loadSpec("allreduce_oneshot"));
   CompileOptions options;
   options.dtype = DType::BF16;
   options.op = ReduceOp::Sum;
   options.nranks = nranks;
-  CompiledCollective compiled = check(fromCompiler(compileCollective(spec, options, llvm::errs())));
+  CompiledCollective compiled = check(compileCollective(spec, options, std::cerr));
   llvm::outs() << "compiled " << compiled.specName << " for " << nranks
                << " ranks, bf16 sum: kernel " << compiled.kernelName << ", "
                << compiled.launch.blocks << " blocks x " << compiled.launch.threads

@@ -15,7 +15,6 @@
 //       build/bin/procs_allreduce [elements]                  (one command line)
 // Without a GPU it says so and stops; that is not an error.
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
@@ -28,6 +27,7 @@
 #include <cstring>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <iostream>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/raw_ostream.h>
 #include <nccl.h>
@@ -180,12 +180,12 @@ int main(int argc, char** argv) {
   check(COLLC_CUDA_CHECK(cudaSetDevice(world.device(rank))));
 
   // 2. The spec for this many ranks, JIT-compiled for this process's GPU (cached on disk).
-  SpecSource spec = check(fromCompiler(loadSpec("allreduce_oneshot")));
+  SpecSource spec = check(loadSpec("allreduce_oneshot"));
   CompileOptions options;
   options.dtype = DType::BF16;
   options.op = ReduceOp::Sum;
   options.nranks = nranks;
-  CompiledCollective compiled = check(fromCompiler(compileCollective(spec, options, llvm::errs())));
+  CompiledCollective compiled = check(compileCollective(spec, options, std::cerr));
   JitOptions jit;
   jit.arch = gpuArch(world.device(rank));
   JitResult cubin =

@@ -3,10 +3,9 @@
 // that only launches what is compiled links libcollc.so alone.
 #include "compiler/Compile.h"
 #include "pipeline/CompileDispatch.h"
-#include "pipeline/CompilerErrors.h"
 #include "runtime/CApiSupport.h"
 
-#include <llvm/Support/raw_ostream.h>
+#include <sstream>
 
 using namespace collc;
 using collc::capi::fail;
@@ -101,14 +100,13 @@ collc_status compileSpec(const char* function, const SpecSource& spec,
   CompileOptions compileOptions;
   if (collc_status status = toCompileOptions(function, options, compileOptions))
     return status;
-  std::string diagnostics;
-  llvm::raw_string_ostream diagnosticStream(diagnostics);
-  bool specError = false;
-  Expected<CompiledCollective> compiled =
-      fromCompiler(compileCollective(spec, compileOptions, diagnosticStream), &specError);
-  diagnosticStream.flush();
+  std::ostringstream diagnosticStream;
+  Expected<CompiledCollective> compiled = compileCollective(spec, compileOptions, diagnosticStream);
+  const std::string diagnostics = diagnosticStream.str();
   if (!compiled) {
-    std::string message = std::string(function) + ": " + toString(compiled.takeError());
+    Error error = compiled.takeError();
+    const bool specError = error.isSpecError();
+    std::string message = std::string(function) + ": " + toString(std::move(error));
     if (!diagnostics.empty())
       message += "\n" + diagnostics;
     while (!message.empty() && message.back() == '\n')
@@ -140,7 +138,7 @@ collc_status collc_compile(const char* spec_name_or_path, const collc_compile_op
     *out = nullptr;
     if (!spec_name_or_path)
       return fail(COLLC_INVALID_ARGUMENT, "collc_compile: spec_name_or_path is null");
-    Expected<SpecSource> spec = fromCompiler(loadSpec(spec_name_or_path));
+    Expected<SpecSource> spec = loadSpec(spec_name_or_path);
     if (!spec)
       return fail(COLLC_SPEC_ERROR, function, spec.takeError());
     return compileSpec(function, *spec, options, out);

@@ -1,13 +1,12 @@
 #include "pipeline/CompileDispatch.h"
 
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
 #include "pipeline/TunedOptions.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
 
 #include <fmt/format.h>
-#include <llvm/Support/raw_ostream.h>
+#include <sstream>
 
 namespace collc {
 
@@ -22,7 +21,7 @@ Expected<DispatchVariant> compileVariant(const TunedVariant& variant,
   auto fail = [&](const std::string& why) {
     return dispatchError("variant " + variant.text() + ": " + why);
   };
-  auto spec = fromCompiler(loadSpec(variant.spec));
+  auto spec = loadSpec(variant.spec);
   if (!spec)
     return fail(toString(spec.takeError()));
   CompileOptions options;
@@ -30,9 +29,8 @@ Expected<DispatchVariant> compileVariant(const TunedVariant& variant,
   options.op = request.op;
   options.nranks = request.nranks;
   applyTunedVariant(variant, options);
-  std::string diagnostics;
-  llvm::raw_string_ostream diag(diagnostics);
-  auto compiled = fromCompiler(compileCollective(*spec, options, diag));
+  std::ostringstream diag;
+  auto compiled = compileCollective(*spec, options, diag);
   if (!compiled) {
     consumeError(compiled.takeError());
     return fail("the compiler refused it:\n" + diag.str());

@@ -5,6 +5,7 @@
 #define COLLC_COMPILER_IR_EXPR_H
 
 #include "abi/CollectiveShapes.h"
+#include "dsl/LibraryLocal.h"
 
 #include <cstdint>
 #include <map>
@@ -137,7 +138,7 @@ std::string cName(const std::string& var);
 
 /// C expression text; `nranksText`/`countText`/`rankText` name those values in the target code.
 std::string toC(const Expr& e);
-void print(const Expr& e, llvm::raw_ostream& out);
+COLLC_LIBRARY_LOCAL void print(const Expr& e, llvm::raw_ostream& out);
 /// print's text as a string, for messages.
 std::string toText(const Expr& e);
 

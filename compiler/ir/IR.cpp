@@ -307,6 +307,12 @@ void print(const Program& p, llvm::raw_ostream& out, const LineOf& lineOf) {
   }
   for (const Step& step : p.steps) {
     out << "  step " << step.index << " " << step.name;
+    if (!step.repeatVar.empty()) { // before step expansion (compiler/ExpandSteps.h)
+      out << " for " << step.repeatVar << " in ";
+      print(step.repeatBegin, out);
+      out << "..";
+      print(step.repeatEnd, out);
+    }
     for (const Wait& w : step.waits)
       out << " wait " << p.steps[size_t(w.step)].name;
     if (lineOf && step.loc.isValid())

@@ -333,9 +333,10 @@ using LineOf = std::function<unsigned(llvm::SMLoc)>;
 
 /// Prints the IR (`collc emit --emit=ir`): every node as it is, with the spec line of each where
 /// `lineOf` is given.
-void print(const Program& program, llvm::raw_ostream& out, const LineOf& lineOf = {});
-void print(const Stmt& stmt, const Program& program, llvm::raw_ostream& out, unsigned indent = 0,
-           const LineOf& lineOf = {});
+COLLC_LIBRARY_LOCAL void print(const Program& program, llvm::raw_ostream& out,
+                               const LineOf& lineOf = {});
+COLLC_LIBRARY_LOCAL void print(const Stmt& stmt, const Program& program, llvm::raw_ostream& out,
+                               unsigned indent = 0, const LineOf& lineOf = {});
 
 } // namespace collc::ir
 

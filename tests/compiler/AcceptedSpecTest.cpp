@@ -3,6 +3,7 @@
 // types, which includes the check that the lowered program computes what the spec does; and the
 // kernels compile with NVRTC (names of the spec never clash with the kernel's own).
 #include "compiler/Compile.h"
+#include "compiler/DiagnosticText.h"
 #include "runtime/Jit.h"
 
 #include <filesystem>
@@ -47,9 +48,9 @@ TEST_P(AcceptedSpec, CompilesWithEveryStrategyItNames) {
   ASSERT_FALSE(strategies.empty()) << GetParam() << " names no strategy";
 
   std::string diagnostics;
-  llvm::raw_string_ostream out(diagnostics);
+  DiagnosticText out(diagnostics);
   CheckReport report;
-  llvm::Error checked = checkSpec(spec, out, &report);
+  Error checked = checkSpec(spec, out, &report);
   ASSERT_FALSE(bool(checked)) << out.str();
   EXPECT_GT(report.runs, 0);
   for (SyncKind sync : strategies)
@@ -64,7 +65,7 @@ TEST_P(AcceptedSpec, CompilesWithEveryStrategyItNames) {
         auto compiled = compileCollective(spec, options, out);
         ASSERT_TRUE(bool(compiled))
             << name(sync) << " " << nranks << " ranks " << name(dtype) << ":\n"
-            << llvm::toString(compiled.takeError()) << "\n"
+            << toString(compiled.takeError()) << "\n"
             << out.str();
         if (nranks != report.minRanks + 1 || dtype != DType::BF16)
           continue;

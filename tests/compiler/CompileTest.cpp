@@ -1,5 +1,7 @@
 #include "compiler/Compile.h"
 
+#include "compiler/DiagnosticText.h"
+
 #include <gtest/gtest.h>
 #include <llvm/ADT/StringRef.h>
 
@@ -10,15 +12,15 @@ CompiledCollective compileOk(const std::string& name, const CompileOptions& opti
   auto spec = loadSpec(name);
   EXPECT_TRUE(bool(spec));
   if (!spec) {
-    llvm::consumeError(spec.takeError());
+    consumeError(spec.takeError());
     return {};
   }
   std::string diagnostics;
-  llvm::raw_string_ostream out(diagnostics);
+  DiagnosticText out(diagnostics);
   auto compiled = compileCollective(*spec, options, out);
   EXPECT_TRUE(bool(compiled)) << out.str();
   if (!compiled) {
-    llvm::consumeError(compiled.takeError());
+    consumeError(compiled.takeError());
     return {};
   }
   return *compiled;
@@ -26,24 +28,24 @@ CompiledCollective compileOk(const std::string& name, const CompileOptions& opti
 
 std::string compileError(const std::string& specText, const CompileOptions& options) {
   std::string diagnostics;
-  llvm::raw_string_ostream out(diagnostics);
+  DiagnosticText out(diagnostics);
   auto compiled = compileCollective(SpecSource{"spec.coll", specText}, options, out);
   EXPECT_FALSE(bool(compiled));
   if (compiled)
     return "";
-  EXPECT_TRUE(compiled.errorIsA<SpecError>());
-  llvm::consumeError(compiled.takeError());
+  Error error = compiled.takeError();
+  EXPECT_TRUE(error.isSpecError()) << error.message();
   return out.str();
 }
 
 /// True if the spec text compiles; its diagnostics are printed by the failing expectation.
 bool compilesText(const std::string& specText, const CompileOptions& options) {
   std::string diagnostics;
-  llvm::raw_string_ostream out(diagnostics);
+  DiagnosticText out(diagnostics);
   auto compiled = compileCollective(SpecSource{"spec.coll", specText}, options, out);
   EXPECT_TRUE(bool(compiled)) << out.str();
   if (!compiled) {
-    llvm::consumeError(compiled.takeError());
+    consumeError(compiled.takeError());
     return false;
   }
   return true;
@@ -58,7 +60,7 @@ TEST(Compile, StdlibHasBothAllReduces) {
 TEST(Compile, UnknownSpecNameIsAClearError) {
   auto spec = loadSpec("allreduce_nowhere");
   ASSERT_FALSE(bool(spec));
-  std::string message = llvm::toString(spec.takeError());
+  std::string message = toString(spec.takeError());
   EXPECT_NE(message.find("the standard library has no spec of that name"), std::string::npos);
 }
 
@@ -145,7 +147,7 @@ TEST(Compile, WholeStoresIsAConstantOfTheKernel) {
   ASSERT_NE(launch, std::string::npos);
   text.insert(launch + 7, "whole_stores=1 ");
   std::string diagnostics;
-  llvm::raw_string_ostream out(diagnostics);
+  DiagnosticText out(diagnostics);
   auto fromSpec = compileCollective(SpecSource{"spec.coll", text}, CompileOptions{}, out);
   ASSERT_TRUE(bool(fromSpec)) << out.str();
   EXPECT_EQ(fromSpec->launch.wholeStores, 1);
@@ -430,7 +432,7 @@ TEST(Compile, AtomicAddRequiresSum) {
 
 TEST(Compile, PrintsTheIRAfterEveryPass) {
   std::string ir;
-  llvm::raw_string_ostream out(ir);
+  DiagnosticText out(ir);
   CompileOptions options;
   options.printIr = &out;
   options.printIrAfterAll = true;
@@ -438,6 +440,74 @@ TEST(Compile, PrintsTheIRAfterEveryPass) {
   for (const char* pass : {"sema", "partition", "barrier sync lowering", "vectorize"})
     EXPECT_NE(out.str().find(std::string("// ----- IR after ") + pass), std::string::npos) << pass;
   EXPECT_NE(out.str().find("barrier 0 matched"), std::string::npos);
+}
+
+/// The labels of --print-ir-after-all's dumps, in order.
+std::vector<std::string> dumpLabels(const std::string& dumps) {
+  std::vector<std::string> labels;
+  const std::string head = "// ----- IR after ";
+  for (size_t at = dumps.find(head); at != std::string::npos; at = dumps.find(head, at + 1))
+    labels.push_back(dumps.substr(at + head.size(), dumps.find('\n', at) - at - head.size()));
+  return labels;
+}
+
+// compiler/Lower.cpp is the variant's one list: the first dump is the spec as written (a repeated
+// step still one step), then each step of the list, the checks of the lowered program included.
+TEST(Compile, PrintsEveryStepOfTheLoweringInOrder) {
+  std::string ir;
+  DiagnosticText out(ir);
+  CompileOptions options;
+  options.nranks = 3;
+  options.printIr = &out;
+  options.printIrAfterAll = true;
+  compileOk("allgather_ring", options);
+  const std::vector<std::string> expected = {"sema (steps as written)",
+                                             "step expansion (nranks=3)",
+                                             "partition",
+                                             "barrier sync lowering",
+                                             "vectorize",
+                                             "forward registers",
+                                             "hoist loads",
+                                             "cache rows",
+                                             "row length check: unchanged",
+                                             "lowered program proof: unchanged",
+                                             "size limits check: unchanged",
+                                             "alias proofs: unchanged",
+                                             "unroll rule: unchanged"};
+  EXPECT_EQ(dumpLabels(ir), expected) << ir;
+  // Before expansion the ring's step is one; after it, one per value of s in 0..nranks - 1.
+  const size_t expansion = ir.find("// ----- IR after step expansion");
+  ASSERT_NE(expansion, std::string::npos);
+  EXPECT_EQ(ir.substr(0, expansion).find("pass[s=0]"), std::string::npos) << ir;
+  EXPECT_NE(ir.substr(0, expansion).find("step 0 pass for s in 0.."), std::string::npos) << ir;
+  const std::string expanded =
+      ir.substr(expansion, ir.find("// ----- IR after partition") - expansion);
+  for (const char* step : {"pass[s=0]", "pass[s=1]"})
+    EXPECT_NE(expanded.find(step), std::string::npos) << step << "\n" << expanded;
+  EXPECT_EQ(expanded.find("pass[s=2]"), std::string::npos) << expanded;
+}
+
+// A variant the unroll rule refuses: every step before it was dumped, and the error names it.
+TEST(Compile, TheUnrollRuleIsAStepOfTheList) {
+  std::string ir;
+  DiagnosticText out(ir);
+  CompileOptions options;
+  options.printIr = &out;
+  options.printIrAfterAll = true;
+  options.sync = SyncKind::Barrier;
+  options.unroll = 2;
+  std::string diagnostics;
+  DiagnosticText diagnosticOut(diagnostics);
+  auto spec = loadSpec("allreduce_rmsnorm");
+  ASSERT_TRUE(bool(spec)) << toString(spec.takeError());
+  auto compiled = compileCollective(*spec, options, diagnosticOut);
+  ASSERT_FALSE(bool(compiled));
+  EXPECT_TRUE(compiled.takeError().isSpecError());
+  EXPECT_NE(diagnostics.find("unroll = 2 does not apply to this variant"), std::string::npos)
+      << diagnostics;
+  const std::vector<std::string> labels = dumpLabels(ir);
+  ASSERT_FALSE(labels.empty());
+  EXPECT_EQ(labels.back(), "alias proofs: unchanged") << ir;
 }
 
 } // namespace

@@ -1,8 +1,9 @@
 // One bad spec per file in tests/errors; its last line says what collc must report:
 //   # expect: LINE:COL: message
 // The test checks the diagnostic's location and text, that the source line and a caret follow,
-// and that the error is a user error (SpecError), not an internal one.
+// and that the error is a user error (Error::isSpecError), not an internal one.
 #include "compiler/Compile.h"
+#include "compiler/DiagnosticText.h"
 
 #include <filesystem>
 #include <fstream>
@@ -37,12 +38,10 @@ TEST_P(ErrorSpec, ReportsExpectedDiagnostic) {
   const std::string message = expected.substr(expected.find(": ") + 2);
 
   std::string diagnostics;
-  llvm::raw_string_ostream out(diagnostics);
-  llvm::Error error = checkSpec(SpecSource{GetParam(), contents}, out);
+  DiagnosticText out(diagnostics);
+  Error error = checkSpec(SpecSource{GetParam(), contents}, out);
   ASSERT_TRUE(bool(error)) << GetParam() << " was accepted";
-  bool isSpecError = error.isA<SpecError>();
-  llvm::consumeError(std::move(error));
-  EXPECT_TRUE(isSpecError);
+  EXPECT_TRUE(error.isSpecError()) << error.message();
 
   const std::string head = GetParam() + ":" + location + ": error: " + message;
   EXPECT_EQ(out.str().rfind(head, 0), 0u)

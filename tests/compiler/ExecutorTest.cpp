@@ -2,12 +2,12 @@
 // kernel's thread variables do, one element loop (or one row loop), and both value domains (the
 // proof's and the float64 reference's) refuse a read of it past that life.
 #include "compiler/Compile.h"
+#include "compiler/DiagnosticText.h"
 #include "compiler/interpret/Interpreter.h"
 #include "compiler/ir/IR.h"
 #include "compiler/verify/Simulation.h"
 
 #include <gtest/gtest.h>
-#include <llvm/Support/raw_ostream.h>
 
 namespace collc {
 namespace {
@@ -19,14 +19,14 @@ constexpr int64_t kCount = 64;
 /// then sends the register to every peer, all in one element loop.
 VariantPrograms oneshot() {
   auto source = loadSpec("allreduce_oneshot");
-  EXPECT_TRUE(bool(source)) << llvm::toString(source.takeError());
+  EXPECT_TRUE(bool(source)) << toString(source.takeError());
   CompileOptions options;
   options.nranks = kRanks;
   options.sync = SyncKind::Barrier;
   std::string diagnostics;
-  llvm::raw_string_ostream sink(diagnostics);
+  DiagnosticText sink(diagnostics);
   auto programs = lowerVariantPrograms(*source, options, sink);
-  EXPECT_TRUE(bool(programs)) << llvm::toString(programs.takeError()) << "\n" << diagnostics;
+  EXPECT_TRUE(bool(programs)) << toString(programs.takeError()) << "\n" << diagnostics;
   return *programs;
 }
 

@@ -6,6 +6,7 @@
 #include "compiler/interpret/Interpreter.h"
 
 #include "compiler/Compile.h"
+#include "compiler/DiagnosticText.h"
 #include "compiler/ir/IR.h"
 #include "tests/StdlibStrategies.h"
 #include "tests/differential/InterpretedCheck.h"
@@ -36,7 +37,7 @@ std::vector<SpecCase> specCases() {
   for (const std::string& name : stdlibNames()) {
     auto source = loadSpec(name);
     if (!source) {
-      ADD_FAILURE() << llvm::toString(source.takeError());
+      ADD_FAILURE() << toString(source.takeError());
       continue;
     }
     cases.push_back({name, *source});
@@ -70,9 +71,9 @@ TEST_P(Interpreter, SpecGivesItsKindAndEveryLoweringGivesTheSpec) {
   CompileOptions probe;
   probe.sync = SyncKind::Barrier;
   std::string diagnostics;
-  llvm::raw_string_ostream sink(diagnostics);
+  DiagnosticText sink(diagnostics);
   auto first = lowerVariantPrograms(spec.source, probe, sink);
-  ASSERT_TRUE(bool(first)) << llvm::toString(first.takeError()) << "\n" << diagnostics;
+  ASSERT_TRUE(bool(first)) << toString(first.takeError()) << "\n" << diagnostics;
   const bool rows = !first->spec->rowLengthName.empty();
   int variants = 0;
   differential::InterpretedCalls calls;
@@ -87,11 +88,11 @@ TEST_P(Interpreter, SpecGivesItsKindAndEveryLoweringGivesTheSpec) {
         options.op = op;
         options.experimentalLL128 = true;
         options.rowLength = rows ? 8 : 0;
-        llvm::raw_null_ostream refusedSink;
+        std::ostream refusedSink(nullptr);
         auto programs =
             lowerVariantPrograms(spec.source, options, refusedSink, op == ReduceOp::Sum);
         if (!programs) {
-          llvm::consumeError(programs.takeError()); // a strategy or op this spec cannot use
+          consumeError(programs.takeError()); // a strategy or op this spec cannot use
           continue;
         }
         ++variants;
@@ -117,14 +118,14 @@ INSTANTIATE_TEST_SUITE_P(Specs, Interpreter, testing::ValuesIn(specCases()),
 /// The fused AllReduce + residual add + RMSNorm, interpreted, against the formula.
 TEST(InterpreterRmsNorm, SpecGivesTheFormula) {
   auto source = loadSpec("allreduce_rmsnorm");
-  ASSERT_TRUE(bool(source)) << llvm::toString(source.takeError());
+  ASSERT_TRUE(bool(source)) << toString(source.takeError());
   CompileOptions options;
   options.nranks = 3;
   options.rowLength = 8;
   std::string diagnostics;
-  llvm::raw_string_ostream sink(diagnostics);
+  DiagnosticText sink(diagnostics);
   auto programs = lowerVariantPrograms(*source, options, sink);
-  ASSERT_TRUE(bool(programs)) << llvm::toString(programs.takeError()) << "\n" << diagnostics;
+  ASSERT_TRUE(bool(programs)) << toString(programs.takeError()) << "\n" << diagnostics;
   const ir::Program& spec = *programs->spec;
   const int64_t h = 8, n = 3 * h;
   interpret::Call call;
@@ -190,9 +191,9 @@ constexpr const char* kRereads = R"(collective c kind allreduce
 
 TEST(InterpreterAliases, BuffersPassedAsOneMemoryShareIt) {
   std::string diagnostics;
-  llvm::raw_string_ostream sink(diagnostics);
+  DiagnosticText sink(diagnostics);
   auto programs = lowerVariantPrograms({"rereads.coll", kRereads}, CompileOptions(), sink);
-  ASSERT_TRUE(bool(programs)) << llvm::toString(programs.takeError()) << "\n" << diagnostics;
+  ASSERT_TRUE(bool(programs)) << toString(programs.takeError()) << "\n" << diagnostics;
   const ir::Program& spec = *programs->spec;
   interpret::Call call;
   call.count = 1;
@@ -217,10 +218,10 @@ TEST(InterpreterAliases, BuffersPassedAsOneMemoryShareIt) {
 
 TEST(InterpreterAliases, InPlaceNeedsOneSize) {
   auto source = loadSpec("allgather_direct");
-  ASSERT_TRUE(bool(source)) << llvm::toString(source.takeError());
-  llvm::raw_null_ostream sink;
+  ASSERT_TRUE(bool(source)) << toString(source.takeError());
+  std::ostream sink(nullptr);
   auto programs = lowerVariantPrograms(*source, CompileOptions(), sink);
-  ASSERT_TRUE(bool(programs)) << llvm::toString(programs.takeError());
+  ASSERT_TRUE(bool(programs)) << toString(programs.takeError());
   interpret::Call call;
   call.count = 4;
   call.input = {Values(4, 1.0), Values(4, 2.0)};

@@ -2,6 +2,7 @@
 // repeated steps, and each kind's postcondition as the verifier proves it
 // (compiler/Postcondition.h).
 #include "compiler/Compile.h"
+#include "compiler/DiagnosticText.h"
 #include "compiler/Postcondition.h"
 #include "tests/StdlibApplicability.h"
 
@@ -17,10 +18,10 @@ struct Outcome {
 
 Outcome check(const std::string& text) {
   Outcome outcome;
-  llvm::raw_string_ostream out(outcome.diagnostics);
-  llvm::Error error = checkSpec(SpecSource{"spec.coll", text}, out);
+  DiagnosticText out(outcome.diagnostics);
+  Error error = checkSpec(SpecSource{"spec.coll", text}, out);
   outcome.ok = !error;
-  llvm::consumeError(std::move(error));
+  consumeError(std::move(error));
   out.flush();
   return outcome;
 }
@@ -237,12 +238,12 @@ TEST(KindsVerifier, PostconditionLayoutsFollowNccl) {
   EXPECT_EQ(expectedOutput(CollectiveKind::Reduce, 2, 2, 2, 5, 7)->size(), 2u);
 }
 
-llvm::Expected<CompiledCollective> compileStdlib(const std::string& name, CompileOptions options,
-                                                 std::string& diagnostics) {
+Expected<CompiledCollective> compileStdlib(const std::string& name, CompileOptions options,
+                                           std::string& diagnostics) {
   auto spec = loadSpec(name);
   if (!spec)
     return spec.takeError();
-  llvm::raw_string_ostream out(diagnostics);
+  DiagnosticText out(diagnostics);
   auto compiled = compileCollective(*spec, options, out);
   out.flush();
   return compiled;
@@ -271,7 +272,7 @@ TEST(KindsCompile, StdlibTableMatchesTheCompiler) {
       if (compiled) {
         EXPECT_EQ(compiled->kind, facts->kind) << name;
       } else {
-        llvm::consumeError(compiled.takeError());
+        consumeError(compiled.takeError());
         // Refused at the spec with the strategy's name and a reason, not as an internal error.
         EXPECT_NE(
             diagnostics.find(": error: sync strategy '" + std::string(collc::name(sync)) + "' "),
@@ -302,7 +303,7 @@ TEST(KindsCompile, RootIsAConstantOfTheKernelAndIsChecked) {
   diagnostics.clear();
   auto wrong = compileStdlib("reduce_direct", options, diagnostics);
   EXPECT_FALSE(bool(wrong));
-  llvm::consumeError(wrong.takeError());
+  consumeError(wrong.takeError());
   EXPECT_NE(diagnostics.find("root 4 is not a rank of a 4-rank reduce; it must be 0..3"),
             std::string::npos)
       << diagnostics;

@@ -1,6 +1,7 @@
 // The lowering passes that are not a strategy's, each seen in the IR it leaves (--emit=ir): what
 // it changes where it applies, and that it leaves alone what it must not touch.
 #include "compiler/Compile.h"
+#include "compiler/DiagnosticText.h"
 #include "compiler/sync/Strategy.h"
 
 #include <gtest/gtest.h>
@@ -13,12 +14,12 @@ std::string loweredIr(const std::string& spec, CompileOptions options) {
   auto source = loadSpec(spec);
   EXPECT_TRUE(bool(source));
   std::string ir, diagnostics;
-  llvm::raw_string_ostream irOut(ir), diagOut(diagnostics);
+  DiagnosticText irOut(ir), diagOut(diagnostics);
   options.printIr = &irOut;
   auto compiled = compileCollective(*source, options, diagOut);
   EXPECT_TRUE(bool(compiled)) << diagOut.str();
   if (!compiled)
-    llvm::consumeError(compiled.takeError());
+    consumeError(compiled.takeError());
   return irOut.str();
 }
 
@@ -118,7 +119,7 @@ TEST(SyncStrategies, EachNamesTheDeviceHelpersItsOperationsPrintAs) {
       options.sync = sync;
       auto source = loadSpec(spec);
       std::string diagnostics;
-      llvm::raw_string_ostream out(diagnostics);
+      DiagnosticText out(diagnostics);
       auto compiled = compileCollective(*source, options, out);
       ASSERT_TRUE(bool(compiled)) << out.str();
       for (const char* file :

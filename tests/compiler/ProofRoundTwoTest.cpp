@@ -1,6 +1,7 @@
 // What a compiled variant allows and computes, where its strategy and the spec differ: buffers
 // passed as one memory are proved per lowered program, and '+' of inputs holds for sum only.
 #include "compiler/Compile.h"
+#include "compiler/DiagnosticText.h"
 
 #include <gtest/gtest.h>
 #include <llvm/Support/raw_ostream.h>
@@ -54,19 +55,19 @@ Compiled compile(const SpecSource& spec, SyncKind sync, int nranks = 2,
   options.op = op;
   options.formatSource = false;
   Compiled result;
-  llvm::raw_string_ostream out(result.diagnostics);
+  DiagnosticText out(result.diagnostics);
   auto compiled = compileCollective(spec, options, out);
   if (compiled)
     result.collective = std::move(*compiled);
   else
-    llvm::consumeError(compiled.takeError());
+    consumeError(compiled.takeError());
   return result;
 }
 
 SpecSource stdlib(const std::string& name) {
   auto spec = loadSpec(name);
   if (!spec) {
-    llvm::consumeError(spec.takeError());
+    consumeError(spec.takeError());
     ADD_FAILURE() << "no stdlib spec " << name;
     return {};
   }
@@ -116,7 +117,7 @@ TEST(AliasesPerVariant, StdlibOneShotAndTwoShotStayInPlaceUnderEveryStrategy) {
 
 TEST(AliasesPerVariant, CheckReportsEachStrategyAndWhy) {
   std::string diagnostics;
-  llvm::raw_string_ostream out(diagnostics);
+  DiagnosticText out(diagnostics);
   CheckReport report;
   ASSERT_FALSE(bool(checkSpec(SpecSource{"chunked.coll", kChunkedOneShot}, out, &report,
                               CheckDepth::EveryStrategy)))
@@ -157,7 +158,7 @@ TEST(Operators, PlusOfTwoInputsIsRefusedForMaxAndMinAtTheStatement) {
         << other.diagnostics;
   }
   std::string diagnostics;
-  llvm::raw_string_ostream out(diagnostics);
+  DiagnosticText out(diagnostics);
   CheckReport report;
   ASSERT_FALSE(bool(checkSpec(spec, out, &report)));
   EXPECT_EQ(report.sumOnly.rfind("11:5: '+' adds values", 0), 0u) << report.sumOnly;

@@ -5,6 +5,7 @@
 #include "compiler/RowEpilogue.h"
 
 #include "compiler/Compile.h"
+#include "compiler/DiagnosticText.h"
 #include "compiler/Sema.h"
 #include "compiler/Verifier.h"
 #include "dsl/Parser.h"
@@ -113,12 +114,12 @@ Compiled compileStdlib(const CompileOptions& options) {
   Compiled result;
   auto spec = loadSpec("allreduce_rmsnorm");
   EXPECT_TRUE(bool(spec));
-  llvm::raw_string_ostream out(result.diagnostics);
+  DiagnosticText out(result.diagnostics);
   auto compiled = compileCollective(*spec, options, out);
   if (compiled)
     result.compiled = std::move(*compiled);
   else
-    llvm::consumeError(compiled.takeError());
+    consumeError(compiled.takeError());
   out.flush();
   return result;
 }
@@ -189,10 +190,10 @@ TEST(RowEpilogue, SpecWithoutRowsRefusesARowLength) {
   CompileOptions options;
   options.rowLength = 4096;
   std::string diagnostics;
-  llvm::raw_string_ostream out(diagnostics);
+  DiagnosticText out(diagnostics);
   auto compiled = compileCollective(*spec, options, out);
   ASSERT_FALSE(bool(compiled));
-  llvm::consumeError(compiled.takeError());
+  consumeError(compiled.takeError());
   EXPECT_NE(out.str().find("a row length (--hidden 4096) was given, but the spec has no rows"),
             std::string::npos)
       << out.str();
@@ -203,10 +204,10 @@ TEST(RowEpilogue, RowsWithoutALengthAreRefused) {
                                "    residual_out = reduce(in, slot[peers]) + residual\n"
                                "    out = rmsnorm(residual_out, weight)\n");
   std::string diagnostics;
-  llvm::raw_string_ostream out(diagnostics);
+  DiagnosticText out(diagnostics);
   auto compiled = compileCollective(SpecSource{"fused.coll", text}, CompileOptions{}, out);
   ASSERT_FALSE(bool(compiled));
-  llvm::consumeError(compiled.takeError());
+  consumeError(compiled.takeError());
   EXPECT_NE(out.str().find("fused.coll:2:3: error: the spec works on rows of 'hidden' elements: "
                            "give the row length"),
             std::string::npos)

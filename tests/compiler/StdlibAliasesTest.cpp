@@ -6,6 +6,7 @@
 #include "tests/StdlibAliases.h"
 
 #include "compiler/Compile.h"
+#include "compiler/DiagnosticText.h"
 #include "runtime/CoResidency.h"
 
 #include <gtest/gtest.h>
@@ -46,7 +47,7 @@ TEST(StdlibAliases, EachStrategysLoweredProgramAllowsWhatTheTableSays) {
           options.op = kAllReduceOps[size_t(nranks) % std::size(kAllReduceOps)];
         for (bool coResident : {false, true}) {
           std::string diagnostics;
-          llvm::raw_string_ostream sink(diagnostics);
+          DiagnosticText sink(diagnostics);
           auto compiled = compileCollective(*source, options, sink);
           ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError()) << diagnostics;
           const std::string where = std::string(spec.name) + " " + std::string(name(sync)) +

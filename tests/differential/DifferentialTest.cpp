@@ -6,6 +6,7 @@
 // sum only, which must then be refused at the statement it names. The GPU counterpart runs the
 // same specs' kernels (tests/gpu/DifferentialGpuTest.cpp).
 #include "compiler/Compile.h"
+#include "compiler/DiagnosticText.h"
 #include "compiler/ir/IR.h"
 #include "tests/StdlibStrategies.h"
 #include "tests/differential/FirstError.h"
@@ -38,11 +39,11 @@ TEST(Differential, GeneratedSpecsInterpretedAgreeWithTheirKindAndEveryLowering) 
   for (uint64_t seed : seeds) {
     const GeneratedSpec generated = generateSpec(seed);
     const SpecSource source{generated.name + ".coll", generated.text};
-    llvm::raw_null_ostream sink;
+    std::ostream sink(nullptr);
     CheckReport report;
-    if (llvm::Error error = checkSpec(source, sink, &report)) {
+    if (Error error = checkSpec(source, sink, &report)) {
       // GeneratorTest reports refusals; only accepted specs are compared here.
-      llvm::consumeError(std::move(error));
+      consumeError(std::move(error));
       ++refused;
       continue;
     }
@@ -59,7 +60,7 @@ TEST(Differential, GeneratedSpecsInterpretedAgreeWithTheirKindAndEveryLowering) 
           options.op = op;
           options.experimentalLL128 = true;
           std::string diagnostics;
-          llvm::raw_string_ostream out(diagnostics);
+          DiagnosticText out(diagnostics);
           // The aliases' proofs for sum and up to 5 ranks only, to bound the test's time.
           auto programs =
               lowerVariantPrograms(source, options, out, op == ReduceOp::Sum && nranks <= 5);
@@ -69,7 +70,7 @@ TEST(Differential, GeneratedSpecsInterpretedAgreeWithTheirKindAndEveryLowering) 
             ASSERT_FALSE(bool(programs)) << "seed " << seed << " compiled for min, but it holds "
                                          << "for sum only at " << generated.sumOnlyAt << "\n"
                                          << generated.text;
-            llvm::consumeError(programs.takeError());
+            consumeError(programs.takeError());
             const std::string first = firstError(out.str());
             EXPECT_EQ(first.rfind(source.bufferName + ":" + generated.sumOnlyAt + ": error: ", 0),
                       0u)
@@ -83,7 +84,7 @@ TEST(Differential, GeneratedSpecsInterpretedAgreeWithTheirKindAndEveryLowering) 
               << "seed " << seed << " (" << generated.shape << "): " << out.str() << "\n"
               << generated.text;
           if (!programs) { // a strategy this spec cannot use
-            llvm::consumeError(programs.takeError());
+            consumeError(programs.takeError());
             continue;
           }
           ++variants;

@@ -3,6 +3,7 @@
 // says. A refused spec is printed with its seed and diagnostics, since it is either a generator
 // bug or a verifier false refusal. Its planted bugs are refused, each where it is and by its rule.
 #include "compiler/Compile.h"
+#include "compiler/DiagnosticText.h"
 #include "tests/differential/FirstError.h"
 #include "tests/differential/SpecGenerator.h"
 
@@ -58,11 +59,11 @@ TEST(Generator, MostSpecsAreAcceptedForEveryKind) {
   for (uint64_t seed = 0; seed < kSeeds; ++seed) {
     const GeneratedSpec spec = generateSpec(seed);
     std::string diagnostics;
-    llvm::raw_string_ostream out(diagnostics);
+    DiagnosticText out(diagnostics);
     CheckReport report;
-    llvm::Error error = checkSpec({spec.name + ".coll", spec.text}, out, &report);
+    Error error = checkSpec({spec.name + ".coll", spec.text}, out, &report);
     const bool ok = !error;
-    llvm::consumeError(std::move(error));
+    consumeError(std::move(error));
     ++total;
     ++generated[kindOf(spec)];
     for (const char* part : kMustBeAccepted)
@@ -120,11 +121,11 @@ TEST(Generator, PlantedBugsAreRefusedWhereTheyAre) {
                  bug.rule + "):\n" + bug.spec.text);
     ASSERT_FALSE(bug.at.empty());
     std::string diagnostics;
-    llvm::raw_string_ostream out(diagnostics);
+    DiagnosticText out(diagnostics);
     CheckReport report;
-    llvm::Error error = checkSpec(source, out, &report);
+    Error error = checkSpec(source, out, &report);
     const bool refused = bool(error);
-    llvm::consumeError(std::move(error));
+    consumeError(std::move(error));
     if (bug.underMaxMin) {
       // Right for sum, so collc check accepts it and says where it holds for sum only; the
       // variant for max or min is refused at that statement.
@@ -136,10 +137,10 @@ TEST(Generator, PlantedBugsAreRefusedWhereTheyAre) {
       options.nranks = report.minRanks;
       options.formatSource = false;
       std::string compileDiagnostics;
-      llvm::raw_string_ostream compileOut(compileDiagnostics);
+      DiagnosticText compileOut(compileDiagnostics);
       auto compiled = compileCollective(source, options, compileOut);
       ASSERT_FALSE(bool(compiled)) << "compiled for op " << name(op);
-      llvm::consumeError(compiled.takeError());
+      consumeError(compiled.takeError());
       const std::string first = firstError(compileOut.str());
       EXPECT_EQ(first.rfind(expected, 0), 0u) << first;
       EXPECT_TRUE(has(first, bug.rule)) << first;

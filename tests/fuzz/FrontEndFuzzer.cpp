@@ -51,9 +51,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // it holds on a busy machine too. The slowest seeds take a few seconds each in the fuzz build;
   // libFuzzer's -timeout is only a backstop, minutes above that.
   options.verifyWorkLimit = collc::kDefaultVerifyWorkLimit / 25;
-  llvm::raw_null_ostream sink;
+  std::ostream sink(nullptr);
   auto compiled = collc::compileCollective(source, options, sink);
   if (!compiled) // a user error (the proof failed, or the spec cannot be built for 2 ranks): fine
-    llvm::consumeError(compiled.takeError());
+    consumeError(compiled.takeError());
   return 0;
 }

@@ -3,13 +3,16 @@
 //   // VARIANT: spec=NAME_OR_FILE dtype=T op=O ranks=R [sync=S] [root=K] [hidden=H] [threads=N]
 // (a spec ending in .coll is a file next to the check file; otherwise a stdlib name).
 #include "compiler/Compile.h"
+#include "compiler/DiagnosticText.h"
 
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <llvm/ADT/SmallString.h>
 #include <llvm/FileCheck/FileCheck.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/raw_ostream.h>
 #include <sstream>
 
 namespace collc {
@@ -73,7 +76,7 @@ TEST_P(Golden, EmittedCudaMatches) {
   if (specName.size() > 5 && specName.substr(specName.size() - 5) == ".coll")
     specName = std::string(COLLC_GOLDEN_DIR) + "/" + specName;
   auto spec = loadSpec(specName);
-  ASSERT_TRUE(bool(spec)) << llvm::toString(spec.takeError());
+  ASSERT_TRUE(bool(spec)) << toString(spec.takeError());
   if (specName.find('/') != std::string::npos) // stable names in the emitted comments
     spec->bufferName = variant["spec"];
   CompileOptions options;
@@ -90,9 +93,9 @@ TEST_P(Golden, EmittedCudaMatches) {
   if (variant.count("threads"))
     options.threads = std::stoi(variant["threads"]);
   std::string diagnostics;
-  llvm::raw_string_ostream out(diagnostics);
+  DiagnosticText out(diagnostics);
   auto compiled = compileCollective(*spec, options, out);
-  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError()) << "\n" << out.str();
+  ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError()) << "\n" << out.str();
 
   std::string messages;
   EXPECT_TRUE(fileCheck(checkText, compiled->cudaSource, GetParam(), messages)) << messages;

@@ -4,7 +4,7 @@
 // cubin the loader picks is asserted byte-identical to the JIT's, so the kernel that runs is the
 // one a JIT'd instance runs.
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
+#include "compiler/DiagnosticText.h"
 #include "runtime/BundleFile.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
@@ -53,7 +53,7 @@ protected:
 
 TEST_P(BundleGpu, RunsFromTheBundleAlone) {
   const BundleGpuCase& c = GetParam();
-  auto spec = fromCompiler(loadSpec(c.spec));
+  auto spec = loadSpec(c.spec);
   ASSERT_TRUE(bool(spec)) << toString(spec.takeError());
   CompileOptions options;
   options.nranks = kRanks;
@@ -63,8 +63,8 @@ TEST_P(BundleGpu, RunsFromTheBundleAlone) {
   options.root = c.root;
   options.rowLength = c.rowLength;
   std::string diagnostics;
-  llvm::raw_string_ostream out(diagnostics);
-  auto compiled = fromCompiler(compileCollective(*spec, options, out));
+  DiagnosticText out(diagnostics);
+  auto compiled = compileCollective(*spec, options, out);
   ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError()) << out.str();
 
   const std::string deviceArch = gpuArch(0);

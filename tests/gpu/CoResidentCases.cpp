@@ -1,7 +1,6 @@
 #include "tests/gpu/CoResidentCases.h"
 
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
 #include "runtime/CoResidency.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
@@ -10,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <gtest/gtest.h>
+#include <iostream>
 #include <llvm/Support/raw_ostream.h>
 #include <thread>
 
@@ -51,7 +51,7 @@ bool hasRows(const std::string& spec) {
 
 CoResidentVariant compileCoResident(const CoResidentCase& c, int multiprocessors) {
   CoResidentVariant variant;
-  auto spec = fromCompiler(loadSpec(c.spec));
+  auto spec = loadSpec(c.spec);
   if (!spec) {
     variant.error = toString(spec.takeError());
     return variant;
@@ -64,7 +64,7 @@ CoResidentVariant compileCoResident(const CoResidentCase& c, int multiprocessors
   options.sync = c.sync;
   options.formatSource = false; // a third of the compile, and nobody reads these sources
   for (int attempt = 0; attempt < 2; ++attempt) {
-    auto compiled = fromCompiler(compileCollective(*spec, options, llvm::errs()));
+    auto compiled = compileCollective(*spec, options, std::cerr);
     if (!compiled) {
       variant.error = "compile: " + toString(compiled.takeError());
       return variant;

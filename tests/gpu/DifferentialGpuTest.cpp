@@ -9,7 +9,7 @@
 // with its aux buffers as one memory, at the two longer counts. The closing line of each case says
 // how many variants and calls it ran.
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
+#include "compiler/DiagnosticText.h"
 #include "runtime/CoResidency.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <llvm/Support/raw_ostream.h>
 #include <regex>
 #include <sstream>
@@ -158,13 +159,13 @@ TEST_P(DifferentialOneGpu, EveryStrategyMatchesTheReference) {
     options.formatSource = false;
     options.blocks = std::min(4, maxCoResidentBlocksPerRank(multiprocessors, c.nranks));
     std::string refused;
-    llvm::raw_string_ostream refusedSink(refused);
-    auto programs = fromCompiler(lowerVariantPrograms(c.source, options, refusedSink));
+    DiagnosticText refusedSink(refused);
+    auto programs = lowerVariantPrograms(c.source, options, refusedSink);
     if (!programs) { // a strategy this spec cannot use (or no default row length: none here)
       consumeError(programs.takeError());
       continue;
     }
-    auto compiled = fromCompiler(compileCollective(c.source, options, llvm::errs()));
+    auto compiled = compileCollective(c.source, options, std::cerr);
     ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError());
     SCOPED_TRACE(std::string("sync ") + std::string(name(sync)) + " " + std::string(name(dtype)) +
                  " op " + std::string(name(options.op)));

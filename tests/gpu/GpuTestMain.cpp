@@ -4,13 +4,13 @@
 #include "tests/gpu/GpuTestMain.h"
 
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
 #include "tools/launch/NvlinkMulticast.h"
 #include "tools/launch/WorkQueues.h"
 
 #include <cstdio>
+#include <iostream>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/raw_ostream.h>
 #include <map>
@@ -118,7 +118,7 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
   Variant& variant = it->second;
   if (!inserted)
     return variant;
-  Expected<SpecSource> spec = fromCompiler(loadSpec(specName));
+  Expected<SpecSource> spec = loadSpec(specName);
   if (!spec) {
     variant.error = toString(spec.takeError());
     return variant;
@@ -134,8 +134,7 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
     options.threads = threads;
   options.unroll = unroll;
   options.wholeStores = wholeStores;
-  Expected<CompiledCollective> compiled =
-      fromCompiler(compileCollective(*spec, options, llvm::errs()));
+  Expected<CompiledCollective> compiled = compileCollective(*spec, options, std::cerr);
   if (!compiled) {
     variant.error = "compile: " + toString(compiled.takeError());
     return variant;

@@ -9,7 +9,6 @@
 // case first checks that the variant it runs states the table's claims (the compile-time test of
 // all of them is tests/compiler/StdlibAliasesTest.cpp). Timings are not looked at.
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
 #include "runtime/CoResidency.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"

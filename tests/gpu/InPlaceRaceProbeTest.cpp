@@ -18,7 +18,6 @@
 // `scripts/gpu-check BUNDLE inplace` runs it with --gtest_also_run_disabled_tests and keeps its
 // "[ race probe ]" lines.
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
 #include "runtime/CoResidency.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
@@ -27,6 +26,7 @@
 #include "tools/harness/RunHarness.h"
 
 #include <cstdio>
+#include <iostream>
 #include <llvm/Support/raw_ostream.h>
 #include <ostream>
 
@@ -122,19 +122,19 @@ TEST_P(InPlaceRaceProbe, DISABLED_CountsWrongResultsOfRefusedInPlaceCalls) {
   const ProbeCase& c = GetParam();
   auto spec = c.spec == "chunked_oneshot"
                   ? Expected<SpecSource>(SpecSource{"chunked_oneshot.coll", kChunkedOneShot})
-                  : fromCompiler(loadSpec(c.spec));
+                  : loadSpec(c.spec);
   ASSERT_TRUE(bool(spec)) << toString(spec.takeError());
   CompileOptions options;
   options.dtype = c.dtype();
   options.nranks = c.nranks;
   options.sync = c.sync;
   options.formatSource = false;
-  auto compiled = fromCompiler(compileCollective(*spec, options, llvm::errs()));
+  auto compiled = compileCollective(*spec, options, std::cerr);
   ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError());
   const int most = maxCoResidentBlocksPerRank(multiprocessorCount(0), c.nranks);
   if (compiled->launch.blocks > most) {
     options.blocks = most;
-    compiled = fromCompiler(compileCollective(*spec, options, llvm::errs()));
+    compiled = compileCollective(*spec, options, std::cerr);
     ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError());
   }
   // The premise: the verifier refused this variant in place. (If it stops refusing, the probe

@@ -9,7 +9,6 @@
 // next to its peers', it is compiled with as many as fit (CoResidency.h). Timings are not looked
 // at: they mean nothing here. A machine with one GPU runs all of this.
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
 #include "runtime/CoResidency.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
@@ -22,6 +21,7 @@
 #include "tools/harness/RunHarness.h"
 
 #include <algorithm>
+#include <iostream>
 #include <llvm/Support/raw_ostream.h>
 #include <ostream>
 
@@ -152,12 +152,12 @@ TEST_F(ManyRanksOneGpuWorld, RefusesBlocksThatCannotAllBeResident) {
   const int multiprocessors = multiprocessorCount(0);
   const int blocks = maxCoResidentBlocksPerRank(multiprocessors, kMostRanks) + 1;
   ASSERT_LE(blocks, COLLC_MAX_BLOCKS);
-  auto spec = fromCompiler(loadSpec("allreduce_oneshot"));
+  auto spec = loadSpec("allreduce_oneshot");
   ASSERT_TRUE(bool(spec)) << toString(spec.takeError());
   CompileOptions options;
   options.nranks = kMostRanks;
   options.blocks = blocks;
-  auto compiled = fromCompiler(compileCollective(*spec, options, llvm::errs()));
+  auto compiled = compileCollective(*spec, options, std::cerr);
   ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError());
   JitOptions jit;
   jit.arch = gpuArch(0);

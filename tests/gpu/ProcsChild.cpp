@@ -1,7 +1,7 @@
 #include "tests/gpu/ProcsChild.h"
 
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
+#include "compiler/DiagnosticText.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
@@ -68,7 +68,7 @@ struct Variant {
 Variant compileVariant(const SymmetricWorld& world, const std::string& spec, SyncKind sync,
                        DType dtype, ReduceOp op) {
   Variant variant;
-  Expected<SpecSource> source = fromCompiler(loadSpec(spec));
+  Expected<SpecSource> source = loadSpec(spec);
   if (!source) {
     variant.error = toString(source.takeError());
     return variant;
@@ -79,8 +79,8 @@ Variant compileVariant(const SymmetricWorld& world, const std::string& spec, Syn
   options.dtype = dtype;
   options.op = op;
   std::string diagnostics;
-  llvm::raw_string_ostream os(diagnostics);
-  Expected<CompiledCollective> compiled = fromCompiler(compileCollective(*source, options, os));
+  DiagnosticText os(diagnostics);
+  Expected<CompiledCollective> compiled = compileCollective(*source, options, os);
   if (!compiled) {
     variant.error =
         "the compiler refuses it: " + oneLine(os.str() + toString(compiled.takeError()));

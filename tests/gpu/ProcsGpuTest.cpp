@@ -11,7 +11,7 @@
 //  - `collc run --procs 2` and `collc run` under a launcher, against NCCL in the same run.
 // Without two GPUs and NCCL every test skips and says why.
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
+#include "compiler/DiagnosticText.h"
 #include "runtime/Devices.h"
 #include "runtime/NcclLibrary.h"
 #include "tests/StdlibApplicability.h"
@@ -127,15 +127,15 @@ std::vector<SpecSync> specSyncCases() {
 /// case is a strategy this version implements, so a refusal is a failure, found before any
 /// process starts.
 std::string refusal(const SpecSync& c) {
-  Expected<SpecSource> spec = fromCompiler(loadSpec(c.spec));
+  Expected<SpecSource> spec = loadSpec(c.spec);
   if (!spec)
     return toString(spec.takeError());
   CompileOptions options;
   options.nranks = 2;
   options.sync = c.sync;
   std::string diagnostics;
-  llvm::raw_string_ostream os(diagnostics);
-  Expected<CompiledCollective> compiled = fromCompiler(compileCollective(*spec, options, os));
+  DiagnosticText os(diagnostics);
+  Expected<CompiledCollective> compiled = compileCollective(*spec, options, os);
   if (compiled)
     return "";
   return os.str() + toString(compiled.takeError());

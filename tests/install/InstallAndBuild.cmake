@@ -37,9 +37,9 @@ file(GLOB top RELATIVE ${prefix}/include ${prefix}/include/*)
 if(NOT top STREQUAL "collc")
   message(FATAL_ERROR "P/include holds ${top}: everything installed there belongs under collc/")
 endif()
-# The compiler's C++ API speaks LLVM's types: none of its headers is installed.
+# The compiler's C++ API (compiler/Compile.h) is not installed yet, nor the front end's headers.
 if(EXISTS ${prefix}/include/collc/compiler OR EXISTS ${prefix}/include/collc/dsl)
-  message(FATAL_ERROR "the install has compiler headers, which need LLVM's")
+  message(FATAL_ERROR "the install has compiler headers, which it does not ship yet")
 endif()
 # Every header includes collc's others as "collc/...", and each of those is installed.
 file(GLOB_RECURSE headers RELATIVE ${prefix}/include ${prefix}/include/collc/*)

@@ -1,7 +1,7 @@
 // A bundle of real cubins: a stdlib variant compiled by NVRTC for two architectures, written and
 // loaded back, each cubin byte for byte the one NVRTC made. No GPU needed.
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
+#include "compiler/DiagnosticText.h"
 #include "runtime/BundleFile.h"
 #include "runtime/Jit.h"
 
@@ -14,15 +14,15 @@ namespace collc {
 namespace {
 
 TEST(BundleNvrtc, CubinsForTwoArchsLoadByteForByte) {
-  auto spec = fromCompiler(loadSpec("reduce_direct"));
+  auto spec = loadSpec("reduce_direct");
   ASSERT_TRUE(bool(spec)) << toString(spec.takeError());
   CompileOptions options;
   options.nranks = 4;
   options.root = 2;
   options.dtype = DType::BF16;
   std::string diagnostics;
-  llvm::raw_string_ostream out(diagnostics);
-  auto compiled = fromCompiler(compileCollective(*spec, options, out));
+  DiagnosticText out(diagnostics);
+  auto compiled = compileCollective(*spec, options, out);
   ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError()) << out.str();
 
   CollectiveBundle bundle;

@@ -3,7 +3,7 @@
 // damaged files (a flipped byte, every truncation, wrong magic, a later version, appended bytes,
 // resealed garbage) refused with an error that names the file, never a crash.
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
+#include "compiler/DiagnosticText.h"
 #include "runtime/BundleFile.h"
 #include "runtime/ByteCodec.h"
 #include "runtime/Sha256.h"
@@ -46,7 +46,7 @@ std::string caseName(const BundleCase& c) {
 }
 
 CompiledCollective compileCase(const BundleCase& c) {
-  auto spec = fromCompiler(loadSpec(c.spec));
+  auto spec = loadSpec(c.spec);
   EXPECT_TRUE(bool(spec)) << toString(spec.takeError());
   if (!spec)
     return {};
@@ -59,8 +59,8 @@ CompiledCollective compileCase(const BundleCase& c) {
   options.rowLength = c.rowLength;
   options.formatSource = false;
   std::string diagnostics;
-  llvm::raw_string_ostream out(diagnostics);
-  auto compiled = fromCompiler(compileCollective(*spec, options, out));
+  DiagnosticText out(diagnostics);
+  auto compiled = compileCollective(*spec, options, out);
   EXPECT_TRUE(bool(compiled)) << toString(compiled.takeError()) << out.str();
   return compiled ? std::move(*compiled) : CompiledCollective{};
 }

@@ -3,24 +3,23 @@
 #include "runtime/HeapSize.h"
 
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
 #include "runtime/Align.h"
 #include "runtime/CollectiveInstance.h"
 
 #include <gtest/gtest.h>
+#include <iostream>
 #include <llvm/Support/raw_ostream.h>
 
 namespace collc {
 namespace {
 
 CompiledCollective compileStdlib(const char* spec, SyncKind sync) {
-  Expected<SpecSource> source = fromCompiler(loadSpec(spec));
+  Expected<SpecSource> source = loadSpec(spec);
   EXPECT_TRUE(bool(source)) << toString(source.takeError());
   CompileOptions options;
   options.dtype = DType::BF16;
   options.sync = sync;
-  Expected<CompiledCollective> compiled =
-      fromCompiler(compileCollective(*source, options, llvm::errs()));
+  Expected<CompiledCollective> compiled = compileCollective(*source, options, std::cerr);
   EXPECT_TRUE(bool(compiled)) << toString(compiled.takeError());
   return *compiled;
 }

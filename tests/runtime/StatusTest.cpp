@@ -60,6 +60,22 @@ Expected<std::unique_ptr<Base>> makeBase(bool fail) {
   return makeDerived(fail);
 }
 
+// A spec's failure (the compiler's API) stays one through moves and an Expected of another type,
+// and nothing else is one.
+TEST(Status, ASpecFailureSaysSoWhereverItGoes) {
+  Error spec = Error::specFailure("2 errors in a.coll");
+  EXPECT_TRUE(bool(spec));
+  EXPECT_TRUE(spec.isSpecError());
+  EXPECT_EQ(spec.message(), "2 errors in a.coll");
+  Expected<std::unique_ptr<int>> failed(std::move(spec));
+  Expected<std::shared_ptr<const int>> converted(std::move(failed));
+  Error moved = converted.takeError();
+  EXPECT_TRUE(moved.isSpecError());
+  EXPECT_FALSE(makeError("cannot open").isSpecError());
+  EXPECT_FALSE(Error::success().isSpecError());
+  EXPECT_FALSE(spec.isSpecError()); // moved from: a success
+}
+
 TEST(Status, ExpectedHoldsAValueOrAnError) {
   Expected<int> value = 42;
   ASSERT_TRUE(bool(value));

@@ -2,7 +2,7 @@
 // sm_90 cubin with NVRTC; a few compile for every architecture collc targets (sm_80, sm_89, sm_90,
 // sm_100). No GPU is needed: this runs in CI.
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
+#include "compiler/DiagnosticText.h"
 #include "runtime/Jit.h"
 #include "tests/StdlibApplicability.h"
 #include "tests/StdlibStrategies.h"
@@ -49,7 +49,7 @@ class StdlibNvrtc : public testing::TestWithParam<Variant> {};
 
 TEST_P(StdlibNvrtc, CompilesToSm90Cubin) {
   const Variant& v = GetParam();
-  auto spec = fromCompiler(loadSpec(v.spec));
+  auto spec = loadSpec(v.spec);
   ASSERT_TRUE(bool(spec));
   CompileOptions options;
   options.dtype = v.dtype;
@@ -59,8 +59,8 @@ TEST_P(StdlibNvrtc, CompilesToSm90Cubin) {
   options.sync = v.sync;
   options.experimentalLL128 = true; // compiled here, though disabled by default
   std::string diagnostics;
-  llvm::raw_string_ostream out(diagnostics);
-  auto compiled = fromCompiler(compileCollective(*spec, options, out));
+  DiagnosticText out(diagnostics);
+  auto compiled = compileCollective(*spec, options, out);
   ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError()) << out.str();
 
   JitOptions jit;
@@ -100,7 +100,7 @@ TEST(GeneratedKernels, CompileWithNoHeaderForEveryArchitecture) {
     for (DType dtype : kAllDTypes)
       for (const Case& c : cases) {
         SCOPED_TRACE(fmt::format("{} {} {} {}", c.spec, name(c.sync), name(dtype), arch));
-        auto spec = fromCompiler(loadSpec(c.spec));
+        auto spec = loadSpec(c.spec);
         ASSERT_TRUE(bool(spec));
         const bool sm90 = std::string(arch) == "sm_90" || std::string(arch) == "sm_100";
         CompileOptions options;
@@ -108,8 +108,8 @@ TEST(GeneratedKernels, CompileWithNoHeaderForEveryArchitecture) {
         options.sync = c.sync;
         options.experimentalLL128 = true;
         std::string diagnostics;
-        llvm::raw_string_ostream out(diagnostics);
-        auto compiled = fromCompiler(compileCollective(*spec, options, out));
+        DiagnosticText out(diagnostics);
+        auto compiled = compileCollective(*spec, options, out);
         ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError()) << out.str();
         EXPECT_EQ(compiled->cudaSource.find("#include"), std::string::npos);
         JitOptions jit;
@@ -151,11 +151,11 @@ class DefaultOptionsForEachArch : public testing::TestWithParam<ArchCase> {};
 
 TEST_P(DefaultOptionsForEachArch, CompilesWithProgrammaticLaunchWhereTheArchHasIt) {
   const ArchCase& c = GetParam();
-  auto spec = fromCompiler(loadSpec(c.spec));
+  auto spec = loadSpec(c.spec);
   ASSERT_TRUE(bool(spec));
   std::string diagnostics;
-  llvm::raw_string_ostream out(diagnostics);
-  auto compiled = fromCompiler(compileCollective(*spec, CompileOptions{}, out));
+  DiagnosticText out(diagnostics);
+  auto compiled = compileCollective(*spec, CompileOptions{}, out);
   ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError()) << out.str();
   ASSERT_TRUE(compiled->programmaticLaunch) << "programmatic launch is on by default";
 
@@ -185,7 +185,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, DefaultOptionsForEachArch, testing::ValuesIn(arc
 // vector whose two load paths meet in a union), and is one vector store with it.
 TEST(WholeStores, OneVectorStorePerVectorInThePtx) {
   auto ptxOf = [](int wholeStores) -> std::string {
-    auto spec = fromCompiler(loadSpec("allreduce_oneshot"));
+    auto spec = loadSpec("allreduce_oneshot");
     EXPECT_TRUE(bool(spec));
     if (!spec) {
       consumeError(spec.takeError());
@@ -196,8 +196,8 @@ TEST(WholeStores, OneVectorStorePerVectorInThePtx) {
     options.sync = SyncKind::Sentinel;
     options.wholeStores = wholeStores;
     std::string diagnostics;
-    llvm::raw_string_ostream out(diagnostics);
-    auto compiled = fromCompiler(compileCollective(*spec, options, out));
+    DiagnosticText out(diagnostics);
+    auto compiled = compileCollective(*spec, options, out);
     EXPECT_TRUE(bool(compiled)) << out.str();
     if (!compiled) {
       consumeError(compiled.takeError());

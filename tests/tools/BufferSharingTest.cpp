@@ -3,7 +3,7 @@
 #include "tools/harness/BufferSharing.h"
 
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
+#include "compiler/DiagnosticText.h"
 
 #include <gtest/gtest.h>
 #include <llvm/Support/raw_ostream.h>
@@ -101,7 +101,7 @@ TEST(BufferSharing, WrittenAuxBuffersUseTheirReadPartnersMemory) {
 }
 
 CompiledCollective compileStdlib(const std::string& name, SyncKind sync, int nranks) {
-  auto spec = fromCompiler(loadSpec(name));
+  auto spec = loadSpec(name);
   EXPECT_TRUE(bool(spec));
   if (!spec) {
     consumeError(spec.takeError());
@@ -112,8 +112,8 @@ CompiledCollective compileStdlib(const std::string& name, SyncKind sync, int nra
   options.nranks = nranks;
   options.formatSource = false;
   std::string diagnostics;
-  llvm::raw_string_ostream sink(diagnostics);
-  auto compiled = fromCompiler(compileCollective(*spec, options, sink));
+  DiagnosticText sink(diagnostics);
+  auto compiled = compileCollective(*spec, options, sink);
   EXPECT_TRUE(bool(compiled)) << diagnostics;
   if (!compiled) {
     consumeError(compiled.takeError());

@@ -3,8 +3,8 @@
 #include "tools/harness/InterpretedReference.h"
 
 #include "compiler/Compile.h"
+#include "compiler/DiagnosticText.h"
 #include "compiler/ir/IR.h"
-#include "pipeline/CompilerErrors.h"
 
 #include <cmath>
 #include <fstream>
@@ -23,9 +23,8 @@ std::shared_ptr<const ir::Program> residualSpec(int nranks) {
   CompileOptions options;
   options.nranks = nranks;
   std::string diagnostics;
-  llvm::raw_string_ostream sink(diagnostics);
-  auto programs =
-      fromCompiler(lowerVariantPrograms({"oneshot_with_residual.coll", text.str()}, options, sink));
+  DiagnosticText sink(diagnostics);
+  auto programs = lowerVariantPrograms({"oneshot_with_residual.coll", text.str()}, options, sink);
   if (!programs) {
     ADD_FAILURE() << toString(programs.takeError()) << diagnostics;
     return nullptr;

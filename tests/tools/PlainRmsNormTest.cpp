@@ -4,25 +4,24 @@
 #include "tools/bench/PlainRmsNorm.h"
 
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
 #include "runtime/Jit.h"
 
 #include <gtest/gtest.h>
+#include <iostream>
 #include <llvm/Support/raw_ostream.h>
 
 namespace collc {
 namespace {
 
 CompiledCollective fusedVariant(DType dtype, int64_t hidden) {
-  Expected<SpecSource> spec = fromCompiler(loadSpec("allreduce_rmsnorm"));
+  Expected<SpecSource> spec = loadSpec("allreduce_rmsnorm");
   EXPECT_TRUE(bool(spec)) << toString(spec.takeError());
   CompileOptions options;
   options.dtype = dtype;
   options.nranks = 2;
   options.rowLength = hidden;
   options.eps = 1e-5f;
-  Expected<CompiledCollective> compiled =
-      fromCompiler(compileCollective(*spec, options, llvm::errs()));
+  Expected<CompiledCollective> compiled = compileCollective(*spec, options, std::cerr);
   EXPECT_TRUE(bool(compiled)) << toString(compiled.takeError());
   return *compiled;
 }

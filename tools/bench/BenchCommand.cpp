@@ -3,6 +3,7 @@
 // measuring to tools/bench/Benchmark.h and the writing to tools/bench/BenchReport.h.
 #include "tools/bench/BenchCommand.h"
 
+#include "compiler/DiagnosticText.h"
 #include "runtime/Devices.h"
 #include "runtime/LocalWorld.h"
 #include "runtime/NcclLibrary.h"
@@ -23,6 +24,7 @@
 #include <algorithm>
 #include <ctime>
 #include <fmt/format.h>
+#include <iostream>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/raw_ostream.h>
@@ -243,7 +245,7 @@ int compileVariants(const BenchOptions& o, int nranks, VariantPlan& plan) {
     syncs.assign(std::begin(kAllSyncKinds), std::end(kAllSyncKinds));
   std::string refusals;
   for (const std::string& specName : specs) {
-    auto source = fromCompiler(loadSpec(specName));
+    auto source = loadSpec(specName);
     if (!source)
       return reportError(source.takeError());
     for (std::optional<SyncKind> sync : syncs) {
@@ -251,8 +253,8 @@ int compileVariants(const BenchOptions& o, int nranks, VariantPlan& plan) {
       options.nranks = nranks;
       options.sync = sync;
       std::string diagnostics;
-      llvm::raw_string_ostream diag(diagnostics);
-      auto compiled = fromCompiler(compileCollective(*source, options, diag));
+      DiagnosticText diag(diagnostics);
+      auto compiled = compileCollective(*source, options, diag);
       if (!compiled) {
         consumeError(compiled.takeError());
         if (refusals.find(diag.str()) == std::string::npos) // one spec's error, once
@@ -273,11 +275,9 @@ int compileVariants(const BenchOptions& o, int nranks, VariantPlan& plan) {
       variant.sync = std::string(name(compiled->sync));
       if (o.watchdogCost) {
         options.watchdog = false;
-        bool specError = false;
-        auto unbounded =
-            fromCompiler(compileCollective(*source, options, llvm::errs()), &specError);
+        auto unbounded = compileCollective(*source, options, std::cerr);
         if (!unbounded)
-          return reportError(unbounded.takeError(), specError);
+          return reportError(unbounded.takeError());
         variant.unbounded = std::move(*unbounded);
       }
       variant.compiled = std::move(*compiled);
@@ -573,14 +573,13 @@ int measureAndPrintCompileTimes(const BenchOptions& o, BenchResults& results) {
     options.nranks = 2;
   if (!options.sync && !namedSpec)
     options.sync = SyncKind::LL;
-  auto spec = fromCompiler(loadSpec(namedSpec ? o.spec : "allreduce_oneshot"));
+  auto spec = loadSpec(namedSpec ? o.spec : "allreduce_oneshot");
   if (!spec)
     return reportError(spec.takeError());
   std::string arch = gpuArch(0);
-  bool specError = false;
-  auto times = measureCompileTimes(*spec, options, arch.empty() ? "sm_90" : arch, specError);
+  auto times = measureCompileTimes(*spec, options, arch.empty() ? "sm_90" : arch);
   if (!times)
-    return reportError(times.takeError(), specError);
+    return reportError(times.takeError());
   writeCompileTimes(llvm::outs(), *times);
   llvm::outs() << "\n";
   llvm::outs().flush();
@@ -775,7 +774,7 @@ int runBench(const ParsedArguments& args) {
     return compileTimesOnly(o);
   // A misspelt spec is reported as such, before anything asks for a GPU.
   if (o.spec != "all")
-    if (auto spec = fromCompiler(loadSpec(o.spec)); !spec)
+    if (auto spec = loadSpec(o.spec); !spec)
       return reportError(spec.takeError());
   auto role = chooseWorldRole(args);
   if (!role)

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <fmt/format.h>
+#include <iostream>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Support/FileSystem.h>
 
@@ -21,10 +22,10 @@ double millisecondsSince(Clock::time_point start) {
 } // namespace
 
 Expected<CompileTimes> measureCompileTimes(const SpecSource& spec, const CompileOptions& options,
-                                           const std::string& arch, bool& specError) {
+                                           const std::string& arch) {
   CompileTimes times;
   Clock::time_point start = Clock::now();
-  auto compiled = fromCompiler(compileCollective(spec, options, llvm::errs()), &specError);
+  auto compiled = compileCollective(spec, options, std::cerr);
   if (!compiled)
     return compiled.takeError();
   times.frontEndMs = millisecondsSince(start);

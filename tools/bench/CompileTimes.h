@@ -15,10 +15,10 @@ namespace collc::driver {
 /// Compiles `spec` for `options` (front end, timed), then NVRTC to a cubin for `arch` three
 /// times: into an empty private cache (cold: must be this process's first NVRTC compile to be
 /// truly cold), with the cache off (NVRTC already loaded), and again into the cache (a hit). The
-/// private cache is removed afterwards. Errors: the spec's (diagnostics on stderr; `specError`
-/// says so), NVRTC's.
+/// private cache is removed afterwards. Errors: the spec's (diagnostics on stderr; a spec error),
+/// NVRTC's.
 Expected<CompileTimes> measureCompileTimes(const SpecSource& spec, const CompileOptions& options,
-                                           const std::string& arch, bool& specError);
+                                           const std::string& arch);
 
 } // namespace collc::driver
 

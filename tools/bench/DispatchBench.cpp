@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <iostream>
 #include <llvm/ADT/ScopeExit.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -130,16 +131,15 @@ int runDispatchBench(const ParsedArguments& args) {
   std::vector<Fixed> fixed;
   uint64_t heap = program->heapBytes() + (uint64_t(1) << 20);
   for (const TunedVariant& variant : variants) {
-    auto source = fromCompiler(loadSpec(variant.spec));
+    auto source = loadSpec(variant.spec);
     if (!source)
       return reportError(source.takeError());
     CompileOptions options = compile;
     options.nranks = nranks;
     applyTunedVariant(variant, options);
-    bool specError = false;
-    auto compiled = fromCompiler(compileCollective(*source, options, llvm::errs()), &specError);
+    auto compiled = compileCollective(*source, options, std::cerr);
     if (!compiled)
-      return reportError(compiled.takeError(), specError);
+      return reportError(compiled.takeError());
     auto image = compileForDevice(*compiled, devices[0]);
     if (!image)
       return reportError(image.takeError());

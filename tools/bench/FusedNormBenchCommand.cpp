@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <iostream>
 #include <llvm/Support/raw_ostream.h>
 
 namespace collc::driver {
@@ -22,15 +23,13 @@ constexpr const char* kSweepOnlyOptions[] = {
     "procs",        "b", "e", "f", "csv", "json", "plot", "watchdog-cost", "op", "no-nccl",
     "compile-times"};
 
-/// The spec compiled and JIT-compiled for `device`; `specError` says whether an error is the
-/// spec's.
+/// The spec compiled and JIT-compiled for `device`.
 Expected<JittedCollective> compileAndJit(const std::string& specName, const CompileOptions& options,
-                                         int device, bool& specError) {
-  specError = false;
-  auto spec = fromCompiler(loadSpec(specName));
+                                         int device) {
+  auto spec = loadSpec(specName);
   if (!spec)
     return spec.takeError();
-  auto compiled = fromCompiler(compileCollective(*spec, options, llvm::errs()), &specError);
+  auto compiled = compileCollective(*spec, options, std::cerr);
   if (!compiled)
     return compiled.takeError();
   auto image = compileForDevice(*compiled, device);
@@ -64,13 +63,12 @@ int runFusedNormBench(const ParsedArguments& args) {
     CompileOptions precheck = options;
     if (!args.has("ranks"))
       precheck.nranks = 2;
-    auto spec = fromCompiler(loadSpec(kFusedNormBenchSpec));
+    auto spec = loadSpec(kFusedNormBenchSpec);
     if (!spec)
       return reportError(spec.takeError());
-    bool specError = false;
-    auto compiled = fromCompiler(compileCollective(*spec, precheck, llvm::errs()), &specError);
+    auto compiled = compileCollective(*spec, precheck, std::cerr);
     if (!compiled)
-      return reportError(compiled.takeError(), specError);
+      return reportError(compiled.takeError());
     if (auto kernel = plainRmsNormKernel(*compiled); !kernel)
       return reportError(kernel.takeError());
   }
@@ -81,18 +79,17 @@ int runFusedNormBench(const ParsedArguments& args) {
       status != kSuccess)
     return status;
 
-  bool specError = false;
-  auto fused = compileAndJit(kFusedNormBenchSpec, options, devices[0], specError);
+  auto fused = compileAndJit(kFusedNormBenchSpec, options, devices[0]);
   if (!fused)
-    return reportError(fused.takeError(), specError);
+    return reportError(fused.takeError());
   // The unfused side: the same type, ranks and sync, a plain sum without rows.
   CompileOptions plainOptions = options;
   plainOptions.op = ReduceOp::Sum;
   plainOptions.sync = fused->compiled.sync;
   plainOptions.rowLength = 0;
-  auto allReduce = compileAndJit("allreduce_oneshot", plainOptions, devices[0], specError);
+  auto allReduce = compileAndJit("allreduce_oneshot", plainOptions, devices[0]);
   if (!allReduce)
-    return reportError(allReduce.takeError(), specError);
+    return reportError(allReduce.takeError());
   auto kernel = plainRmsNormKernel(fused->compiled);
   if (!kernel)
     return reportError(kernel.takeError());

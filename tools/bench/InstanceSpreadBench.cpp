@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <iostream>
 #include <llvm/ADT/ScopeExit.h>
 #include <llvm/Support/raw_ostream.h>
 #include <memory>
@@ -63,7 +64,7 @@ int runInstanceSpreadBench(const ParsedArguments& args) {
   if (!parseSweepCounts(args, 1024, 16 * 1024, 4, elementBytes, counts, error))
     return usageError(error);
 
-  auto source = fromCompiler(loadSpec(args.positionals()[0]));
+  auto source = loadSpec(args.positionals()[0]);
   if (!source)
     return reportError(source.takeError());
   int nranks = compile.nranks;
@@ -73,10 +74,9 @@ int runInstanceSpreadBench(const ParsedArguments& args) {
       status != kSuccess)
     return status;
   compile.nranks = nranks;
-  bool specError = false;
-  auto compiled = fromCompiler(compileCollective(*source, compile, llvm::errs()), &specError);
+  auto compiled = compileCollective(*source, compile, std::cerr);
   if (!compiled)
-    return reportError(compiled.takeError(), specError);
+    return reportError(compiled.takeError());
   auto image = compileForDevice(*compiled, devices[0]);
   if (!image)
     return reportError(image.takeError());

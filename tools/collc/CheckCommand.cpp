@@ -2,6 +2,7 @@
 #include "tools/collc/Footprint.h"
 
 #include <algorithm>
+#include <iostream>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/raw_ostream.h>
 #include <map>
@@ -129,14 +130,12 @@ int runCheck(const ParsedArguments& args) {
       return usageError("--dtype=" + *text + " is not f32, f16 or bf16");
     dtype = *parsed;
   }
-  auto spec = fromCompiler(loadSpec(args.positionals()[0]));
+  auto spec = loadSpec(args.positionals()[0]);
   if (!spec)
     return reportError(spec.takeError());
   CheckReport report;
-  bool specError = false;
-  if (Error error = compilerError(
-          checkSpec(*spec, llvm::errs(), &report, CheckDepth::EveryStrategy), &specError))
-    return reportError(std::move(error), specError);
+  if (Error error = checkSpec(*spec, std::cerr, &report, CheckDepth::EveryStrategy))
+    return reportError(std::move(error));
   llvm::outs() << spec->bufferName << ": ok\n";
   llvm::outs() << "  proved for nranks " << report.minRanks << ".." << report.maxRanks
                << ", every root and every n: " << report.runs << " runs, " << report.work

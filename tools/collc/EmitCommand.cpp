@@ -1,8 +1,10 @@
+#include "compiler/DiagnosticText.h"
 #include "runtime/BundleFile.h"
 #include "runtime/Jit.h"
 #include "tools/collc/Commands.h"
 
 #include <cstdlib>
+#include <iostream>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/raw_ostream.h>
 #include <set>
@@ -30,7 +32,8 @@ const Command kEmitCommand{
           {"with-source", "",
            "with --emit=bundle: store the CUDA source too (the runtime "
            "never needs it)"},
-          {"print-ir-after-all", "", "with --emit=ir: print the IR after every pass"},
+          {"print-ir-after-all", "",
+           "with --emit=ir: print the IR after every step of the lowering"},
           {"no-format", "", "leave the emitted CUDA as generated (skip clang-format)"},
           {"verbose", "",
            "where NVRTC refuses: the generated CUDA source, numbered, after the error"},
@@ -111,27 +114,25 @@ int runEmit(const ParsedArguments& args) {
   options.formatSource = !args.has("no-format");
 
   std::string text;
-  llvm::raw_string_ostream stage(text);
+  DiagnosticText stage(text);
   if (kind == "ast")
     options.printAst = &stage;
   if (kind == "ir") {
     options.printIr = &stage;
     options.printIrAfterAll = args.has("print-ir-after-all");
   }
-  auto spec = fromCompiler(loadSpec(args.positionals()[0]));
+  auto spec = loadSpec(args.positionals()[0]);
   if (!spec)
     return reportError(spec.takeError());
   if (kind == "ast") {
     // The tree is printed as soon as it is parsed, even if a later check fails.
-    bool specError = false;
-    auto compiled = fromCompiler(compileCollective(*spec, options, llvm::errs()), &specError);
+    auto compiled = compileCollective(*spec, options, std::cerr);
     llvm::outs() << stage.str();
-    return compiled ? kSuccess : reportError(compiled.takeError(), specError);
+    return compiled ? kSuccess : reportError(compiled.takeError());
   }
-  bool specError = false;
-  auto compiled = fromCompiler(compileCollective(*spec, options, llvm::errs()), &specError);
+  auto compiled = compileCollective(*spec, options, std::cerr);
   if (!compiled)
-    return reportError(compiled.takeError(), specError);
+    return reportError(compiled.takeError());
   if (kind == "bundle")
     return emitBundle(std::move(*compiled), archs, args.has("with-source"), args.has("verbose"),
                       *args.get("o"));

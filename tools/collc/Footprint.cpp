@@ -1,6 +1,6 @@
 #include "tools/collc/Footprint.h"
 
-#include "pipeline/CompilerErrors.h"
+#include "compiler/DiagnosticText.h"
 #include "runtime/HeapSize.h"
 
 #include <cstdio>
@@ -37,10 +37,9 @@ std::vector<FootprintRow> footprint(const SpecSource& spec, int minRanks, int ma
       options.dtype = dtype;
       options.formatSource = false;
       std::string diagnostics;
-      llvm::raw_string_ostream sink(diagnostics);
+      DiagnosticText sink(diagnostics);
       FootprintCell cell{sync, std::nullopt, "", ""};
-      // Through fromCompiler: the compiler's errors are made by its own copy of LLVM.
-      Expected<CompiledCollective> compiled = fromCompiler(compileCollective(spec, options, sink));
+      Expected<CompiledCollective> compiled = compileCollective(spec, options, sink);
       if (compiled) {
         // A size past 63 bits is refused as the runtime refuses it, never printed wrapped.
         cell.tooLarge = sizesProblem(*compiled, count);

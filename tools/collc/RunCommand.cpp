@@ -15,6 +15,7 @@
 #include "tools/launch/WorkQueues.h"
 
 #include <fmt/format.h>
+#include <iostream>
 #include <llvm/Support/raw_ostream.h>
 #include <optional>
 
@@ -129,13 +130,12 @@ bool parseSettings(const ParsedArguments& args, RunSettings& settings, std::stri
 /// with aux buffers also gets its program as the run's reference (the spec interpreted checks it).
 int compileForRun(const std::string& specName, const CompileOptions& options, uint64_t count,
                   BufferSharing sharing, CompiledCollective& compiled, RunOptions* run = nullptr) {
-  auto spec = fromCompiler(loadSpec(specName));
+  auto spec = loadSpec(specName);
   if (!spec)
     return reportError(spec.takeError());
-  bool specError = false;
-  auto result = fromCompiler(compileCollective(*spec, options, llvm::errs()), &specError);
+  auto result = compileCollective(*spec, options, std::cerr);
   if (!result)
-    return reportError(result.takeError(), specError);
+    return reportError(result.takeError());
   compiled = std::move(*result);
   if (std::string problem = sizesProblem(compiled, count); !problem.empty())
     return usageError("--count=" + std::to_string(count) + ": " + problem);
@@ -146,9 +146,9 @@ int compileForRun(const std::string& specName, const CompileOptions& options, ui
   if (Error err = checkBufferSharing(compiled, sharing, count))
     return usageError(toString(std::move(err)));
   if (run && !compiled.aux.empty()) {
-    auto programs = fromCompiler(lowerVariantPrograms(*spec, options, llvm::errs()), &specError);
+    auto programs = lowerVariantPrograms(*spec, options, std::cerr);
     if (!programs)
-      return reportError(programs.takeError(), specError);
+      return reportError(programs.takeError());
     run->reference = programs->spec;
   }
   return kSuccess;

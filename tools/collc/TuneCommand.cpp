@@ -1,6 +1,7 @@
 // `collc tune`: searches the variants of a collective on this machine's GPUs
 // (tools/tune/TuneSearch.h decides what to try, tools/bench/Benchmark.h times each as `collc bench`
 // does) and writes every timing to the tuning table (runtime/TuningTable.h) that dispatch reads.
+#include "compiler/DiagnosticText.h"
 #include "pipeline/TunedOptions.h"
 #include "runtime/Devices.h"
 #include "runtime/Dispatcher.h"
@@ -156,20 +157,20 @@ bool parseOptions(const ParsedArguments& args, TuneOptions& o, std::string& erro
 /// The specs to search: SPEC, or every stdlib spec that is an AllReduce.
 Expected<std::vector<std::string>> searchedSpecs(const TuneOptions& o) {
   if (o.spec != "all") {
-    if (auto spec = fromCompiler(loadSpec(o.spec)); !spec)
+    if (auto spec = loadSpec(o.spec); !spec)
       return spec.takeError();
     return std::vector<std::string>{o.spec};
   }
   std::vector<std::string> specs;
   for (const std::string& name : stdlibNames()) {
-    auto source = fromCompiler(loadSpec(name));
+    auto source = loadSpec(name);
     if (!source)
       return source.takeError();
     CompileOptions options = o.compile;
     options.sync.reset();
     std::string ignored;
-    llvm::raw_string_ostream diag(ignored);
-    auto compiled = fromCompiler(compileCollective(*source, options, diag));
+    DiagnosticText diag(ignored);
+    auto compiled = compileCollective(*source, options, diag);
     // A fused epilogue (aux buffers) is not an AllReduce the dispatch can stand in for.
     if (compiled && compiled->kind == CollectiveKind::AllReduce && compiled->aux.empty())
       specs.push_back(name);
@@ -207,7 +208,7 @@ public:
   Prepared frontEnd(const TunedVariant& variant) const {
     Prepared prepared;
     prepared.resolved = variant;
-    auto source = fromCompiler(loadSpec(variant.spec));
+    auto source = loadSpec(variant.spec);
     if (!source) {
       prepared.refusal = "refused: " + toString(source.takeError());
       return prepared;
@@ -215,8 +216,8 @@ public:
     CompileOptions options = o_.compile;
     applyTunedVariant(variant, options);
     std::string diagnostics;
-    llvm::raw_string_ostream diag(diagnostics);
-    auto compiled = fromCompiler(compileCollective(*source, options, diag));
+    DiagnosticText diag(diagnostics);
+    auto compiled = compileCollective(*source, options, diag);
     if (!compiled) {
       consumeError(compiled.takeError());
       prepared.refusal = "refused: " + firstError(diag.str());

@@ -91,8 +91,8 @@ bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::str
   return true;
 }
 
-int reportError(Error error, bool specError) {
-  llvm::errs() << (specError ? "collc: " : "collc: error: ") << error.message() << "\n";
+int reportError(Error error) {
+  llvm::errs() << (error.isSpecError() ? "collc: " : "collc: error: ") << error.message() << "\n";
   return kUserError;
 }
 

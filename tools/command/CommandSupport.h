@@ -5,7 +5,6 @@
 #define COLLC_TOOLS_COMMAND_COMMANDSUPPORT_H
 
 #include "compiler/Compile.h"
-#include "pipeline/CompilerErrors.h"
 #include "runtime/Status.h"
 #include "tools/command/Arguments.h"
 
@@ -21,9 +20,8 @@ bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::str
                   bool syncMayBeAll = false);
 
 /// Reports an error: "collc: error: MESSAGE", or for the spec's error (its diagnostics are printed
-/// already) "collc: 2 errors in FILE". The compiler's errors come through fromCompiler
-/// (pipeline/CompilerErrors.h), which says which they are.
-int reportError(Error error, bool specError = false);
+/// already) "collc: 2 errors in FILE" (Error::isSpecError says which).
+int reportError(Error error);
 int usageError(const std::string& message);
 /// The first error of compiler diagnostics, without its place: the line a refused variant gets in
 /// a table or a note.
