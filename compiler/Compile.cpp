@@ -219,7 +219,7 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
   // their own shape, which it would leave as it is.
   const bool rowSteps = std::any_of(lowered->steps.begin(), lowered->steps.end(),
                                     [](const ir::Step& step) { return hasRowStatement(step); });
-  const bool lineLoops = lowered->uses(ir::Storage::LL128Lines);
+  const bool lineLoops = lowered->usesLL128Lines();
   if (launch.unroll > 1 && (lineLoops || rowSteps)) {
     diags.error(spec.loc, "unroll = " + std::to_string(launch.unroll) +
                               " does not apply to this variant: its loops " +
@@ -298,8 +298,6 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
   // Work: the spec's proof had its own budget; the own strategy's lowered programs at every rank
   // count and type share one more, and the other strategies (a report, not a verdict) one more
   // again, so that check is bounded whatever the spec.
-  const SyncKind strategies[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL,
-                                 SyncKind::LL128Atomic};
   int64_t ownBudget = kDefaultVerifyWorkLimit, othersBudget = kDefaultVerifyWorkLimit;
   // The lowering sees only the element size of a type: where a 16-bit program prints the same as
   // one already checked (bf16 as f16), it is the same program, and its check is that one.
@@ -310,7 +308,10 @@ llvm::Error checkSpec(const SpecSource& spec, llvm::raw_ostream& diagnostics, Ch
     ir::print(program, out, lineOfIn(sources));
     return out.str();
   };
-  for (SyncKind sync : strategies) {
+  for (const RegisteredSync& registeredSync : kSyncRegistry) {
+    const SyncKind sync = registeredSync.value;
+    if (registeredSync.experimental && sync != verified.defaultSync)
+      continue; // refused unless asked for, so not tried for the report
     const bool own = sync == verified.defaultSync;
     if (!own && !everyStrategy)
       continue;

@@ -54,15 +54,8 @@ public:
   virtual std::vector<std::string_view> deviceHelpers() const = 0;
 };
 
-/// The strategy of that kind.
+/// The strategy of that kind (every kind of abi/Types.h's registry has one: RegistryTest).
 const SyncStrategy& syncStrategy(SyncKind kind);
-
-/// Every strategy, defined in its own file (compiler/sync/*.cpp).
-const SyncStrategy& barrierStrategy();
-const SyncStrategy& llStrategy();
-const SyncStrategy& sentinelStrategy();
-const SyncStrategy& ll128Strategy();
-const SyncStrategy& ll128AtomicStrategy();
 
 } // namespace collc
 
