@@ -45,16 +45,6 @@ struct ElementCount {
   uint64_t at(uint64_t count) const;
 };
 
-/// How a scratch buffer's elements are laid out in memory, chosen by the sync strategy.
-enum class ScratchStorage {
-  Elements,           // plain elements
-  Packets,            // LL: every 8 bytes of data travel in a 16-byte packet with two flags
-  AtomicLines,        // ll128_atomic: whole 128-byte lines
-  LineHeads,          // ll128_atomic: one element per 8 of slotElems (every line's first)
-  LL128Lines,         // LL128: 120 bytes of data in every 128-byte line
-  LL128LinesPerChunk, // LL128 with every one of nranks chunks of a slot starting a line
-};
-
 /// One symmetric scratch buffer of the spec. Its size depends on the element count of the call.
 struct ScratchBuffer {
   std::string name;

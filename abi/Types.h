@@ -1,42 +1,185 @@
-// The vocabulary shared by every stage: collective kinds, element types, reduction operators and
-// synchronization strategies, with their spellings in specs and on the command line.
+// The vocabulary shared by every stage: collective kinds, element types, reduction operators,
+// synchronization strategies and scratch storage, with their spellings in specs and on the command
+// line.
+//
+// The registry tables below are the one list of each: the parsers, the names, the lists that
+// messages and help texts print (nameList), the C API's conversions and the loops of the tuner and
+// the reports are made from them. Where a list cannot be made from them (the public enums of
+// include/collc/collc.h, python/collc/_capi.py), tests/compiler/RegistryTest.cpp fails when it
+// differs from the table.
 #ifndef COLLC_ABI_TYPES_H
 #define COLLC_ABI_TYPES_H
 
+#include <array>
+#include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace collc {
 
+// Each value is registered below, in this order (Types.cpp checks it).
 enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll };
 enum class DType { F32, F16, BF16 };
 enum class ReduceOp { Sum, Max, Min };
 enum class SyncKind { Barrier, Sentinel, LL, LL128, LL128Atomic };
 
+/// How a scratch buffer's elements are laid out in memory, chosen by the sync strategy: the IR's
+/// buffers carry it (compiler/ir/IR.h) and the runtime sizes the heap by it (ScratchBuffer::bytes).
+enum class ScratchStorage {
+  Elements,           // plain elements
+  Packets,            // LL: every 8 bytes of data travel in a 16-byte packet with two flags
+  AtomicLines,        // ll128_atomic: whole 128-byte lines that every rank adds into
+  LineHeads,          // ll128_atomic: one element per 8 of slotElems (every line's first)
+  LL128Lines,         // LL128: 120 bytes of data and the call's flag in every 128-byte line
+  LL128LinesPerChunk, // LL128 with every one of nranks chunks of a slot starting a line
+};
+
+/// One registered value: its spelling (specs, command line, tuning tables, bundles, Python) and
+/// its value in the C API's enum. The C enumerator is the spelling in capitals after the enum's
+/// prefix: COLLC_ + "BF16", COLLC_SYNC_ + "LL128_ATOMIC" (RegistryTest checks collc.h).
+template <typename Enum> struct Registered {
+  Enum value;
+  std::string_view name;
+  int cValue;
+};
+
+/// A sync strategy's entry. `experimental`: refused unless asked for explicitly
+/// (CompileOptions::experimentalLL128), and left out of the lists of strategies that check, the
+/// footprint and the tuner try. Its lowering is compiler/sync/<File>.cpp (syncStrategy(kind)).
+struct RegisteredSync : Registered<SyncKind> {
+  bool experimental = false;
+};
+
+inline constexpr Registered<CollectiveKind> kCollectiveKindRegistry[] = {
+    {CollectiveKind::AllReduce, "allreduce", 0},
+    {CollectiveKind::AllGather, "allgather", 1},
+    {CollectiveKind::ReduceScatter, "reducescatter", 2},
+    {CollectiveKind::Broadcast, "broadcast", 3},
+    {CollectiveKind::Reduce, "reduce", 4},
+    {CollectiveKind::AllToAll, "alltoall", 5}};
+inline constexpr Registered<DType> kDTypeRegistry[] = {
+    {DType::F32, "f32", 0}, {DType::F16, "f16", 1}, {DType::BF16, "bf16", 2}};
+inline constexpr Registered<ReduceOp> kReduceOpRegistry[] = {
+    {ReduceOp::Sum, "sum", 0}, {ReduceOp::Max, "max", 1}, {ReduceOp::Min, "min", 2}};
+/// C value 0 is COLLC_SYNC_DEFAULT, the spec's own strategy.
+inline constexpr RegisteredSync kSyncRegistry[] = {
+    {{SyncKind::Barrier, "barrier", 1}},
+    {{SyncKind::Sentinel, "sentinel", 2}},
+    {{SyncKind::LL, "ll", 3}},
+    {{SyncKind::LL128, "ll128", 4}, /*experimental=*/true},
+    {{SyncKind::LL128Atomic, "ll128_atomic", 5}}};
+/// Scratch storage has no C value (the runtime's bundles spell it; the C API never shows it).
+inline constexpr Registered<ScratchStorage> kScratchStorageRegistry[] = {
+    {ScratchStorage::Elements, "elements", -1},
+    {ScratchStorage::Packets, "packets", -1},
+    {ScratchStorage::AtomicLines, "atomic_lines", -1},
+    {ScratchStorage::LineHeads, "line_heads", -1},
+    {ScratchStorage::LL128Lines, "ll128_lines", -1},
+    {ScratchStorage::LL128LinesPerChunk, "ll128_lines_per_chunk", -1}};
+
+/// The registry of each enum, for the templates below.
+constexpr const auto& registry(CollectiveKind) {
+  return kCollectiveKindRegistry;
+}
+constexpr const auto& registry(DType) {
+  return kDTypeRegistry;
+}
+constexpr const auto& registry(ReduceOp) {
+  return kReduceOpRegistry;
+}
+constexpr const auto& registry(SyncKind) {
+  return kSyncRegistry;
+}
+constexpr const auto& registry(ScratchStorage) {
+  return kScratchStorageRegistry;
+}
+
 /// The spelling in specs, on the command line and in tuning tables: "allreduce", "bf16", "sum",
-/// "ll128_atomic". Pure functions, safe from any thread.
-std::string_view name(CollectiveKind kind);
-std::string_view name(DType type);
-std::string_view name(ReduceOp op);
-std::string_view name(SyncKind sync);
+/// "ll128_atomic"; "?" for a value that is not registered. Pure functions, safe from any thread.
+template <typename Enum, typename = decltype(registry(Enum{}))>
+constexpr std::string_view name(Enum value) {
+  for (const auto& entry : registry(value))
+    if (entry.value == value)
+      return entry.name;
+  return "?";
+}
 
 /// The inverse of name(): nullopt for a spelling that names nothing (the caller reports it).
-std::optional<CollectiveKind> parseCollectiveKind(std::string_view text);
-std::optional<DType> parseDType(std::string_view text);
-std::optional<ReduceOp> parseReduceOp(std::string_view text);
-std::optional<SyncKind> parseSyncKind(std::string_view text);
+template <typename Enum> constexpr std::optional<Enum> parseName(std::string_view text) {
+  for (const auto& entry : registry(Enum{}))
+    if (entry.name == text)
+      return entry.value;
+  return std::nullopt;
+}
+inline std::optional<CollectiveKind> parseCollectiveKind(std::string_view text) {
+  return parseName<CollectiveKind>(text);
+}
+inline std::optional<DType> parseDType(std::string_view text) {
+  return parseName<DType>(text);
+}
+inline std::optional<ReduceOp> parseReduceOp(std::string_view text) {
+  return parseName<ReduceOp>(text);
+}
+inline std::optional<SyncKind> parseSyncKind(std::string_view text) {
+  return parseName<SyncKind>(text);
+}
+
+/// The value whose C API enumerator is `cValue`; nullopt for none.
+template <typename Enum> constexpr std::optional<Enum> fromCValue(int cValue) {
+  for (const auto& entry : registry(Enum{}))
+    if (entry.cValue == cValue)
+      return entry.value;
+  return std::nullopt;
+}
+/// The C API's enumerator of a registered value (-1 for one that is not registered).
+template <typename Enum, typename = decltype(registry(Enum{}))> constexpr int cValueOf(Enum value) {
+  for (const auto& entry : registry(value))
+    if (entry.value == value)
+      return entry.cValue;
+  return -1;
+}
+
+/// "a, b or c": names joined by ", ", the last two by lastSeparator.
+std::string joinNames(const std::string_view* names, size_t count, std::string_view lastSeparator);
+
+/// Every registered spelling of the enum for a message or a help text: "f32, f16 or bf16" (with
+/// lastSeparator " or "), "barrier, sentinel, ll, ll128, ll128_atomic" (with ", ").
+/// withExperimental false leaves out the experimental strategies.
+template <typename Enum>
+std::string nameList(std::string_view lastSeparator = " or ", bool withExperimental = true) {
+  std::string_view names[std::size(registry(Enum{}))];
+  size_t count = 0;
+  for (const auto& entry : registry(Enum{})) {
+    if constexpr (std::is_same_v<Enum, SyncKind>)
+      if (entry.experimental && !withExperimental)
+        continue;
+    names[count++] = entry.name;
+  }
+  return joinNames(names, count, lastSeparator);
+}
+
+/// A sync strategy's registry entry.
+const RegisteredSync& registered(SyncKind sync);
+
+/// Every value of an enum's registry, in its order, for loops in tests and the tuner.
+template <typename Entry, size_t N> constexpr auto valuesOf(const Entry (&table)[N]) {
+  std::array<decltype(table[0].value), N> values{};
+  for (size_t i = 0; i < N; ++i)
+    values[i] = table[i].value;
+  return values;
+}
+inline constexpr auto kAllCollectiveKinds = valuesOf(kCollectiveKindRegistry);
+inline constexpr auto kAllDTypes = valuesOf(kDTypeRegistry);
+inline constexpr auto kAllReduceOps = valuesOf(kReduceOpRegistry);
+inline constexpr auto kAllSyncKinds = valuesOf(kSyncRegistry);
 
 /// Bytes of one element.
 unsigned sizeOf(DType type);
 /// The CUDA type of one element in a generated kernel: float, or f16 and bf16 (2-byte storage
 /// types the kernel's prelude defines, compiler/device/types.cuh).
 std::string_view cudaTypeName(DType type);
-
-/// Every value of each enum, for loops in tests and the tuner.
-inline constexpr DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16};
-inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min};
-inline constexpr SyncKind kAllSyncKinds[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL,
-                                             SyncKind::LL128, SyncKind::LL128Atomic};
 
 } // namespace collc
 

@@ -278,8 +278,6 @@ Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* 
   // Work: the spec's proof had its own budget; the own strategy's lowered programs at every rank
   // count and type share one more, and the other strategies (a report, not a verdict) one more
   // again, so that check is bounded whatever the spec.
-  const SyncKind strategies[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL,
-                                 SyncKind::LL128Atomic};
   int64_t ownBudget = kDefaultVerifyWorkLimit, othersBudget = kDefaultVerifyWorkLimit;
   // The lowering sees only the element size of a type: where a 16-bit program prints the same as
   // one already checked (bf16 as f16), it is the same program, and its check is that one.
@@ -290,7 +288,10 @@ Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* 
     ir::print(program, out, lineOfIn(sources));
     return out.str();
   };
-  for (SyncKind sync : strategies) {
+  for (const RegisteredSync& registeredSync : kSyncRegistry) {
+    const SyncKind sync = registeredSync.value;
+    if (registeredSync.experimental && sync != verified.defaultSync)
+      continue; // refused unless asked for, so not tried for the report
     const bool own = sync == verified.defaultSync;
     if (!own && !everyStrategy)
       continue;

@@ -123,7 +123,7 @@ enum class CheckDepth {
 };
 
 /// The element types `checkSpec` lowers the spec for: every one collc compiles.
-inline constexpr DType kCheckedTypes[] = {DType::F32, DType::F16, DType::BF16};
+inline constexpr auto kCheckedTypes = kAllDTypes;
 
 /// Parses, checks and verifies the spec for every rank count it declares, then lowers it with its
 /// own sync strategy and launch shape for each of them and every element type (so that a strategy

@@ -3,6 +3,7 @@
 #include "abi/CollectiveShapes.h"
 #include "compiler/DevicePrelude.h"
 #include "compiler/ir/Visitor.h"
+#include "compiler/sync/Strategy.h"
 #include "dsl/Diagnostics.h"
 
 #include <algorithm>
@@ -27,57 +28,29 @@ const char* wordType(int vectorBytes) {
   }
 }
 
-/// The device helper files the program's operations print as (DevicePrelude.h), in the order
-/// they are pasted.
+/// The device helper files of the program's operations (ir::helperFile), in the order they are
+/// pasted: the strategies' files in the registry's order (SyncStrategy::deviceHelpers), each
+/// after those it builds on, then any other (rows.cuh).
 class HelperFiles : public ir::Visitor {
 public:
   std::vector<std::string_view> files() const {
     std::vector<std::string_view> ordered;
-    for (std::string_view file :
-         {kBarrierFile, kLLFile, kAtomicLinesFile, kSentinelFile, kLL128File, kRowsFile})
-      if (used_.count(file))
-        ordered.push_back(file);
+    std::set<std::string_view> left = used_;
+    for (const RegisteredSync& entry : kSyncRegistry)
+      for (std::string_view file : syncStrategy(entry.value).deviceHelpers())
+        if (left.erase(file))
+          ordered.push_back(file);
+    ordered.insert(ordered.end(), left.begin(), left.end());
     return ordered;
   }
 
 private:
-  void load(const ir::Operand& o) {
-    switch (o.load) {
-    case ir::LoadKind::PollPacket:
-      used_.insert(kLLFile);
-      break;
-    case ir::LoadKind::PollSentinel:
-      used_.insert(kSentinelFile);
-      break;
-    case ir::LoadKind::TakeLine:
-      used_.insert(kAtomicLinesFile);
-      break;
-    case ir::LoadKind::PollLine:
-      used_.insert(kLL128File);
-      break;
-    case ir::LoadKind::Plain:
-    case ir::LoadKind::Register:
-      break;
-    }
+  void use(std::string_view file) {
+    if (!file.empty())
+      used_.insert(file);
   }
-  void store(ir::StoreKind kind) {
-    switch (kind) {
-    case ir::StoreKind::FlaggedPacket:
-      used_.insert(kLLFile);
-      break;
-    case ir::StoreKind::Sentinel:
-      used_.insert(kSentinelFile);
-      break;
-    case ir::StoreKind::LineAdd:
-      used_.insert(kAtomicLinesFile);
-      break;
-    case ir::StoreKind::FlaggedLine:
-      used_.insert(kLL128File);
-      break;
-    case ir::StoreKind::Plain:
-      break;
-    }
-  }
+  void load(const ir::Operand& o) { use(ir::helperFile(o.load)); }
+  void store(ir::StoreKind kind) { use(ir::helperFile(kind)); }
   void visitPut(const ir::Put& s) override {
     load(s.source);
     store(s.store);
@@ -97,10 +70,10 @@ private:
   }
   void visitLet(const ir::Let& s) override { load(s.value); }
   void visitRowLoop(const ir::RowLoop& s) override {
-    used_.insert(kRowsFile);
+    use(ir::RowLoop::kHelperFile);
     visitAll(s.body);
   }
-  void visitBarrier(const ir::Barrier&) override { used_.insert(kBarrierFile); }
+  void visitBarrier(const ir::Barrier&) override { use(ir::Barrier::kHelperFile); }
   std::set<std::string_view> used_;
 };
 
@@ -147,7 +120,7 @@ private:
   }
 
   /// Element loops walk LL128 lines (8 threads per line) rather than vectors.
-  bool lineLoops() const { return program_.uses(ir::Storage::LL128Lines); }
+  bool lineLoops() const { return program_.usesLL128Lines(); }
 
   bool hasRowLoops() const {
     for (const auto& step : program_.steps)
@@ -245,7 +218,7 @@ private:
     const ir::Buffer& buffer = program_.buffer(region);
     if (buffer.storage == ir::Storage::Packets)
       return bufferBase(region) + " + ll_packet(" + offset + ")";
-    if (buffer.storage == ir::Storage::LL128Lines)
+    if (ir::isLL128Lines(buffer.storage))
       return fmt::format("{} + {}_chunk_lines * ({}) * 8", bufferBase(region), scratchName(buffer),
                          ir::toC(region.offset->b));
     return bufferBase(region) + " + " + offset;
@@ -333,22 +306,23 @@ private:
       } else {
         const std::string scratch = scratchName(*buffer);
         const bool packets = buffer->storage == ir::Storage::Packets;
-        const bool ll128 = buffer->storage == ir::Storage::LL128Lines;
+        const bool ll128 = ir::isLL128Lines(buffer->storage);
+        const bool linesPerChunk = buffer->storage == ir::Storage::LL128LinesPerChunk;
         line("// Scratch '{}' ({}): {} slot(s) of {} elements on every rank{}.", buffer->name,
              where(buffer->loc), ir::toC(buffer->slots), ir::toC(buffer->slotElems),
              packets                          ? ", as LL packets"
-             : ll128 && buffer->linesPerChunk ? ", as LL128 lines, per chunk"
+             : linesPerChunk                  ? ", as LL128 lines, per chunk"
              : ll128                          ? ", as LL128 lines"
              : buffer->filledWithNegativeZero ? ", -0.0 until data arrives"
                                               : "");
         if (ll128) {
           // Lines of 8 uint4; with lines per chunk every chunk of a slot starts a line.
-          if (buffer->linesPerChunk)
+          if (linesPerChunk)
             line("const u64 {}_chunk_lines = ll128_lines(chunk_size({}));", scratch,
                  ir::toC(buffer->slotElems));
           line("const u64 {}_slot_units = {} * 8;", scratch,
-               buffer->linesPerChunk ? fmt::format("kRanks * {}_chunk_lines", scratch)
-                                     : fmt::format("ll128_lines({})", ir::toC(buffer->slotElems)));
+               linesPerChunk ? fmt::format("kRanks * {}_chunk_lines", scratch)
+                             : fmt::format("ll128_lines({})", ir::toC(buffer->slotElems)));
         } else if (packets)
           line("const u64 {}_slot_packets = ({} * sizeof(Bits) + 7) / 8;", scratch,
                ir::toC(buffer->slotElems));
@@ -379,15 +353,9 @@ private:
     line("}}");
   }
 
-  /// The kernel's head: the epoch of this call, then (with programmatic dependent launch) the
-  /// wait for the previous kernel and the go-ahead for the next.
-  ///
-  /// Each call stores its epoch at its head, before the next kernel can be scheduled, instead of
-  /// at its end: so the next call can read it before its own griddepcontrol.wait, while the
-  /// previous kernel still runs, and the flags and scratch addresses that depend on it are ready
-  /// when the wait returns. What makes the early read see the previous call's store: that call
-  /// fenced the store before its thread 0 (and only it) let the next kernel be scheduled; with
-  /// other kernels between two calls, each of them was scheduled after the one before it let it.
+  /// The kernel's head: the epoch of this call and its scratch copy, then call_head
+  /// (compiler/device/kernel_head.cuh) stores the epoch back and, with programmatic dependent
+  /// launch, waits for the previous kernel.
   void printHead() {
     line("const int rank = params.rank;");
     line("const u64 count = params.count;");
@@ -395,25 +363,7 @@ private:
     line("const u64 epoch = load_epoch(params.epochs + blockIdx.x) + 1;");
     line("// The scratch copy this call uses (the next call cannot overwrite what a peer reads).");
     line("const u64 copy = epoch % kScratchCopies;");
-    line("// Every thread of the block has read the epoch before thread 0 overwrites it.");
-    line(target_.launch.threads > 32 ? "__syncthreads();" : "__syncwarp();");
-    line("if (threadIdx.x == 0) {{");
-    line("store_epoch(params.epochs + blockIdx.x, epoch);");
-    if (target_.programmaticLaunch) {
-      line("// Performed before the next kernel may start, which reads the epoch early.");
-      line("asm volatile(\"fence.acq_rel.gpu;\" ::: \"memory\");");
-    }
-    line("}}");
-    if (!target_.programmaticLaunch)
-      return;
-    line(
-        "// Programmatic dependent launch: wait for the previous kernel, then let the next start.");
-    line("// Only sm_90 and later have it; older GPUs are launched without it, in stream order.");
-    line("#if __CUDA_ARCH__ >= 900");
-    line("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");");
-    line("if (threadIdx.x == 0)");
-    line("asm volatile(\"griddepcontrol.launch_dependents;\");");
-    line("#endif");
+    line("call_head<{}>(params, epoch);", target_.programmaticLaunch ? "true" : "false");
   }
 
   void printStep(const ir::Step& step) {

@@ -6,8 +6,8 @@
 //      kThreads, kVec, kWatchdog, kWholeStores, kSyncPoints (with barriers), kScratchCopies,
 //      `typedef <uint4, uint2, unsigned int or unsigned short> Word;` and kChunkAlign;
 //   3. elementFile(dtype), combineFile(op), then kCommonDeviceFiles in order;
-//   4. the file of each strategy the kernel uses (kBarrierFile, kLLFile, kAtomicLinesFile,
-//      kSentinelFile, kLL128File), and kRowsFile when a step is split by rows.
+//   4. the files of the operations the kernel has (ir::helperFile: each strategy's, and rows.cuh
+//      when a step is split by rows), in the order CudaCodeGen.cpp gives.
 // tests/runtime/DeviceFilesNvrtcTest.cpp compiles each file this way for every type and arch.
 #ifndef COLLC_COMPILER_DEVICEPRELUDE_H
 #define COLLC_COMPILER_DEVICEPRELUDE_H
@@ -36,14 +36,8 @@ std::string_view elementFile(DType dtype);
 std::string_view combineFile(ReduceOp op);
 /// Every kernel's helpers after the element and combine files, in this order.
 inline constexpr std::string_view kCommonDeviceFiles[] = {
-    "memory.cuh", "chunks.cuh", "vectors.cuh", "reduce.cuh", "watchdog.cuh", "line_group.cuh"};
-/// Each strategy's helpers, and those of steps split by rows.
-inline constexpr std::string_view kBarrierFile = "barrier.cuh";
-inline constexpr std::string_view kLLFile = "ll.cuh";
-inline constexpr std::string_view kAtomicLinesFile = "atomic_lines.cuh";
-inline constexpr std::string_view kSentinelFile = "sentinel.cuh";
-inline constexpr std::string_view kLL128File = "ll128.cuh";
-inline constexpr std::string_view kRowsFile = "rows.cuh";
+    "memory.cuh",   "chunks.cuh",     "vectors.cuh",    "reduce.cuh",
+    "watchdog.cuh", "line_group.cuh", "kernel_head.cuh"};
 
 } // namespace collc
 

@@ -20,26 +20,6 @@ ElementCount elementCount(const ir::Expr& size, int nranks, int64_t rowLength) {
   return count;
 }
 
-namespace {
-
-ScratchStorage storageOf(const ir::Buffer& buffer) {
-  switch (buffer.storage) {
-  case ir::Storage::Elements:
-    return ScratchStorage::Elements;
-  case ir::Storage::Packets:
-    return ScratchStorage::Packets;
-  case ir::Storage::AtomicLines:
-    return ScratchStorage::AtomicLines;
-  case ir::Storage::LineHeads:
-    return ScratchStorage::LineHeads;
-  case ir::Storage::LL128Lines:
-    return buffer.linesPerChunk ? ScratchStorage::LL128LinesPerChunk : ScratchStorage::LL128Lines;
-  }
-  internalError("unknown storage");
-}
-
-} // namespace
-
 ScratchBuffer describeScratch(const ir::Buffer& buffer, int nranks, DType dtype,
                               int64_t rowLength) {
   ScratchBuffer scratch;
@@ -49,7 +29,7 @@ ScratchBuffer describeScratch(const ir::Buffer& buffer, int nranks, DType dtype,
   scratch.slots = int(ir::evaluate(buffer.slots, env).value_or(1));
   scratch.slotElems = elementCount(buffer.slotElems, nranks, rowLength);
   scratch.elementBytes = sizeOf(dtype);
-  scratch.storage = storageOf(buffer);
+  scratch.storage = buffer.storage;
   if (buffer.filledWithNegativeZero) {
     scratch.fillWidth = int(scratch.elementBytes);
     scratch.fillBits = scratch.elementBytes == 4 ? 0x80000000u : 0x8000u; // -0.0

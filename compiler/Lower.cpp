@@ -18,7 +18,7 @@ bool checkUnroll(const ir::Program& spec, const ir::Program& lowered, int unroll
                  Diagnostics& diags) {
   const bool rowSteps = std::any_of(lowered.steps.begin(), lowered.steps.end(),
                                     [](const ir::Step& step) { return hasRowStatement(step); });
-  const bool lineLoops = lowered.uses(ir::Storage::LL128Lines);
+  const bool lineLoops = lowered.usesLL128Lines();
   if (unroll == 1 || !(lineLoops || rowSteps))
     return true;
   diags.error(spec.loc, "unroll = " + std::to_string(unroll) +

@@ -42,9 +42,8 @@ public:
 private:
   void checkHeader() {
     if (!spec_.kind) {
-      diags_.error(spec_.kindLoc, "unknown collective kind '" + spec_.kindName +
-                                      "'; expected allreduce, allgather, reducescatter, "
-                                      "broadcast, reduce or alltoall");
+      diags_.error(spec_.kindLoc, "unknown collective kind '" + spec_.kindName + "'; expected " +
+                                      nameList<CollectiveKind>());
     } else {
       program_->kind = *spec_.kind;
     }
@@ -71,9 +70,8 @@ private:
       program_->syncLoc = spec_.syncLoc;
       auto sync = parseSyncKind(spec_.syncName);
       if (!sync)
-        diags_.error(spec_.syncLoc, "unknown sync strategy '" + spec_.syncName +
-                                        "'; expected barrier, sentinel, ll, ll128 or "
-                                        "ll128_atomic");
+        diags_.error(spec_.syncLoc, "unknown sync strategy '" + spec_.syncName + "'; expected " +
+                                        nameList<SyncKind>());
       else
         program_->defaultSync = *sync;
     }

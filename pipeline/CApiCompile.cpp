@@ -48,28 +48,14 @@ collc_status toCompileOptions(const char* function, const collc_compile_options*
     return invalid("op " + std::to_string(collc::capi::rawValue(o.op)) + " is no collc_reduce_op");
   out.nranks = o.nranks;
   out.root = o.root;
-  switch (collc::capi::rawValue(o.sync)) {
-  case COLLC_SYNC_DEFAULT:
+  // The strategies' C values are the registry's (abi/Types.h); 0 is the spec's own.
+  const int sync = collc::capi::rawValue(o.sync);
+  if (sync == COLLC_SYNC_DEFAULT)
     out.sync.reset();
-    break;
-  case COLLC_SYNC_BARRIER:
-    out.sync = SyncKind::Barrier;
-    break;
-  case COLLC_SYNC_SENTINEL:
-    out.sync = SyncKind::Sentinel;
-    break;
-  case COLLC_SYNC_LL:
-    out.sync = SyncKind::LL;
-    break;
-  case COLLC_SYNC_LL128:
-    out.sync = SyncKind::LL128;
-    break;
-  case COLLC_SYNC_LL128_ATOMIC:
-    out.sync = SyncKind::LL128Atomic;
-    break;
-  default:
-    return invalid("sync " + std::to_string(collc::capi::rawValue(o.sync)) + " is no collc_sync");
-  }
+  else if (std::optional<SyncKind> registered = fromCValue<SyncKind>(sync))
+    out.sync = *registered;
+  else
+    return invalid("sync " + std::to_string(sync) + " is no collc_sync");
   if (o.row_length < 0)
     return invalid("row_length " + std::to_string(o.row_length) + " is negative");
   out.rowLength = o.row_length;

@@ -16,21 +16,6 @@ constexpr const char* kCollectiveSection = "collective";
 constexpr const char* kCubinSection = "cubin";
 constexpr const char* kSourceSection = "cuda-source";
 
-const std::pair<std::string_view, ScratchStorage> kStorages[] = {
-    {"elements", ScratchStorage::Elements},
-    {"packets", ScratchStorage::Packets},
-    {"atomic_lines", ScratchStorage::AtomicLines},
-    {"line_heads", ScratchStorage::LineHeads},
-    {"ll128_lines", ScratchStorage::LL128Lines},
-    {"ll128_lines_per_chunk", ScratchStorage::LL128LinesPerChunk}};
-
-std::string_view storageName(ScratchStorage storage) {
-  for (const auto& [spelling, value] : kStorages)
-    if (value == storage)
-      return spelling;
-  return "?";
-}
-
 void writeCount(ByteWriter& out, const ElementCount& count) {
   out.u64(count.perCount);
   out.u64(count.constant);
@@ -68,7 +53,7 @@ std::string encodeCollective(const CompiledCollective& c) {
     out.i32(s.slots);
     writeCount(out, s.slotElems);
     out.u32(s.elementBytes);
-    out.string(storageName(s.storage));
+    out.string(name(s.storage));
     out.u32(s.fillBits);
     out.i32(s.fillWidth);
   }
@@ -112,13 +97,6 @@ Enum readEnum(ByteReader& in, const char* field, std::optional<Enum> (*parse)(st
   if (!value && !in.failed())
     in.fail(field, "unknown value '" + text + "'");
   return value.value_or(Enum{});
-}
-
-std::optional<ScratchStorage> parseStorage(std::string_view text) {
-  for (const auto& [spelling, value] : kStorages)
-    if (spelling == text)
-      return value;
-  return std::nullopt;
 }
 
 /// The values later code indexes with or divides by, checked so that a bundle that passed its
@@ -182,7 +160,7 @@ CompiledCollective decodeCollective(ByteReader& in) {
     s.slots = in.i32("scratch slots");
     s.slotElems = readCount(in);
     s.elementBytes = in.u32("scratch element bytes");
-    s.storage = readEnum(in, "scratch storage", parseStorage);
+    s.storage = readEnum(in, "scratch storage", parseName<ScratchStorage>);
     s.fillBits = in.u32("scratch fill bits");
     s.fillWidth = in.i32("scratch fill width");
   }

@@ -42,88 +42,32 @@ collc_status checkStructSize(const char* function, const char* type, size_t size
                                           ": fill the struct with its _init function first");
 }
 
+// The C values are the registry's (abi/Types.h); RegistryTest checks them against collc.h.
+template <typename Enum> bool fromRegistered(int cValue, Enum& out) {
+  std::optional<Enum> value = fromCValue<Enum>(cValue);
+  if (value)
+    out = *value;
+  return value.has_value();
+}
+
 bool fromC(const collc_dtype& in, DType& out) {
-  switch (rawValue(in)) {
-  case COLLC_F32:
-    out = DType::F32;
-    return true;
-  case COLLC_F16:
-    out = DType::F16;
-    return true;
-  case COLLC_BF16:
-    out = DType::BF16;
-    return true;
-  }
-  return false;
+  return fromRegistered(rawValue(in), out);
 }
 
 bool fromC(const collc_reduce_op& in, ReduceOp& out) {
-  switch (rawValue(in)) {
-  case COLLC_SUM:
-    out = ReduceOp::Sum;
-    return true;
-  case COLLC_MAX:
-    out = ReduceOp::Max;
-    return true;
-  case COLLC_MIN:
-    out = ReduceOp::Min;
-    return true;
-  }
-  return false;
+  return fromRegistered(rawValue(in), out);
 }
 
 bool fromC(const collc_collective& in, CollectiveKind& out) {
-  switch (rawValue(in)) {
-  case COLLC_ALLREDUCE:
-    out = CollectiveKind::AllReduce;
-    return true;
-  case COLLC_ALLGATHER:
-    out = CollectiveKind::AllGather;
-    return true;
-  case COLLC_REDUCESCATTER:
-    out = CollectiveKind::ReduceScatter;
-    return true;
-  case COLLC_BROADCAST:
-    out = CollectiveKind::Broadcast;
-    return true;
-  case COLLC_REDUCE:
-    out = CollectiveKind::Reduce;
-    return true;
-  case COLLC_ALLTOALL:
-    out = CollectiveKind::AllToAll;
-    return true;
-  }
-  return false;
+  return fromRegistered(rawValue(in), out);
 }
 
 collc_collective toC(CollectiveKind kind) {
-  switch (kind) {
-  case CollectiveKind::AllReduce:
-    return COLLC_ALLREDUCE;
-  case CollectiveKind::AllGather:
-    return COLLC_ALLGATHER;
-  case CollectiveKind::ReduceScatter:
-    return COLLC_REDUCESCATTER;
-  case CollectiveKind::Broadcast:
-    return COLLC_BROADCAST;
-  case CollectiveKind::Reduce:
-    return COLLC_REDUCE;
-  case CollectiveKind::AllToAll:
-    return COLLC_ALLTOALL;
-  }
-  return COLLC_ALLREDUCE;
+  return collc_collective(cValueOf(kind));
 }
 
 collc_dtype toC(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return COLLC_F32;
-  case DType::F16:
-    return COLLC_F16;
-  case DType::BF16:
-    return COLLC_BF16;
-  }
-  return COLLC_F32;
+  return collc_dtype(cValueOf(dtype));
 }
 
 std::string worldArch(const SymmetricWorld& world) {

@@ -37,7 +37,7 @@ public:
   Error error(const std::string& message) const {
     return makeError(path_ + ":" + std::to_string(line_) + ": error: " + message);
   }
-  Error badColumn(const char* column, std::string_view value, const char* expected) const {
+  Error badColumn(const char* column, std::string_view value, std::string_view expected) const {
     return error(fmt::format("column '{}' is '{}'; expected {}", column, value, expected));
   }
 
@@ -48,7 +48,7 @@ private:
 
 template <typename T, typename Parse>
 Error parseWildcard(const LineParser& at, const char* column, std::string_view text, Parse parse,
-                    const char* expected, std::optional<T>& out) {
+                    const std::string& expected, std::optional<T>& out) {
   if (text == "*") {
     out.reset();
     return Error::success();
@@ -108,16 +108,15 @@ Expected<TuningRow> parseRow(const LineParser& at, std::string_view content) {
   row.key.topology = std::string(columns[2]);
   auto kind = parseCollectiveKind(columns[3]);
   if (!kind)
-    return at.badColumn("collective", columns[3],
-                        "allreduce, allgather, reducescatter, broadcast, reduce or alltoall");
+    return at.badColumn("collective", columns[3], nameList<CollectiveKind>());
   row.key.collective = *kind;
   if (Error err = parseWildcard<DType>(
           at, "dtype", columns[4], [](std::string_view t) { return parseDType(t); },
-          "f32, f16, bf16 or *", row.key.dtype))
+          nameList<DType>(", ") + " or *", row.key.dtype))
     return err;
   if (Error err = parseWildcard<ReduceOp>(
           at, "op", columns[5], [](std::string_view t) { return parseReduceOp(t); },
-          "sum, max, min or *", row.key.op))
+          nameList<ReduceOp>(", ") + " or *", row.key.op))
     return err;
   auto from = parseTableBytes(columns[6]);
   if (!from || *from == kNoUpperBound)
@@ -140,7 +139,7 @@ Expected<TuningRow> parseRow(const LineParser& at, std::string_view content) {
     auto sync = parseSyncKind(columns[10]);
     if (!sync)
       return at.badColumn("sync", columns[10],
-                          "barrier, sentinel, ll, ll128, ll128_atomic, or - for the spec's own");
+                          nameList<SyncKind>(", ") + ", or - for the spec's own");
     row.variant.sync = *sync;
   }
   if (Error err = parseKnob(at, "blocks", columns[11], row.variant.blocks))

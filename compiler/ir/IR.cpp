@@ -38,6 +38,39 @@ std::vector<BufferId> Program::scratchBuffers() const {
   return result;
 }
 
+std::string_view helperFile(LoadKind load) {
+  switch (load) {
+  case LoadKind::PollPacket:
+    return "ll.cuh";
+  case LoadKind::PollSentinel:
+    return "sentinel.cuh";
+  case LoadKind::TakeLine:
+    return "atomic_lines.cuh";
+  case LoadKind::PollLine:
+    return "ll128.cuh";
+  case LoadKind::Plain:
+  case LoadKind::Register:
+    break;
+  }
+  return {};
+}
+
+std::string_view helperFile(StoreKind store) {
+  switch (store) {
+  case StoreKind::FlaggedPacket:
+    return "ll.cuh";
+  case StoreKind::Sentinel:
+    return "sentinel.cuh";
+  case StoreKind::LineAdd:
+    return "atomic_lines.cuh";
+  case StoreKind::FlaggedLine:
+    return "ll128.cuh";
+  case StoreKind::Plain:
+    break;
+  }
+  return {};
+}
+
 bool Program::uses(Storage storage) const {
   for (const Buffer& buffer : buffers)
     if (buffer.storage == storage)
@@ -73,6 +106,8 @@ const char* storageName(Storage storage) {
     return "line-heads";
   case Storage::LL128Lines:
     return "ll128-lines";
+  case Storage::LL128LinesPerChunk:
+    return "ll128-lines per-chunk";
   }
   return "?";
 }
@@ -297,7 +332,7 @@ void print(const Program& p, llvm::raw_ostream& out, const LineOf& lineOf) {
       << p.scratchCopies << "\n";
   for (const Buffer& b : p.buffers) {
     out << "  buffer " << b.name << " " << roleName(b.role) << " " << storageName(b.storage)
-        << (b.linesPerChunk ? " per-chunk" : "") << (b.polled ? " polled" : "") << " slots ";
+        << (b.polled ? " polled" : "") << " slots ";
     print(b.slots, out);
     out << " x ";
     print(b.slotElems, out);

@@ -27,14 +27,13 @@ namespace collc::ir {
 /// passed in collc_params::aux; it holds the caller's data when the call starts and may be written.
 enum class BufferRole { Input, Output, Scratch, Aux };
 
-/// How a scratch buffer's elements are stored; its sync strategy (compiler/sync/) decides.
-enum class Storage {
-  Elements,    // plain elements
-  Packets,     // LL: 16-byte packets {data0, flag, data1, flag}, 8 bytes of data each
-  AtomicLines, // ll128_atomic: 128-byte lines that every rank adds into, counted per line
-  LineHeads,   // ll128_atomic: the first element of every line of an AtomicLines buffer
-  LL128Lines,  // LL128: 128-byte lines of 120 bytes of data and the call's 8-byte flag
-};
+/// How a scratch buffer's elements are stored; its sync strategy (compiler/sync/) decides. The
+/// ABI's enum, so the runtime sizes the heap by what the IR says.
+using Storage = ScratchStorage;
+/// LL128 lines, per slot or with every chunk starting a line.
+inline bool isLL128Lines(Storage storage) {
+  return storage == Storage::LL128Lines || storage == Storage::LL128LinesPerChunk;
+}
 
 struct Buffer {
   std::string name;
@@ -50,8 +49,6 @@ struct Buffer {
   Storage storage = Storage::Elements;
   /// AtomicLines: the index of its LineHeads buffer.
   int side = -1;
-  /// LL128Lines: every access is a chunk of a slot, and each chunk starts a line of its own.
-  bool linesPerChunk = false;
   /// Readers poll this buffer's data (it is written by peers under a data-arrival strategy).
   bool polled = false;
   /// What every copy holds before the first call: zeros, or -0.0 in every element (sentinel).
@@ -95,6 +92,12 @@ enum class StoreKind {
   LineAdd,       // atomic_lines_add: vector atomics into the owner's accumulation lines
   FlaggedLine,   // ll128_store: 8 threads store a line of data and flag together
 };
+
+/// The device helper file (compiler/device/) that an operation prints as, which a kernel with it
+/// pastes (CudaCodeGen.cpp); empty for one the common files cover. A strategy's operations name
+/// its files, so the printer never chooses them.
+std::string_view helperFile(LoadKind load);
+std::string_view helperFile(StoreKind store);
 
 enum class LoopRange { Peers, Ranks, Interval };
 
@@ -237,6 +240,7 @@ struct ElementLoop final : StmtNode {
 /// Block b takes rows b, b + blocks, ...; the body (RowVectors element loops and RowNorm) runs
 /// per row. `cachedVectors` > 0: a thread keeps its vectors of the row in registers (row_cache).
 struct RowLoop final : StmtNode {
+  static constexpr std::string_view kHelperFile = "rows.cuh"; // block_sum, row splitting
   int cachedVectors;
   std::vector<Stmt> body;
 
@@ -255,6 +259,7 @@ enum class BarrierScope {
 /// Barrier `index` of the call (0, 1, ...): the step it opens runs after `orders` (steps) have
 /// finished on every rank, in `scope`.
 struct Barrier final : StmtNode {
+  static constexpr std::string_view kHelperFile = "barrier.cuh";
   int index;
   BarrierScope scope;
   std::vector<int> orders;
@@ -326,6 +331,10 @@ struct Program {
   std::vector<BufferId> scratchBuffers() const;
   /// True if any buffer has this storage.
   bool uses(Storage storage) const;
+  /// Some buffer is stored as LL128 lines (isLL128Lines).
+  bool usesLL128Lines() const {
+    return uses(Storage::LL128Lines) || uses(Storage::LL128LinesPerChunk);
+  }
 };
 
 /// The spec line of a location (0 where unknown), for printing.

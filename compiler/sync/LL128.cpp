@@ -39,10 +39,13 @@ public:
     if (!checkDataArrivalApplies(program, proof, "ll128", diags))
       return std::nullopt;
     ir::Program result = program;
-    if (!placeLines(result, proof, diags))
+    std::vector<int> perChunk;
+    if (!placeLines(result, proof, diags, perChunk))
       return std::nullopt;
     result = pollBuffers(result, proof.remotelyWritten, ir::Storage::LL128Lines,
                          ir::LoadKind::PollLine, ir::StoreKind::FlaggedLine);
+    for (int index : perChunk)
+      result.buffers[size_t(index)].storage = ir::Storage::LL128LinesPerChunk;
     result = shapeLoops(result, ir::LoopShape::LL128Lines);
     // The flag in each line is the call's epoch, as with LL: two copies by parity, never a reset.
     result.scratchCopies = 2;
@@ -58,11 +61,13 @@ private:
   /// A line is stored and polled by 8 threads at once, so the threads that handle one line must
   /// handle the same line of every buffer they touch: every region of a line buffer has to begin
   /// on a line. Lines are laid out per slot, or per chunk when the buffer is only used in chunks;
-  /// any other offset would split a line between regions.
-  static bool placeLines(ir::Program& program, const VerifyResult& proof, Diagnostics& diags) {
+  /// any other offset would split a line between regions. The buffers only used in chunks go to
+  /// `perChunk`.
+  static bool placeLines(const ir::Program& program, const VerifyResult& proof, Diagnostics& diags,
+                         std::vector<int>& perChunk) {
     bool ok = true;
     for (int index : proof.remotelyWritten) {
-      ir::Buffer& buffer = program.buffers[size_t(index)];
+      const ir::Buffer& buffer = program.buffers[size_t(index)];
       const ir::Region* wholeSlot = nullptr;
       const ir::Region* chunk = nullptr;
       std::vector<ir::Region> regions;
@@ -94,7 +99,8 @@ private:
         diags.note(wholeSlot->loc, "used as a whole slot here");
         ok = false;
       }
-      buffer.linesPerChunk = chunk != nullptr;
+      if (chunk)
+        perChunk.push_back(index);
     }
     return ok;
   }

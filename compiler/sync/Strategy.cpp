@@ -2,6 +2,13 @@
 
 namespace collc {
 
+// Every strategy, defined in its own file of compiler/sync/.
+const SyncStrategy& barrierStrategy();
+const SyncStrategy& llStrategy();
+const SyncStrategy& sentinelStrategy();
+const SyncStrategy& ll128Strategy();
+const SyncStrategy& ll128AtomicStrategy();
+
 const SyncStrategy& syncStrategy(SyncKind kind) {
   switch (kind) {
   case SyncKind::Barrier:

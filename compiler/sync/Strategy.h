@@ -2,8 +2,9 @@
 // Each strategy lives in one file of compiler/sync/ and owns everything about itself: when it
 // applies (from the proof's facts), how it rewrites the program (barriers, polled loads, flagged
 // stores, line atomics), how its scratch is stored and how many copies calls rotate through, the
-// vector width its stores need, and the device helpers its operations print as. Adding a strategy
-// is one new file here plus its tests (docs/compiler.md, "Adding a strategy", walks through one).
+// vector width its stores need, and the device helpers its operations print as. Adding one is a
+// new file here, its case in Strategy.cpp, its registry entry (abi/Types.h) and its line in the
+// C and Python enums, plus its tests (docs/compiler.md, "Adding a strategy", lists them).
 #ifndef COLLC_COMPILER_SYNC_STRATEGY_H
 #define COLLC_COMPILER_SYNC_STRATEGY_H
 
@@ -54,15 +55,8 @@ public:
   virtual std::vector<std::string_view> deviceHelpers() const = 0;
 };
 
-/// The strategy of that kind.
+/// The strategy of that kind (every kind of abi/Types.h's registry has one: RegistryTest).
 const SyncStrategy& syncStrategy(SyncKind kind);
-
-/// Every strategy, defined in its own file (compiler/sync/*.cpp).
-const SyncStrategy& barrierStrategy();
-const SyncStrategy& llStrategy();
-const SyncStrategy& sentinelStrategy();
-const SyncStrategy& ll128Strategy();
-const SyncStrategy& ll128AtomicStrategy();
 
 } // namespace collc
 

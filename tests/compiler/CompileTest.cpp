@@ -1,5 +1,6 @@
 #include "compiler/Compile.h"
 
+#include "compiler/DevicePrelude.h"
 #include "compiler/DiagnosticText.h"
 
 #include <gtest/gtest.h>
@@ -304,17 +305,6 @@ TEST(Compile, DataArrivalStrategiesReplaceTheBarrier) {
   }
 }
 
-TEST(Compile, ProgrammaticLaunchIsOnByDefaultAndCanBeTurnedOff) {
-  auto compiled = compileOk("allreduce_oneshot");
-  EXPECT_TRUE(compiled.programmaticLaunch);
-  EXPECT_NE(compiled.cudaSource.find("griddepcontrol.wait;"), std::string::npos);
-  CompileOptions options;
-  options.programmaticLaunch = false;
-  compiled = compileOk("allreduce_oneshot", options);
-  EXPECT_FALSE(compiled.programmaticLaunch);
-  EXPECT_EQ(compiled.cudaSource.find("griddepcontrol"), std::string::npos);
-}
-
 /// The generated kernel itself, without the prelude's helpers before it.
 std::string kernelBody(const std::string& source) {
   const size_t at = source.find("__global__ void __launch_bounds__");
@@ -329,42 +319,59 @@ size_t positionOf(const std::string& source, const std::string& needle) {
   return at;
 }
 
+TEST(Compile, ProgrammaticLaunchIsOnByDefaultAndCanBeTurnedOff) {
+  // The head's griddepcontrol instructions are compiled only with call_head<true>; the PTX of
+  // each (StdlibNvrtcTest) has them, or not.
+  auto compiled = compileOk("allreduce_oneshot");
+  EXPECT_TRUE(compiled.programmaticLaunch);
+  positionOf(kernelBody(compiled.cudaSource), "call_head<true>(params, epoch);");
+  CompileOptions options;
+  options.programmaticLaunch = false;
+  compiled = compileOk("allreduce_oneshot", options);
+  EXPECT_FALSE(compiled.programmaticLaunch);
+  positionOf(kernelBody(compiled.cudaSource), "call_head<false>(params, epoch);");
+}
+
 TEST(Compile, TheEpochIsStoredAndFencedBeforeTheNextKernelMayStart) {
   // The next call reads the epoch before its griddepcontrol.wait: this call's store and its
   // fence must come before the only launch_dependents, which thread 0 alone executes.
-  CompileOptions options;
-  options.threads = 128;
-  const std::string source = kernelBody(compileOk("allreduce_oneshot", options).cudaSource);
-  const size_t read =
-      positionOf(source, "const u64 epoch = load_epoch(params.epochs + blockIdx.x)");
-  const size_t barrier = positionOf(source, "__syncthreads();");
-  const size_t store = positionOf(source, "store_epoch(params.epochs + blockIdx.x, epoch);");
-  const size_t fence = positionOf(source, "fence.acq_rel.gpu;");
-  const size_t wait = positionOf(source, "griddepcontrol.wait;");
-  const size_t trigger = positionOf(source, "griddepcontrol.launch_dependents;");
-  EXPECT_LT(read, barrier);
+  const std::string head = deviceFile("kernel_head.cuh");
+  const size_t barrier = positionOf(head, "__syncthreads();");
+  const size_t store = positionOf(head, "store_epoch(params.epochs + blockIdx.x, epoch);");
+  const size_t fence = positionOf(head, "fence.acq_rel.gpu;");
+  const size_t wait = positionOf(head, "griddepcontrol.wait;");
+  const size_t trigger = positionOf(head, "griddepcontrol.launch_dependents;");
   EXPECT_LT(barrier, store);
   EXPECT_LT(store, fence);
   EXPECT_LT(fence, wait);
   EXPECT_LT(wait, trigger);
-  EXPECT_TRUE(llvm::StringRef(source.substr(0, trigger))
+  EXPECT_TRUE(llvm::StringRef(head.substr(0, trigger))
                   .rtrim()
                   .drop_back(std::string("asm volatile(\"").size())
                   .rtrim()
                   .endswith("if (threadIdx.x == 0)"))
       << "only thread 0 lets the next kernel start";
   const std::string triggerAsm = "asm volatile(\"griddepcontrol.launch_dependents;\")";
-  EXPECT_EQ(source.find(triggerAsm), source.rfind(triggerAsm));
-  EXPECT_EQ(source.find("store_epoch("), source.rfind("store_epoch("))
-      << "the epoch is stored once, at the head";
-
+  EXPECT_EQ(head.find(triggerAsm), head.rfind(triggerAsm));
   // One warp needs no block barrier between the read and the store; without programmatic launch
   // no later kernel overlaps this one, and there is nothing to fence for.
-  options.threads = 32;
-  options.programmaticLaunch = false;
-  const std::string single = kernelBody(compileOk("allreduce_oneshot", options).cudaSource);
-  EXPECT_LT(positionOf(single, "__syncwarp();"), positionOf(single, "store_epoch(params"));
-  EXPECT_EQ(single.find("fence.acq_rel.gpu;"), std::string::npos);
+  EXPECT_LT(positionOf(head, "if (kThreads > 32)"), barrier);
+  EXPECT_LT(barrier, positionOf(head, "__syncwarp();"));
+  EXPECT_LT(positionOf(head, "if (kProgrammaticLaunch)"), fence);
+
+  // Every kernel reads the epoch, then runs the head once, before its first step; the head alone
+  // stores the epoch.
+  CompileOptions options;
+  options.threads = 128;
+  const std::string source = compileOk("allreduce_oneshot", options).cudaSource;
+  positionOf(source, "// compiler/device/kernel_head.cuh");
+  const std::string body = kernelBody(source);
+  const size_t read = positionOf(body, "const u64 epoch = load_epoch(params.epochs + blockIdx.x)");
+  const size_t call = positionOf(body, "call_head<true>(params, epoch);");
+  EXPECT_LT(read, call);
+  EXPECT_LT(call, positionOf(body, "// Step '"));
+  EXPECT_EQ(body.find("call_head<"), body.rfind("call_head<"));
+  EXPECT_EQ(body.find("store_epoch("), std::string::npos) << "the epoch is stored by the head";
 }
 
 TEST(Compile, LLWidensVectorsToWholePackets) {

@@ -91,12 +91,12 @@ struct Driver {
 std::vector<DeviceCase> allCases() {
   const Driver drivers[] = {
       {"common", {}, {16, 8, 4, 2}, false},
-      {"barrier", {kBarrierFile}, {16, 8, 4, 2}, false},
-      {"sentinel", {kSentinelFile}, {16, 8, 4, 2}, false},
-      {"ll", {kLLFile}, {16, 8}, false},
-      {"rows", {kRowsFile}, {16}, false},
-      {"ll128", {kLL128File}, {16}, false},
-      {"atomic_lines", {kAtomicLinesFile}, {16}, true},
+      {"barrier", {"barrier.cuh"}, {16, 8, 4, 2}, false},
+      {"sentinel", {"sentinel.cuh"}, {16, 8, 4, 2}, false},
+      {"ll", {"ll.cuh"}, {16, 8}, false},
+      {"rows", {"rows.cuh"}, {16}, false},
+      {"ll128", {"ll128.cuh"}, {16}, false},
+      {"atomic_lines", {"atomic_lines.cuh"}, {16}, true},
   };
   std::vector<DeviceCase> cases;
   for (const Driver& driver : drivers)

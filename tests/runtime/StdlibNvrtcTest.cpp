@@ -173,6 +173,17 @@ TEST_P(DefaultOptionsForEachArch, CompilesWithProgrammaticLaunchWhereTheArchHasI
   const bool hasIt = std::string(c.arch) == "sm_90" || std::string(c.arch) == "sm_100";
   EXPECT_EQ(ptx->image.find("griddepcontrol.wait") != std::string::npos, hasIt);
   EXPECT_EQ(ptx->image.find("griddepcontrol.launch_dependents") != std::string::npos, hasIt);
+  EXPECT_NE(ptx->image.find("fence.acq_rel.gpu"), std::string::npos);
+
+  // Without it, on any architecture: no wait, no go-ahead, and no fence for them.
+  CompileOptions inOrder;
+  inOrder.programmaticLaunch = false;
+  auto stream = compileCollective(*spec, inOrder, out);
+  ASSERT_TRUE(bool(stream)) << toString(stream.takeError()) << out.str();
+  auto streamPtx = compileCuda(stream->cudaSource, stream->kernelName, JitOutput::Ptx, jit);
+  ASSERT_TRUE(bool(streamPtx)) << toString(streamPtx.takeError());
+  EXPECT_EQ(streamPtx->image.find("griddepcontrol"), std::string::npos);
+  EXPECT_EQ(streamPtx->image.find("fence.acq_rel.gpu"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, DefaultOptionsForEachArch, testing::ValuesIn(archCases()),

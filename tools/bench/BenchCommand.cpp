@@ -51,7 +51,7 @@ std::vector<OptionSpec> benchOptions() {
   // The defaults that differ from the other commands'.
   for (OptionSpec& option : options) {
     if (option.name == "dtype")
-      option.help = "element type: f32, f16 or bf16 (default bf16, the goals' type)";
+      option.help = "element type: " + nameList<DType>() + " (default bf16, the goals' type)";
     else if (option.name == "ranks")
       option.help = "ranks, one per GPU (default: every GPU, at least 2)";
     else if (option.name == "sync")

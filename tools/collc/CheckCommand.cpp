@@ -28,7 +28,7 @@ const Command kCheckCommand{
     "of --dtype, at every rank count the spec declares: what a world must hold for it.\n",
     {{"footprint", "", "also print each strategy's symmetric heap per rank and rank count"},
      {"count", "N", "with --footprint: the largest call, in elements (K/M/G suffixes; default 1M)"},
-     {"dtype", "T", "with --footprint: f32, f16 or bf16 (default bf16)"}},
+     {"dtype", "T", "with --footprint: " + nameList<DType>() + " (default bf16)"}},
     1};
 
 namespace {
@@ -127,7 +127,7 @@ int runCheck(const ParsedArguments& args) {
   if (auto text = args.get("dtype")) {
     auto parsed = parseDType(*text);
     if (!parsed)
-      return usageError("--dtype=" + *text + " is not f32, f16 or bf16");
+      return usageError("--dtype=" + *text + " is not " + nameList<DType>());
     dtype = *parsed;
   }
   auto spec = loadSpec(args.positionals()[0]);

@@ -10,10 +10,6 @@ namespace collc::driver {
 
 namespace {
 
-/// The strategies collc compiles by default (ll128 is refused while it is not trusted).
-constexpr SyncKind kStrategies[] = {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL,
-                                    SyncKind::LL128Atomic};
-
 std::string firstErrorLine(const std::string& diagnostics) {
   const size_t at = diagnostics.find("error: ");
   if (at == std::string::npos)
@@ -30,7 +26,10 @@ std::vector<FootprintRow> footprint(const SpecSource& spec, int minRanks, int ma
   for (int nranks = minRanks; nranks <= maxRanks; ++nranks) {
     FootprintRow row;
     row.nranks = nranks;
-    for (SyncKind sync : kStrategies) {
+    for (const RegisteredSync& strategy : kSyncRegistry) {
+      if (strategy.experimental)
+        continue; // refused unless asked for
+      const SyncKind sync = strategy.value;
       CompileOptions options;
       options.nranks = nranks;
       options.sync = sync;

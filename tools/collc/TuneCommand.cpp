@@ -32,8 +32,8 @@ namespace {
 std::vector<OptionSpec> tuneOptions() {
   std::vector<OptionSpec> options = {
       {"ranks", "R", "ranks, one per GPU (default: every GPU, at least 2)"},
-      {"dtype", "T", "element type: f32, f16 or bf16 (default bf16)"},
-      {"op", "O", "reduction: sum, max or min (default sum)"},
+      {"dtype", "T", "element type: " + nameList<DType>() + " (default bf16)"},
+      {"op", "O", "reduction: " + nameList<ReduceOp>() + " (default sum)"},
       {"sync", "S", "sync strategy to search, or 'all' (default all)"}};
   for (const OptionSpec& option : sweepOptions())
     options.push_back(option);

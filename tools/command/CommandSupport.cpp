@@ -8,13 +8,12 @@ namespace collc::driver {
 std::vector<OptionSpec> variantOptions() {
   return {
       {"ranks", "R", "rank count to compile for (default 2; run: the GPU count)"},
-      {"dtype", "T", "element type: f32, f16 or bf16 (default f32)"},
-      {"op", "O", "reduction: sum, max or min (default sum)"},
+      {"dtype", "T", "element type: " + nameList<DType>() + " (default f32)"},
+      {"op", "O", "reduction: " + nameList<ReduceOp>() + " (default sum)"},
       {"root", "R", "root rank of a broadcast or reduce (default 0), compiled into the kernel"},
       {"hidden", "H", "row length of a spec with rows (e.g. the hidden size of allreduce_rmsnorm)"},
       {"eps", "E", "rmsnorm's epsilon (default 1e-6)"},
-      {"sync", "S",
-       "sync strategy, overriding the spec's: barrier, sentinel, ll, ll128, ll128_atomic"},
+      {"sync", "S", "sync strategy, overriding the spec's: " + nameList<SyncKind>(", ")},
       {"blocks", "B", "thread blocks per rank (default: the spec's launch)"},
       {"threads", "N", "threads per block"},
       {"vector", "BYTES", "bytes per memory operation: 2, 4, 8 or 16"},
@@ -35,21 +34,19 @@ bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::str
   if (auto text = args.get("dtype")) {
     auto value = parseDType(*text);
     if (!value)
-      return error = "unknown --dtype '" + *text + "'; expected f32, f16 or bf16", false;
+      return error = "unknown --dtype '" + *text + "'; expected " + nameList<DType>(), false;
     options.dtype = *value;
   }
   if (auto text = args.get("op")) {
     auto value = parseReduceOp(*text);
     if (!value)
-      return error = "unknown --op '" + *text + "'; expected sum, max or min", false;
+      return error = "unknown --op '" + *text + "'; expected " + nameList<ReduceOp>(), false;
     options.op = *value;
   }
   if (auto text = args.get("sync"); text && !(syncMayBeAll && *text == "all")) {
     auto value = parseSyncKind(*text);
     if (!value)
-      return error = "unknown --sync '" + *text +
-                     "'; expected barrier, sentinel, ll, ll128 or ll128_atomic",
-             false;
+      return error = "unknown --sync '" + *text + "'; expected " + nameList<SyncKind>(), false;
     options.sync = *value;
   }
   struct IntOption {

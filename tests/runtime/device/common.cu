@@ -1,8 +1,11 @@
 // Calls every helper of the files every kernel includes (types, element, combine, memory, chunks,
-// vectors, reduce, watchdog, line_group), so that NVRTC and ptxas compile each one.
+// vectors, reduce, watchdog, line_group, kernel_head), so that NVRTC and ptxas compile each one.
 extern "C" __global__ void collc_test_common(const __grid_constant__ collc_params params) {
   const u64 epoch = load_epoch(params.epochs + blockIdx.x) + 1;
-  store_epoch(params.epochs + blockIdx.x, epoch);
+  if (params.rank == 0)
+    call_head<true>(params, epoch);
+  else
+    call_head<false>(params, epoch);
   u64* words = reinterpret_cast<u64*>(params.aux[0]);
   store_u64<Order::Relaxed, Scope::Sys>(words, load_u64<Order::Relaxed, Scope::Sys>(words + 1));
   store_u64<Order::Release, Scope::Gpu>(words + 2, load_u64<Order::Acquire, Scope::Gpu>(words + 3));
