@@ -126,19 +126,7 @@ std::vector<BufferSharing> sharingsOf(const CompiledCollective& compiled) {
   return sharings;
 }
 
-class DifferentialOneGpu : public ::testing::TestWithParam<DifferentialCase> {
-protected:
-  void SetUp() override {
-    std::string skip, error;
-    world_ = gputest::sharedGpuWorld(GetParam().nranks, skip, error);
-    if (!world_) {
-      if (!error.empty())
-        FAIL() << error;
-      GTEST_SKIP() << skip;
-    }
-  }
-  SharedGpuWorld* world_ = nullptr;
-};
+class DifferentialOneGpu : public gputest::SharedGpuTest<DifferentialCase> {};
 
 TEST_P(DifferentialOneGpu, EveryStrategyMatchesTheReference) {
   const DifferentialCase& c = GetParam();

@@ -41,6 +41,22 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
                           SyncKind sync = SyncKind::Barrier, int root = 0, int64_t rowLength = 0,
                           int threads = 0, int unroll = 1, int wholeStores = 0);
 
+/// A parameterized test of `Case` (which has `nranks`) on that many co-resident ranks of GPU 0:
+/// skips with the reason where there is no GPU, fails where there is one but no world.
+template <class Case> class SharedGpuTest : public ::testing::TestWithParam<Case> {
+protected:
+  void SetUp() override {
+    std::string skip, error;
+    world_ = sharedGpuWorld(this->GetParam().nranks, skip, error);
+    if (!world_) {
+      if (!error.empty())
+        FAIL() << error;
+      GTEST_SKIP() << skip;
+    }
+  }
+  SharedGpuWorld* world_ = nullptr;
+};
+
 } // namespace collc::gputest
 
 /// In a fixture's SetUp or at the top of a test: skip or fail unless the shared world exists.

@@ -72,19 +72,7 @@ const gputest::CoResidentVariant& variantFor(const InPlaceCase& c) {
   return variants.of(c);
 }
 
-class InPlaceOneGpu : public ::testing::TestWithParam<InPlaceCase> {
-protected:
-  void SetUp() override {
-    std::string skip, error;
-    world_ = gputest::sharedGpuWorld(GetParam().nranks, skip, error);
-    if (!world_) {
-      if (!error.empty())
-        FAIL() << error;
-      GTEST_SKIP() << skip;
-    }
-  }
-  SharedGpuWorld* world_ = nullptr;
-};
+class InPlaceOneGpu : public gputest::SharedGpuTest<InPlaceCase> {};
 
 TEST_P(InPlaceOneGpu, EveryCallInPlaceMatchesFloat64Reference) {
   const InPlaceCase& c = GetParam();

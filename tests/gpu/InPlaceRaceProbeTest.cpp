@@ -104,19 +104,7 @@ struct Tally {
   }
 };
 
-class InPlaceRaceProbe : public ::testing::TestWithParam<ProbeCase> {
-protected:
-  void SetUp() override {
-    std::string skip, error;
-    world_ = gputest::sharedGpuWorld(GetParam().nranks, skip, error);
-    if (!world_) {
-      if (!error.empty())
-        FAIL() << error;
-      GTEST_SKIP() << skip;
-    }
-  }
-  SharedGpuWorld* world_ = nullptr;
-};
+class InPlaceRaceProbe : public gputest::SharedGpuTest<ProbeCase> {};
 
 TEST_P(InPlaceRaceProbe, DISABLED_CountsWrongResultsOfRefusedInPlaceCalls) {
   const ProbeCase& c = GetParam();

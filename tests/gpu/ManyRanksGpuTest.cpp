@@ -61,19 +61,7 @@ const gputest::CoResidentVariant& variantFor(const ManyRankCase& c) {
   return variants.of(c);
 }
 
-class ManyRanksOneGpu : public ::testing::TestWithParam<ManyRankCase> {
-protected:
-  void SetUp() override {
-    std::string skip, error;
-    world_ = gputest::sharedGpuWorld(GetParam().nranks, skip, error);
-    if (!world_) {
-      if (!error.empty())
-        FAIL() << error;
-      GTEST_SKIP() << skip;
-    }
-  }
-  SharedGpuWorld* world_ = nullptr;
-};
+class ManyRanksOneGpu : public gputest::SharedGpuTest<ManyRankCase> {};
 
 TEST_P(ManyRanksOneGpu, EveryCallMatchesFloat64Reference) {
   const ManyRankCase& c = GetParam();
