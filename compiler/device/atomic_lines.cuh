@@ -1,9 +1,10 @@
 // The ll128_atomic strategy's accumulation lines: a line group (line_group.cuh) owns one
 // 128-byte line of the owner's accumulation buffer and adds its 16 bytes per thread with one
 // vector atomic each. The first element of a line counts the adds: its value goes to the side
-// buffer first (a system fence orders the two), and a 1 is added in its place, so the line is
-// complete when that element reaches nranks. The owner then takes the line, restores the first
-// element from the side buffer, and zeroes both for the call after next.
+// buffer, the line's data is added with a 0 in its place, and only after a system fence that
+// orders all of them is a 1 added to it, so the line is complete when that element reaches nranks.
+// The owner then takes the line, restores the first element from the side buffer, and zeroes both
+// for the call after next.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #error "ll128_atomic adds 16 bytes with one vector atomic (red.v4), which needs sm_90 or newer"
 #endif
@@ -19,22 +20,27 @@ __device__ __forceinline__ u64 round_lines(u64 n) {
   return (n + kLineElems - 1) / kLineElems * kLineElems;
 }
 
-// Every thread of the line must call this together (loops run to whole lines): the line is added
-// by one warp instruction, each thread's 16 bytes with one vector atomic, so that the count in the
-// first element cannot arrive before the rest of the line. A thread whose elements end before its
-// 16 bytes do adds zeros past the end (the buffer is sized in whole lines), never single elements,
-// which would arrive one by one after the count.
+// Every thread of the line must call this together (loops run to whole lines). The 16-byte atomics
+// of one warp instruction are not seen all at once by another GPU or kernel (measured: a reader
+// that saw the count took a line whose upper threads' adds had not landed), so the count is added
+// last, after a system fence that the warp's reconvergence makes cover every thread's adds. A
+// thread whose elements end before its 16 bytes do adds zeros past the end (the buffer is sized in
+// whole lines).
 __device__ __forceinline__ void atomic_lines_add(Bits* acc, Bits* side, u64 i, u64 len, Vec v) {
   const bool active = i < len;
-  if (active && i % kLineElems == 0) {
+  const bool head = active && i % kLineElems == 0;
+  if (head) {
     atomic_add_element(side + i / kLineElems, v.bits[0]);
-    __threadfence_system(); // the head's value is in place before the count announces it
-    v.bits[0] = from_float(1.0f);
+    v.bits[0] = Bits(0);
   }
-  // Reconverge: the line's vector atomics go out as one instruction.
-  __syncwarp(line_group_mask());
   if (active)
     red_add_vec(acc + i, v);
+  // The line's adds and the head's value are in place before the count announces them.
+  __syncwarp(line_group_mask());
+  if (head) {
+    __threadfence_system();
+    atomic_add_element(acc + i, from_float(1.0f));
+  }
 }
 
 // Waits for the line holding element i to be complete, returns this thread's elements of it
@@ -56,7 +62,10 @@ __device__ __forceinline__ Vec atomic_lines_take(const collc_params& params, Bit
         break;
     }
   }
-  // The line's other threads read only after its count is complete.
+  // The line's other threads read only after its count is complete (the fence: and after the adds
+  // it announces).
+  if (head && i < len)
+    __threadfence_system();
   __syncwarp(line_group_mask());
   Vec v;
 #pragma unroll
