@@ -196,15 +196,6 @@ bool parseOptions(const ParsedArguments& args, BenchOptions& o, std::string& err
   return true;
 }
 
-std::string utcNow() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return text;
-}
-
 BenchHeader makeHeader(const BenchOptions& o, int nranks, std::string gpu, std::string processes) {
   BenchHeader header;
   header.collcVersion = COLLC_VERSION;

@@ -341,15 +341,6 @@ std::vector<TuneMeasurement> measureInWorld(LocalWorld& world, VariantCompiler& 
   return out;
 }
 
-std::string utcNow() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return text;
-}
-
 /// The signal that asked the running tune to stop (SIGINT or SIGTERM), 0 while none has.
 volatile std::sig_atomic_t gStopSignal = 0;
 

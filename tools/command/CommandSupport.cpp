@@ -1,6 +1,7 @@
 #include "tools/command/CommandSupport.h"
 
 #include <cstdlib>
+#include <ctime>
 #include <llvm/Support/raw_ostream.h>
 
 namespace collc::driver {
@@ -103,6 +104,15 @@ std::string firstError(const std::string& diagnostics) {
   size_t begin = at == std::string::npos ? 0 : at + 7;
   std::string line = diagnostics.substr(begin, diagnostics.find('\n', begin) - begin);
   return line.empty() ? "refused by the compiler" : line;
+}
+
+std::string utcNow() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return text;
 }
 
 } // namespace collc::driver

@@ -27,6 +27,9 @@ int usageError(const std::string& message);
 /// a table or a note.
 std::string firstError(const std::string& diagnostics);
 
+/// Now, as results files date a run: "2026-12-03 13:56:13 UTC".
+std::string utcNow();
+
 } // namespace collc::driver
 
 #endif // COLLC_TOOLS_COMMAND_COMMANDSUPPORT_H
