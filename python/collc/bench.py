@@ -12,10 +12,13 @@ all-gather, reduce-scatter and all-to-all, 1 for broadcast). NCCL's rows need a 
 with COLLC_SHARE_GPU=1 (ranks sharing a GPU, for correctness only) only collc runs and its times
 mean nothing.
 
---host-overhead measures what an eager call costs the host (no GPU wait): comm.all_reduce (and
-through torch's dispatcher, and in the checking mode, whose difference is the check's cost per
-call) against dist.all_reduce (NCCL; where ranks share a GPU, in a group of rank 0 alone), on a
-small tensor. Rank 0 prints.
+--host-overhead measures what an eager call costs the host (no GPU wait): comm.all_reduce on the
+process's path (collc.torch.host_path: the C++ kernels, "native", or "python"; with the C++ path,
+the Python path's functions too, side by side), through torch's dispatcher, and in the checking
+mode (whose difference is the check's cost per call), against dist.all_reduce (NCCL; where ranks
+share a GPU, in a group of rank 0 alone), on a small tensor; then the parts of a call, each
+timed alone (collc_launch through ctypes, the output's allocation, the stream lookup, the
+checks). Rank 0 prints.
 """
 
 import argparse
@@ -193,13 +196,59 @@ def run_sizes(args, comm, backends, rank, n):
             print(f"{size:>12} {count:>12} {_SHORT[dtype]:>5} " + " ".join(row), flush=True)
 
 
+def _median_us(args, call):
+    """Median host microseconds per call over args.rounds rounds of args.host_calls calls, every
+    rank in step (a barrier before each round: the calls are collective)."""
+    for _ in range(10):
+        call()
+    torch.cuda.synchronize()
+    rounds = []
+    for _ in range(args.rounds):
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(args.host_calls):
+            call()
+        rounds.append((time.perf_counter() - start) / args.host_calls * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(rounds)
+
+
+def _host_parts(comm, x):
+    """The parts of one eager call, each timed alone: what the Python path spends its time on
+    (its checks, the output's allocation, the stream lookup, the compile check) and the launch
+    itself through ctypes (collc_launch with its arguments ready: the C side's cost plus ctypes')."""
+    import collc.torch as ct
+    instance = comm._instance("allreduce", "bfloat16", "sum")
+    out = torch.empty_like(x)
+    stream = comm._current_stream(comm.device)
+    launch, handle, rank = comm._launch_function, instance._handle, comm.rank
+    inp, outp, count = x.data_ptr(), out.data_ptr(), x.numel()
+    return {
+        "collc_launch through ctypes": lambda: launch(handle, rank, inp, outp, None, 0, count,
+                                                      stream),
+        "torch.empty_like(x)": lambda: torch.empty_like(x),
+        "the current stream (Python)": lambda: comm._current_stream(comm.device),
+        "the refusal checks (Python)": lambda: comm._refusal(x, "allreduce"),
+        "torch.compiler.is_compiling()": ct._eager,
+    }
+
+
 def host_overhead(args, comm, checking, backends, rank):
-    """Median host microseconds per eager call over rounds of back-to-back calls."""
+    """Median host microseconds per eager call over rounds of back-to-back calls: comm.all_reduce
+    on this process's path (collc.torch.host_path), the Python path's functions beside it where
+    the C++ path runs, through torch's dispatcher, the checking mode, NCCL; then the parts."""
+    import collc.torch as ct
     x = integers(1024, torch.bfloat16, rank)
-    ways = {"comm.all_reduce(x)": lambda: comm.all_reduce(x),
-            "comm.all_reduce(x, out=x)": lambda: comm.all_reduce(x, out=x),
-            "torch.ops.collc.all_reduce": lambda: torch.ops.collc.all_reduce(x, comm.handle, "sum"),
-            "comm.all_reduce, checking mode": lambda: checking.all_reduce(x)}
+    path = ct.host_path
+    ways = {f"comm.all_reduce(x) [{path}]": lambda: comm.all_reduce(x),
+            f"comm.all_reduce(x, out=x) [{path}]": lambda: comm.all_reduce(x, out=x)}
+    if path == "native":
+        # The Python path's kernels, called as its eager methods call them: one process, the
+        # same instance, stream and tensor, so the two rows differ only in the path.
+        ways["all_reduce [python]"] = lambda: ct._all_reduce_impl(comm, x, "sum")
+        ways["all_reduce, in place [python]"] = lambda: ct._all_reduce_inplace_impl(comm, x, "sum")
+    ways["torch.ops.collc.all_reduce"] = lambda: torch.ops.collc.all_reduce(x, comm.handle, "sum")
+    ways["comm.all_reduce, checking mode"] = lambda: checking.all_reduce(x)
     if backends.nccl:
         ways["dist.all_reduce(x)"] = lambda: dist.all_reduce(x)
     elif args.shared:
@@ -209,29 +258,20 @@ def host_overhead(args, comm, checking, backends, rank):
         solo = dist.new_group([0], backend="nccl")
         ways["dist.all_reduce(x), NCCL group of 1"] = (
             (lambda: dist.all_reduce(x, group=solo)) if rank == 0 else (lambda: None))
-    results = {}
-    for name, call in ways.items():
-        for _ in range(10):
-            call()
-        torch.cuda.synchronize()
-        rounds = []
-        for _ in range(args.rounds):
-            dist.barrier()
-            start = time.perf_counter()
-            for _ in range(args.host_calls):
-                call()
-            rounds.append((time.perf_counter() - start) / args.host_calls * 1e6)
-            torch.cuda.synchronize()
-        results[name] = statistics.median(rounds)
+    results = {name: _median_us(args, call) for name, call in ways.items()}
+    parts = {name: _median_us(args, call) for name, call in _host_parts(comm, x).items()}
     if rank == 0:
+        reason = f" ({ct.native_reason})" if ct.native_reason else ""
         print(f"# host cost per eager call (median of {args.rounds} rounds of {args.host_calls} "
-              f"calls, 1024 bf16 elements, no GPU wait)")
+              f"calls, 1024 bf16 elements, no GPU wait); this process runs the {path} path{reason}")
         for name, us in results.items():
-            print(f"{name:<34} {us:8.2f} us")
-        base = results["comm.all_reduce(x)"]
-        print(f"{'checking mode costs':<34} {results['comm.all_reduce, checking mode'] - base:8.2f}"
+            print(f"{name:<40} {us:8.2f} us")
+        base = results[f"comm.all_reduce(x) [{path}]"]
+        print(f"{'checking mode costs':<40} {results['comm.all_reduce, checking mode'] - base:8.2f}"
               f" us per call")
-
+        print("# the parts of a call, each alone")
+        for name, us in parts.items():
+            print(f"{name:<40} {us:8.2f} us")
 
 
 def main(argv=None):

@@ -18,6 +18,7 @@ import weakref
 import torch
 import torch.distributed as dist
 
+from . import _torch_native
 from . import compile as _compile_spec
 from ._errors import Error
 from ._world import Instance, World
@@ -127,6 +128,12 @@ class Communicator:
         self._last_stream = None  # the stream of the previous call (see _order)
         self.handle = next(_ids)
         _communicators[self.handle] = self
+        # The path of this process's calls: "native" (the C++ kernels) or "python".
+        self.host_path = host_path
+        if _native is not None:
+            _native.collc_torch_ops_register(self.handle, self.rank, self.nranks, self.device,
+                                             self.max_bytes)
+            weakref.finalize(self, _native.collc_torch_ops_forget, self.handle)
 
     # ---- which tensors collc takes
     def should_use(self, t, kind="allreduce"):
@@ -233,11 +240,11 @@ class Communicator:
         """The reduction over ranks of x. out=x reduces in place."""
         if out is None:
             if _eager():
-                return _all_reduce_impl(self, x, op)
+                return _all_reduce_eager(self, x, op)
             return torch.ops.collc.all_reduce(x, self.handle, op)
         if out is x:
             if _eager():
-                _all_reduce_inplace_impl(self, x, op)
+                _all_reduce_inplace_eager(self, x, op)
             else:
                 torch.ops.collc.all_reduce_(x, self.handle, op)
             return x
@@ -247,38 +254,38 @@ class Communicator:
     def all_gather(self, x):
         """Every rank's x, concatenated in rank order (NCCL's layout)."""
         if _eager():
-            return _all_gather_impl(self, x)
+            return _all_gather_eager(self, x)
         return torch.ops.collc.all_gather(x, self.handle)
 
     def reduce_scatter(self, x, op="sum"):
         """Rank r's part of the reduction of x over ranks: block r of nranks equal blocks."""
         if _eager():
-            return _reduce_scatter_impl(self, x, op)
+            return _reduce_scatter_eager(self, x, op)
         return torch.ops.collc.reduce_scatter(x, self.handle, op)
 
     def broadcast(self, x, root=0):
         """Rank root's x on every rank."""
         if _eager():
-            return _broadcast_impl(self, x, root)
+            return _broadcast_eager(self, x, root)
         return torch.ops.collc.broadcast(x, self.handle, root)
 
     def reduce(self, x, root=0, op="sum"):
         """The reduction over ranks on `root`; other ranks' results are unspecified."""
         if _eager():
-            return _reduce_impl(self, x, root, op)
+            return _reduce_eager(self, x, root, op)
         return torch.ops.collc.reduce(x, self.handle, root, op)
 
     def all_to_all(self, x):
         """Block q of rank r's x goes to block r of rank q's result."""
         if _eager():
-            return _all_to_all_impl(self, x)
+            return _all_to_all_eager(self, x)
         return torch.ops.collc.all_to_all(x, self.handle)
 
     def fused_add_rms_norm(self, x, residual, weight, eps=1e-6):
         """(rmsnorm(allreduce(x) + residual) * weight, allreduce(x) + residual), per row of
         weight.numel() elements, in one kernel."""
         if _eager():
-            return _fused_add_rms_norm_impl(self, x, residual, weight, eps)
+            return _fused_add_rms_norm_eager(self, x, residual, weight, eps)
         return torch.ops.collc.fused_add_rms_norm(x, residual, weight, self.handle, eps)
 
     # ---- errors and lifetime
@@ -289,7 +296,9 @@ class Communicator:
         collc.Error if any call waited too long for a peer: the error names the rank it waited
         for and any peer process that exited. After one, the communicator cannot be used again
         (its ranks are out of step): close it."""
-        streams = {self._current_stream(self.device), self._last_stream or _LEGACY_STREAM}
+        last = (self._last_stream if _native is None
+                else _native.collc_torch_ops_last_stream(self.handle))
+        streams = {self._current_stream(self.device), last or _LEGACY_STREAM}
         for instance in list(self._instances.values()):
             for stream in streams:  # the current one too: graphs replay there
                 instance.synchronize(stream)
@@ -298,6 +307,8 @@ class Communicator:
         """Frees collc's memory of this communicator. Collective: every rank closes it (the
         ranks wait, bounded, for each other, so that no peer still writes into this rank's
         memory). Nothing launched through it may still run or be replayed from a graph."""
+        if _native is not None:  # first: the C++ kernels forget the instances closed below
+            _native.collc_torch_ops_close(self.handle)
         for instance in self._instances.values():
             instance.close()
         self._instances.clear()
@@ -427,44 +438,181 @@ def _nranks(handle):
     return _communicator(handle).nranks
 
 
-@torch.library.impl(_LIB, "all_reduce", "CUDA")
-def _all_reduce(x, comm, op):
-    return _all_reduce_impl(_communicator(comm), x, op)
+# ---- the ops' CUDA kernels: C++ (libcollc_torch.so) where it loads under this torch, else Python
+def _python_kernels():
+    def all_reduce(x, comm, op):
+        return _all_reduce_impl(_communicator(comm), x, op)
+
+    def all_reduce_(x, comm, op):
+        _all_reduce_inplace_impl(_communicator(comm), x, op)
+
+    def all_gather(x, comm):
+        return _all_gather_impl(_communicator(comm), x)
+
+    def reduce_scatter(x, comm, op):
+        return _reduce_scatter_impl(_communicator(comm), x, op)
+
+    def broadcast(x, comm, root):
+        return _broadcast_impl(_communicator(comm), x, root)
+
+    def reduce(x, comm, root, op):
+        return _reduce_impl(_communicator(comm), x, root, op)
+
+    def all_to_all(x, comm):
+        return _all_to_all_impl(_communicator(comm), x)
+
+    def fused_add_rms_norm(x, residual, weight, comm, eps):
+        return _fused_add_rms_norm_impl(_communicator(comm), x, residual, weight, eps)
+
+    for kernel in (all_reduce, all_reduce_, all_gather, reduce_scatter, broadcast, reduce,
+                   all_to_all, fused_add_rms_norm):
+        _LIB.impl(kernel.__name__, kernel, "CUDA")
 
 
-@torch.library.impl(_LIB, "all_reduce_", "CUDA")
-def _all_reduce_(x, comm, op):
-    _all_reduce_inplace_impl(_communicator(comm), x, op)
+def _make_instance(comm, kind, dtype, op, root, row_length, instance, in_place, status,
+                   status_capacity, message, message_capacity):
+    """The C++ kernels' instance factory: Communicator._instance, on a call's first use of a
+    kind, type and operator (collective, and refused inside a graph capture, as in Python)."""
+    try:
+        made = _communicator(comm)._instance(kind.decode(), dtype.decode(), op.decode(), root,
+                                             row_length)
+        instance[0] = made._handle.value
+        in_place[0] = int(made.compiled.in_place)
+        return 0
+    except Error as error:
+        name, text = error.status, str(error)
+    except BaseException as error:  # nothing may leave a ctypes callback
+        name, text = "COLLC_INTERNAL", f"{type(error).__name__}: {error}"
+    _torch_native.write_c_string(status, status_capacity, name)
+    _torch_native.write_c_string(message, message_capacity, text)
+    return 1
 
 
-@torch.library.impl(_LIB, "all_gather", "CUDA")
-def _all_gather(x, comm):
-    return _all_gather_impl(_communicator(comm), x)
+def _load_native():
+    from . import _capi
+    library, reason = _torch_native.load(torch.__version__, _capi.where)
+    if library is None and _torch_native.choice() == "native":
+        raise Error(f"COLLC_HOST_PATH=native, but collc's C++ torch ops are not available: "
+                    f"{reason}", "COLLC_UNSUPPORTED")
+    if library is not None:
+        library.collc_torch_ops_set_instance_factory(_instance_factory)
+    return library, reason
 
 
-@torch.library.impl(_LIB, "reduce_scatter", "CUDA")
-def _reduce_scatter(x, comm, op):
-    return _reduce_scatter_impl(_communicator(comm), x, op)
+_instance_factory = _torch_native.INSTANCE_FACTORY(_make_instance)  # alive for the process
+_native, native_reason = _load_native()
+# Which path runs the ops in this process: "native" (C++ kernels, torch's dispatcher straight to
+# collc_launch) or "python" (native_reason says why).
+host_path = "python" if _native is None else "native"
 
 
-@torch.library.impl(_LIB, "broadcast", "CUDA")
-def _broadcast(x, comm, root):
-    return _broadcast_impl(_communicator(comm), x, root)
+def _native_kernel(name):
+    """The C++ kernel's entry without OpOverload's Python frame."""
+    overload = getattr(torch.ops.collc, name).default
+    return getattr(overload, "_op", overload)
 
 
-@torch.library.impl(_LIB, "reduce", "CUDA")
-def _reduce(x, comm, root, op):
-    return _reduce_impl(_communicator(comm), x, root, op)
+if _native is None:
+    _python_kernels()
+    _all_reduce_eager = _all_reduce_impl
+    _all_reduce_inplace_eager = _all_reduce_inplace_impl
+    _all_gather_eager = _all_gather_impl
+    _reduce_scatter_eager = _reduce_scatter_impl
+    _broadcast_eager = _broadcast_impl
+    _reduce_eager = _reduce_impl
+    _all_to_all_eager = _all_to_all_impl
+    _fused_add_rms_norm_eager = _fused_add_rms_norm_impl
+else:
+    # Eager calls go straight to the C++ kernels; their failures become collc.Error again.
+    _ALL_REDUCE = _native_kernel("all_reduce")
+    _ALL_REDUCE_ = _native_kernel("all_reduce_")
+    _ALL_GATHER = _native_kernel("all_gather")
+    _REDUCE_SCATTER = _native_kernel("reduce_scatter")
+    _BROADCAST = _native_kernel("broadcast")
+    _REDUCE = _native_kernel("reduce")
+    _ALL_TO_ALL = _native_kernel("all_to_all")
+    _FUSED_ADD_RMS_NORM = _native_kernel("fused_add_rms_norm")
 
+    def _refused(c, kind, x, op=None, root=None):
+        """After torch refused an argument's type (TypeError): the Python path's refusal where it
+        has one (an unknown op, a root that is no rank, an x that is no tensor)."""
+        if op is not None:
+            _check_op(op)
+        if root is not None:
+            _check_root(c, root)
+        c._check(x, kind)
 
-@torch.library.impl(_LIB, "all_to_all", "CUDA")
-def _all_to_all(x, comm):
-    return _all_to_all_impl(_communicator(comm), x)
+    def _all_reduce_eager(c, x, op):
+        try:
+            return _ALL_REDUCE(x, c.handle, op)
+        except RuntimeError as error:
+            raise _torch_native.error_from(error) from None
+        except TypeError:
+            _refused(c, "allreduce", x, op=op)
+            raise
 
+    def _all_reduce_inplace_eager(c, x, op):
+        try:
+            _ALL_REDUCE_(x, c.handle, op)
+        except RuntimeError as error:
+            raise _torch_native.error_from(error) from None
+        except TypeError:
+            _refused(c, "allreduce", x, op=op)
+            raise
 
-@torch.library.impl(_LIB, "fused_add_rms_norm", "CUDA")
-def _fused_add_rms_norm(x, residual, weight, comm, eps):
-    return _fused_add_rms_norm_impl(_communicator(comm), x, residual, weight, eps)
+    def _all_gather_eager(c, x):
+        try:
+            return _ALL_GATHER(x, c.handle)
+        except RuntimeError as error:
+            raise _torch_native.error_from(error) from None
+        except TypeError:
+            _refused(c, "allgather", x)
+            raise
+
+    def _reduce_scatter_eager(c, x, op):
+        try:
+            return _REDUCE_SCATTER(x, c.handle, op)
+        except RuntimeError as error:
+            raise _torch_native.error_from(error) from None
+        except TypeError:
+            _refused(c, "reducescatter", x, op=op)
+            raise
+
+    def _broadcast_eager(c, x, root):
+        try:
+            return _BROADCAST(x, c.handle, root)
+        except RuntimeError as error:
+            raise _torch_native.error_from(error) from None
+        except TypeError:
+            _refused(c, "broadcast", x, root=root)
+            raise
+
+    def _reduce_eager(c, x, root, op):
+        try:
+            return _REDUCE(x, c.handle, root, op)
+        except RuntimeError as error:
+            raise _torch_native.error_from(error) from None
+        except TypeError:
+            _refused(c, "reduce", x, op=op, root=root)
+            raise
+
+    def _all_to_all_eager(c, x):
+        try:
+            return _ALL_TO_ALL(x, c.handle)
+        except RuntimeError as error:
+            raise _torch_native.error_from(error) from None
+        except TypeError:
+            _refused(c, "alltoall", x)
+            raise
+
+    def _fused_add_rms_norm_eager(c, x, residual, weight, eps):
+        try:
+            return _FUSED_ADD_RMS_NORM(x, residual, weight, c.handle, eps)
+        except RuntimeError as error:
+            raise _torch_native.error_from(error) from None
+        except TypeError:
+            _refused(c, "allreduce", x)
+            raise
 
 
 # Fake (meta) implementations: shapes only, for torch.compile and graph tracing.

@@ -4,7 +4,7 @@
 # the file that cites it, at the root, in docs/ and in results/. Code, comments, --help text,
 # scripts and documents are read; build folders are not.
 set(dirs abi cmake compiler docs dsl examples include pipeline python results runtime scripts
-         stdlib tests tools)
+         stdlib tests tools torchops)
 set(files)
 foreach(dir ${dirs})
   file(GLOB_RECURSE found RELATIVE ${ROOT} ${ROOT}/${dir}/*)

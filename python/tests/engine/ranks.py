@@ -24,7 +24,12 @@ Scenarios (`all` runs every one but `kill`):
   recreate   a Communicator closed and made again, three times
   mismatch   the checking mode: calls whose count, operator or dtype differ between ranks
   bootstrap  Communicators whose settings differ between ranks
+  refusals   every refusal (type, layout, alignment, size, split, op, root, the fused op's
+             buffers, a closed communicator) raises collc.Error with the Python path's words
   kill       the last rank kills itself in the middle of calls; the others must raise
+
+COLLC_HOST_PATH=python or =native picks the path of the ops (docs/python.md); each rank prints
+the path it runs, and --expect-host-path fails a run that runs another.
 """
 
 import argparse
@@ -412,6 +417,37 @@ def scenario_kill(ranks, calls=40, kill_after=10):
     ranks.say("FAIL", "kill", f"no error {time.monotonic() - start:.1f} s after rank {victim} died")
 
 
+def scenario_refusals(ranks):
+    """Each refusal is collc.Error with the same words on either path; nothing is launched."""
+    comm = ranks.comm(4096)
+    x = values(ranks.rank, 64, torch.bfloat16, 0)
+    big = torch.zeros(4096, dtype=torch.float32, device="cuda")
+    cases = [
+        ("dtype", lambda: comm.all_reduce(x.to(torch.int32)),
+         ("for allreduce", "dtype torch.int32; collc takes float32")),
+        ("device", lambda: comm.all_reduce(x.cpu()), ("a tensor on cpu;", "runs on cuda:")),
+        ("layout", lambda: comm.all_reduce(x.view(8, 8).t()), ("a non-contiguous tensor",)),
+        ("alignment", lambda: comm.all_reduce(x[1:]), ("not 16-byte aligned",)),
+        ("size", lambda: comm.all_reduce(big), ("16384 bytes per call", "at most 4096")),
+        ("split", lambda: comm.reduce_scatter(x[:ranks.nranks * 2 + 1]),
+         ("do not split into",)),
+        ("op", lambda: comm.all_reduce(x, op="prod"), ("unknown op 'prod'",)),
+        ("op in place", lambda: comm.all_reduce(x, op="prod", out=x), ("unknown op 'prod'",)),
+        ("root", lambda: comm.broadcast(x, root=ranks.nranks), ("root", "a rank of 0..")),
+        ("fused weight", lambda: comm.fused_add_rms_norm(x, x.clone(), x[:16].float()),
+         ("weight must be a contiguous torch.bfloat16 tensor",)),
+        ("fused rows", lambda: comm.fused_add_rms_norm(x, x.clone(), x[:48].clone()),
+         ("whole rows of weight.numel() = 48",)),
+        ("fused eps", lambda: comm.fused_add_rms_norm(x, x.clone(), x[:16].clone(), eps=1e-5),
+         ("eps = 1e-6 only",)),
+    ]
+    for name, action, needles in cases:
+        expect_error(ranks, f"refusals {name}", action, *needles)
+    comm.close()
+    expect_error(ranks, "refusals closed", lambda: comm.all_reduce(x),
+                 "this communicator was closed")
+
+
 def scenario_graphs_for(ranks):
     scenario_graphs(ranks, replays=200 if ranks.reduced else 1000)
 
@@ -419,7 +455,8 @@ def scenario_graphs_for(ranks):
 SCENARIOS = {"ops": scenario_ops, "graphs": scenario_graphs_for, "compile": scenario_compile,
              "counts": scenario_counts, "streams": scenario_streams,
              "recreate": scenario_recreate, "mismatch": scenario_mismatch,
-             "bootstrap": scenario_bootstrap, "kill": scenario_kill}
+             "bootstrap": scenario_bootstrap, "refusals": scenario_refusals,
+             "kill": scenario_kill}
 
 
 def main():
@@ -427,6 +464,8 @@ def main():
     parser.add_argument("scenarios", nargs="+", choices=sorted(SCENARIOS) + ["all"])
     parser.add_argument("--reduced", action="store_true",
                         help="max and min for float32 only; no compile in all")
+    parser.add_argument("--expect-host-path", choices=("native", "python"),
+                        help="fail unless the ops run on this path")
     args = parser.parse_args()
     left_out = ("kill", "compile") if args.reduced else ("kill",)
     names = ([s for s in SCENARIOS if s not in left_out] if "all" in args.scenarios
@@ -436,6 +475,9 @@ def main():
     if ranks.nranks < 2:
         ranks.say("SKIP", "engine", "needs 2 or more ranks")
         return 0
+    path = ct.host_path + (f" ({ct.native_reason})" if ct.native_reason else "")
+    ranks.say("FAIL" if args.expect_host_path not in (None, ct.host_path) else "PASS",
+              "host-path", f"the ops run on the {path} path")
     for name in names:
         start = time.monotonic()
         try:
