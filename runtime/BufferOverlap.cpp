@@ -9,7 +9,7 @@ namespace collc {
 namespace {
 
 struct Extent {
-  std::string name;
+  const char* name = ""; // "in", "out" or the spec's aux name (the compiled collective owns it)
   uintptr_t begin = 0, end = 0;
   int aux = -1; // index into CompiledCollective::aux; -1 for in and out
 };
@@ -22,7 +22,7 @@ bool overlaps(const Extent& a, const Extent& b) {
 bool provedAsOne(const CompiledCollective& compiled, const Extent& a, const Extent& b) {
   if (a.begin != b.begin || a.end != b.end)
     return false;
-  if ((a.name == "in" && b.name == "out") || (a.name == "out" && b.name == "in"))
+  if (a.aux < 0 && b.aux < 0) // in and out
     return compiled.inPlace;
   if (a.aux < 0 || b.aux < 0)
     return false;
@@ -39,27 +39,29 @@ Error checkBufferOverlap(const CompiledCollective& compiled, const void* in, con
   if (count == 0)
     return Error::success();
   const uint64_t elemBytes = sizeOf(compiled.dtype);
+  // Checked on every launch: one allocation, no copies of the names.
   std::vector<Extent> extents;
-  std::string tooLarge;
-  auto add = [&](std::string name, const void* base, uint64_t elems, int auxIndex) {
+  extents.reserve(2 + aux.size());
+  const char* tooLarge = nullptr;
+  auto add = [&](const char* name, const void* base, uint64_t elems, int auxIndex) {
     if (!base || elems == 0)
       return;
     const uint64_t bytes = sizeMul(elems, elemBytes);
     const auto begin = reinterpret_cast<uintptr_t>(base);
     if (!fitsSize(bytes) || begin > UINTPTR_MAX - bytes) {
-      if (tooLarge.empty())
+      if (!tooLarge)
         tooLarge = name;
       return;
     }
-    extents.push_back({std::move(name), begin, begin + uintptr_t(bytes), auxIndex});
+    extents.push_back({name, begin, begin + uintptr_t(bytes), auxIndex});
   };
   add("in", in, compiled.inputCount(count), -1);
   add("out", out, compiled.outputCount(count), -1);
   for (size_t k = 0; k < aux.size() && k < compiled.aux.size(); ++k)
-    add(compiled.aux[k].name, aux[k], compiled.aux[k].elements(count), int(k));
-  if (!tooLarge.empty())
-    return makeError("buffer '" + tooLarge + "' of a call of " + std::to_string(count) +
-                     " elements runs past the end of the address space");
+    add(compiled.aux[k].name.c_str(), aux[k], compiled.aux[k].elements(count), int(k));
+  if (tooLarge)
+    return makeError(std::string("buffer '") + tooLarge + "' of a call of " +
+                     std::to_string(count) + " elements runs past the end of the address space");
   size_t aliased = 0; // pairs passed as one memory
   for (size_t i = 0; i < extents.size(); ++i)
     for (size_t j = i + 1; j < extents.size(); ++j) {
@@ -72,7 +74,7 @@ Error checkBufferOverlap(const CompiledCollective& compiled, const void* in, con
         continue;
       }
       const bool same = a.begin == b.begin && a.end == b.end;
-      std::string message = "buffers '" + a.name + "' and '" + b.name + "' ";
+      std::string message = std::string("buffers '") + a.name + "' and '" + b.name + "' ";
       message += same ? "are the same memory" : "overlap";
       message += " in a call of " + std::to_string(count) + " elements; ";
       if (same)

@@ -57,6 +57,39 @@ private:
   int saved_ = -1;
 };
 
+/// The per-launch form of ScopedDevice: makes `device` current only where it is not already (the
+/// common case: the caller's stream is on its current GPU), and then restores the caller's. Two
+/// cudaSetDevice calls fewer per launch; the runtime's calls make the current device's context
+/// ready themselves either way.
+class DeviceForCall {
+public:
+  explicit DeviceForCall(int device) {
+    int current = -1;
+    if (cudaGetDevice(&current) != cudaSuccess) {
+      (void)cudaGetLastError();
+      current = -1;
+    }
+    if (current == device)
+      return;
+    saved_ = current;
+    switched_ = true;
+    status_ = cudaSetDevice(device);
+  }
+  ~DeviceForCall() {
+    if (switched_ && saved_ >= 0 && cudaSetDevice(saved_) != cudaSuccess)
+      (void)cudaGetLastError();
+  }
+  DeviceForCall(const DeviceForCall&) = delete;
+  DeviceForCall& operator=(const DeviceForCall&) = delete;
+  /// cudaSetDevice's status where it was called; cudaSuccess where the device was current.
+  cudaError_t status() const { return status_; }
+
+private:
+  int saved_ = -1;
+  bool switched_ = false;
+  cudaError_t status_ = cudaSuccess;
+};
+
 } // namespace collc
 
 /// An Error expression for one CUDA call: `if (auto err = COLLC_CUDA_CHECK(cudaFree(p)))`.

@@ -62,8 +62,10 @@ Error LoadedKernel::launch(int rank, dim3 grid, dim3 block, const collc_params& 
   if (rank < 0 || rank >= static_cast<int>(kernels_.size()))
     return makeError(
         fmt::format("kernel '{}': no rank {} (loaded for {} ranks)", name_, rank, kernels_.size()));
-  ScopedDevice restore;
-  COLLC_CUDA_TRY(cudaSetDevice(devices_[rank]));
+  DeviceForCall onDevice(devices_[rank]);
+  if (Error err =
+          cudaStatusToError(onDevice.status(), "cudaSetDevice(devices_[rank])", __FILE__, __LINE__))
+    return err;
   // The kernel takes one argument, collc_params by value; the launch copies it from here.
   void* args[] = {const_cast<collc_params*>(&params)};
   cudaLaunchConfig_t config = {};
