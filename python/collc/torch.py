@@ -533,86 +533,68 @@ else:
     _ALL_TO_ALL = _native_kernel("all_to_all")
     _FUSED_ADD_RMS_NORM = _native_kernel("fused_add_rms_norm")
 
-    def _refused(c, kind, x, op=None, root=None):
-        """After torch refused an argument's type (TypeError): the Python path's refusal where it
-        has one (an unknown op, a root that is no rank, an x that is no tensor)."""
-        if op is not None:
-            _check_op(op)
-        if root is not None:
-            _check_root(c, root)
-        c._check(x, kind)
+    _UNSET = object()
+
+    def _failure(error, c, kind, x, op=_UNSET, root=_UNSET):
+        """The collc.Error a C++ kernel raised; where torch refused an argument's type before the
+        kernel ran, the Python path's refusal if it has one (an unknown op, a root that is no
+        rank, an x that is no tensor), else torch's error."""
+        mapped = _torch_native.error_from(error)
+        if mapped is error:
+            if op is not _UNSET:
+                _check_op(op)
+            if root is not _UNSET:
+                _check_root(c, root)
+            c._check(x, kind)
+        return mapped
 
     def _all_reduce_eager(c, x, op):
         try:
             return _ALL_REDUCE(x, c.handle, op)
         except RuntimeError as error:
-            raise _torch_native.error_from(error) from None
-        except TypeError:
-            _refused(c, "allreduce", x, op=op)
-            raise
+            raise _failure(error, c, "allreduce", x, op=op) from None
 
     def _all_reduce_inplace_eager(c, x, op):
         try:
             _ALL_REDUCE_(x, c.handle, op)
         except RuntimeError as error:
-            raise _torch_native.error_from(error) from None
-        except TypeError:
-            _refused(c, "allreduce", x, op=op)
-            raise
+            raise _failure(error, c, "allreduce", x, op=op) from None
 
     def _all_gather_eager(c, x):
         try:
             return _ALL_GATHER(x, c.handle)
         except RuntimeError as error:
-            raise _torch_native.error_from(error) from None
-        except TypeError:
-            _refused(c, "allgather", x)
-            raise
+            raise _failure(error, c, "allgather", x) from None
 
     def _reduce_scatter_eager(c, x, op):
         try:
             return _REDUCE_SCATTER(x, c.handle, op)
         except RuntimeError as error:
-            raise _torch_native.error_from(error) from None
-        except TypeError:
-            _refused(c, "reducescatter", x, op=op)
-            raise
+            raise _failure(error, c, "reducescatter", x, op=op) from None
 
     def _broadcast_eager(c, x, root):
         try:
             return _BROADCAST(x, c.handle, root)
         except RuntimeError as error:
-            raise _torch_native.error_from(error) from None
-        except TypeError:
-            _refused(c, "broadcast", x, root=root)
-            raise
+            raise _failure(error, c, "broadcast", x, root=root) from None
 
     def _reduce_eager(c, x, root, op):
         try:
             return _REDUCE(x, c.handle, root, op)
         except RuntimeError as error:
-            raise _torch_native.error_from(error) from None
-        except TypeError:
-            _refused(c, "reduce", x, op=op, root=root)
-            raise
+            raise _failure(error, c, "reduce", x, op=op, root=root) from None
 
     def _all_to_all_eager(c, x):
         try:
             return _ALL_TO_ALL(x, c.handle)
         except RuntimeError as error:
-            raise _torch_native.error_from(error) from None
-        except TypeError:
-            _refused(c, "alltoall", x)
-            raise
+            raise _failure(error, c, "alltoall", x) from None
 
     def _fused_add_rms_norm_eager(c, x, residual, weight, eps):
         try:
             return _FUSED_ADD_RMS_NORM(x, residual, weight, c.handle, eps)
         except RuntimeError as error:
-            raise _torch_native.error_from(error) from None
-        except TypeError:
-            _refused(c, "allreduce", x)
-            raise
+            raise _failure(error, c, "allreduce", x) from None
 
 
 # Fake (meta) implementations: shapes only, for torch.compile and graph tracing.

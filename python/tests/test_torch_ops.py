@@ -1,5 +1,6 @@
-"""collc.torch's custom ops: registered, and their fake implementations give the shapes
-torch.compile traces with. Needs torch (skipped where it is not installed); no GPU."""
+"""collc.torch's custom ops: registered, their fake implementations give the shapes
+torch.compile traces with, compiled graphs call their kernels, and the C++ path refuses calls with
+the Python path's words. Needs torch (skipped where it is not installed); no GPU."""
 
 import pytest
 
@@ -51,3 +52,77 @@ def test_communicator_needs_an_initialized_group():
         pytest.skip("a process group is already initialized")
     with pytest.raises(Exception, match="init_process_group"):
         ct.Communicator(None)
+
+
+@pytest.fixture
+def offline_comm():
+    """A Communicator of 2 ranks on cuda:0 without a world (nothing is launched: every call
+    below is refused first), known to both paths."""
+    comm = object.__new__(ct.Communicator)
+    comm.handle, comm.rank, comm.nranks, comm.device, comm.max_bytes = 10**9 + 1, 0, 2, 0, 4096
+    ct._communicators[comm.handle] = comm
+    if ct._native is not None:
+        ct._native.collc_torch_ops_register(comm.handle, 0, 2, 0, 4096)
+    yield comm
+    if ct._native is not None:
+        ct._native.collc_torch_ops_forget(comm.handle)
+    del ct._communicators[comm.handle]
+
+
+def refusal(action):
+    with pytest.raises(ct.Error) as raised:
+        action()
+    return str(raised.value)
+
+
+def test_the_path_is_named():
+    assert ct.host_path in ("native", "python")
+    assert (ct.native_reason is None) == (ct.host_path == "native")
+
+
+def test_both_paths_refuse_with_the_same_words(offline_comm):
+    """The eager call on the C++ path against the Python path's functions."""
+    if ct.host_path != "native":
+        pytest.skip(f"the C++ path is not loaded: {ct.native_reason}")
+    c, x = offline_comm, torch.zeros(64)
+    cases = [
+        (lambda: ct._all_reduce_eager(c, x, "sum"), lambda: ct._all_reduce_impl(c, x, "sum")),
+        (lambda: ct._all_reduce_eager(c, x, "prod"), lambda: ct._all_reduce_impl(c, x, "prod")),
+        (lambda: ct._all_reduce_eager(c, x, None), lambda: ct._all_reduce_impl(c, x, None)),
+        (lambda: ct._all_reduce_eager(c, 3, "sum"), lambda: ct._all_reduce_impl(c, 3, "sum")),
+        (lambda: ct._all_reduce_inplace_eager(c, x, "max"),
+         lambda: ct._all_reduce_inplace_impl(c, x, "max")),
+        (lambda: ct._broadcast_eager(c, x, 2), lambda: ct._broadcast_impl(c, x, 2)),
+        (lambda: ct._reduce_eager(c, x, "a", "sum"), lambda: ct._reduce_impl(c, x, "a", "sum")),
+        (lambda: ct._reduce_scatter_eager(c, x, "min"), lambda: ct._reduce_scatter_impl(c, x, "min")),
+        (lambda: ct._all_gather_eager(c, x), lambda: ct._all_gather_impl(c, x)),
+        (lambda: ct._all_to_all_eager(c, x), lambda: ct._all_to_all_impl(c, x)),
+        (lambda: ct._fused_add_rms_norm_eager(c, x, x, x[:16], 1e-6),
+         lambda: ct._fused_add_rms_norm_impl(c, x, x, x[:16], 1e-6)),
+    ]
+    for eager, python in cases:
+        assert refusal(eager) == refusal(python)
+    assert "a tensor on cpu; this communicator runs on cuda:0" in refusal(cases[0][0])
+
+
+def test_compiled_graphs_hold_the_ops(offline_comm):
+    """torch.compile(fullgraph=True) traces the methods (no graph break), and the compiled graph
+    calls the op's kernel: on the C++ path it refuses the CPU tensor with collc's words; the
+    Python path has no CPU kernel, so torch refuses it."""
+    comm = offline_comm
+
+    def block(x, residual, weight):
+        y = comm.all_reduce(x * 2)
+        comm.all_reduce(y, out=y)
+        out, residual = comm.fused_add_rms_norm(y, residual, weight)
+        return out + residual
+
+    compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
+    x = torch.ones(64)
+    with pytest.raises(RuntimeError) as raised:
+        compiled(x, x.clone(), x[:16].clone())
+    if ct.host_path == "native":
+        assert str(raised.value).startswith("collc.Error(COLLC_INVALID_ARGUMENT): collc cannot take "
+                                            "this tensor for allreduce: a tensor on cpu")
+    else:
+        assert "CPU" in str(raised.value)
