@@ -63,4 +63,8 @@ struct InstanceRef {
 InstanceRef instance(Communicator& comm, const char* kind, const char* dtype, const std::string& op,
                      int64_t root = 0, int64_t rowLength = 0);
 
+/// Registers every op's CUDA and CPU kernels with torch's dispatcher, once: "" on success, else
+/// torch's reason (a kernel that does not match its schema), with nothing left registered.
+std::string registerAllKernels();
+
 } // namespace collc::torchops

@@ -1,8 +1,10 @@
 // The CUDA kernels of torch.ops.collc.* in C++: the checks, the output's allocation, the stream
 // rule and collc_launch, with no Python between torch's dispatcher and the launch. The schemas
 // are defined by python/collc/torch.py (one definition for both paths); torch checks these
-// functions' signatures against them when the library loads. The CPU key gets the same kernels,
-// so that a CPU tensor is refused with collc's message instead of the dispatcher's.
+// functions' signatures against them when they register, which collc.torch asks for after loading
+// the library (registerAllKernels): nothing registers while the library loads, so a mismatch is
+// an error it reports, never an exception out of a static initializer. The CPU key gets the same
+// kernels, so that a CPU tensor is refused with collc's message instead of the dispatcher's.
 #include "torchops/Communicators.h"
 #include "torchops/Errors.h"
 #include "torchops/Refusals.h"
@@ -14,6 +16,8 @@
 #include <c10/cuda/CUDAStream.h>
 #include <collc/collc.h>
 #include <cuda_runtime_api.h>
+#include <memory>
+#include <string>
 #include <torch/library.h>
 #include <tuple>
 
@@ -191,12 +195,29 @@ void registerKernels(torch::Library& m) {
 }
 
 } // namespace
+
+std::string registerAllKernels() {
+  // The libraries are held for the process, never destroyed: that would take the kernels back
+  // out of the dispatcher, which may be gone by then at exit.
+  static bool registered = false;
+  if (registered)
+    return {};
+  auto make = [](c10::DispatchKey key) {
+    return std::make_unique<torch::Library>(torch::Library::IMPL, "collc", key, __FILE__, __LINE__);
+  };
+  try {
+    auto onCuda = make(c10::DispatchKey::CUDA);
+    auto onCpu = make(c10::DispatchKey::CPU);
+    registerKernels(*onCuda);
+    registerKernels(*onCpu);
+    (void)onCuda.release();
+    (void)onCpu.release();
+    registered = true;
+  } catch (const std::exception& error) {
+    // Whatever registered went out with the libraries above: the Python path can take over.
+    return error.what();
+  }
+  return {};
+}
+
 } // namespace collc::torchops
-
-TORCH_LIBRARY_IMPL(collc, CUDA, m) {
-  collc::torchops::registerKernels(m);
-}
-
-TORCH_LIBRARY_IMPL(collc, CPU, m) {
-  collc::torchops::registerKernels(m);
-}

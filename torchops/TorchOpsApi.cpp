@@ -3,7 +3,10 @@
 // library was built for without loading it.
 #include "torchops/Communicators.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <string>
 
 #ifndef COLLC_TORCH_VERSION
 #error "COLLC_TORCH_VERSION (the torch version this library is built against) must be defined"
@@ -15,6 +18,21 @@ extern "C" {
 // another torch is never loaded (its C++ ABI and operator registrations would not match).
 __attribute__((used, visibility("default"))) extern const char collc_torch_ops_built_for[] =
     "collc-torch-ops built for torch " COLLC_TORCH_VERSION;
+
+// Registers the kernels with torch's dispatcher (after the schemas are defined). Returns 0, or 1
+// with torch's reason written into message[0..capacity).
+__attribute__((visibility("default"))) int collc_torch_ops_register_kernels(char* message,
+                                                                            size_t capacity) {
+  const std::string why = collc::torchops::registerAllKernels();
+  if (why.empty())
+    return 0;
+  if (message && capacity > 0) {
+    const size_t n = std::min(why.size(), capacity - 1);
+    std::memcpy(message, why.data(), n);
+    message[n] = '\0';
+  }
+  return 1;
+}
 
 __attribute__((visibility("default"))) void
 collc_torch_ops_register(int64_t handle, int rank, int nranks, int device, uint64_t max_bytes) {

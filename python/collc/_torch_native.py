@@ -59,6 +59,12 @@ def load(torch_version, library_dir):
     except (OSError, RuntimeError) as error:
         return None, f"{path} did not load: {error}"
     library = ctypes.CDLL(str(path))
+    library.collc_torch_ops_register_kernels.restype = ctypes.c_int
+    library.collc_torch_ops_register_kernels.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    message = ctypes.create_string_buffer(4096)
+    if library.collc_torch_ops_register_kernels(message, len(message)) != 0:
+        return None, (f"{path} does not fit this package's op schemas (built from another "
+                      f"version of collc?): {message.value.decode('utf-8', 'replace')}")
     library.collc_torch_ops_register.restype = None
     library.collc_torch_ops_register.argtypes = [ctypes.c_int64, ctypes.c_int, ctypes.c_int,
                                                  ctypes.c_int, ctypes.c_uint64]

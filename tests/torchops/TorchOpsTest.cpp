@@ -47,6 +47,12 @@ protected:
     // against them as they register.
     handle_ = dlopen(COLLC_TORCH_OPS_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(handle_, nullptr) << dlerror();
+    using RegisterKernels = int (*)(char*, size_t);
+    auto registerKernels =
+        reinterpret_cast<RegisterKernels>(dlsym(handle_, "collc_torch_ops_register_kernels"));
+    ASSERT_NE(registerKernels, nullptr);
+    char why[4096] = {0};
+    ASSERT_EQ(registerKernels(why, sizeof why), 0) << why;
     using Register = void (*)(int64_t, int, int, int, uint64_t);
     auto reg = reinterpret_cast<Register>(dlsym(handle_, "collc_torch_ops_register"));
     ASSERT_NE(reg, nullptr);
