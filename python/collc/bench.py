@@ -229,7 +229,7 @@ def _host_parts(comm, x):
         "torch.empty_like(x)": lambda: torch.empty_like(x),
         "the current stream (Python)": lambda: comm._current_stream(comm.device),
         "the refusal checks (Python)": lambda: comm._refusal(x, "allreduce"),
-        "torch.compiler.is_compiling()": ct._eager,
+        "the compile check (Python, _eager)": ct._eager,
     }
 
 
