@@ -77,6 +77,7 @@ public:
              arith_.less(b.offset, Arith::add(a.offset, a.length));
     };
     trace_.sources.resize(trace_.events.size());
+    std::map<int, std::vector<int>> writesOf; // slot -> the writes so far, in order
     for (size_t i = 0; i < trace_.events.size(); ++i) {
       trace_.sources[i].resize(reads_[i].size());
       if (!trace_.nonEmpty[i])
@@ -84,10 +85,12 @@ public:
       for (size_t k = 0; k < reads_[i].size(); ++k) {
         if (reads_[i][k].slot < 0)
           continue;
-        for (size_t j = 0; j < i; ++j)
-          if (trace_.nonEmpty[j] && writes_[j].slot >= 0 && overlap(reads_[i][k], writes_[j]))
-            trace_.sources[i][k].push_back(int(j));
+        for (int j : writesOf[reads_[i][k].slot])
+          if (overlap(reads_[i][k], writes_[size_t(j)]))
+            trace_.sources[i][k].push_back(j);
       }
+      if (writes_[i].slot >= 0)
+        writesOf[writes_[i].slot].push_back(int(i));
     }
     return std::move(trace_);
   }
@@ -251,9 +254,9 @@ struct Overlap {
   bool clearing = false; // the later access is a poll that clears, or a take that zeroes
 };
 
-/// Sequences of calls one proof may run: past it the variant is refused, as a spec past the work
-/// budget is (the stdlib's variants run far fewer).
-constexpr int64_t kMaxSequences = 1000000;
+/// Calls one proof may run: past it the variant is refused, as a spec past the work budget is
+/// (the stdlib's variants run a few thousand at most).
+constexpr int64_t kMaxCallsRun = 1000000;
 
 class CallsProof {
 public:
@@ -267,17 +270,7 @@ public:
       return false;
     if (!checkFlags())
       return false;
-    double sequences = 1;
-    for (int k = 0; k < calls_; ++k)
-      sequences *= double(configurations_.size());
-    if (sequences > double(kMaxSequences)) {
-      diags_.error(program_.loc,
-                   lead() + "proving it across " + std::to_string(calls_) + " calls would run " +
-                       std::to_string(configurations_.size()) + "^" + std::to_string(calls_) +
-                       " sequences of calls, more than the " + std::to_string(kMaxSequences) +
-                       " collc allows (nranks=" + std::to_string(nranks_) + ")");
-      return false;
-    }
+    visited_.assign(size_t(calls_), {});
     State initial;
     initial.start.assign(size_t(nranks_), Knowledge(size_t(nranks_), 0));
     initial.log.resize(slots_.size() * size_t(rotation_.copies));
@@ -287,6 +280,7 @@ public:
       stats->calls = calls_;
       stats->configurations = int(configurations_.size());
       stats->sequences += sequences_;
+      stats->callsRun += callsRun_;
     }
     return ok;
   }
@@ -422,12 +416,27 @@ private:
   }
 
   // ------------------------------------------------------------------ sequences of calls
+  /// Every sequence of classes from `state` on. What the later calls find depends on nothing
+  /// but the state a call leaves (and its number), so a state met before at the same call is
+  /// not run again: the sequences through it were.
   bool explore(const State& state, int call, std::vector<int>& chosen) {
     if (call == calls_) {
       ++sequences_;
       return true;
     }
+    if (!visited_[size_t(call)].insert(keyOf(state)).second) {
+      ++sequences_;
+      return true;
+    }
     for (size_t c = 0; c < configurations_.size(); ++c) {
+      if (++callsRun_ > kMaxCallsRun) {
+        diags_.error(program_.loc, lead() + "proving it runs more than " +
+                                       std::to_string(kMaxCallsRun) + " calls of " +
+                                       std::to_string(configurations_.size()) +
+                                       " classes (nranks=" + std::to_string(nranks_) +
+                                       "); collc refuses a variant it cannot prove in that");
+        return false;
+      }
       State next = state;
       chosen.push_back(int(c));
       if (!runCall(next, call, configurations_[c])) {
@@ -439,6 +448,20 @@ private:
       chosen.pop_back();
     }
     return true;
+  }
+
+  static std::vector<int64_t> keyOf(const State& state) {
+    std::vector<int64_t> key;
+    for (const Knowledge& known : state.start)
+      key.insert(key.end(), known.begin(), known.end());
+    for (const auto& list : state.log) {
+      key.push_back(-1 - int64_t(list.size()));
+      for (const Access& a : list) {
+        key.insert(key.end(), {a.rank, a.call, a.step, a.write ? 1 : 0});
+        key.push_back(int64_t(reinterpret_cast<intptr_t>(a.loc.getPointer())));
+      }
+    }
+    return key;
   }
 
   /// Runs call `call` (0-based; epoch call + 1) on `state`; false at the first write that
@@ -612,7 +635,9 @@ private:
   std::vector<SlotKey> slots_;
   std::vector<std::vector<Event>> skeletons_; // by root: what a call runs
   std::vector<Configuration> configurations_;
-  int64_t sequences_ = 0;
+  int64_t sequences_ = 0; // sequences run, or cut short at a state met before
+  int64_t callsRun_ = 0;
+  std::vector<std::set<std::vector<int64_t>>> visited_; // by call: the states it started from
   Overlap overlap_;
 };
 

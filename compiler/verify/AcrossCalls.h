@@ -37,7 +37,8 @@ CallRotation rotationOf(const ir::Program& lowered);
 struct AcrossCallsStats {
   int calls = 0;          // k: calls in each sequence
   int configurations = 0; // (root, which regions are empty) classes of one call, over every n
-  int64_t sequences = 0;  // sequences of k such classes run
+  int64_t sequences = 0;  // sequences of k such classes covered
+  int64_t callsRun = 0;   // calls run to cover them (a state met twice is run from once)
 };
 
 /// Proves, for `nranks` ranks, that consecutive calls of `lowered` (its steps expanded for
