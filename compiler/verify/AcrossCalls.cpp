@@ -254,9 +254,10 @@ struct Overlap {
   bool clearing = false; // the later access is a poll that clears, or a take that zeroes
 };
 
-/// Calls one proof may run: past it the variant is refused, as a spec past the work budget is
-/// (the stdlib's variants run a few thousand at most).
-constexpr int64_t kMaxCallsRun = 1000000;
+/// Work one proof may do (statements of the calls it runs): past it the variant is refused, as a
+/// spec past the verifier's work budget is (the stdlib's variants at 2..8 ranks take at most a few
+/// million).
+constexpr int64_t kMaxWork = 50000000;
 
 class CallsProof {
 public:
@@ -429,11 +430,14 @@ private:
       return true;
     }
     for (size_t c = 0; c < configurations_.size(); ++c) {
-      if (++callsRun_ > kMaxCallsRun) {
-        diags_.error(program_.loc, lead() + "proving it runs more than " +
-                                       std::to_string(kMaxCallsRun) + " calls of " +
+      ++callsRun_;
+      work_ += int64_t(skeletons_[size_t(configurations_[c].root)].size());
+      if (work_ > kMaxWork) {
+        diags_.error(program_.loc, lead() + "proving it takes more than " +
+                                       std::to_string(kMaxWork) + " steps of work (" +
+                                       std::to_string(callsRun_) + " calls of " +
                                        std::to_string(configurations_.size()) +
-                                       " classes (nranks=" + std::to_string(nranks_) +
+                                       " classes, nranks=" + std::to_string(nranks_) +
                                        "); collc refuses a variant it cannot prove in that");
         return false;
       }
@@ -637,6 +641,7 @@ private:
   std::vector<Configuration> configurations_;
   int64_t sequences_ = 0; // sequences run, or cut short at a state met before
   int64_t callsRun_ = 0;
+  int64_t work_ = 0;
   std::vector<std::set<std::vector<int64_t>>> visited_; // by call: the states it started from
   Overlap overlap_;
 };
