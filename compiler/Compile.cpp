@@ -196,6 +196,7 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
   lowerOptions.nranks = options.nranks;
   lowerOptions.rowLength = options.rowLength ? options.rowLength : spec.defaultRowLength;
   lowerOptions.experimentalLL128 = options.experimentalLL128;
+  lowerOptions.breakRotationForTests = options.breakRotationForTests;
   lowerOptions.verifyWorkLimit = workLimitOf(options);
   lowerOptions.verifyLowered = verify;
   lowerOptions.proveAliases = proveAliases;

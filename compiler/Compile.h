@@ -8,6 +8,7 @@
 #include "abi/CompiledCollective.h"
 #include "abi/Status.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -20,6 +21,7 @@ namespace collc {
 namespace ir {
 struct Program;
 }
+struct CallRotation;
 
 struct CompileOptions {
   DType dtype = DType::F32;
@@ -45,6 +47,9 @@ struct CompileOptions {
   /// Compile the ll128 strategy although it is not trusted yet (dsl/README.md, ll128): for
   /// investigating it on a machine, never for results that matter.
   bool experimentalLL128 = false;
+  /// Tests only: changes the rotation through scratch copies and flags that the proof across
+  /// calls assumes (compiler/verify/AcrossCalls.h), to see it refuse a broken one.
+  std::function<void(CallRotation&)> breakRotationForTests;
   /// Work the proof of the spec may take (collc check reports it); 0: kDefaultVerifyWorkLimit
   /// (compiler/Verifier.h). Each variant's lowered program gets as much again.
   int64_t verifyWorkLimit = 0;

@@ -5,6 +5,7 @@
 #include "compiler/SizeLimits.h"
 #include "compiler/passes/Passes.h"
 #include "compiler/sync/Strategy.h"
+#include "compiler/verify/AcrossCalls.h"
 
 #include <algorithm>
 
@@ -96,6 +97,15 @@ std::optional<LoweredVariant> lower(const ir::Program& spec, const VerifyResult&
       return std::nullopt;
     }
     checked("lowered program proof");
+    // Consecutive calls of the variant share its scratch: they must not disturb one another.
+    CallRotation rotation = rotationOf(*program);
+    if (options.breakRotationForTests)
+      options.breakRotationForTests(rotation);
+    if (!proveAcrossCalls(*program, options.nranks, rotation, diags)) {
+      addWork();
+      return std::nullopt;
+    }
+    checked("proof across calls");
   }
   if (!checkSizesFit(*program, options.dtype, options.nranks, options.rowLength, diags)) {
     addWork();

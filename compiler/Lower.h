@@ -7,8 +7,10 @@
 
 #include "compiler/Verifier.h"
 #include "compiler/ir/IR.h"
+#include "compiler/verify/AcrossCalls.h"
 #include "dsl/Diagnostics.h"
 
+#include <functional>
 #include <llvm/Support/raw_ostream.h>
 #include <optional>
 
@@ -22,7 +24,8 @@ struct LowerOptions {
   int threads = 512;
   int nranks = 2;
   int64_t rowLength = 0;
-  bool experimentalLL128 = false; // CompileOptions::experimentalLL128
+  bool experimentalLL128 = false;                           // CompileOptions::experimentalLL128
+  std::function<void(CallRotation&)> breakRotationForTests; // CompileOptions'
   /// Work the proof of the lowered program and of its aliases may take, together.
   int64_t verifyWorkLimit = kDefaultVerifyWorkLimit;
   /// false skips the proof of the lowered program: only where the same program was proved already.

@@ -67,6 +67,7 @@ struct Cell {
   int remoteReads = 0; // reads of data another rank wrote, since that write
   int writes = 0;      // writes in this call (the lowered program's units are written once)
   int adds = 0;        // accumulation-line adds in this call
+  int takes = 0;       // takes of an accumulation line in this call (each zeroes the line)
 };
 
 /// Elements [start, next segment's start) that fare alike.
@@ -127,6 +128,13 @@ public:
             const Cell& c = segment.cell;
             if (c.writerStep >= 0 && c.writerRank != r && c.remoteReads == 0)
               facts_.remoteDataReadOnce = false;
+            // A take zeroes its line for the next call of its copy; a line left holding adds
+            // would hand them to that call's take.
+            if (config_.lowered && c.adds > 0 && c.takes == 0)
+              fail(c.writerLoc, "the accumulation line of element " + number(segment.start) +
+                                    " on rank " + std::to_string(r) +
+                                    " receives adds but is never taken in the call, so it is not "
+                                    "zeroed for the next call that uses its scratch copy");
           }
     return facts_;
   }
@@ -462,6 +470,7 @@ private:
     if (!c.written)
       fail(region.loc, "reads " + text() + " before anything writes it");
     const bool polled = config_.lowered && isPoll(operand.load);
+    c.takes += operand.load == ir::LoadKind::TakeLine ? 1 : 0;
     if (config_.lowered && program_.buffer(region).polled)
       checkPolledRead(operand, c, region, text);
     // Every write since the last plain one: an element that ranks add into holds all their adds.
@@ -623,6 +632,10 @@ private:
       facts_.remotelyWritten.insert(r.buffer);
     else if (buffer.role == ir::BufferRole::Scratch && !lineAdd)
       facts_.locallyWritten.insert(r.buffer);
+    if (lineAdd && c.takes > 0)
+      fail(loc, "adds into " + text() +
+                    " after its line was taken in this call: the take zeroed it for the next "
+                    "call that uses its scratch copy");
     if (config_.lowered && buffer.polled && !lineAdd && c.writes >= 1)
       fail(loc, "writes " + text() +
                     " a second time in one call: a peer polls it and takes whichever write it "

@@ -478,6 +478,7 @@ TEST(Compile, PrintsEveryStepOfTheLoweringInOrder) {
                                              "cache rows",
                                              "row length check: unchanged",
                                              "lowered program proof: unchanged",
+                                             "proof across calls: unchanged",
                                              "size limits check: unchanged",
                                              "alias proofs: unchanged",
                                              "unroll rule: unchanged"};

@@ -147,7 +147,8 @@ int runCheck(const ParsedArguments& args) {
                      : k + 1 == report.types.size() ? " and "
                                                     : ", ")
                  << name(report.types[k]);
-  llvm::outs() << "\n";
+  // Every lowered program (this line's and the strategies' below) is proved across calls too.
+  llvm::outs() << ", each also across consecutive calls\n";
   llvm::outs() << "  operators: "
                << (report.sumOnly.empty() ? "sum, max and min"
                                           : "sum only (" + report.sumOnly + ")")

@@ -1,0 +1,669 @@
+#include "compiler/verify/AcrossCalls.h"
+
+#include "abi/CollectiveShapes.h"
+#include "compiler/Verifier.h"
+#include "compiler/execute/Walker.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+namespace collc {
+namespace {
+
+using execute::Affine;
+using execute::AffineError;
+using execute::Arith;
+using execute::SplitQ;
+
+/// A scratch slot of one rank, numbered in the order a walk first meets it.
+struct SlotKey {
+  int owner;
+  ir::BufferId buffer;
+  int64_t slot;
+  bool operator<(const SlotKey& o) const {
+    return std::tie(owner, buffer, slot) < std::tie(o.owner, o.buffer, o.slot);
+  }
+};
+
+struct ReadRef {
+  int slot = -1; // slot id (of scratch or a user buffer); -1: a register
+  ir::LoadKind load = ir::LoadKind::Plain;
+  std::string reg; // a register's name
+};
+
+/// One thing a rank does in one call: a barrier, or a statement with what it reads and writes.
+/// Whether a statement touches any element depends on the count (its bit in a pattern).
+struct Event {
+  int step = 0, rank = 0;
+  llvm::SMLoc loc;
+  bool barrier = false, fullBarrier = false;
+  std::vector<ReadRef> reads;
+  int writeSlot = -1;
+  std::string keep; // the register the statement fills (Let, Assign::keep)
+};
+
+/// Which elements of a slot a statement touches in one walk.
+struct Range {
+  int slot = -1;
+  Affine offset, length;
+};
+
+struct Trace {
+  std::vector<Event> events;
+  std::vector<bool> nonEmpty; // per event
+  /// [event][read]: the earlier statements of the call whose writes overlap what the read reads
+  /// (the data it may take, and with it what their writers knew).
+  std::vector<std::vector<std::vector<int>>> sources;
+};
+
+/// Walks one call of the lowered program for one root and count and records its events.
+class Tracer : public execute::Walker<Tracer, int> {
+  friend class execute::Walker<Tracer, int>;
+
+public:
+  Tracer(const ir::Program& program, const execute::Shape& shape, Arith& arith,
+         std::map<SlotKey, int>& slotIds, std::vector<SlotKey>& slots)
+      : Walker(program, program.steps, shape, arith), slotIds_(slotIds), slots_(slots) {}
+
+  Trace run() {
+    walk();
+    // Which writes each read may take: overlapping ranges of the same slot, decided by the
+    // same comparisons of affine positions as everything else in the walk.
+    auto overlap = [&](const Range& a, const Range& b) {
+      return a.slot == b.slot && arith_.less(a.offset, Arith::add(b.offset, b.length)) &&
+             arith_.less(b.offset, Arith::add(a.offset, a.length));
+    };
+    trace_.sources.resize(trace_.events.size());
+    std::map<int, std::vector<int>> writesOf; // slot -> the writes so far, in order
+    for (size_t i = 0; i < trace_.events.size(); ++i) {
+      trace_.sources[i].resize(reads_[i].size());
+      if (!trace_.nonEmpty[i])
+        continue;
+      for (size_t k = 0; k < reads_[i].size(); ++k) {
+        if (reads_[i][k].slot < 0)
+          continue;
+        for (int j : writesOf[reads_[i][k].slot])
+          if (overlap(reads_[i][k], writes_[size_t(j)]))
+            trace_.sources[i][k].push_back(j);
+      }
+      if (writes_[i].slot >= 0)
+        writesOf[writes_[i].slot].push_back(int(i));
+    }
+    return std::move(trace_);
+  }
+
+private:
+  [[noreturn]] void fail(llvm::SMLoc, const std::string& message) {
+    internalError("the proof across calls met a rule the single call's proof checks: " + message);
+  }
+  void beginStep(const ir::Step&) {}
+  void beginRank() {}
+  void onStatement() {}
+  int64_t slotCount(int, ir::BufferId buffer) {
+    return shapeOf(program_.buffers[size_t(buffer)]).first;
+  }
+  Affine slotSize(int, ir::BufferId buffer, int64_t) {
+    return shapeOf(program_.buffers[size_t(buffer)]).second;
+  }
+
+  Event& begin(llvm::SMLoc loc, const Affine& length) {
+    reads_.emplace_back();
+    writes_.emplace_back();
+    Event& e = trace_.events.emplace_back();
+    e.step = step_;
+    e.rank = rank_;
+    e.loc = loc;
+    trace_.nonEmpty.push_back(arith_.less(Affine::constant(0), length));
+    return e;
+  }
+  int slotOf(const execute::Place& p) {
+    const SlotKey key{p.owner, p.buffer, p.slot};
+    auto [it, added] = slotIds_.emplace(key, int(slots_.size()));
+    if (added)
+      slots_.push_back(key);
+    return it->second;
+  }
+  /// What `o` reads; its range (of `length` elements from its offset) in `ranges`.
+  ReadRef readOf(const ir::Operand& o, const execute::Env& env, const Affine* length,
+                 std::vector<Range>& ranges) {
+    ReadRef r;
+    r.load = o.load;
+    if (o.load == ir::LoadKind::Register) {
+      r.reg = o.reg;
+      ranges.push_back(Range{});
+      return r;
+    }
+    const execute::Place p = place(o.region, env);
+    r.slot = slotOf(p);
+    ranges.push_back(Range{r.slot, p.offset, length ? *length : p.length});
+    return r;
+  }
+  Range rangeOf(const execute::Place& p, int slot, const Affine& length) {
+    return Range{slot, p.offset, length};
+  }
+
+  void barrier(const ir::Barrier& s) {
+    Event& e = begin(s.loc, Affine::constant(1));
+    e.barrier = true;
+    e.fullBarrier = s.scope == ir::BarrierScope::Full;
+  }
+  void transfer(llvm::SMLoc loc, const ir::Operand& source, const ir::Region& target,
+                const execute::Env& env) {
+    const Affine length = place(source.region, env).length;
+    std::vector<Range> ranges;
+    ReadRef read = readOf(source, env, &length, ranges);
+    const execute::Place to = place(target, env);
+    const int written = slotOf(to);
+    Event& e = begin(loc, length);
+    e.reads.push_back(read);
+    e.writeSlot = written;
+    reads_.back() = std::move(ranges);
+    writes_.back() = rangeOf(to, written, length);
+  }
+  void put(const ir::Put& s, const execute::Env& env) { transfer(s.loc, s.source, s.target, env); }
+  void atomicAdd(const ir::AtomicAdd& s, const execute::Env& env) {
+    transfer(s.loc, s.source, s.target, env);
+  }
+  void let(const ir::Let& s, const execute::Env& env) {
+    const Affine length = place(s.value.region, env).length;
+    std::vector<Range> ranges;
+    ReadRef read = readOf(s.value, env, &length, ranges);
+    Event& e = begin(s.loc, length);
+    e.reads.push_back(read);
+    e.keep = s.reg;
+    reads_.back() = std::move(ranges);
+  }
+  void assign(const ir::Assign& s, execute::Env& env) {
+    const execute::Place target = place(s.target, env);
+    std::vector<ReadRef> reads;
+    std::vector<Range> ranges;
+    forEachOperand(s, env, [&](const ir::Operand& o, bool) {
+      reads.push_back(readOf(o, env, &target.length, ranges));
+    });
+    const int written = slotOf(target);
+    Event& e = begin(s.loc, target.length);
+    e.reads = std::move(reads);
+    e.writeSlot = written;
+    e.keep = s.keep;
+    reads_.back() = std::move(ranges);
+    writes_.back() = rangeOf(target, written, target.length);
+  }
+  void rowNorm(const ir::RowNorm& s, const execute::Env& env) {
+    const execute::Place target = place(s.target, env);
+    std::vector<Range> ranges;
+    ReadRef rows = readOf(s.rows, env, &target.length, ranges);
+    ReadRef weight = readOf(s.weight, env, nullptr, ranges);
+    const int written = slotOf(target);
+    Event& e = begin(s.loc, target.length);
+    e.reads = {rows, weight};
+    e.writeSlot = written;
+    reads_.back() = std::move(ranges);
+    writes_.back() = rangeOf(target, written, target.length);
+  }
+
+  std::map<SlotKey, int>& slotIds_;
+  std::vector<SlotKey>& slots_;
+  Trace trace_;
+  std::vector<std::vector<Range>> reads_; // per event, per read
+  std::vector<Range> writes_;             // per event (slot -1: none)
+};
+
+/// One call's class: its root and which of its statements touch elements, with a count of it.
+struct Configuration {
+  int root = 0;
+  int64_t count = 1;
+  std::vector<bool> nonEmpty;
+  std::vector<std::vector<std::vector<int>>> sources;
+};
+
+/// Per rank, the position of each rank's run below which every access of that rank is known to
+/// be complete: call * (steps + 1) + step (accesses of earlier calls, and of earlier steps of
+/// that call).
+using Knowledge = std::vector<int64_t>;
+
+void join(Knowledge& into, const Knowledge& more) {
+  for (size_t r = 0; r < into.size(); ++r)
+    into[r] = std::max(into[r], more[r]);
+}
+void meet(Knowledge& into, const Knowledge& more) {
+  for (size_t r = 0; r < into.size(); ++r)
+    into[r] = std::min(into[r], more[r]);
+}
+
+struct Access {
+  int rank = 0, call = 0, step = 0;
+  bool write = false;
+  llvm::SMLoc loc;
+};
+
+/// What calls 1..j left: each rank's knowledge when its next call starts, and every access of
+/// scratch by copy.
+struct State {
+  std::vector<Knowledge> start;
+  std::vector<std::vector<Access>> log; // [slot * copies + copy]
+};
+
+struct Overlap {
+  int call = 0; // the later call (0-based)
+  const Event* event = nullptr;
+  Access earlier;
+  int slot = 0, copy = 0;
+  bool clearing = false; // the later access is a poll that clears, or a take that zeroes
+};
+
+/// Work one proof may do (statements of the calls it runs): past it the variant is refused, as a
+/// spec past the verifier's work budget is (the stdlib's variants at 2..8 ranks take at most a few
+/// million).
+constexpr int64_t kMaxWork = 50000000;
+
+class CallsProof {
+public:
+  CallsProof(const ir::Program& program, int nranks, const CallRotation& rotation,
+             Diagnostics& diags)
+      : program_(program), nranks_(nranks), rotation_(rotation), diags_(diags),
+        calls_(rotation.copies + 1) {}
+
+  bool run(AcrossCallsStats* stats) {
+    if (!collectConfigurations())
+      return false;
+    if (!checkFlags())
+      return false;
+    visited_.assign(size_t(calls_), {});
+    State initial;
+    initial.start.assign(size_t(nranks_), Knowledge(size_t(nranks_), 0));
+    initial.log.resize(slots_.size() * size_t(rotation_.copies));
+    std::vector<int> chosen;
+    const bool ok = explore(initial, 0, chosen);
+    if (stats) {
+      stats->calls = calls_;
+      stats->configurations = int(configurations_.size());
+      stats->sequences += sequences_;
+      stats->callsRun += callsRun_;
+    }
+    return ok;
+  }
+
+private:
+  /// Calls are named by their epoch (the first call of an instance is call 1).
+  uint64_t epochOf(int call) const { return rotation_.firstEpoch + uint64_t(call); }
+
+  int64_t position(int call, int step) const {
+    return int64_t(call) * int64_t(program_.steps.size() + 1) + step;
+  }
+
+  std::string lead() const {
+    return "sync strategy '" + std::string(name(program_.sync)) + "' cannot synchronize '" +
+           program_.name + "' across calls: ";
+  }
+
+  // ------------------------------------------------------------------ one call's classes
+  /// Every class a call can fall in over every count n >= 1 (its root, which statements touch no
+  /// element, which writes each read may take): the verifier's residue classes of n with q
+  /// symbolic (a class is decided by comparisons of affine positions, the same for every q from
+  /// the run's threshold on) and every smaller q with numbers.
+  bool collectConfigurations() {
+    const int roots = hasRoot(program_.kind) ? nranks_ : 1;
+    skeletons_.assign(size_t(roots), {});
+    std::set<std::tuple<int, std::vector<bool>, std::vector<std::vector<std::vector<int>>>>> seen;
+    auto record = [&](int root, int64_t count, Trace trace) {
+      // The root may decide what runs; the count does not.
+      auto& skeleton = skeletons_[size_t(root)];
+      if (skeleton.empty())
+        skeleton = std::move(trace.events);
+      else if (skeleton.size() != trace.events.size())
+        internalError("a count changed which statements a call runs");
+      if (seen.insert({root, trace.nonEmpty, trace.sources}).second)
+        configurations_.push_back(
+            Configuration{root, count, std::move(trace.nonEmpty), std::move(trace.sources)});
+    };
+    auto walk = [&](int root, Affine count, Arith& arith) {
+      execute::Shape shape{nranks_, root, count, program_.rowLengthName.empty() ? 0 : 1, {}};
+      Tracer tracer(program_, shape, arith, slotIds_, slots_);
+      return tracer.run();
+    };
+    try {
+      for (int root = 0; root < roots; ++root) {
+        int64_t period = int64_t(collc::kChunkAlignElems) * nranks_;
+        std::vector<int64_t> residues;
+        for (int64_t residue = period - 1; residue >= 0; --residue)
+          residues.push_back(residue);
+        while (!residues.empty()) {
+          const int64_t residue = residues.back();
+          const int64_t firstQ = residue == 0 ? 1 : 0;
+          Arith arith(/*symbolic=*/true);
+          Trace trace;
+          try {
+            trace = walk(root, Affine{period, residue}, arith);
+          } catch (const SplitQ& split) {
+            if (period > (int64_t(1) << 20) / split.factor)
+              throw AffineError{"period"};
+            std::vector<int64_t> finer;
+            for (auto r = residues.rbegin(); r != residues.rend(); ++r)
+              for (int64_t t = 0; t < split.factor; ++t)
+                finer.push_back(*r + period * t);
+            residues.assign(finer.rbegin(), finer.rend());
+            period *= split.factor;
+            continue;
+          }
+          residues.pop_back();
+          const int64_t q = std::max(arith.threshold(), firstQ);
+          record(root, period * q + residue, std::move(trace));
+          for (int64_t small = firstQ; small < arith.threshold(); ++small) {
+            Arith concrete(/*symbolic=*/false);
+            record(root, period * small + residue,
+                   walk(root, Affine::constant(period * small + residue), concrete));
+          }
+        }
+      }
+    } catch (const AffineError& error) {
+      diags_.error(program_.loc, lead() + "the proof across calls cannot run it (" + error.why +
+                                     ", nranks=" + std::to_string(nranks_) + ")");
+      return false;
+    }
+    return true;
+  }
+
+  // ------------------------------------------------------------------ flags
+  /// No poll of a call can be satisfied by what an earlier call using the same copy left (its
+  /// packets or lines, with their flag), or by the zeros scratch starts with: whatever count an
+  /// earlier call had, any packet of the copy may still be its (a smaller later call does not
+  /// overwrite it). Checked for the calls 1..k; the flags' period is the README's bound.
+  bool checkFlags() {
+    std::set<int> done;
+    for (const std::vector<Event>& skeleton : skeletons_)
+      for (const Event& e : skeleton)
+        for (const ReadRef& read : e.reads) {
+          if (read.slot < 0)
+            continue;
+          const ir::BufferId buffer = slots_[size_t(read.slot)].buffer;
+          const bool packet = read.load == ir::LoadKind::PollPacket;
+          if (!(packet || read.load == ir::LoadKind::PollLine) || !done.insert(buffer).second)
+            continue;
+          const auto& flag = packet ? rotation_.packetFlag : rotation_.lineFlag;
+          const char* unit = packet ? "packet" : "line";
+          const std::string& bufferName = program_.buffers[size_t(buffer)].name;
+          for (int later = 0; later < calls_; ++later) {
+            const uint64_t epoch = rotation_.firstEpoch + uint64_t(later);
+            const uint64_t mine = flag(epoch);
+            if (mine == 0) {
+              diags_.error(e.loc, lead() + "call " + std::to_string(epoch) + "'s poll of '" +
+                                      bufferName +
+                                      "' can be satisfied by the zeros scratch starts "
+                                      "with: the call's " +
+                                      unit + "s carry flag 0");
+              return false;
+            }
+            for (int earlier = 0; earlier < later; ++earlier) {
+              const uint64_t before = rotation_.firstEpoch + uint64_t(earlier);
+              if (before % uint64_t(rotation_.copies) != epoch % uint64_t(rotation_.copies) ||
+                  flag(before) != mine)
+                continue;
+              diags_.error(
+                  e.loc, lead() + "call " + std::to_string(epoch) + "'s poll of '" + bufferName +
+                             "' can be satisfied by call " + std::to_string(before) + "'s " + unit +
+                             ": both use scratch copy " +
+                             std::to_string(epoch % uint64_t(rotation_.copies)) +
+                             " and carry flag " + std::to_string(mine) + ", and call " +
+                             std::to_string(epoch) + " may be smaller than call " +
+                             std::to_string(before) + ", which leaves its " + unit + "s in place");
+              return false;
+            }
+          }
+        }
+    return true;
+  }
+
+  // ------------------------------------------------------------------ sequences of calls
+  /// Every sequence of classes from `state` on. What the later calls find depends on nothing
+  /// but the state a call leaves (and its number), so a state met before at the same call is
+  /// not run again: the sequences through it were.
+  bool explore(const State& state, int call, std::vector<int>& chosen) {
+    if (call == calls_) {
+      ++sequences_;
+      return true;
+    }
+    if (!visited_[size_t(call)].insert(keyOf(state)).second) {
+      ++sequences_;
+      return true;
+    }
+    for (size_t c = 0; c < configurations_.size(); ++c) {
+      ++callsRun_;
+      work_ += int64_t(skeletons_[size_t(configurations_[c].root)].size());
+      if (work_ > kMaxWork) {
+        diags_.error(program_.loc, lead() + "proving it takes more than " +
+                                       std::to_string(kMaxWork) + " steps of work (" +
+                                       std::to_string(callsRun_) + " calls of " +
+                                       std::to_string(configurations_.size()) +
+                                       " classes, nranks=" + std::to_string(nranks_) +
+                                       "); collc refuses a variant it cannot prove in that");
+        return false;
+      }
+      State next = state;
+      chosen.push_back(int(c));
+      if (!runCall(next, call, configurations_[c])) {
+        report(chosen);
+        return false;
+      }
+      if (!explore(next, call + 1, chosen))
+        return false;
+      chosen.pop_back();
+    }
+    return true;
+  }
+
+  static std::vector<int64_t> keyOf(const State& state) {
+    std::vector<int64_t> key;
+    for (const Knowledge& known : state.start)
+      key.insert(key.end(), known.begin(), known.end());
+    for (const auto& list : state.log) {
+      key.push_back(-1 - int64_t(list.size()));
+      for (const Access& a : list) {
+        key.insert(key.end(), {a.rank, a.call, a.step, a.write ? 1 : 0});
+        key.push_back(int64_t(reinterpret_cast<intptr_t>(a.loc.getPointer())));
+      }
+    }
+    return key;
+  }
+
+  /// Runs call `call` (0-based; epoch call + 1) on `state`; false at the first write that
+  /// nothing orders after an earlier call's access of the same scratch copy (in overlap_).
+  bool runCall(State& state, int call, const Configuration& config) {
+    const int copy = int(epochOf(call) % uint64_t(rotation_.copies));
+    std::vector<Knowledge> known = state.start; // per rank, as its threads go: start, barriers
+    for (int r = 0; r < nranks_; ++r)
+      known[size_t(r)][size_t(r)] = position(call, 0);
+    const std::vector<Knowledge> atStart = known;
+    std::vector<Knowledge> gained = known;
+    const std::vector<Event>& skeleton = skeletons_[size_t(config.root)];
+    std::vector<Knowledge> writerKnew(skeleton.size()); // what each write's thread knew
+    std::map<std::string, Knowledge> registers;
+    int registerStep = -1, registerRank = -1;
+    for (size_t i = 0; i < skeleton.size(); ++i) {
+      const Event& e = skeleton[i];
+      Knowledge& mine = known[size_t(e.rank)];
+      if (e.step != registerStep || e.rank != registerRank) {
+        registers.clear();
+        registerStep = e.step;
+        registerRank = e.rank;
+      }
+      if (e.barrier) {
+        // Every rank reached this barrier of this call, so each has finished its previous calls
+        // (a kernel starts when the one before it has finished), and a full barrier says every
+        // block has finished the steps before it. A per-block barrier says so of block b for
+        // block b: once every block of this rank has passed it (at its next call), of all.
+        for (int r = 0; r < nranks_; ++r) {
+          mine[size_t(r)] = std::max(mine[size_t(r)], position(call, e.fullBarrier ? e.step : 0));
+          join(mine, atStart[size_t(r)]);
+        }
+        join(gained[size_t(e.rank)], mine);
+        for (int r = 0; r < nranks_; ++r)
+          gained[size_t(e.rank)][size_t(r)] =
+              std::max(gained[size_t(e.rank)][size_t(r)], position(call, e.step));
+        continue;
+      }
+      if (!config.nonEmpty[i])
+        continue;
+      // What the thread knows when it writes: its rank's, and what the data it read carries.
+      Knowledge value = mine;
+      for (const ReadRef& read : e.reads) {
+        if (!read.reg.empty()) {
+          auto it = registers.find(read.reg);
+          if (it != registers.end())
+            join(value, it->second);
+        } else if (read.slot >= 0) {
+          join(value, knowledgeOfRead(config, i, size_t(&read - e.reads.data()), writerKnew));
+        }
+      }
+      join(gained[size_t(e.rank)], value);
+      if (!e.keep.empty())
+        registers[e.keep] = value;
+      for (const ReadRef& read : e.reads) {
+        if (read.slot < 0 || !isScratch(read.slot))
+          continue;
+        const bool clears =
+            read.load == ir::LoadKind::PollSentinel || read.load == ir::LoadKind::TakeLine;
+        if (clears && !ordered(state, call, e, read.slot, copy, value, true))
+          return false;
+        log(state, read.slot, copy, Access{e.rank, call, e.step, clears, e.loc});
+      }
+      if (e.writeSlot >= 0) {
+        // User buffers are the caller's between calls; within one they carry what was known.
+        if (isScratch(e.writeSlot)) {
+          if (!ordered(state, call, e, e.writeSlot, copy, value, false))
+            return false;
+          log(state, e.writeSlot, copy, Access{e.rank, call, e.step, true, e.loc});
+        }
+        writerKnew[i] = value;
+      }
+    }
+    for (int r = 0; r < nranks_; ++r) {
+      state.start[size_t(r)] = gained[size_t(r)];
+      state.start[size_t(r)][size_t(r)] = position(call + 1, 0);
+    }
+    return true;
+  }
+
+  /// What a read knows from the data it takes: what the writers of the elements it reads knew.
+  /// Of several writes it may take, only what all of them knew (a thread may take any one),
+  /// except of an accumulation line: its take waits for every rank's add.
+  Knowledge knowledgeOfRead(const Configuration& config, size_t event, size_t read,
+                            const std::vector<Knowledge>& writerKnew) const {
+    const std::vector<int>& sources = config.sources[event][read];
+    Knowledge known(size_t(nranks_), 0);
+    if (sources.empty())
+      return known;
+    const ir::BufferId buffer =
+        slots_[size_t(skeletons_[size_t(config.root)][event].reads[read].slot)].buffer;
+    const bool lines = program_.buffers[size_t(buffer)].storage == ir::Storage::AtomicLines;
+    known = writerKnew[size_t(sources.front())];
+    for (int source : sources) {
+      if (lines)
+        join(known, writerKnew[size_t(source)]);
+      else
+        meet(known, writerKnew[size_t(source)]);
+    }
+    return known;
+  }
+
+  bool isScratch(int slot) const {
+    return program_.buffers[size_t(slots_[size_t(slot)].buffer)].role == ir::BufferRole::Scratch;
+  }
+
+  void log(State& state, int slot, int copy, const Access& access) {
+    auto& list = state.log[size_t(slot) * size_t(rotation_.copies) + size_t(copy)];
+    for (Access& a : list)
+      if (a.rank == access.rank && a.call == access.call && a.write == access.write) {
+        a.step = std::max(a.step, access.step);
+        if (a.step == access.step)
+          a.loc = access.loc;
+        return;
+      }
+    list.push_back(access);
+  }
+
+  /// A write of `slot` in this call must come after every access of the same copy by another
+  /// rank in an earlier call: counts differ from call to call, so any element of the slot may be
+  /// one that access touched.
+  bool ordered(const State& state, int call, const Event& e, int slot, int copy,
+               const Knowledge& value, bool clearing) {
+    for (const Access& a : state.log[size_t(slot) * size_t(rotation_.copies) + size_t(copy)]) {
+      if (a.call >= call || a.rank == e.rank)
+        continue;
+      if (value[size_t(a.rank)] > position(a.call, a.step))
+        continue;
+      overlap_ = Overlap{call, &e, a, slot, copy, clearing};
+      return false;
+    }
+    return true;
+  }
+
+  void report(const std::vector<int>& chosen) {
+    const Overlap& o = overlap_;
+    const SlotKey& key = slots_[size_t(o.slot)];
+    const ir::Buffer& buffer = program_.buffers[size_t(key.buffer)];
+    std::string counts;
+    for (size_t k = 0; k < chosen.size(); ++k) {
+      const Configuration& c = configurations_[size_t(chosen[k])];
+      counts += (k ? ", " : "") + std::to_string(c.count) +
+                (hasRoot(program_.kind) ? " (root " + std::to_string(c.root) + ")" : "");
+    }
+    const std::string later = "call " + std::to_string(epochOf(o.call));
+    const std::string earlier = "call " + std::to_string(epochOf(o.earlier.call));
+    const std::string what =
+        o.clearing ? (buffer.storage == ir::Storage::AtomicLines ? "zeroing of the lines it takes"
+                                                                 : "clearing of what it polled")
+                   : "write";
+    diags_.error(
+        o.event->loc,
+        lead() + later + "'s " + what + " of '" + buffer.name + "' (slot " +
+            std::to_string(key.slot) + " of rank " + std::to_string(key.owner) + ", scratch copy " +
+            std::to_string(o.copy) + ") on rank " + std::to_string(o.event->rank) +
+            " can reach it while " + earlier + "'s " + (o.earlier.write ? "write" : "read") +
+            " on rank " + std::to_string(o.earlier.rank) + " in step '" +
+            program_.steps[size_t(o.earlier.step)].name +
+            "' may not be done: nothing orders the two (" + std::to_string(rotation_.copies) +
+            " scratch cop" + (rotation_.copies == 1 ? "y" : "ies") +
+            "; nranks=" + std::to_string(nranks_) + ", calls with n = " + counts + ")");
+    diags_.note(o.earlier.loc, earlier + "'s " + (o.earlier.write ? "write" : "read") + " here");
+  }
+
+  const ir::Program& program_;
+  const int nranks_;
+  const CallRotation& rotation_;
+  Diagnostics& diags_;
+  const int calls_;
+  std::map<SlotKey, int> slotIds_;
+  std::vector<SlotKey> slots_;
+  std::vector<std::vector<Event>> skeletons_; // by root: what a call runs
+  std::vector<Configuration> configurations_;
+  int64_t sequences_ = 0; // sequences run, or cut short at a state met before
+  int64_t callsRun_ = 0;
+  int64_t work_ = 0;
+  std::vector<std::set<std::vector<int64_t>>> visited_; // by call: the states it started from
+  Overlap overlap_;
+};
+
+} // namespace
+
+CallRotation rotationOf(const ir::Program& lowered) {
+  CallRotation rotation;
+  rotation.copies = lowered.scratchCopies;
+  // CudaCodeGen: `const unsigned flag = unsigned(epoch)` in every packet; ll128 lines carry the
+  // 64-bit epoch.
+  rotation.packetFlag = [](uint64_t epoch) { return epoch & 0xffffffffu; };
+  rotation.lineFlag = [](uint64_t epoch) { return epoch; };
+  return rotation;
+}
+
+bool proveAcrossCalls(const ir::Program& lowered, int nranks, const CallRotation& rotation,
+                      Diagnostics& diags, AcrossCallsStats* stats) {
+  if (rotation.copies < 1)
+    internalError("a rotation through no scratch copy");
+  CallsProof proof(lowered, nranks, rotation, diags);
+  return proof.run(stats);
+}
+
+} // namespace collc

@@ -1,0 +1,218 @@
+// The proof across consecutive calls (compiler/verify/AcrossCalls.h): every stdlib spec under
+// every strategy it compiles with passes it, and each strategy with a broken rotation (too few
+// scratch copies, a flag that repeats too early) is refused with a message naming both calls.
+#include "compiler/verify/AcrossCalls.h"
+
+#include "compiler/Compile.h"
+#include "compiler/DiagnosticText.h"
+#include "tests/StdlibApplicability.h"
+
+#include <gtest/gtest.h>
+#include <iostream>
+#include <llvm/Support/raw_ostream.h>
+
+namespace collc {
+namespace {
+
+struct Compiled {
+  bool ok = false;
+  std::string diagnostics;
+};
+
+Compiled compile(const std::string& name, SyncKind sync, int nranks,
+                 std::function<void(CallRotation&)> breakRotation = {}) {
+  auto spec = loadSpec(name);
+  if (!spec) {
+    consumeError(spec.takeError());
+    ADD_FAILURE() << "no stdlib spec " << name;
+    return {};
+  }
+  CompileOptions options;
+  options.sync = sync;
+  options.nranks = nranks;
+  options.formatSource = false;
+  options.experimentalLL128 = true;
+  options.breakRotationForTests = std::move(breakRotation);
+  Compiled result;
+  DiagnosticText out(result.diagnostics);
+  auto compiled = compileCollective(*spec, options, out);
+  result.ok = bool(compiled);
+  if (!compiled)
+    consumeError(compiled.takeError());
+  return result;
+}
+
+void oneCopy(CallRotation& rotation) {
+  rotation.copies = 1;
+}
+
+// ---------------------------------------------------------------- every stdlib variant
+
+TEST(AcrossCalls, EveryStdlibSpecAndStrategyProves) {
+  int proved = 0;
+  int64_t largest = 0;
+  std::string largestVariant;
+  for (const tests::StdlibSpecFacts& facts : tests::kStdlibSpecs)
+    for (SyncKind sync : tests::kImplementedStrategies) {
+      if (!tests::specAccepts(facts, sync, ReduceOp::Sum))
+        continue;
+      for (int nranks : {2, 3, 4, 8}) {
+        auto spec = loadSpec(facts.name);
+        ASSERT_TRUE(bool(spec));
+        CompileOptions options;
+        options.sync = sync;
+        options.nranks = nranks;
+        options.experimentalLL128 = true;
+        std::string text;
+        DiagnosticText out(text);
+        auto programs = lowerVariantPrograms(*spec, options, out);
+        ASSERT_TRUE(bool(programs)) << facts.name << " " << name(sync) << " " << nranks << "\n"
+                                    << text;
+        // The compilation ran the proof; run it again for what it covered.
+        llvm::SourceMgr sources;
+        std::string printed;
+        llvm::raw_string_ostream stream(printed);
+        Diagnostics diags(sources, stream);
+        AcrossCallsStats stats;
+        EXPECT_TRUE(proveAcrossCalls(*programs->lowered, nranks, rotationOf(*programs->lowered),
+                                     diags, &stats))
+            << facts.name << " " << name(sync) << " " << nranks;
+        EXPECT_EQ(stats.calls, programs->lowered->scratchCopies + 1);
+        EXPECT_GE(stats.configurations, 1);
+        EXPECT_GE(stats.sequences, 1);
+        EXPECT_LE(stats.callsRun, stats.sequences * stats.calls);
+        if (stats.callsRun > largest) {
+          largest = stats.callsRun;
+          largestVariant = std::string(facts.name) + " " + std::string(name(sync)) + " " +
+                           std::to_string(nranks) + " ranks";
+        }
+        ++proved;
+      }
+    }
+  EXPECT_GE(proved, 4 * 20); // every spec with barrier, the mutual ones with four more
+  std::cout << "most calls run for one variant: " << largest << " (" << largestVariant << ")\n";
+}
+
+// ---------------------------------------------------------------- broken rotations
+
+TEST(AcrossCalls, BarrierWithOneCopyIsRefused) {
+  // The push of call 2 may reach a peer's slot while the peer still reduces call 1's.
+  Compiled c = compile("allreduce_oneshot", SyncKind::Barrier, 2, oneCopy);
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics.find("across calls: call 2's write of 'slot'"), std::string::npos)
+      << c.diagnostics;
+  EXPECT_NE(c.diagnostics.find("while call 1's read on rank"), std::string::npos) << c.diagnostics;
+  EXPECT_NE(c.diagnostics.find("note: call 1's read here"), std::string::npos) << c.diagnostics;
+}
+
+TEST(AcrossCalls, TwoShotUnderBarrierNeedsNoSecondCopy) {
+  // Its second barrier closes every read of 'inbox' before the next call's push, and its first
+  // every read of 'result' before the next call's sends: one copy would do, and the proof says so.
+  EXPECT_TRUE(compile("allreduce_twoshot", SyncKind::Barrier, 3, oneCopy).ok);
+}
+
+TEST(AcrossCalls, LLWithOneCopyIsRefused) {
+  Compiled c = compile("allreduce_oneshot", SyncKind::LL, 2, oneCopy);
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics.find("across calls: call 2's write of 'slot'"), std::string::npos)
+      << c.diagnostics;
+  EXPECT_NE(c.diagnostics.find("call 1's read here"), std::string::npos) << c.diagnostics;
+}
+
+TEST(AcrossCalls, LLWhoseFlagWrapsTooEarlyIsRefused) {
+  // Flags 1, 2, 1, ...: call 3 uses call 1's copy and flag, and may be smaller than call 1.
+  Compiled c = compile("allgather_direct", SyncKind::LL, 2, [](CallRotation& rotation) {
+    rotation.packetFlag = [](uint64_t epoch) { return 1 + (epoch - 1) % 2; };
+  });
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics.find("across calls: call 3's poll of 'slot' can be satisfied by call "
+                               "1's packet: both use scratch copy 1 and carry flag 1"),
+            std::string::npos)
+      << c.diagnostics;
+}
+
+TEST(AcrossCalls, LLWhoseFlagWrapsToZeroIsRefused) {
+  Compiled c = compile("allgather_direct", SyncKind::LL, 2, [](CallRotation& rotation) {
+    rotation.packetFlag = [](uint64_t epoch) { return epoch % 3; };
+  });
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics.find("call 3's poll of 'slot' can be satisfied by the zeros scratch "
+                               "starts with"),
+            std::string::npos)
+      << c.diagnostics;
+}
+
+TEST(AcrossCalls, LLPacketsRepeatTheirFlagAfterTwoToThe32Calls) {
+  // The kernel's packets carry the epoch's low 32 bits: call 2^32's packets carry flag 0, which a
+  // packet of its copy that no call wrote carries too. The proof is for the calls before it.
+  Compiled before = compile("allgather_direct", SyncKind::LL, 2, [](CallRotation& rotation) {
+    rotation.firstEpoch = (uint64_t(1) << 32) - 3;
+  });
+  EXPECT_TRUE(before.ok) << before.diagnostics;
+  Compiled at = compile("allgather_direct", SyncKind::LL, 2, [](CallRotation& rotation) {
+    rotation.firstEpoch = (uint64_t(1) << 32) - 2;
+  });
+  EXPECT_FALSE(at.ok);
+  EXPECT_NE(at.diagnostics.find("call 4294967296's poll of 'slot' can be satisfied by the zeros"),
+            std::string::npos)
+      << at.diagnostics;
+}
+
+TEST(AcrossCalls, SentinelWithOneCopyIsRefused) {
+  Compiled c = compile("allreduce_oneshot", SyncKind::Sentinel, 2, oneCopy);
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics.find("across calls: call 2's "), std::string::npos) << c.diagnostics;
+  EXPECT_NE(c.diagnostics.find("call 1's "), std::string::npos) << c.diagnostics;
+}
+
+TEST(AcrossCalls, LL128AtomicWithOneCopyIsRefused) {
+  Compiled c = compile("allreduce_twoshot", SyncKind::LL128Atomic, 2, oneCopy);
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics.find("across calls: call 2's "), std::string::npos) << c.diagnostics;
+  EXPECT_NE(c.diagnostics.find("call 1's "), std::string::npos) << c.diagnostics;
+}
+
+TEST(AcrossCalls, LL128WhoseFlagWrapsTooEarlyIsRefused) {
+  Compiled c = compile("allgather_direct", SyncKind::LL128, 2, [](CallRotation& rotation) {
+    rotation.lineFlag = [](uint64_t epoch) { return 1 + (epoch - 1) % 2; };
+  });
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics.find("call 3's poll of 'slot' can be satisfied by call 1's line"),
+            std::string::npos)
+      << c.diagnostics;
+}
+
+TEST(AcrossCalls, RotationIsTheKernels) {
+  // rotationOf says what the kernel does: its copies, unsigned(epoch) in packets, the epoch in
+  // lines. The kernel text is checked for the same, so that neither drifts alone.
+  auto spec = loadSpec("allgather_direct");
+  ASSERT_TRUE(bool(spec));
+  for (SyncKind sync : {SyncKind::LL, SyncKind::LL128, SyncKind::Sentinel}) {
+    CompileOptions options;
+    options.sync = sync;
+    options.formatSource = false;
+    options.experimentalLL128 = true;
+    std::string text;
+    DiagnosticText out(text);
+    auto compiled = compileCollective(*spec, options, out);
+    ASSERT_TRUE(bool(compiled)) << text;
+    auto programs = lowerVariantPrograms(*spec, options, out);
+    ASSERT_TRUE(bool(programs)) << text;
+    const CallRotation rotation = rotationOf(*programs->lowered);
+    EXPECT_EQ(rotation.copies, compiled->scratchCopies);
+    const std::string& cuda = compiled->cudaSource;
+    EXPECT_NE(cuda.find("const u64 copy = epoch % kScratchCopies;"), std::string::npos);
+    if (sync == SyncKind::LL) {
+      EXPECT_NE(cuda.find("const unsigned flag = unsigned(epoch);"), std::string::npos);
+      EXPECT_EQ(rotation.packetFlag((uint64_t(1) << 32) + 5), 5u);
+    }
+    if (sync == SyncKind::LL128) {
+      EXPECT_NE(cuda.find("ll128_store("), std::string::npos);
+      EXPECT_NE(cuda.find(", epoch);"), std::string::npos);
+      EXPECT_EQ(rotation.lineFlag((uint64_t(1) << 32) + 5), (uint64_t(1) << 32) + 5);
+    }
+  }
+}
+
+} // namespace
+} // namespace collc
