@@ -72,7 +72,8 @@ struct AuxBuffer {
 };
 
 /// `residualOut = reduce(in, ...) + residualIn; out = rmsnorm(residualOut, weight)`, the fused
-/// AllReduce + residual add + RMSNorm of LLM decoding, as indices into CompiledCollective::aux.
+/// AllReduce + residual add + RMSNorm of LLM decoding, as indices into CompiledCollective::aux, as
+/// compiler/RowEpilogue.h finds it in a spec (for a plain baseline of the same data flow).
 struct AddRmsNormEpilogue {
   int residualIn = -1, residualOut = -1, weight = -1;
 };
@@ -105,8 +106,6 @@ struct CompiledCollective {
   float eps = 1e-6f; // rmsnorm's epsilon
   /// User buffers after the input and the output, in collc_params::aux order (RowEpilogue.h).
   std::vector<AuxBuffer> aux;
-  /// The epilogue the run harness can check against a float64 reference, if the spec has it.
-  std::optional<AddRmsNormEpilogue> addRmsNorm;
   /// The output may be the input's memory (an in-place call): the verifier proved it.
   bool inPlace = false;
   /// Aux buffers that may be the same memory, as (written, read) indices into `aux`: proved too.

@@ -436,6 +436,8 @@ Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   if (!lowered)
     return fail();
   const ir::Program& program = lowered->variant.program;
+  if (options.specProgram)
+    *options.specProgram = std::make_shared<const ir::Program>(lowered->variant.spec);
   const LaunchShape launch = lowered->launch;
   const int root = lowered->root;
   const int64_t rowLength = lowered->rowLength;
@@ -478,7 +480,6 @@ Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   compiled.rowLength = rowLength;
   compiled.eps = options.eps;
   compiled.aux = describeAuxBuffers(program, options.nranks, rowLength);
-  compiled.addRmsNorm = findAddRmsNorm(*checked.program);
   // What this variant's own lowered program allows, not the spec: its strategy may race where
   // the spec's waits order.
   compiled.aliasesTogether = lowered->variant.aliases.together;

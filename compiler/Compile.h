@@ -58,6 +58,9 @@ struct CompileOptions {
   /// With printIr: after every step of the variant's lowering (compiler/Lower.cpp), from the
   /// checked spec on, not only the last.
   bool printIrAfterAll = false;
+  /// If set, receives the spec's program the variant was lowered from (its steps expanded for
+  /// nranks): what the run harness interprets as the variant's reference.
+  std::shared_ptr<const ir::Program>* specProgram = nullptr;
 };
 
 // Errors: where the spec (or an option) is wrong, the diagnostics (file:line:col: error: ...) go to

@@ -15,6 +15,7 @@ constexpr uint64_t kChecksumBytes = 32;
 constexpr const char* kCollectiveSection = "collective";
 constexpr const char* kCubinSection = "cubin";
 constexpr const char* kSourceSection = "cuda-source";
+constexpr const char* kSpecSection = "spec";
 
 void writeCount(ByteWriter& out, const ElementCount& count) {
   out.u64(count.perCount);
@@ -73,12 +74,6 @@ std::string encodeCollective(const CompiledCollective& c) {
     writeCount(out, a.elems);
     out.boolean(a.written);
   }
-  out.boolean(c.addRmsNorm.has_value());
-  if (c.addRmsNorm) {
-    out.i32(c.addRmsNorm->residualIn);
-    out.i32(c.addRmsNorm->residualOut);
-    out.i32(c.addRmsNorm->weight);
-  }
   out.boolean(c.inPlace);
   out.u64(c.auxAliases.size());
   for (const auto& [written, read] : c.auxAliases) {
@@ -128,11 +123,6 @@ void checkCollective(ByteReader& in, const CompiledCollective& c) {
     if (index < 0 || index >= auxCount)
       in.fail(field, fmt::format("aux buffer {} does not exist ({} aux buffers)", index, auxCount));
   };
-  if (c.addRmsNorm) {
-    auxIndex("addRmsNorm.residualIn", c.addRmsNorm->residualIn);
-    auxIndex("addRmsNorm.residualOut", c.addRmsNorm->residualOut);
-    auxIndex("addRmsNorm.weight", c.addRmsNorm->weight);
-  }
   for (const auto& [written, read] : c.auxAliases) {
     auxIndex("auxAliases", written);
     auxIndex("auxAliases", read);
@@ -179,13 +169,6 @@ CompiledCollective decodeCollective(ByteReader& in) {
     a.elems = readCount(in);
     a.written = in.boolean("aux written");
   }
-  if (in.boolean("addRmsNorm present")) {
-    AddRmsNormEpilogue epilogue;
-    epilogue.residualIn = in.i32("addRmsNorm.residualIn");
-    epilogue.residualOut = in.i32("addRmsNorm.residualOut");
-    epilogue.weight = in.i32("addRmsNorm.weight");
-    c.addRmsNorm = epilogue;
-  }
   c.inPlace = in.boolean("inPlace");
   c.auxAliases.resize(in.count("auxAliases count", 8));
   for (auto& [written, read] : c.auxAliases) {
@@ -221,6 +204,13 @@ std::string encodeBundle(const CollectiveBundle& bundle) {
   }
   if (!bundle.compiled.cudaSource.empty()) {
     writeSection(sections, kSourceSection, bundle.compiled.cudaSource);
+    ++sectionCount;
+  }
+  if (!bundle.specText.empty()) {
+    ByteWriter payload;
+    payload.string(bundle.specName);
+    payload.string(bundle.specText);
+    writeSection(sections, kSpecSection, payload.bytes());
     ++sectionCount;
   }
   ByteWriter out;
@@ -301,6 +291,11 @@ Expected<CollectiveBundle> decodeBundle(std::string_view bytes, const std::strin
       bundle.cubins.push_back(std::move(cubin));
     } else if (sectionName == kSourceSection) {
       bundle.compiled.cudaSource = payload;
+    } else if (sectionName == kSpecSection) {
+      bundle.specName = in.string("spec name");
+      bundle.specText = in.string("spec text");
+      if (!in.failed() && in.remaining() != 0)
+        in.fail("end", std::to_string(in.remaining()) + " bytes follow the spec's text");
     }
     // A section of another name is skipped: a later writer may add what this reader can ignore.
     if (in.failed())

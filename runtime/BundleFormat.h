@@ -16,7 +16,7 @@ namespace collc {
 
 inline constexpr char kBundleMagic[8] = {'C', 'O', 'L', 'L', 'C', 'B', 'N', 'D'};
 /// The format version this runtime writes and the only one it reads.
-inline constexpr uint32_t kBundleVersion = 2;
+inline constexpr uint32_t kBundleVersion = 3;
 
 /// One cubin of a bundle: the real architecture it was compiled for ("sm_90") and its ELF bytes.
 struct BundleCubin {
@@ -30,6 +30,9 @@ struct CollectiveBundle {
   CompiledCollective compiled;
   /// At most one per architecture.
   std::vector<BundleCubin> cubins;
+  /// The spec the variant was compiled from (its name in diagnostics and its text), for a run
+  /// that checks the bundle against the spec interpreted; stored only when the text is not empty.
+  std::string specName, specText;
 };
 
 /// The bundle's bytes: header, sections, SHA-256 of everything before it.

@@ -4,18 +4,152 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <thread>
+#include <vector>
 
 namespace collc::interpret {
 namespace {
 
-using Values = std::vector<double>;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-/// One slot's elements as a caller's buffer or scratch holds them.
-using Slots = std::vector<Values>;
+/// body(begin, end) over [0, length), split into fixed chunks over up to 16 threads (this one
+/// too) where the length is large: element loops of a statement are independent.
+template <typename Body> void parallelFor(int64_t length, Body body) {
+  constexpr int64_t kChunk = int64_t(1) << 16;
+  const int64_t chunks = (length + kChunk - 1) / kChunk;
+  const int64_t threads =
+      std::min<int64_t>({chunks, int64_t(std::max(1u, std::thread::hardware_concurrency())), 16});
+  if (threads <= 1) {
+    body(int64_t(0), length);
+    return;
+  }
+  auto run = [&](int64_t first) {
+    for (int64_t c = first; c < chunks; c += threads)
+      body(c * kChunk, std::min(length, (c + 1) * kChunk));
+  };
+  std::vector<std::thread> workers;
+  for (int64_t t = 1; t < threads; ++t)
+    workers.emplace_back(run, t);
+  run(0);
+  for (std::thread& worker : workers)
+    worker.join();
+}
 
-/// What one rank's memory is: every buffer's slots. Aux buffers and the input are the caller's.
-using RankMemory = std::vector<Slots>;
+/// An element of the bounded domain: its value, and what its bound is made of. The terms of the
+/// sum it is since the last rmsnorm (a copy of an input is one term, a line at zero none) and
+/// the sum of their magnitudes, so that the sum's rounding is bounded whatever the order the device
+/// adds them in; and the bound carried from an rmsnorm it was computed from (NaN: never written;
+/// a float, since a bound needs no more digits, which keeps an element at 24 bytes).
+struct Tracked {
+  double value = kNaN, magnitude = kNaN;
+  float carried = std::numeric_limits<float>::quiet_NaN();
+  int32_t terms = 0;
+};
+
+double valueOf(double element) {
+  return element;
+}
+double valueOf(const Tracked& element) {
+  return element.value;
+}
+
+template <typename Element> Element unwrittenElement();
+template <> double unwrittenElement<double>() {
+  return kNaN;
+}
+template <> Tracked unwrittenElement<Tracked>() {
+  return Tracked{};
+}
+
+template <typename Element> Element zeroElement();
+template <> double zeroElement<double>() {
+  return 0.0;
+}
+template <> Tracked zeroElement<Tracked>() {
+  return Tracked{0, 0, 0, 0};
+}
+
+template <typename Element> Element givenElement(double value);
+template <> double givenElement<double>(double value) {
+  return value;
+}
+template <> Tracked givenElement<Tracked>(double value) {
+  return Tracked{value, std::fabs(value), 0, 1};
+}
+
+double add(double a, double b) {
+  return a + b;
+}
+Tracked add(const Tracked& a, const Tracked& b) {
+  return Tracked{a.value + b.value, a.magnitude + b.magnitude, a.carried + b.carried,
+                 a.terms + b.terms};
+}
+
+/// The reduction operator. Max and min propagate NaN, as the device's operators do
+/// (compiler/device/combine_*.cuh), and pick one operand whole.
+template <typename Element> Element combine(ReduceOp op, const Element& a, const Element& b) {
+  if (op == ReduceOp::Sum)
+    return add(a, b);
+  if (std::isnan(valueOf(a)))
+    return a;
+  if (std::isnan(valueOf(b)))
+    return b;
+  const bool pickA = op == ReduceOp::Max ? valueOf(a) >= valueOf(b) : valueOf(a) <= valueOf(b);
+  return pickA ? a : b;
+}
+
+/// How far a device may be from `element` (BoundedResult).
+double boundOf(const Tracked& element, const Rounding& rounding) {
+  if (std::isnan(element.carried))
+    return kNaN;
+  if (!std::isfinite(element.value))
+    return 0;
+  const double sum =
+      element.terms > 1 ? element.terms * rounding.sumUnit * element.magnitude + rounding.tiny : 0;
+  return double(element.carried) + sum;
+}
+
+/// One row of rmsnorm: out = rows * weight / sqrt(mean(rows^2) + eps).
+void normalizeRow(const double* rows, const double* weight, double* out, int64_t h, double eps,
+                  const Rounding&) {
+  double squares = 0;
+  for (int64_t k = 0; k < h; ++k)
+    squares += rows[k] * rows[k];
+  const double scale = 1.0 / std::sqrt(squares / double(h) + eps);
+  for (int64_t k = 0; k < h; ++k)
+    out[k] = rows[k] * scale * weight[k];
+}
+
+/// The same with bounds. The device normalises its own rows, each off by up to e_k; the mean
+/// square is then off by up to mean(2|y|e + e^2), which moves the scale 1/sqrt(ms) by up to half
+/// that relative to ms (first order, with the error taken off ms so that the bound stays on the
+/// safe side). Both errors scale by |weight|, the weight's own error by |y| * scale; the kernel's
+/// float steps add normUnit of the result.
+void normalizeRow(const Tracked* rows, const Tracked* weight, Tracked* out, int64_t h, double eps,
+                  const Rounding& rounding) {
+  double squares = 0, squaresError = 0;
+  for (int64_t k = 0; k < h; ++k) {
+    const double y = rows[k].value, e = boundOf(rows[k], rounding);
+    squares += y * y;
+    squaresError += 2 * std::fabs(y) * e + e * e;
+  }
+  const double ms = squares / double(h) + eps;
+  const double msError = squaresError / double(h);
+  const double scale = 1 / std::sqrt(ms);
+  const double scaleRelative =
+      ms > msError ? 0.5 * msError / (ms - msError) : std::numeric_limits<double>::infinity();
+  for (int64_t k = 0; k < h; ++k) {
+    const double y = rows[k].value, e = boundOf(rows[k], rounding);
+    const double w = weight[k].value, ew = boundOf(weight[k], rounding);
+    const double value = y * scale * w;
+    const double bound = std::fabs(w) * scale * (e + (std::fabs(y) + e) * scaleRelative) +
+                         std::fabs(y) * scale * ew + rounding.normUnit * std::fabs(value) +
+                         rounding.tiny;
+    out[k] = Tracked{value, std::fabs(value), float(bound), 1};
+  }
+}
 
 ir::BufferId auxBuffer(const ir::Program& program, int index) {
   for (size_t b = 0; b < program.buffers.size(); ++b)
@@ -46,27 +180,39 @@ struct ConcreteArith {
   execute::Arith arith{false};
 };
 
-double combine(ReduceOp op, double a, double b) {
-  switch (op) {
-  case ReduceOp::Sum:
-    return a + b;
-  case ReduceOp::Max:
-    return std::max(a, b);
-  case ReduceOp::Min:
-    return std::min(a, b);
-  }
-  return a + b;
-}
+/// What the call leaves in the caller's memory, as elements of a domain.
+template <typename Element> struct Memory {
+  std::vector<std::vector<Element>> output;           // [rank]
+  std::vector<std::vector<std::vector<Element>>> aux; // [rank][auxIndex]
+};
 
-/// The reference's domain of the executor: every element holds a float64.
-class Machine : private ConcreteArith, public execute::Walker<Machine, Values> {
-  friend class execute::Walker<Machine, Values>;
+/// The reference's domain of the executor: every element holds a float64 (Element double), or a
+/// float64 and what its bound is made of (Element Tracked).
+template <typename Element>
+class Machine : private ConcreteArith,
+                public execute::Walker<Machine<Element>, std::vector<Element>> {
+  using Values = std::vector<Element>;
+  /// One slot's elements as a caller's buffer or scratch holds them.
+  using Slots = std::vector<Values>;
+  /// What one rank's memory is: every buffer's slots. Aux buffers and the input are the caller's.
+  using RankMemory = std::vector<Slots>;
+  using Base = execute::Walker<Machine<Element>, std::vector<Element>>;
+  friend Base;
+  using Base::forEachOperand;
+  using Base::memoryOf;
+  using Base::place;
+  using Base::program_;
+  using Base::registers_;
+  using Base::shape_;
+  using Base::shapeOf;
+  using Base::walk;
 
 public:
-  Machine(const ir::Program& program, const std::vector<ir::Step>& steps, const Call& call)
-      : Walker(program, steps, callShape(program, call), arith), call_(call) {}
+  Machine(const ir::Program& program, const std::vector<ir::Step>& steps, const Call& call,
+          const Rounding& rounding = {})
+      : Base(program, steps, callShape(program, call), arith), call_(call), rounding_(rounding) {}
 
-  Result run() {
+  Memory<Element> run() {
     allocate();
     walk();
     return collect();
@@ -127,9 +273,8 @@ private:
         const int64_t elems = elementsOf(buffer);
         // What no statement writes reads as NaN: an output element a kind leaves unspecified.
         Slots& memory = memory_[size_t(r)][b];
-        memory.assign(size_t(slots),
-                      Values(size_t(elems), std::numeric_limits<double>::quiet_NaN()));
-        const Values* given = nullptr;
+        memory.assign(size_t(slots), Values(size_t(elems), unwrittenElement<Element>()));
+        const std::vector<double>* given = nullptr;
         if (buffer.role == ir::BufferRole::Input)
           given = &call_.input[size_t(r)];
         else if (buffer.role == ir::BufferRole::Aux) {
@@ -138,18 +283,18 @@ private:
           given = &call_.aux[size_t(r)][size_t(buffer.auxIndex)];
         } else if (buffer.role == ir::BufferRole::Scratch)
           for (Values& slot : memory)
-            std::fill(slot.begin(), slot.end(), 0.0); // accumulation lines start at zero
+            std::fill(slot.begin(), slot.end(), zeroElement<Element>()); // lines start at zero
         if (given) {
           if (slots != 1 || int64_t(given->size()) != elems)
             throw InterpretError("buffer '" + buffer.name + "' holds " + std::to_string(elems) +
                                  " elements; " + std::to_string(given->size()) + " given");
-          memory[0] = *given;
+          std::transform(given->begin(), given->end(), memory[0].begin(), givenElement<Element>);
         }
       }
   }
 
-  Result collect() const {
-    Result result;
+  Memory<Element> collect() const {
+    Memory<Element> result;
     const ir::BufferId out = program_.output();
     for (int r = 0; r < call_.nranks; ++r) {
       result.output.push_back(out >= 0 ? memory_[size_t(r)][size_t(storage_[size_t(out)])][0]
@@ -175,37 +320,54 @@ private:
   }
 
   // ------------------------------------------------------------------ statements
-  /// The first `length` elements an operand reads (with its set variable bound as given).
-  Values read(const ir::Operand& operand, int64_t length, const execute::Env& env) {
+  // Operands are read in place (a view into memory or a register), and results are built in
+  // buffers kept across statements: a large call reuses its pages instead of faulting new ones in
+  // for every statement.
+
+  /// The first `length` elements an operand reads (with its set variable bound as given). A line
+  /// taken (TakeLine) is copied into `taken` first, since taking it zeroes it.
+  const Element* read(const ir::Operand& operand, int64_t length, const execute::Env& env,
+                      Values& taken) {
     if (operand.load == ir::LoadKind::Register) {
       auto it = registers_.find(operand.reg);
       if (it == registers_.end() || int64_t(it->second.size()) < length)
         throw InterpretError("register '" + operand.reg + "' read before it holds " +
                              std::to_string(length) + " elements");
-      return Values(it->second.begin(), it->second.begin() + length);
+      return it->second.data();
     }
     Place place = resolve(operand.region, env);
     if (place.length < length)
       throw InterpretError("'" + operand.region.text + "' has " + std::to_string(place.length) +
                            " elements; " + std::to_string(length) + " are read");
-    auto first = place.slot->begin() + place.offset;
-    Values values(first, first + length);
-    if (operand.load == ir::LoadKind::TakeLine)
-      std::fill(first, first + length, 0.0); // the taker zeroes the line for the next call
-    return values;
+    Element* first = place.slot->data() + place.offset;
+    if (operand.load != ir::LoadKind::TakeLine)
+      return first;
+    taken.assign(first, first + length);
+    std::fill(first, first + length, zeroElement<Element>()); // zeroed for the next call
+    return taken.data();
   }
 
-  void write(const ir::Region& target, const Values& values, ir::StoreKind store, bool accumulate,
-             const execute::Env& env) {
+  /// Writes (or adds) `length` elements from `values`, which may lie in memory the target
+  /// overlaps: then they are copied first, so that every element reads its value from before.
+  void write(const ir::Region& target, const Element* values, int64_t length, ir::StoreKind store,
+             bool accumulate, const execute::Env& env) {
     Place place = resolve(target, env);
-    if (place.length < int64_t(values.size()))
+    if (place.length < length)
       throw InterpretError("'" + target.text + "' holds " + std::to_string(place.length) +
-                           " elements; " + std::to_string(values.size()) + " are written");
+                           " elements; " + std::to_string(length) + " are written");
     accumulate |= store == ir::StoreKind::LineAdd;
-    for (size_t i = 0; i < values.size(); ++i) {
-      double& element = (*place.slot)[size_t(place.offset) + i];
-      element = accumulate ? element + values[i] : values[i];
+    Element* out = place.slot->data() + place.offset;
+    if (values < out + length && out < values + length) {
+      overlap_.assign(values, values + length);
+      values = overlap_.data();
     }
+    parallelFor(length, [&](int64_t begin, int64_t end) {
+      if (accumulate)
+        for (int64_t i = begin; i < end; ++i)
+          out[i] = add(out[i], values[i]);
+      else
+        std::copy(values + begin, values + end, out + begin);
+    });
   }
 
   int64_t lengthOf(const ir::Operand& operand, const execute::Env& env) {
@@ -217,36 +379,49 @@ private:
   }
 
   void put(const ir::Put& s, const execute::Env& env) {
-    write(s.target, read(s.source, lengthOf(s.source, env), env), s.store, false, env);
+    const int64_t length = lengthOf(s.source, env);
+    write(s.target, read(s.source, length, env, taken_), length, s.store, false, env);
   }
 
   void atomicAdd(const ir::AtomicAdd& s, const execute::Env& env) {
-    write(s.target, read(s.source, lengthOf(s.source, env), env), ir::StoreKind::Plain, true, env);
+    const int64_t length = lengthOf(s.source, env);
+    write(s.target, read(s.source, length, env, taken_), length, ir::StoreKind::Plain, true, env);
   }
 
   void let(const ir::Let& s, const execute::Env& env) {
-    registers_[s.reg] = read(s.value, lengthOf(s.value, env), env);
+    const int64_t length = lengthOf(s.value, env);
+    const Element* values = read(s.value, length, env, taken_);
+    registers_[s.reg] = Values(values, values + length);
   }
 
   void assign(const ir::Assign& s, execute::Env& env) {
     const int64_t length = resolve(s.target, env).length;
-    std::vector<Values> operands, addends;
+    // Operands taken as lines need buffers of their own; a plain read is a view.
+    std::vector<Values> taken;
+    std::vector<std::pair<const Element*, bool>> operands; // (values, addend)
     forEachOperand(s, env, [&](const ir::Operand& operand, bool addend) {
-      (addend ? addends : operands).push_back(read(operand, length, env));
+      taken.emplace_back();
+      operands.push_back({read(operand, length, env, taken.back()), addend});
     });
-    if (operands.empty())
+    if (operands.empty() || operands[0].second)
       throw InterpretError("an assignment to '" + s.target.text + "' without operands");
-    Values result = operands[0];
-    if (s.reduce)
-      for (size_t k = 1; k < operands.size(); ++k)
-        for (int64_t i = 0; i < length; ++i)
-          result[size_t(i)] = combine(call_.op, result[size_t(i)], operands[k][size_t(i)]);
-    for (const Values& values : addends)
-      for (int64_t i = 0; i < length; ++i)
-        result[size_t(i)] += values[size_t(i)];
+    Values& result = result_;
+    result.resize(size_t(length));
+    parallelFor(length, [&](int64_t begin, int64_t end) {
+      std::copy(operands[0].first + begin, operands[0].first + end, result.begin() + begin);
+      for (size_t k = 1; k < operands.size(); ++k) {
+        const auto& [values, addend] = operands[k];
+        if (addend)
+          for (int64_t i = begin; i < end; ++i)
+            result[size_t(i)] = add(result[size_t(i)], values[i]);
+        else if (s.reduce)
+          for (int64_t i = begin; i < end; ++i)
+            result[size_t(i)] = combine(call_.op, result[size_t(i)], values[i]);
+      }
+    });
     if (!s.keep.empty())
       registers_[s.keep] = result;
-    write(s.target, result, s.store, false, env);
+    write(s.target, result.data(), length, s.store, false, env);
   }
 
   void rowNorm(const ir::RowNorm& s, const execute::Env& env) {
@@ -255,32 +430,52 @@ private:
     if (h <= 0 || length % h != 0)
       throw InterpretError("'rmsnorm' over " + std::to_string(length) + " elements with rows of " +
                            std::to_string(h));
-    const Values rows = read(s.rows, length, env);
-    const Values weight = read(s.weight, h, env);
-    Values result(static_cast<size_t>(length));
-    for (int64_t row = 0; row < length / h; ++row) {
-      double squares = 0;
-      for (int64_t k = 0; k < h; ++k)
-        squares += rows[size_t(row * h + k)] * rows[size_t(row * h + k)];
-      const double scale = 1.0 / std::sqrt(squares / double(h) + call_.eps);
-      for (int64_t k = 0; k < h; ++k)
-        result[size_t(row * h + k)] = rows[size_t(row * h + k)] * scale * weight[size_t(k)];
-    }
-    write(s.target, result, s.store, false, env);
+    Values takenRows, takenWeight;
+    const Element* rows = read(s.rows, length, env, takenRows);
+    const Element* weight = read(s.weight, h, env, takenWeight);
+    Values& result = result_;
+    result.resize(size_t(length));
+    for (int64_t row = 0; row < length / h; ++row)
+      normalizeRow(rows + row * h, weight, &result[size_t(row * h)], h, call_.eps, rounding_);
+    write(s.target, result.data(), length, s.store, false, env);
   }
 
   const Call& call_;
+  const Rounding rounding_;
+  Values taken_, overlap_, result_; // buffers reused across statements (see above)
   std::vector<RankMemory> memory_;
   std::vector<ir::BufferId> storage_; // storage_[b]: the buffer whose memory buffer b is
 };
 
-} // namespace
-
 const std::vector<ir::Step> kNoSteps;
+
+/// The values of a bounded domain's memory, or their bounds.
+Result project(const Memory<Tracked>& memory, double (*of)(const Tracked&, const Rounding&),
+               const Rounding& rounding) {
+  auto values = [&](const std::vector<Tracked>& elements) {
+    std::vector<double> out(elements.size());
+    parallelFor(int64_t(elements.size()), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        out[size_t(i)] = of(elements[size_t(i)], rounding);
+    });
+    return out;
+  };
+  Result result;
+  for (size_t r = 0; r < memory.output.size(); ++r) {
+    result.output.push_back(values(memory.output[r]));
+    std::vector<std::vector<double>> aux;
+    for (const std::vector<Tracked>& buffer : memory.aux[r])
+      aux.push_back(values(buffer));
+    result.aux.push_back(std::move(aux));
+  }
+  return result;
+}
+
+} // namespace
 
 int64_t inputElements(const ir::Program& program, const Call& call) {
   const ir::BufferId in = program.input();
-  return in < 0 ? 0 : Machine(program, kNoSteps, call).elementsOf(program.buffer(in));
+  return in < 0 ? 0 : Machine<double>(program, kNoSteps, call).elementsOf(program.buffer(in));
 }
 
 std::vector<int64_t> auxElements(const ir::Program& program, const Call& call) {
@@ -289,14 +484,28 @@ std::vector<int64_t> auxElements(const ir::Program& program, const Call& call) {
     if (buffer.role == ir::BufferRole::Aux) {
       if (sizes.size() <= size_t(buffer.auxIndex))
         sizes.resize(size_t(buffer.auxIndex) + 1);
-      sizes[size_t(buffer.auxIndex)] = Machine(program, kNoSteps, call).elementsOf(buffer);
+      sizes[size_t(buffer.auxIndex)] = Machine<double>(program, kNoSteps, call).elementsOf(buffer);
     }
   return sizes;
 }
 
 Result interpret(const ir::Program& program, const std::vector<ir::Step>& steps, const Call& call) {
   try {
-    return Machine(program, steps, call).run();
+    Memory<double> memory = Machine<double>(program, steps, call).run();
+    return Result{std::move(memory.output), std::move(memory.aux)};
+  } catch (const execute::AffineError& error) {
+    throw InterpretError("a value overflows: " + error.why);
+  }
+}
+
+BoundedResult interpretBounded(const ir::Program& program, const std::vector<ir::Step>& steps,
+                               const Call& call, const Rounding& rounding) {
+  try {
+    const Memory<Tracked> memory = Machine<Tracked>(program, steps, call, rounding).run();
+    return BoundedResult{
+        project(
+            memory, [](const Tracked& e, const Rounding&) { return e.value; }, rounding),
+        project(memory, boundOf, rounding)};
   } catch (const execute::AffineError& error) {
     throw InterpretError("a value overflows: " + error.why);
   }

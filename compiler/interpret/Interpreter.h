@@ -48,6 +48,24 @@ struct Result {
   std::vector<std::vector<std::vector<double>>> aux; // [rank][auxIndex], written ones and not
 };
 
+/// How far a device's result may be from the interpreter's, element by element (interpretBounded):
+/// the unit of each kind of rounding, the caller's model of its element type.
+struct Rounding {
+  double sumUnit = 0;  // a sum of k terms x_j is off by at most k * sumUnit * sum_j |x_j| ...
+  double tiny = 0;     // ... plus this (a result flushed from subnormal to zero)
+  double normUnit = 0; // rmsnorm's own steps (squares, rsqrt, products, last rounding), relative
+};
+
+/// The values of a call and, beside each, how far a device may be from it: 0 for a copy of an
+/// input (the device moves its bits), NaN (with a NaN value) for an element no statement writes,
+/// 0 for a NaN or infinite value (which must match exactly). A sum carries Rounding's bound over
+/// its terms whatever the order the device adds them in; max and min carry the bound of the operand
+/// they pick; rmsnorm carries the first-order effect of its rows' bounds on the row's scale, plus
+/// its own rounding.
+struct BoundedResult {
+  Result value, bound;
+};
+
 /// A program the interpreter cannot run as given: a size that does not evaluate, a region out of
 /// range, data given of the wrong size. (A verified program never raises it.)
 struct InterpretError : std::runtime_error {
@@ -60,6 +78,10 @@ std::vector<int64_t> auxElements(const ir::Program& program, const Call& call);
 
 /// Runs `steps` (the program's, repeated steps expanded for call.nranks) once.
 Result interpret(const ir::Program& program, const std::vector<ir::Step>& steps, const Call& call);
+
+/// interpret, with each element's bound under `rounding` (BoundedResult).
+BoundedResult interpretBounded(const ir::Program& program, const std::vector<ir::Step>& steps,
+                               const Call& call, const Rounding& rounding);
 
 } // namespace collc::interpret
 

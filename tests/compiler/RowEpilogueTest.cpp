@@ -129,6 +129,8 @@ TEST(RowEpilogue, StdlibSpecDescribesItsEpilogue) {
   options.dtype = DType::BF16;
   options.rowLength = 8192;
   options.eps = 1e-5f;
+  std::shared_ptr<const ir::Program> spec;
+  options.specProgram = &spec;
   auto r = compileStdlib(options);
   ASSERT_TRUE(r.compiled) << r.diagnostics;
   const CompiledCollective& c = *r.compiled;
@@ -142,10 +144,12 @@ TEST(RowEpilogue, StdlibSpecDescribesItsEpilogue) {
   EXPECT_EQ(c.aux[2].name, "weight");
   EXPECT_EQ(c.aux[0].elements(3 * 8192), 3u * 8192);
   EXPECT_EQ(c.aux[2].elements(3 * 8192), 8192u);
-  ASSERT_TRUE(c.addRmsNorm);
-  EXPECT_EQ(c.addRmsNorm->residualIn, 0);
-  EXPECT_EQ(c.addRmsNorm->residualOut, 1);
-  EXPECT_EQ(c.addRmsNorm->weight, 2);
+  ASSERT_TRUE(spec);
+  const std::optional<AddRmsNormEpilogue> epilogue = findAddRmsNorm(*spec);
+  ASSERT_TRUE(epilogue);
+  EXPECT_EQ(epilogue->residualIn, 0);
+  EXPECT_EQ(epilogue->residualOut, 1);
+  EXPECT_EQ(epilogue->weight, 2);
   EXPECT_NE(c.cudaSource.find("constexpr float kEps = 1e-05f;"), std::string::npos);
 }
 

@@ -79,6 +79,7 @@ void expectMatchesReference(const Variant& variant, uint64_t count, uint64_t see
       CollectiveInstance::create(world, variant.compiled, variant.cubin, count);
   ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
   RunOptions options;
+  options.reference = variant.spec;
   options.count = count;
   options.time = false;
   options.specialValues = true;
@@ -247,7 +248,7 @@ TEST_P(GraphStressGpu, TenThousandBackToBackCallsAllCorrect) {
   ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
   Expected<RunReport> report =
       runGraphStress(world, **instance, variant.compiled, count, calls, /*seed=*/42,
-                     /*specialValues=*/true);
+                     variant.spec.get(), /*specialValues=*/true);
   ASSERT_TRUE(bool(report)) << toString(report.takeError());
   EXPECT_TRUE(report->correct) << report->firstMismatches;
   EXPECT_EQ(report->checkedCalls, calls);

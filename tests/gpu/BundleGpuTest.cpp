@@ -83,6 +83,8 @@ TEST_P(BundleGpu, RunsFromTheBundleAlone) {
   }
   bundle.compiled = *compiled;
   bundle.compiled.cudaSource.clear();
+  bundle.specName = spec->bufferName;
+  bundle.specText = spec->text;
   const std::string path = ::testing::TempDir() + "collc-bundle-gpu-" + std::to_string(::getpid()) +
                            "-" + c.spec + ".collb";
   ASSERT_FALSE(bool(writeBundle(path, bundle)));
@@ -96,7 +98,12 @@ TEST_P(BundleGpu, RunsFromTheBundleAlone) {
   Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(*world_, loaded->compiled(), *cubin, c.count);
   ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
+  // The reference: the spec the bundle carries, lowered for the bundle's variant.
+  auto programs =
+      lowerVariantPrograms({loaded->contents.specName, loaded->contents.specText}, options, out);
+  ASSERT_TRUE(bool(programs)) << toString(programs.takeError()) << out.str();
   RunOptions run;
+  run.reference = programs->spec;
   run.count = c.count;
   run.time = false;
   run.seed = c.count + uint64_t(c.dtype);

@@ -63,6 +63,7 @@ CoResidentVariant compileCoResident(const CoResidentCase& c, int multiprocessors
   options.root = c.root;
   options.sync = c.sync;
   options.formatSource = false; // a third of the compile, and nobody reads these sources
+  options.specProgram = &variant.spec;
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto compiled = compileCollective(*spec, options, std::cerr);
     if (!compiled) {

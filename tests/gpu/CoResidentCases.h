@@ -9,10 +9,15 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <set>
 #include <string>
 #include <vector>
+
+namespace collc::ir {
+struct Program;
+}
 
 namespace collc::gputest {
 
@@ -36,6 +41,7 @@ bool hasRows(const std::string& spec);
 /// A case compiled for GPU 0, or why it could not be.
 struct CoResidentVariant {
   CompiledCollective compiled;
+  std::shared_ptr<const ir::Program> spec; // the run harness's reference (RunOptions::reference)
   std::string cubin;
   std::string error;
 };

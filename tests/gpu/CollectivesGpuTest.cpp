@@ -1,7 +1,7 @@
 // The stdlib collectives other than the two AllReduces of AllReduceGpuTest (allgather,
 // reducescatter, broadcast, reduce, alltoall, and the rings), compiled for every sync strategy
 // that accepts them and JIT-compiled for the GPUs at hand, run on 2 GPUs and checked against the
-// float64 reference of their kind (tools/harness/CollectiveReference.h): every dtype, every op of
+// spec interpreted in float64 (tools/harness/InterpretedReference.h): every dtype, every op of
 // the kinds that reduce, every root of the kinds that have one, over sizes that hit the edges of
 // the vectorized paths and of the blocks (1, 7, 8, 9 elements, odd and large counts), with inputs
 // that include -0.0, subnormals, NaN, +-inf and large magnitudes; and a graph of 2,000 back-to-back
@@ -94,6 +94,7 @@ TEST_P(CollectivesGpu, MatchesFloat64Reference) {
       CollectiveInstance::create(world, variant.compiled, variant.cubin, c.count);
   ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
   RunOptions options;
+  options.reference = variant.spec;
   options.count = c.count;
   options.time = false;
   options.specialValues = true;
@@ -138,7 +139,7 @@ TEST_P(CollectivesGraphStressGpu, BackToBackCallsAllCorrect) {
   ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
   Expected<RunReport> report =
       runGraphStress(world, **instance, variant.compiled, c.count, calls, /*seed=*/42,
-                     /*specialValues=*/true);
+                     variant.spec.get(), /*specialValues=*/true);
   ASSERT_TRUE(bool(report)) << toString(report.takeError());
   EXPECT_TRUE(report->correct) << report->firstMismatches;
   EXPECT_EQ(report->checkedCalls, calls);

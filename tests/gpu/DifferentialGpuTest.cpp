@@ -1,8 +1,8 @@
 // Differential testing on one GPU: random valid specs (tests/differential/SpecGenerator.h: seeds
 // 0..39, and the first later seed of each template or choice those miss) and the accepted specs
 // of tests/specs, each compiled with every strategy it accepts, run as 2 to 8 co-resident ranks on
-// GPU 0 (SharedGpuWorld) and checked against their float64 reference: the kind's
-// (CollectiveReference.h), or the spec interpreted where it has aux buffers. Counts leave the last
+// GPU 0 (SharedGpuWorld) and checked against their float64 reference, the spec interpreted
+// (tools/harness/InterpretedReference.h). Counts leave the last
 // chunk empty, hold one element in it, and make it long and partial (tests/ManyRankCounts.h). The
 // element type goes round the strategies, and so does the operator for a generated spec that
 // reduces and holds for every operator. Where a variant allows it, its calls also run in place and

@@ -134,6 +134,7 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
     options.threads = threads;
   options.unroll = unroll;
   options.wholeStores = wholeStores;
+  options.specProgram = &variant.spec;
   Expected<CompiledCollective> compiled = compileCollective(*spec, options, std::cerr);
   if (!compiled) {
     variant.error = "compile: " + toString(compiled.takeError());

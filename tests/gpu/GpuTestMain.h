@@ -10,7 +10,12 @@
 #include "runtime/SharedGpuWorld.h"
 
 #include <gtest/gtest.h>
+#include <memory>
 #include <string>
+
+namespace collc::ir {
+struct Program;
+}
 
 namespace collc::gputest {
 
@@ -30,6 +35,7 @@ SharedGpuWorld* sharedGpuWorld(int nranks, std::string& skip, std::string& error
 /// A stdlib spec compiled for the shared world (2 ranks, its GPUs' arch), or why it could not be.
 struct Variant {
   CompiledCollective compiled;
+  std::shared_ptr<const ir::Program> spec; // the run harness's reference (RunOptions::reference)
   std::string cubin;
   std::string error;
 };

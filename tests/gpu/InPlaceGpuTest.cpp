@@ -102,6 +102,7 @@ TEST_P(InPlaceOneGpu, EveryCallInPlaceMatchesFloat64Reference) {
     for (uint64_t count : counts) {
       SCOPED_TRACE("count " + std::to_string(count));
       RunOptions options;
+      options.reference = variant.spec;
       options.count = count;
       options.time = false;
       options.specialValues = !rows; // one NaN poisons a whole row's norm
@@ -116,6 +117,7 @@ TEST_P(InPlaceOneGpu, EveryCallInPlaceMatchesFloat64Reference) {
       // The timed path: graph calls in place one after another, the last on fresh inputs.
       SCOPED_TRACE("timed graph of " + std::to_string(kGraphCalls) + " calls");
       RunOptions options;
+      options.reference = variant.spec;
       options.count = counts[1];
       options.checks = 1;
       options.graphOps = kGraphCalls;
@@ -130,8 +132,9 @@ TEST_P(InPlaceOneGpu, EveryCallInPlaceMatchesFloat64Reference) {
     // Calls back to back in one graph per rank, each in place on buffers of its own.
     SCOPED_TRACE("graph of " + std::to_string(kGraphCalls) + " calls of " +
                  std::to_string(counts.back()));
-    Expected<RunReport> report = runGraphStress(*world_, **instance, compiled, counts.back(),
-                                                kGraphCalls, caseSeed, !rows, nullptr, sharing);
+    Expected<RunReport> report =
+        runGraphStress(*world_, **instance, compiled, counts.back(), kGraphCalls, caseSeed,
+                       variant.spec.get(), !rows, sharing);
     ASSERT_TRUE(bool(report)) << toString(report.takeError());
     EXPECT_TRUE(report->correct) << report->firstMismatches;
     EXPECT_EQ(report->checkedCalls, kGraphCalls);
@@ -168,6 +171,7 @@ TEST(InPlaceOneGpuRefusals, TheRuntimeRefusesAnInPlaceLaunchTheVariantDoesNotAll
   ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
   // The harness says so before anything runs.
   RunOptions options;
+  options.reference = variant.spec;
   options.count = count;
   options.time = false;
   options.sharing.inPlace = true;

@@ -117,6 +117,8 @@ TEST_P(InPlaceRaceProbe, DISABLED_CountsWrongResultsOfRefusedInPlaceCalls) {
   options.nranks = c.nranks;
   options.sync = c.sync;
   options.formatSource = false;
+  std::shared_ptr<const ir::Program> reference; // the spec's program: the harness's reference
+  options.specProgram = &reference;
   auto compiled = compileCollective(*spec, options, std::cerr);
   ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError());
   const int most = maxCoResidentBlocksPerRank(multiprocessorCount(0), c.nranks);
@@ -143,6 +145,7 @@ TEST_P(InPlaceRaceProbe, DISABLED_CountsWrongResultsOfRefusedInPlaceCalls) {
     ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
     for (uint64_t count : counts) {
       RunOptions run;
+      run.reference = reference;
       run.count = count;
       run.time = false;
       run.checks = kEagerCalls;
@@ -151,8 +154,8 @@ TEST_P(InPlaceRaceProbe, DISABLED_CountsWrongResultsOfRefusedInPlaceCalls) {
       ASSERT_TRUE(bool(eager)) << toString(eager.takeError());
       EXPECT_TRUE(eager->correct) << "control, out of place: " << eager->firstMismatches;
     }
-    Expected<RunReport> graph =
-        runGraphStress(*world_, **instance, *compiled, counts.back(), kGraphCalls, seed);
+    Expected<RunReport> graph = runGraphStress(*world_, **instance, *compiled, counts.back(),
+                                               kGraphCalls, seed, reference.get());
     ASSERT_TRUE(bool(graph)) << toString(graph.takeError());
     EXPECT_TRUE(graph->correct) << "control, out of place: " << graph->firstMismatches;
   }
@@ -169,6 +172,7 @@ TEST_P(InPlaceRaceProbe, DISABLED_CountsWrongResultsOfRefusedInPlaceCalls) {
   for (uint64_t count : counts) {
     Tally eager;
     RunOptions run;
+    run.reference = reference;
     run.count = count;
     run.time = false;
     run.checks = 1;
@@ -190,8 +194,9 @@ TEST_P(InPlaceRaceProbe, DISABLED_CountsWrongResultsOfRefusedInPlaceCalls) {
     RecordProperty("eager_wrong_rank_calls_n" + std::to_string(count),
                    std::to_string(eager.wrongRankCalls));
   }
-  Expected<RunReport> graph = runGraphStress(*world_, **instance, forced, counts.back(),
-                                             kGraphCalls, seed + 1, false, nullptr, inPlace);
+  Expected<RunReport> graph =
+      runGraphStress(*world_, **instance, forced, counts.back(), kGraphCalls, seed + 1,
+                     reference.get(), false, inPlace);
   ASSERT_TRUE(bool(graph)) << toString(graph.takeError());
   std::printf("[ race probe ] %s n=%llu, in place NOT PROVED (forced for this probe), "
               "graph of %d calls: %llu of %llu rank-calls wrong; %llu of %llu elements\n",

@@ -1,13 +1,13 @@
 // Many ranks on one GPU (SharedGpuWorld): every stdlib spec, with every strategy it accepts and
 // every element type, for 2 to 8 ranks running as co-resident kernels on GPU 0, checked against
-// the float64 references (runtime/CollectiveReference.h; RmsNormReference.h for the fused
-// RMSNorm). Each case runs three counts (tests/ManyRankCounts.h: 1, one element in the last chunk,
-// and a long partial last chunk; three row counts for the spec with rows), three eager calls each
-// (one instance: epochs 1 to 9), then one CUDA graph of four back-to-back calls per rank, every
-// call checked. The operator and the root vary with the rank count and the type, so that each
-// appears without multiplying the matrix. Where a spec's own blocks would not all be resident
-// next to its peers', it is compiled with as many as fit (CoResidency.h). Timings are not looked
-// at: they mean nothing here. A machine with one GPU runs all of this.
+// the spec interpreted in float64 (tools/harness/InterpretedReference.h). Each case runs three
+// counts (tests/ManyRankCounts.h: 1, one element in the last chunk, and a long partial last chunk;
+// three row counts for the spec with rows), three eager calls each (one instance: epochs 1 to 9),
+// then one CUDA graph of four back-to-back calls per rank, every call checked. The operator and the
+// root vary with the rank count and the type, so that each appears without multiplying the matrix.
+// Where a spec's own blocks would not all be resident next to its peers', it is compiled with as
+// many as fit (CoResidency.h). Timings are not looked at: they mean nothing here. A machine with
+// one GPU runs all of this.
 #include "compiler/Compile.h"
 #include "runtime/CoResidency.h"
 #include "runtime/CollectiveInstance.h"
@@ -82,6 +82,7 @@ TEST_P(ManyRanksOneGpu, EveryCallMatchesFloat64Reference) {
   for (uint64_t count : counts) {
     SCOPED_TRACE("count " + std::to_string(count));
     RunOptions options;
+    options.reference = variant.spec;
     options.count = count;
     options.time = false;
     options.specialValues = !rows; // one NaN poisons a whole row's norm
@@ -95,8 +96,8 @@ TEST_P(ManyRanksOneGpu, EveryCallMatchesFloat64Reference) {
   // (a scratch copy, flag or epoch reused too early) corrupts some call's output.
   SCOPED_TRACE("graph of " + std::to_string(kGraphCalls) + " calls of " +
                std::to_string(counts.back()));
-  Expected<RunReport> report =
-      runGraphStress(*world_, **instance, compiled, counts.back(), kGraphCalls, caseSeed, !rows);
+  Expected<RunReport> report = runGraphStress(*world_, **instance, compiled, counts.back(),
+                                              kGraphCalls, caseSeed, variant.spec.get(), !rows);
   ASSERT_TRUE(bool(report)) << toString(report.takeError());
   EXPECT_TRUE(report->correct) << report->firstMismatches;
   EXPECT_EQ(report->checkedCalls, kGraphCalls);

@@ -61,6 +61,7 @@ Expected<std::unique_ptr<ProcessWorld>> joinWorld() {
 /// strategies are asked for (tests/StdlibStrategies.h), so any error is a failure.
 struct Variant {
   CompiledCollective compiled;
+  std::shared_ptr<const ir::Program> spec; // the run harness's reference
   std::string cubin;
   std::string error;
 };
@@ -78,6 +79,7 @@ Variant compileVariant(const SymmetricWorld& world, const std::string& spec, Syn
   options.sync = sync;
   options.dtype = dtype;
   options.op = op;
+  options.specProgram = &variant.spec;
   std::string diagnostics;
   DiagnosticText os(diagnostics);
   Expected<CompiledCollective> compiled = compileCollective(*source, options, os);
@@ -130,6 +132,7 @@ int matrix(const std::vector<std::string>& args) {
       for (uint64_t count : kMatrixCounts) {
         const std::string caseName = variantName + " n=" + std::to_string(count);
         RunOptions options;
+        options.reference = variant.spec;
         options.count = count;
         options.time = false;
         options.seed = count * 31 + uint64_t(dtype);
@@ -164,7 +167,8 @@ int graph(const std::vector<std::string>& args) {
     auto instance = CollectiveInstance::create(**world, variant.compiled, variant.cubin, 65536);
     if (!instance)
       return fail(variantName, oneLine(toString(instance.takeError())));
-    auto stress = runGraphStress(**world, **instance, variant.compiled, 4096 + 5, 300, 42);
+    auto stress = runGraphStress(**world, **instance, variant.compiled, 4096 + 5, 300, 42,
+                                 variant.spec.get());
     if (!stress)
       return fail(variantName + " stress", oneLine(toString(stress.takeError())));
     if (!stress->correct || stress->checkedCalls != 300)
@@ -173,6 +177,7 @@ int graph(const std::vector<std::string>& args) {
       pass(variantName + " stress",
            "300 calls in one graph, " + std::to_string(stress->usPerOp) + " us per call");
     RunOptions options;
+    options.reference = variant.spec;
     options.count = 65536;
     options.graphOps = 20;
     options.replays = 3;
@@ -192,6 +197,7 @@ int graph(const std::vector<std::string>& args) {
 bool checkThroughNccl(ProcessWorld& world, CollectiveInstance& instance, const Variant& variant,
                       const std::string& variantName, uint64_t count) {
   RunOptions options;
+  options.reference = variant.spec;
   options.count = count;
   options.graphOps = 10;
   options.replays = 3;
@@ -352,6 +358,7 @@ int adopt(const std::vector<std::string>&) {
     if (!instance)
       return fail("adopt", oneLine(toString(instance.takeError())));
     RunOptions options2;
+    options2.reference = variant.spec;
     options2.count = 65536;
     options2.graphOps = 10;
     options2.replays = 3;

@@ -1,10 +1,12 @@
 // The fused AllReduce + residual add + RMSNorm (stdlib/allreduce_rmsnorm.coll) on 2 GPUs, through
 // the run harness: fresh random input, residual and weight for every call, and both outputs
-// (residual_out and out) checked against the float64 reference of tools/harness/RmsNormReference.h,
-// eagerly and after a timed graph; hidden 4096 and 8192, 1 to 128 tokens, every type and the sync
-// strategies the spec is written for; a graph of back-to-back calls each with its own buffers;
-// and the harness's refusals (a count that is not whole rows, special values).
+// (residual_out and out) checked against the spec interpreted
+// (tools/harness/InterpretedReference.h), eagerly and after a timed graph; hidden 4096 and 8192, 1
+// to 128 tokens, every type and the sync strategies the spec is written for; a graph of
+// back-to-back calls each with its own buffers; and the harness's refusals (a count that is not
+// whole rows, special values).
 #include "compiler/Compile.h"
+#include "compiler/RowEpilogue.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
@@ -25,7 +27,7 @@ constexpr const char* kSpec = "allreduce_rmsnorm";
 gputest::Variant rowVariantFor(int64_t hidden, DType dtype, SyncKind sync, int threads = 0) {
   gputest::Variant variant =
       gputest::variantFor(kSpec, dtype, ReduceOp::Sum, sync, /*root=*/0, hidden, threads);
-  if (variant.error.empty() && !variant.compiled.addRmsNorm)
+  if (variant.error.empty() && (!variant.spec || !findAddRmsNorm(*variant.spec)))
     variant.error = "the compiler did not describe the add + RMSNorm epilogue";
   return variant;
 }
@@ -72,6 +74,7 @@ TEST_P(RmsNormGpu, BothOutputsMatchFloat64Reference) {
       CollectiveInstance::create(world, variant.compiled, variant.cubin, count);
   ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
   RunOptions options;
+  options.reference = variant.spec;
   options.count = count;
   options.graphOps = 8;
   options.replays = 2;
@@ -127,6 +130,7 @@ TEST_P(RmsNormRowShapeGpu, BothOutputsMatchFloat64Reference) {
           CollectiveInstance::create(world, variant.compiled, variant.cubin, count);
       ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
       RunOptions options;
+      options.reference = variant.spec;
       options.count = count;
       options.graphOps = 4;
       options.replays = 2;
@@ -158,8 +162,8 @@ TEST_P(RmsNormStressGpu, BackToBackCallsAllCorrect) {
   Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(world, variant.compiled, variant.cubin, count);
   ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
-  Expected<RunReport> report =
-      runGraphStress(world, **instance, variant.compiled, count, 2000, /*seed=*/42);
+  Expected<RunReport> report = runGraphStress(world, **instance, variant.compiled, count, 2000,
+                                              /*seed=*/42, variant.spec.get());
   ASSERT_TRUE(bool(report)) << toString(report.takeError());
   EXPECT_TRUE(report->correct) << report->firstMismatches;
   EXPECT_EQ(report->checkedCalls, 2000);
@@ -183,6 +187,7 @@ TEST_F(RmsNormHarnessGpu, RefusesCountsThatAreNotWholeRowsAndSpecialValues) {
       CollectiveInstance::create(world, variant.compiled, variant.cubin, 2 * 4096);
   ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
   RunOptions options;
+  options.reference = variant.spec;
   options.time = false;
   options.count = 4096 + 8;
   Expected<RunReport> partial = runAndCheck(world, **instance, variant.compiled, options);

@@ -1,7 +1,7 @@
 // Bundles without a GPU or NVRTC: stdlib variants (rooted kinds, aux buffers, every scratch
 // storage the strategies use) written and loaded back with every field and cubin byte equal; and
-// damaged files (a flipped byte, every truncation, wrong magic, a later version, appended bytes,
-// resealed garbage) refused with an error that names the file, never a crash.
+// damaged files (a flipped byte, every truncation, wrong magic, an earlier or later version,
+// appended bytes, resealed garbage) refused with an error that names the file, never a crash.
 #include "compiler/Compile.h"
 #include "compiler/DiagnosticText.h"
 #include "runtime/BundleFile.h"
@@ -123,12 +123,6 @@ void expectSameCollective(const CompiledCollective& a, const CompiledCollective&
     expectSameCount(a.aux[i].elems, b.aux[i].elems, "aux " + a.aux[i].name);
     EXPECT_EQ(a.aux[i].written, b.aux[i].written);
   }
-  ASSERT_EQ(a.addRmsNorm.has_value(), b.addRmsNorm.has_value());
-  if (a.addRmsNorm) {
-    EXPECT_EQ(a.addRmsNorm->residualIn, b.addRmsNorm->residualIn);
-    EXPECT_EQ(a.addRmsNorm->residualOut, b.addRmsNorm->residualOut);
-    EXPECT_EQ(a.addRmsNorm->weight, b.addRmsNorm->weight);
-  }
   EXPECT_EQ(a.inPlace, b.inPlace);
   EXPECT_EQ(a.auxAliases, b.auxAliases);
   EXPECT_EQ(a.aliasesTogether, b.aliasesTogether);
@@ -161,12 +155,18 @@ TEST_P(BundleRoundTrip, EveryFieldAndCubinSurvives) {
     if (!withSource)
       bundle.compiled.cudaSource.clear();
     bundle.cubins = fakeCubins();
+    if (withSource) { // the spec's text travels with the CUDA source here, for the test's sake
+      bundle.specName = GetParam().spec;
+      bundle.specText = "collective x kind allreduce\n# any bytes: \x01\xff";
+    }
     TempFile file(caseName(GetParam()) + ".collb");
     ASSERT_FALSE(bool(writeBundle(file.path(), bundle)));
     EXPECT_TRUE(isBundleFile(file.path()));
     Expected<LoadedBundle> loaded = loadBundle(file.path());
     ASSERT_TRUE(bool(loaded)) << toString(loaded.takeError());
     expectSameCollective(bundle.compiled, loaded->compiled());
+    EXPECT_EQ(loaded->contents.specName, bundle.specName);
+    EXPECT_EQ(loaded->contents.specText, bundle.specText);
     ASSERT_EQ(loaded->contents.cubins.size(), bundle.cubins.size());
     for (size_t i = 0; i < bundle.cubins.size(); ++i) {
       EXPECT_EQ(loaded->contents.cubins[i].arch, bundle.cubins[i].arch);
@@ -185,11 +185,11 @@ INSTANTIATE_TEST_SUITE_P(StdlibVariants, BundleRoundTrip, ::testing::ValuesIn(kC
 
 TEST(BundleRoundTrip, CoversAuxBuffersRootsAndStorages) {
   // The cases above are meant to exercise these; say so if a compiler change stops them.
-  bool aux = false, epilogue = false, root = false, packets = false, lines = false, fill = false;
+  bool aux = false, rows = false, root = false, packets = false, lines = false, fill = false;
   for (const BundleCase& c : kCases) {
     CompiledCollective compiled = compileCase(c);
     aux |= !compiled.aux.empty();
-    epilogue |= compiled.addRmsNorm.has_value();
+    rows |= compiled.rowLength > 0;
     root |= compiled.root != 0;
     for (const ScratchBuffer& s : compiled.scratch) {
       packets |= s.storage == ScratchStorage::Packets;
@@ -197,13 +197,13 @@ TEST(BundleRoundTrip, CoversAuxBuffersRootsAndStorages) {
       fill |= s.fillWidth != 0;
     }
   }
-  EXPECT_TRUE(aux && epilogue && root && packets && lines && fill);
+  EXPECT_TRUE(aux && rows && root && packets && lines && fill);
 }
 
 /// A small valid bundle's bytes.
 std::string validBytes() {
   CollectiveBundle bundle;
-  bundle.compiled = compileCase(kCases[4]); // allreduce_rmsnorm: aux buffers and an epilogue
+  bundle.compiled = compileCase(kCases[4]); // allreduce_rmsnorm: aux buffers and rows
   bundle.compiled.cudaSource.clear();       // small, so that every byte of it can be damaged
   bundle.cubins = fakeCubins();
   return encodeBundle(bundle);
@@ -266,6 +266,16 @@ TEST(BundleDamage, ALaterVersion) {
                                                std::to_string(kBundleVersion)));
 }
 
+// Version 2 held the fused add + RMSNorm's aux indices in the collective section; this runtime
+// says which version it reads rather than misreading the fields after them.
+TEST(BundleDamage, AnEarlierVersion) {
+  std::string bytes = validBytes();
+  bytes[8] = char(2);
+  EXPECT_TRUE(refusedWith(resealed(bytes), "bundle format version 2, but this runtime reads only "
+                                           "version 3 (write the bundle again with this "
+                                           "release's collc)"));
+}
+
 TEST(BundleDamage, AppendedBytes) {
   EXPECT_TRUE(refusedWith(validBytes() + "x", "something was appended"));
 }
@@ -296,8 +306,8 @@ TEST(BundleDamage, ValuesTheRuntimeWouldTrip) {
   badRoot.compiled.root = 7;
   EXPECT_TRUE(refusedWith(encodeBundle(badRoot), "field 'root': rank 7 is not one of the 2"));
   CollectiveBundle badAux = bundle;
-  badAux.compiled.addRmsNorm->weight = 9;
-  EXPECT_TRUE(refusedWith(encodeBundle(badAux), "field 'addRmsNorm.weight': aux buffer 9"));
+  badAux.compiled.auxAliases = {{0, 9}};
+  EXPECT_TRUE(refusedWith(encodeBundle(badAux), "field 'auxAliases': aux buffer 9"));
   CollectiveBundle twoSm90 = bundle;
   twoSm90.cubins.push_back(twoSm90.cubins.back());
   EXPECT_TRUE(refusedWith(encodeBundle(twoSm90), "a second cubin for sm_90"));

@@ -3,6 +3,7 @@
 // parts skip there and say why.
 #include "tools/bench/NcclBaseline.h"
 
+#include "compiler/Compile.h"
 #include "runtime/Devices.h"
 #include "runtime/NcclLibrary.h"
 #include "tools/bench/Benchmark.h"
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <gtest/gtest.h>
+#include <iostream>
 #include <regex>
 #include <string>
 
@@ -25,6 +27,49 @@ namespace {
     if (*gpus < (needed))                                                                          \
       GTEST_SKIP() << "no GPU: " << (needed) << " needed, " << *gpus << " visible";                \
   } while (false)
+
+/// NCCL's results are checked against the stdlib spec that states its kind most directly.
+std::shared_ptr<const ir::Program> referenceOf(const NcclCollective& collective, int nranks) {
+  const char* spec = "allreduce_oneshot";
+  switch (collective.kind) {
+  case CollectiveKind::AllReduce:
+    break;
+  case CollectiveKind::AllGather:
+    spec = "allgather_direct";
+    break;
+  case CollectiveKind::ReduceScatter:
+    spec = "reducescatter_direct";
+    break;
+  case CollectiveKind::Broadcast:
+    spec = "broadcast_direct";
+    break;
+  case CollectiveKind::Reduce:
+    spec = "reduce_direct";
+    break;
+  case CollectiveKind::AllToAll:
+    spec = "alltoall_direct";
+    break;
+  }
+  Expected<SpecSource> source = loadSpec(spec);
+  EXPECT_TRUE(bool(source)) << toString(source.takeError());
+  if (!source)
+    return nullptr;
+  CompileOptions options;
+  options.dtype = collective.dtype;
+  options.op = collective.op;
+  options.nranks = nranks;
+  options.root = collective.root;
+  auto programs = lowerVariantPrograms(*source, options, std::cerr);
+  EXPECT_TRUE(bool(programs)) << toString(programs.takeError());
+  return programs ? programs->spec : nullptr;
+}
+
+std::shared_ptr<const ir::Program> allReduceReference(DType type, ReduceOp op) {
+  NcclCollective collective;
+  collective.dtype = type;
+  collective.op = op;
+  return referenceOf(collective, 2);
+}
 
 TEST(NcclBaseline, BuffersHoldTheLargerSide) {
   NcclCollective collective;
@@ -112,6 +157,7 @@ TEST(NcclBaselineGpu, MeasuresPlainAndSymmetricAllReduce) {
       for (uint64_t count : {uint64_t(1), uint64_t(512), uint64_t(65536)}) {
         SCOPED_TRACE(std::string(symmetric ? "symmetric " : "plain ") + std::string(name(type)) +
                      " x " + std::to_string(count));
+        options.reference = allReduceReference(type, ReduceOp::Sum);
         Expected<NcclTiming> timing =
             baseline.measureAllReduce(count, type, ReduceOp::Sum, symmetric, options);
         ASSERT_TRUE(static_cast<bool>(timing)) << toString(timing.takeError());
@@ -122,6 +168,7 @@ TEST(NcclBaselineGpu, MeasuresPlainAndSymmetricAllReduce) {
       }
   // Max and min must match exactly.
   for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min}) {
+    options.reference = allReduceReference(DType::F16, op);
     Expected<NcclTiming> timing = baseline.measureAllReduce(4096, DType::F16, op, false, options);
     ASSERT_TRUE(static_cast<bool>(timing)) << toString(timing.takeError());
     EXPECT_TRUE(timing->correct) << timing->firstMismatches;
@@ -178,6 +225,7 @@ TEST(NcclBaselineGpu, MeasuresEveryKindPlainAndSymmetric) {
           SCOPED_TRACE(std::string(name(collective.kind)) +
                        (symmetric ? " symmetric " : " plain ") + std::string(name(type)) + " x " +
                        std::to_string(count));
+          options.reference = referenceOf(collective, 2);
           Expected<NcclTiming> timing =
               baseline.measureCollective(collective, count, symmetric, options);
           ASSERT_TRUE(static_cast<bool>(timing)) << toString(timing.takeError());
@@ -189,6 +237,7 @@ TEST(NcclBaselineGpu, MeasuresEveryKindPlainAndSymmetric) {
   // Max must match exactly in the reducing kinds too.
   for (NcclCollective collective : otherKinds(DType::F16)) {
     collective.op = ReduceOp::Max;
+    options.reference = referenceOf(collective, 2);
     Expected<NcclTiming> timing = baseline.measureCollective(collective, 4096, false, options);
     ASSERT_TRUE(static_cast<bool>(timing)) << toString(timing.takeError());
     EXPECT_TRUE(timing->correct) << name(collective.kind) << ": " << timing->firstMismatches;
@@ -204,7 +253,11 @@ TEST(NcclBaselineGpu, BenchSweepsEveryKindItIsGiven) {
   settings.graphOps = 10;
   settings.replays = 3;
   std::vector<NcclCollective> collectives = otherKinds(DType::BF16);
-  Expected<std::vector<NcclPoint>> points = benchNcclBaseline({0, 1}, collectives, settings);
+  std::vector<std::shared_ptr<const ir::Program>> references;
+  for (const NcclCollective& collective : collectives)
+    references.push_back(referenceOf(collective, 2));
+  Expected<std::vector<NcclPoint>> points =
+      benchNcclBaseline({0, 1}, collectives, references, settings);
   ASSERT_TRUE(static_cast<bool>(points)) << toString(points.takeError());
   ASSERT_EQ(points->size(), collectives.size() * settings.counts.size());
   for (size_t i = 0; i < points->size(); ++i) {

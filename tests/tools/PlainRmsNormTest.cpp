@@ -13,32 +13,40 @@
 namespace collc {
 namespace {
 
-CompiledCollective fusedVariant(DType dtype, int64_t hidden) {
-  Expected<SpecSource> spec = loadSpec("allreduce_rmsnorm");
+/// A variant of `specName` and the spec's program it was lowered from.
+struct Fused {
+  CompiledCollective compiled;
+  std::shared_ptr<const ir::Program> spec;
+};
+
+Fused fusedVariant(DType dtype, int64_t hidden, const char* specName = "allreduce_rmsnorm") {
+  Expected<SpecSource> spec = loadSpec(specName);
   EXPECT_TRUE(bool(spec)) << toString(spec.takeError());
   CompileOptions options;
   options.dtype = dtype;
   options.nranks = 2;
   options.rowLength = hidden;
   options.eps = 1e-5f;
+  Fused fused;
+  options.specProgram = &fused.spec;
   Expected<CompiledCollective> compiled = compileCollective(*spec, options, std::cerr);
   EXPECT_TRUE(bool(compiled)) << toString(compiled.takeError());
-  return *compiled;
+  fused.compiled = *compiled;
+  return fused;
 }
 
 TEST(PlainRmsNorm, CompilesForEveryTypeAndHiddenSize) {
   for (DType dtype : {DType::BF16, DType::F16, DType::F32})
     for (int64_t hidden : {4096, 8192}) {
-      CompiledCollective fused = fusedVariant(dtype, hidden);
-      Expected<PlainRmsNormKernel> kernel = plainRmsNormKernel(fused);
+      Fused fused = fusedVariant(dtype, hidden);
+      Expected<PlainRmsNormKernel> kernel = plainRmsNormKernel(fused.compiled, *fused.spec);
       ASSERT_TRUE(bool(kernel)) << toString(kernel.takeError());
       EXPECT_EQ(kernel->threads % 32, 0);
       EXPECT_LE(kernel->threads, 1024);
       EXPECT_NE(kernel->source.find("constexpr int kHidden = " + std::to_string(hidden) + ";"),
                 std::string::npos);
-      EXPECT_NE(
-          kernel->source.find("kResidualIn = " + std::to_string(fused.addRmsNorm->residualIn)),
-          std::string::npos);
+      EXPECT_NE(kernel->source.find("kResidualIn = 0, kResidualOut = 1, kWeight = 2;"),
+                std::string::npos);
       EXPECT_NE(kernel->source.find("kEps = 9.99999975e-06f"), std::string::npos)
           << kernel->source.substr(0, 200);
       JitOptions jit;
@@ -50,17 +58,17 @@ TEST(PlainRmsNorm, CompilesForEveryTypeAndHiddenSize) {
 }
 
 TEST(PlainRmsNorm, RefusesUnfitVariants) {
-  CompiledCollective fused = fusedVariant(DType::BF16, 4096);
-  CompiledCollective odd = fused;
+  Fused fused = fusedVariant(DType::BF16, 4096);
+  CompiledCollective odd = fused.compiled;
   odd.rowLength = 4100; // not whole 16-byte vectors of 8 bf16
-  Expected<PlainRmsNormKernel> refused = plainRmsNormKernel(odd);
+  Expected<PlainRmsNormKernel> refused = plainRmsNormKernel(odd, *fused.spec);
   ASSERT_FALSE(bool(refused));
   EXPECT_NE(toString(refused.takeError()).find("not whole 16-byte vectors"), std::string::npos);
-  CompiledCollective plain = fused;
-  plain.addRmsNorm.reset();
-  Expected<PlainRmsNormKernel> notFused = plainRmsNormKernel(plain);
+  Fused plain = fusedVariant(DType::BF16, /*hidden=*/0, "allreduce_oneshot");
+  Expected<PlainRmsNormKernel> notFused = plainRmsNormKernel(fused.compiled, *plain.spec);
   ASSERT_FALSE(bool(notFused));
-  consumeError(notFused.takeError());
+  EXPECT_NE(toString(notFused.takeError()).find("is not the fused residual add + RMSNorm"),
+            std::string::npos);
 }
 
 } // namespace

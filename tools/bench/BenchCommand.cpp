@@ -243,6 +243,8 @@ int compileVariants(const BenchOptions& o, int nranks, VariantPlan& plan) {
       CompileOptions options = o.compile;
       options.nranks = nranks;
       options.sync = sync;
+      std::shared_ptr<const ir::Program> reference;
+      options.specProgram = &reference;
       std::string diagnostics;
       DiagnosticText diag(diagnostics);
       auto compiled = compileCollective(*source, options, diag);
@@ -263,6 +265,8 @@ int compileVariants(const BenchOptions& o, int nranks, VariantPlan& plan) {
       }
       BenchVariant variant;
       variant.spec = compiled->specName;
+      variant.reference = std::move(reference);
+      options.specProgram = nullptr;
       variant.sync = std::string(name(compiled->sync));
       if (o.watchdogCost) {
         options.watchdog = false;
@@ -637,6 +641,12 @@ int sweep(const BenchOptions& o, const VariantPlan& plan, const std::vector<uint
   return mode.reporter ? status : int(kSuccess);
 }
 
+/// The first variant of `kind` (ncclCollectives makes one collective per kind of the plan).
+const BenchVariant& likeOf(const VariantPlan& plan, CollectiveKind kind) {
+  return *std::find_if(plan.variants.begin(), plan.variants.end(),
+                       [&](const BenchVariant& v) { return v.compiled.kind == kind; });
+}
+
 /// One process drives every rank: NcclBaseline, then a LocalWorld for collc's variants.
 int benchLocal(const BenchOptions& o, BenchResults& results) {
   int nranks = o.compile.nranks;
@@ -662,8 +672,12 @@ int benchLocal(const BenchOptions& o, BenchResults& results) {
   results.header.ncclNote = ncclNote(collectives, /*oneProcess=*/true);
   SweepMode mode;
   // NcclBaseline's communicators and memory are gone before collc's world is made.
+  // Each kind's NCCL collective is checked against the spec of the first variant of that kind.
+  std::vector<std::shared_ptr<const ir::Program>> references;
+  for (const NcclCollective& collective : collectives)
+    references.push_back(likeOf(plan, collective.kind).reference);
   mode.nccl = [&](const BenchSettings& settings) {
-    return benchNcclBaseline(devices, collectives, settings);
+    return benchNcclBaseline(devices, collectives, references, settings);
   };
   mode.collc = [&](const BenchSettings& settings) -> Expected<std::vector<BenchRow>> {
     auto world = LocalWorld::create(devices, benchHeapBytes(plan.variants, counts.back()));
@@ -710,10 +724,8 @@ int benchRank(const BenchOptions& o, const LaunchEnvironment& env, BenchResults&
   mode.nccl = [&](const BenchSettings& settings) -> Expected<std::vector<NcclPoint>> {
     std::vector<NcclPoint> points;
     for (const NcclCollective& collective : ncclCollectives(plan)) {
-      const BenchVariant& like =
-          *std::find_if(plan.variants.begin(), plan.variants.end(),
-                        [&](const BenchVariant& v) { return v.compiled.kind == collective.kind; });
-      auto measured = benchNcclInWorld(**world, like.compiled, settings);
+      const BenchVariant& like = likeOf(plan, collective.kind);
+      auto measured = benchNcclInWorld(**world, like.compiled, like.reference, settings);
       if (!measured) {
         if (points.empty())
           return measured.takeError();

@@ -127,7 +127,8 @@ Expected<std::vector<BenchRow>> benchVariants(SymmetricWorld& world,
       BenchRow& row = rows[i];
       const std::string size = formatBytes(row.bytes);
       announce(settings, row.variant() + " " + size);
-      const RunOptions options = runOptions(settings, row.count);
+      RunOptions options = runOptions(settings, row.count);
+      options.reference = variant.reference;
       Expected<BenchTiming> timing = measure(world, *instances->bounded, variant.compiled, options);
       if (timing && instances->unbounded) {
         row.collc = std::move(*timing);
@@ -158,9 +159,10 @@ Expected<std::vector<BenchRow>> benchVariants(SymmetricWorld& world,
   return rows;
 }
 
-Expected<std::vector<NcclPoint>> benchNcclBaseline(const std::vector<int>& devices,
-                                                   const std::vector<NcclCollective>& collectives,
-                                                   const BenchSettings& settings) {
+Expected<std::vector<NcclPoint>>
+benchNcclBaseline(const std::vector<int>& devices, const std::vector<NcclCollective>& collectives,
+                  const std::vector<std::shared_ptr<const ir::Program>>& references,
+                  const BenchSettings& settings) {
   const int nranks = int(devices.size());
   // One set of buffers serves every collective: as large as the largest call needs.
   uint64_t maxBytes = 0;
@@ -175,7 +177,9 @@ Expected<std::vector<NcclPoint>> benchNcclBaseline(const std::vector<int>& devic
   options.replays = settings.replays;
   options.seed = settings.seed;
   std::vector<NcclPoint> points;
-  for (const NcclCollective& collective : collectives) {
+  for (size_t c = 0; c < collectives.size(); ++c) {
+    const NcclCollective& collective = collectives[c];
+    options.reference = c < references.size() ? references[c] : nullptr;
     const std::string call(ncclCallName(collective.kind));
     for (uint64_t count : settings.counts) {
       NcclPoint point;
@@ -201,6 +205,7 @@ Expected<std::vector<NcclPoint>> benchNcclBaseline(const std::vector<int>& devic
 
 Expected<std::vector<NcclPoint>> benchNcclInWorld(SymmetricWorld& world,
                                                   const CompiledCollective& like,
+                                                  std::shared_ptr<const ir::Program> reference,
                                                   const BenchSettings& settings) {
   uint64_t maxCount = 0;
   for (uint64_t count : settings.counts)
@@ -215,7 +220,9 @@ Expected<std::vector<NcclPoint>> benchNcclInWorld(SymmetricWorld& world,
     point.bytes = bytesOf(like, count);
     announce(settings,
              "NCCL " + std::string(ncclCallName(like.kind)) + " plain " + formatBytes(point.bytes));
-    Expected<BenchTiming> timing = measure(world, **instance, like, runOptions(settings, count));
+    RunOptions options = runOptions(settings, count);
+    options.reference = reference;
+    Expected<BenchTiming> timing = measure(world, **instance, like, options);
     if (!timing) {
       // The processes may be out of step now: record it and make no more calls.
       point.plain = BenchTiming::failed(toString(timing.takeError()));

@@ -16,15 +16,22 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace collc {
 
+namespace ir {
+struct Program;
+}
+
 /// One variant to measure: a compiled collective and its cubin.
 struct BenchVariant {
   std::string spec, sync;
   CompiledCollective compiled;
+  /// The spec's program (CompileOptions::specProgram): the reference of every measurement.
+  std::shared_ptr<const ir::Program> reference;
   std::string cubin;
   /// The same variant compiled with CompileOptions::watchdog = false, to measure what the
   /// watchdog's bound costs; an empty cubin: not measured.
@@ -71,19 +78,22 @@ Expected<std::vector<BenchRow>> benchVariants(SymmetricWorld& world,
 /// collective-major, sizes ascending, each with its kind. Nothing else may hold the GPUs' memory
 /// that NCCL needs. An error only when NCCL cannot be set up at all (not found, no GPU); a
 /// measurement that fails is recorded in its point, and after a hang the rest are recorded as
-/// failed too.
-Expected<std::vector<NcclPoint>> benchNcclBaseline(const std::vector<int>& devices,
-                                                   const std::vector<NcclCollective>& collectives,
-                                                   const BenchSettings& settings);
+/// failed too. references[i] is the program of a collc spec that computes collectives[i] (for the
+/// same ranks, type, operator and root): NCCL's results are checked against it interpreted.
+Expected<std::vector<NcclPoint>>
+benchNcclBaseline(const std::vector<int>& devices, const std::vector<NcclCollective>& collectives,
+                  const std::vector<std::shared_ptr<const ir::Program>>& references,
+                  const BenchSettings& settings);
 
 /// NCCL's version of `like`'s collective (its kind's NCCL call, type, operator, root and rank
 /// count) on the communicator of a process-per-GPU world (CollectiveInstance::createNccl) at every
 /// count, timed and checked by the same harness as collc's kernels: plain buffers only; points
 /// carry like's kind. Collective. An error when NCCL cannot be set up; a measurement that fails is
 /// recorded in its point and ends the sweep (the processes may be out of step), so later sizes
-/// have no point.
+/// have no point. `reference`: like's spec program, which NCCL's results are checked against.
 Expected<std::vector<NcclPoint>> benchNcclInWorld(SymmetricWorld& world,
                                                   const CompiledCollective& like,
+                                                  std::shared_ptr<const ir::Program> reference,
                                                   const BenchSettings& settings);
 
 } // namespace collc

@@ -52,6 +52,7 @@ namespace {
 struct Fixed {
   TunedVariant variant;
   CompiledCollective compiled;
+  std::shared_ptr<const ir::Program> reference; // its spec's program, which checks its results
   std::string cubin;
   std::unique_ptr<CollectiveInstance> instance; // its own; null where it runs on `shared`
   CollectiveInstance* shared = nullptr;         // the dispatcher's instance of the same variant
@@ -106,6 +107,20 @@ int runDispatchBench(const ParsedArguments& args) {
   if (!program)
     return reportError(program.takeError());
   llvm::outs() << "dispatch plan: " << program->description() << "\n";
+  // The reference of each variant the dispatcher may run: its spec's program.
+  std::vector<std::shared_ptr<const ir::Program>> dispatchedReferences;
+  for (const DispatchVariant& dispatched : program->variants()) {
+    auto source = loadSpec(dispatched.variant.spec);
+    if (!source)
+      return reportError(source.takeError());
+    CompileOptions options = compile;
+    options.nranks = nranks;
+    applyTunedVariant(dispatched.variant, options);
+    auto programs = lowerVariantPrograms(*source, options, std::cerr);
+    if (!programs)
+      return reportError(programs.takeError());
+    dispatchedReferences.push_back(programs->spec);
+  }
 
   // The fixed variants: the table's finalists (those timed at every size, which collc tune's
   // cross-check makes of each size's two fastest, and each size's two fastest, which that
@@ -137,6 +152,8 @@ int runDispatchBench(const ParsedArguments& args) {
     CompileOptions options = compile;
     options.nranks = nranks;
     applyTunedVariant(variant, options);
+    std::shared_ptr<const ir::Program> reference;
+    options.specProgram = &reference;
     auto compiled = compileCollective(*source, options, std::cerr);
     if (!compiled)
       return reportError(compiled.takeError());
@@ -144,8 +161,13 @@ int runDispatchBench(const ParsedArguments& args) {
     if (!image)
       return reportError(image.takeError());
     heap += heapBytesFor(*compiled, request.maxCount);
-    fixed.push_back(
-        Fixed{variant, std::move(*compiled), std::move(image->image), nullptr, nullptr, {}});
+    fixed.push_back(Fixed{variant,
+                          std::move(*compiled),
+                          std::move(reference),
+                          std::move(image->image),
+                          nullptr,
+                          nullptr,
+                          {}});
   }
   auto world = LocalWorld::create(devices, heap);
   if (!world)
@@ -267,7 +289,9 @@ int runDispatchBench(const ParsedArguments& args) {
     progress.what = "dispatched at " + size;
     bar.update(progress);
     chosen.push_back(dispatcher->variantFor(count));
-    auto timing = checkedTiming(**world, dispatcher->instanceFor(count), options);
+    RunOptions dispatchedOptions = options;
+    dispatchedOptions.reference = dispatchedReferences[chosen.back()];
+    auto timing = checkedTiming(**world, dispatcher->instanceFor(count), dispatchedOptions);
     if (!timing) {
       bar.finish();
       return reportError(timing.takeError());
@@ -281,7 +305,9 @@ int runDispatchBench(const ParsedArguments& args) {
         f.timings.push_back(BenchTiming::failed("not measured: failed at a smaller size"));
         continue;
       }
-      auto t = checkedTiming(**world, instanceOf(f), options);
+      RunOptions fixedOptions = options;
+      fixedOptions.reference = f.reference;
+      auto t = checkedTiming(**world, instanceOf(f), fixedOptions);
       if (!t) {
         f.broken = true;
         f.timings.push_back(BenchTiming::failed(toString(t.takeError())));
@@ -296,7 +322,8 @@ int runDispatchBench(const ParsedArguments& args) {
     const SizeVerdict first = judgeAt(i);
     const bool close = first.best >= 0 && first.ratio > 1.0 && dispatched[i].ok();
     retimed.push_back(close);
-    auto timeAgain = [&](CollectiveInstance& instance, BenchTiming& kept) -> Error {
+    auto timeAgain = [&](CollectiveInstance& instance, const RunOptions& options,
+                         BenchTiming& kept) -> Error {
       auto again = checkedTiming(**world, instance, options);
       if (!again)
         return again.takeError();
@@ -308,9 +335,11 @@ int runDispatchBench(const ParsedArguments& args) {
       for (int round = 0; round < kRetimeRounds; ++round) {
         progress.what = "re-timing dispatch and " + best.variant.text() + " at " + size;
         bar.update(progress);
-        Error err = timeAgain(dispatcher->instanceFor(count), dispatched[i]);
+        RunOptions bestOptions = options;
+        bestOptions.reference = best.reference;
+        Error err = timeAgain(dispatcher->instanceFor(count), dispatchedOptions, dispatched[i]);
         if (!err)
-          err = timeAgain(instanceOf(best), best.timings[i]);
+          err = timeAgain(instanceOf(best), bestOptions, best.timings[i]);
         if (err) {
           bar.finish();
           return reportError(std::move(err));

@@ -1,12 +1,13 @@
 #include "tools/bench/FusedNormBench.h"
 
+#include "compiler/RowEpilogue.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/CudaCheck.h"
 #include "runtime/LoadedKernel.h"
 #include "tools/bench/PlainRmsNorm.h"
 #include "tools/harness/HostData.h"
+#include "tools/harness/InterpretedReference.h"
 #include "tools/harness/RankGraphs.h"
-#include "tools/harness/RmsNormReference.h"
 #include "tools/harness/RunHarness.h"
 
 #include <algorithm>
@@ -63,6 +64,7 @@ Expected<double> timeFused(LocalWorld& world, const JittedCollective& fused, uin
   if (!instance)
     return instance.takeError();
   RunOptions options;
+  options.reference = fused.spec;
   options.count = count;
   options.graphOps = settings.graphOps;
   options.replays = settings.replays;
@@ -158,10 +160,22 @@ Expected<double> timeUnfused(LocalWorld& world, const JittedCollective& fused,
       return err;
   if (Error err = (*instance)->synchronize(streams, kSecondsPerOpAllowance))
     return err;
-  const AddRmsNormEpilogue& e = *spec.addRmsNorm;
+  // The unfused pipeline computes what the fused spec does: its reference is that spec
+  // interpreted on the same data (the aux buffers it reads as every rank gave them).
+  const AddRmsNormEpilogue e = *findAddRmsNorm(*fused.spec);
   std::vector<const void*> inputs;
   for (const auto& in : host.in)
     inputs.push_back(in.data());
+  std::vector<std::vector<const void*>> aux(host.aux.size());
+  for (size_t r = 0; r < aux.size(); ++r)
+    for (size_t k = 0; k < spec.aux.size(); ++k)
+      aux[r].push_back(spec.aux[k].written ? nullptr : host.aux[r][k].data());
+  InterpretedReference expected;
+  try {
+    expected = interpretReference(*fused.spec, spec, count, inputs, aux);
+  } catch (const interpret::InterpretError& error) {
+    return benchError(std::string("the reference: ") + error.what());
+  }
   for (size_t i = 0; i < local.size(); ++i) {
     const int r = local[i];
     std::vector<char> residualOut(bytes), out(bytes);
@@ -172,16 +186,14 @@ Expected<double> timeUnfused(LocalWorld& world, const JittedCollective& fused,
                                 bytes, cudaMemcpyDeviceToHost));
       COLLC_CUDA_TRY(cudaMemcpy(out.data(), ranks[i].out.get(), bytes, cudaMemcpyDeviceToHost));
     }
-    AddRmsNormCall call;
-    call.type = spec.dtype;
-    call.count = count;
-    call.rowLength = spec.rowLength;
-    call.eps = spec.eps;
-    call.inputs = inputs;
-    call.residual = host.aux[r][size_t(e.residualIn)].data();
-    call.weight = host.aux[r][size_t(e.weight)].data();
-    Comparison comparison = compareAddRmsNorm(call, residualOut.data(), out.data(),
-                                              "unfused rank " + std::to_string(r));
+    const std::string label = "unfused rank " + std::to_string(r);
+    Comparison comparison = compareInterpreted(
+        spec.dtype, expected.value.aux[r][size_t(e.residualOut)],
+        expected.bound.aux[r][size_t(e.residualOut)], residualOut.data(), label + " residual_out");
+    const Comparison norm = compareInterpreted(
+        spec.dtype, expected.value.output[r], expected.bound.output[r], out.data(), label + " out");
+    comparison.mismatches += norm.mismatches;
+    comparison.firstMismatches += norm.firstMismatches;
     if (!comparison.ok())
       return benchError("the unfused baseline is WRONG at " + std::to_string(count) +
                         " elements:\n" + comparison.firstMismatches);
@@ -211,7 +223,7 @@ Expected<std::vector<FusedNormPoint>> benchFusedRmsNorm(LocalWorld& world,
                                                         const std::string& plainImage,
                                                         const FusedNormBenchSettings& settings) {
   const CompiledCollective& spec = fused.compiled;
-  if (!spec.addRmsNorm || spec.rowLength <= 0)
+  if (!fused.spec || !findAddRmsNorm(*fused.spec) || spec.rowLength <= 0)
     return benchError("'" + spec.specName + "' is not the fused residual add + RMSNorm");
   if (allReduce.compiled.kind != CollectiveKind::AllReduce ||
       allReduce.compiled.op != ReduceOp::Sum || allReduce.compiled.dtype != spec.dtype ||
@@ -220,7 +232,7 @@ Expected<std::vector<FusedNormPoint>> benchFusedRmsNorm(LocalWorld& world,
                       std::string(name(spec.dtype)));
   if (settings.graphOps < 1 || settings.replays < 1)
     return benchError("timing needs at least one operation per graph and one replay");
-  auto kernel = plainRmsNormKernel(spec);
+  auto kernel = plainRmsNormKernel(spec, *fused.spec);
   if (!kernel)
     return kernel.takeError();
   std::vector<int> devices;

@@ -1,7 +1,8 @@
 // `collc bench allreduce_rmsnorm`: the fused AllReduce + residual add + RMSNorm kernel against
 // what it replaces, allreduce_oneshot (same type and sync) followed by a plain add + RMSNorm
 // kernel (PlainRmsNorm.h), per token count, in one process driving every rank of a LocalWorld.
-// Both are checked against the float64 reference (RmsNormReference.h) before their times count,
+// Both are checked against the fused spec interpreted (InterpretedReference.h) before their times
+// count,
 // and both are timed the same way: a CUDA graph of back-to-back operations per rank, replayed,
 // the median over replays of the slowest rank's time divided by the operations.
 #ifndef COLLC_TOOLS_BENCH_FUSEDNORMBENCH_H
@@ -13,15 +14,22 @@
 #include "runtime/Watchdog.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace collc {
 
-/// A compiled collective and its image for the world's GPUs.
+namespace ir {
+struct Program;
+}
+
+/// A compiled collective, its image for the world's GPUs, and the spec's program it was lowered
+/// from (CompileOptions::specProgram): the reference its results are checked against.
 struct JittedCollective {
   CompiledCollective compiled;
   std::string image;
+  std::shared_ptr<const ir::Program> spec;
 };
 
 struct FusedNormBenchSettings {

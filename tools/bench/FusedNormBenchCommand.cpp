@@ -24,18 +24,20 @@ constexpr const char* kSweepOnlyOptions[] = {
     "compile-times"};
 
 /// The spec compiled and JIT-compiled for `device`.
-Expected<JittedCollective> compileAndJit(const std::string& specName, const CompileOptions& options,
+Expected<JittedCollective> compileAndJit(const std::string& specName, CompileOptions options,
                                          int device) {
   auto spec = loadSpec(specName);
   if (!spec)
     return spec.takeError();
+  std::shared_ptr<const ir::Program> program;
+  options.specProgram = &program;
   auto compiled = compileCollective(*spec, options, std::cerr);
   if (!compiled)
     return compiled.takeError();
   auto image = compileForDevice(*compiled, device);
   if (!image)
     return image.takeError();
-  return JittedCollective{std::move(*compiled), std::move(image->image)};
+  return JittedCollective{std::move(*compiled), std::move(image->image), std::move(program)};
 }
 
 } // namespace
@@ -66,10 +68,12 @@ int runFusedNormBench(const ParsedArguments& args) {
     auto spec = loadSpec(kFusedNormBenchSpec);
     if (!spec)
       return reportError(spec.takeError());
+    std::shared_ptr<const ir::Program> program;
+    precheck.specProgram = &program;
     auto compiled = compileCollective(*spec, precheck, std::cerr);
     if (!compiled)
       return reportError(compiled.takeError());
-    if (auto kernel = plainRmsNormKernel(*compiled); !kernel)
+    if (auto kernel = plainRmsNormKernel(*compiled, *program); !kernel)
       return reportError(kernel.takeError());
   }
   std::vector<int> devices;
@@ -90,7 +94,7 @@ int runFusedNormBench(const ParsedArguments& args) {
   auto allReduce = compileAndJit("allreduce_oneshot", plainOptions, devices[0]);
   if (!allReduce)
     return reportError(allReduce.takeError());
-  auto kernel = plainRmsNormKernel(fused->compiled);
+  auto kernel = plainRmsNormKernel(fused->compiled, *fused->spec);
   if (!kernel)
     return reportError(kernel.takeError());
   JitOptions jit;

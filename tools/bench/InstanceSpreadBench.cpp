@@ -74,6 +74,8 @@ int runInstanceSpreadBench(const ParsedArguments& args) {
       status != kSuccess)
     return status;
   compile.nranks = nranks;
+  std::shared_ptr<const ir::Program> reference; // the spec's program, which checks every result
+  compile.specProgram = &reference;
   auto compiled = compileCollective(*source, compile, std::cerr);
   if (!compiled)
     return reportError(compiled.takeError());
@@ -113,6 +115,7 @@ int runInstanceSpreadBench(const ParsedArguments& args) {
   for (uint64_t count : counts) {
     RunOptions options = run;
     options.count = count;
+    options.reference = reference;
     std::vector<BenchTiming> kept(size_t(instances), BenchTiming::failed("not measured"));
     for (int round = 0; round < kRounds; ++round)
       for (int step = 0; step < instances; ++step) {

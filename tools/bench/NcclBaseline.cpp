@@ -5,8 +5,8 @@
 #include "runtime/CudaCheck.h"
 #include "runtime/Devices.h"
 #include "runtime/NcclLibrary.h"
-#include "tools/harness/CollectiveReference.h"
 #include "tools/harness/HostData.h"
+#include "tools/harness/InterpretedReference.h"
 #include "tools/harness/RankGraphs.h"
 
 #include <algorithm>
@@ -556,6 +556,9 @@ Expected<NcclTiming> NcclBaseline::measure(const NcclCollective& collective, uin
                          std::to_string(n));
   if (options.graphOps < 1 || options.replays < 1)
     return baselineError("timing needs at least one operation per graph and one replay");
+  if (!options.reference)
+    return baselineError("no spec program to check " + std::string(name(collective.kind)) +
+                         " against: the reference is a collc spec of the collective, interpreted");
   if (Error err = s.nccl->requireCollective(collective.kind))
     return err;
   if (symmetric)
@@ -590,8 +593,9 @@ Expected<NcclTiming> NcclBaseline::measure(const NcclCollective& collective, uin
     }
     return s.waitIdle(kWaitSeconds, "uploading inputs");
   };
-  // Copies every rank's output back (streams idle) and compares it with the float64 reference of
-  // the kind; elements NCCL leaves undefined (a reduce's output off the root) are not compared.
+  // Copies every rank's output back (streams idle) and compares it with options.reference
+  // interpreted; elements NCCL leaves undefined (a reduce's output off the root) the spec leaves
+  // unwritten too, and they are not compared.
   auto fetchAndCheck = [&](const std::string& label) -> Error {
     {
       ScopedDevice restore;
@@ -606,25 +610,25 @@ Expected<NcclTiming> NcclBaseline::measure(const NcclCollective& collective, uin
     std::vector<const void*> inputs;
     for (const std::vector<char>& host : hostIn)
       inputs.push_back(host.data());
-    // AllReduce keeps its reference computed once for every rank (compareCollective would
-    // recompute it per rank); the other kinds' outputs differ per rank anyway.
-    std::optional<AllReduceReference> allReduce;
-    if (collective.kind == CollectiveKind::AllReduce)
-      allReduce = referenceAllReduce(dtype, collective.op, inputs, count);
-    CollectiveCall call;
-    call.kind = collective.kind;
-    call.type = dtype;
-    call.op = collective.op;
-    call.root = collective.root;
-    call.count = count;
-    call.inputs = inputs;
+    // What the spec computes for this call; it leaves unwritten what NCCL leaves undefined.
+    CompiledCollective variant;
+    variant.kind = collective.kind;
+    variant.dtype = dtype;
+    variant.op = collective.op;
+    variant.root = collective.root;
+    variant.nranks = n;
+    InterpretedReference expected;
+    try {
+      expected = interpretReference(*options.reference, variant, count, inputs,
+                                    std::vector<std::vector<const void*>>(size_t(n)));
+    } catch (const interpret::InterpretError& error) {
+      return baselineError(std::string("the reference: ") + error.what());
+    }
     for (int r = 0; r < n; ++r) {
       const std::string rankLabel = label + " rank " + std::to_string(r) + " out";
-      Comparison comparison =
-          allReduce
-              ? compareAllReduce(dtype, *allReduce, inputs, hostOut[r].data(), count, rankLabel,
-                                 kMaxReportedMismatches)
-              : compareCollective(call, r, hostOut[r].data(), rankLabel, kMaxReportedMismatches);
+      Comparison comparison = compareInterpreted(
+          dtype, expected.value.output[size_t(r)], expected.bound.output[size_t(r)],
+          hostOut[r].data(), rankLabel, kMaxReportedMismatches);
       if (comparison.ok())
         continue;
       timing.correct = false;

@@ -24,6 +24,10 @@
 
 namespace collc {
 
+namespace ir {
+struct Program;
+}
+
 struct NcclTiming {
   double usPerOp = 0;                 // median over replays of (max over ranks of replay / ops)
   bool correct = false;               // every checked call matched the float64 reference
@@ -35,6 +39,10 @@ struct NcclBaselineOptions {
   int graphOps = 50; // operations captured back to back in each rank's graph
   int replays = 7;   // timed replays (after one untimed warm-up replay); the median counts
   uint64_t seed = 7; // for the random inputs
+  /// The program of a collc spec that computes the collective measured, for the same ranks, type,
+  /// operator and root (CompileOptions::specProgram): NCCL's results are checked against it
+  /// interpreted (tools/harness/InterpretedReference.h). Required.
+  std::shared_ptr<const ir::Program> reference;
 };
 
 /// One process driving `devices` (one communicator per device via ncclCommInitAll).

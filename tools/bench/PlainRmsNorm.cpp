@@ -1,6 +1,7 @@
 #include "tools/bench/PlainRmsNorm.h"
 
 #include "compiler/CudaCodeGen.h"
+#include "compiler/RowEpilogue.h"
 
 #include <fmt/format.h>
 
@@ -106,10 +107,12 @@ extern "C" __global__ void KERNEL_NAME(collc_params p) {
 
 } // namespace
 
-Expected<PlainRmsNormKernel> plainRmsNormKernel(const CompiledCollective& fused) {
-  if (!fused.addRmsNorm)
+Expected<PlainRmsNormKernel> plainRmsNormKernel(const CompiledCollective& fused,
+                                                const ir::Program& spec) {
+  const std::optional<AddRmsNormEpilogue> epilogue = findAddRmsNorm(spec);
+  if (!epilogue)
     return plainError("'" + fused.specName + "' is not the fused residual add + RMSNorm");
-  const AddRmsNormEpilogue& e = *fused.addRmsNorm;
+  const AddRmsNormEpilogue& e = *epilogue;
   const int64_t hidden = fused.rowLength;
   const int64_t vecElems = 16 / int64_t(sizeOf(fused.dtype));
   if (hidden <= 0 || hidden % vecElems != 0)

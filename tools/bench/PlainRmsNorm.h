@@ -16,16 +16,22 @@
 
 namespace collc {
 
+namespace ir {
+struct Program;
+}
+
 struct PlainRmsNormKernel {
   std::string name;   // extern "C" entry point
   std::string source; // self-contained CUDA (the ABI header pasted in), no includes
   int threads = 0;    // block size to launch with
 };
 
-/// The kernel for the fused variant `fused` (its type, row length, eps and aux order). Refuses a
-/// variant without the add + RMSNorm epilogue, or a row length that 16-byte vectors do not divide
-/// or that needs more than 8 vectors per thread of a 1024-thread block.
-Expected<PlainRmsNormKernel> plainRmsNormKernel(const CompiledCollective& fused);
+/// The kernel for the fused variant `fused` (its type, row length, eps) of `spec` (whose add +
+/// RMSNorm epilogue gives the aux order: compiler/RowEpilogue.h). Refuses a spec without that
+/// epilogue, or a row length that 16-byte vectors do not divide or that needs more than 8 vectors
+/// per thread of a 1024-thread block.
+Expected<PlainRmsNormKernel> plainRmsNormKernel(const CompiledCollective& fused,
+                                                const ir::Program& spec);
 
 } // namespace collc
 

@@ -67,10 +67,14 @@ std::vector<std::string> bundleArchs(const std::string& list, std::string& error
   }
 }
 
-/// Compiles `compiled` for every architecture and writes the bundle to `path`.
-int emitBundle(CompiledCollective compiled, const std::vector<std::string>& archs, bool withSource,
-               bool verbose, const std::string& path) {
+/// Compiles `compiled` for every architecture and writes the bundle to `path`, with the text of
+/// `spec` (which `collc run BUNDLE` checks the results against, interpreted).
+int emitBundle(CompiledCollective compiled, const SpecSource& spec,
+               const std::vector<std::string>& archs, bool withSource, bool verbose,
+               const std::string& path) {
   CollectiveBundle bundle;
+  bundle.specName = spec.bufferName;
+  bundle.specText = spec.text;
   for (const std::string& arch : archs) {
     JitOptions jit;
     jit.arch = arch;
@@ -134,8 +138,8 @@ int runEmit(const ParsedArguments& args) {
   if (!compiled)
     return reportError(compiled.takeError());
   if (kind == "bundle")
-    return emitBundle(std::move(*compiled), archs, args.has("with-source"), args.has("verbose"),
-                      *args.get("o"));
+    return emitBundle(std::move(*compiled), *spec, archs, args.has("with-source"),
+                      args.has("verbose"), *args.get("o"));
   if (kind == "cuda") {
     text = compiled->cudaSource;
   } else if (kind == "ptx" || kind == "cubin") {

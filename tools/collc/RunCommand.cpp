@@ -126,13 +126,15 @@ bool parseSettings(const ParsedArguments& args, RunSettings& settings, std::stri
 /// Loads and compiles the spec for a run of `count` elements into `compiled`; kSuccess, or the exit
 /// status of the error it reported. A spec with rows runs whole rows: checked here for its own
 /// default row length, which is known only once it is compiled; so are the buffers `sharing`
-/// passes as one memory, which the variant's own lowered program must allow. With `run`, a spec
-/// with aux buffers also gets its program as the run's reference (the spec interpreted checks it).
-int compileForRun(const std::string& specName, const CompileOptions& options, uint64_t count,
+/// passes as one memory, which the variant's own lowered program must allow. With `run`, the
+/// spec's program becomes the run's reference (the spec interpreted checks every result).
+int compileForRun(const std::string& specName, CompileOptions options, uint64_t count,
                   BufferSharing sharing, CompiledCollective& compiled, RunOptions* run = nullptr) {
   auto spec = loadSpec(specName);
   if (!spec)
     return reportError(spec.takeError());
+  if (run)
+    options.specProgram = &run->reference;
   auto result = compileCollective(*spec, options, std::cerr);
   if (!result)
     return reportError(result.takeError());
@@ -145,12 +147,6 @@ int compileForRun(const std::string& specName, const CompileOptions& options, ui
                                   count, compiled.rowLength, compiled.specName));
   if (Error err = checkBufferSharing(compiled, sharing, count))
     return usageError(toString(std::move(err)));
-  if (run && !compiled.aux.empty()) {
-    auto programs = lowerVariantPrograms(*spec, options, std::cerr);
-    if (!programs)
-      return reportError(programs.takeError());
-    run->reference = programs->spec;
-  }
   return kSuccess;
 }
 
@@ -256,7 +252,8 @@ int runLocal(RunSettings& settings, const std::string& specName) {
   if (settings.nccl) {
     instance->reset();
     world->reset();
-    auto points = benchNcclBaseline(devices, {ncclCollectiveOf(compiled)}, ncclSettings(settings));
+    auto points = benchNcclBaseline(devices, {ncclCollectiveOf(compiled)}, {settings.run.reference},
+                                    ncclSettings(settings));
     if (!points)
       return reportError(points.takeError());
     nccl = std::move(*points);
@@ -313,7 +310,8 @@ int runProcess(RunSettings& settings, const std::string& specName, const LaunchE
   // rank, the same inputs and checks. (Symmetric windows are measured in one-process mode.)
   std::vector<NcclPoint> nccl;
   if (settings.nccl) {
-    auto points = benchNcclInWorld(**world, compiled, ncclSettings(settings));
+    auto points =
+        benchNcclInWorld(**world, compiled, settings.run.reference, ncclSettings(settings));
     if (!points)
       return reportError(onRank(rank, points.takeError()));
     nccl = std::move(*points);
@@ -426,9 +424,6 @@ std::string bundleConflict(const ParsedArguments& args, const RunSettings& setti
                        settings.compile.nranks, compiled.nranks);
   if (args.has("procs") || args.has("procs-timeout") || settings.nccl)
     return "a bundle runs in this process (or with --one-gpu); leave --procs and --nccl out";
-  if (!compiled.aux.empty() && !compiled.addRmsNorm)
-    return "the bundle's spec has aux buffers that only its program can check, and a bundle "
-           "holds no program; run the spec instead";
   if (compiled.rowLength > 0 && settings.run.count % uint64_t(compiled.rowLength) != 0)
     return fmt::format("--count={} is not a whole number of rows of {} elements (the bundle's "
                        "row length)",
@@ -436,6 +431,29 @@ std::string bundleConflict(const ParsedArguments& args, const RunSettings& setti
   if (Error err = checkBufferSharing(compiled, settings.run.sharing, settings.run.count))
     return toString(std::move(err));
   return "";
+}
+
+/// The program of the spec the bundle was compiled from, lowered for the bundle's variant: the
+/// reference its results are checked against. kSuccess, or the exit status of the error reported.
+int bundleReference(const LoadedBundle& bundle, RunOptions& run) {
+  if (bundle.contents.specText.empty())
+    return usageError(bundle.path + " holds no spec, and collc run checks every result against "
+                                    "the spec interpreted; write it with collc emit --emit=bundle");
+  const CompiledCollective& compiled = bundle.compiled();
+  CompileOptions options;
+  options.dtype = compiled.dtype;
+  options.op = compiled.op;
+  options.nranks = compiled.nranks;
+  options.root = compiled.root;
+  options.rowLength = compiled.rowLength;
+  options.eps = compiled.eps;
+  options.sync = compiled.sync;
+  auto programs = lowerVariantPrograms({bundle.contents.specName, bundle.contents.specText},
+                                       options, std::cerr);
+  if (!programs)
+    return reportError(programs.takeError());
+  run.reference = programs->spec;
+  return kSuccess;
 }
 
 /// Runs the bundle at `path` on the first nranks GPUs, or with --one-gpu as nranks co-resident
@@ -451,6 +469,8 @@ int runBundle(const ParsedArguments& args, RunSettings& settings, const std::str
                               fmt::join(bundle->archs(), ", "));
   if (std::string conflict = bundleConflict(args, settings, compiled); !conflict.empty())
     return usageError(conflict);
+  if (int status = bundleReference(*bundle, settings.run); status != kSuccess)
+    return status;
   const bool oneGpu = args.has("one-gpu");
   if (oneGpu)
     giveEachStreamAWorkQueue(); // before anything starts CUDA

@@ -215,6 +215,7 @@ public:
     }
     CompileOptions options = o_.compile;
     applyTunedVariant(variant, options);
+    options.specProgram = &prepared.bench.reference;
     std::string diagnostics;
     DiagnosticText diag(diagnostics);
     auto compiled = compileCollective(*source, options, diag);

@@ -4,11 +4,9 @@
 #include "runtime/CudaCheck.h"
 #include "runtime/LocalWorld.h"
 #include "tools/harness/BufferSharing.h"
-#include "tools/harness/CollectiveReference.h"
 #include "tools/harness/HostData.h"
 #include "tools/harness/InterpretedReference.h"
 #include "tools/harness/RankGraphs.h"
-#include "tools/harness/RmsNormReference.h"
 
 #include <algorithm>
 #include <cstring>
@@ -47,25 +45,13 @@ std::vector<cudaStream_t> localStreams(const SymmetricWorld& world) {
   return streams;
 }
 
-/// A spec with user buffers besides the input and the output is checked against the fused
-/// add + RMSNorm's reference where it is that epilogue, else against the spec interpreted.
-bool isAddRmsNorm(const CompiledCollective& compiled) {
-  const std::optional<AddRmsNormEpilogue>& e = compiled.addRmsNorm;
-  const int auxCount = int(compiled.aux.size());
-  auto valid = [&](int k) { return k >= 0 && k < auxCount; };
-  return e && valid(e->residualIn) && valid(e->residualOut) && valid(e->weight) &&
-         e->residualIn != e->residualOut && e->residualIn != e->weight &&
-         e->residualOut != e->weight;
-}
-
-Error validateAux(const CompiledCollective& compiled, uint64_t count, bool specialValues,
-                  const ir::Program* reference) {
+Error validateReference(const CompiledCollective& compiled, uint64_t count, bool specialValues,
+                        const ir::Program* reference) {
+  if (!reference)
+    return harnessError("no spec program was given for '" + compiled.specName +
+                        "': the reference of every run is the spec interpreted");
   if (compiled.aux.empty())
     return Error::success();
-  if (!isAddRmsNorm(compiled) && !reference)
-    return harnessError("'" + compiled.specName +
-                        "' has user buffers besides its input and output: its reference is the "
-                        "spec interpreted, and no spec program was given to the harness");
   if (compiled.rowLength > 0 && count % uint64_t(compiled.rowLength) != 0)
     return harnessError(std::to_string(count) + " elements is not a whole number of rows of " +
                         std::to_string(compiled.rowLength) + " (--hidden) for '" +
@@ -74,15 +60,15 @@ Error validateAux(const CompiledCollective& compiled, uint64_t count, bool speci
     return harnessError("special input values (NaN, infinities, values near overflow) are not "
                         "checked for '" +
                         compiled.specName +
-                        "', whose aux buffers need a reference of their own: one NaN would "
-                        "poison every result it reaches");
+                        "', whose aux buffers mix them into whole rows: one NaN would poison "
+                        "every result it reaches");
   return Error::success();
 }
 
 Error validate(const SymmetricWorld& world, const CollectiveInstance& instance,
                const CompiledCollective& compiled, uint64_t count, bool specialValues,
                const ir::Program* reference, BufferSharing sharing) {
-  if (Error err = validateAux(compiled, count, specialValues, reference))
+  if (Error err = validateReference(compiled, count, specialValues, reference))
     return err;
   if (Error err = checkBufferSharing(compiled, sharing, count))
     return harnessError(toString(std::move(err)));
@@ -280,71 +266,45 @@ uint64_t checkedElements(const CompiledCollective& compiled, uint64_t count) {
   return elements;
 }
 
-/// Compares slot `slot` of every local rank's output with the reference built from slot `slot`
-/// of every rank's input; adds mismatch lines to the report.
-void checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, uint64_t count,
-               int slot, const std::string& what, RunReport& report, LocalVerdicts& verdicts,
-               const ir::Program* reference) {
+/// Compares slot `slot` of every local rank's output (and written aux buffers) with `reference`
+/// interpreted on slot `slot` of every rank's input; adds mismatch lines to the report. An error
+/// where the spec cannot be interpreted for this call.
+Error checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, uint64_t count,
+                int slot, const std::string& what, RunReport& report, LocalVerdicts& verdicts,
+                const ir::Program& reference) {
   std::vector<const void*> inputs;
   for (size_t r = 0; r < buffers.hostIn.size(); ++r)
     inputs.push_back(buffers.inputOf(static_cast<int>(r), slot));
-  const bool interpreted = !compiled.aux.empty() && !isAddRmsNorm(compiled) && reference;
+  // The aux buffers the kernel only reads, as every rank gave them; those it writes start
+  // unwritten.
+  std::vector<std::vector<const void*>> aux(buffers.hostIn.size());
+  for (size_t r = 0; r < aux.size(); ++r)
+    for (size_t k = 0; k < compiled.aux.size(); ++k)
+      aux[r].push_back(buffers.auxWritten[k] ? nullptr
+                                             : buffers.auxOf(static_cast<int>(r), k, slot));
   InterpretedReference expected;
-  if (interpreted) {
-    // The aux buffers the kernel only reads, as every rank gave them; those it writes start NaN.
-    std::vector<std::vector<const void*>> aux(buffers.hostIn.size());
-    for (size_t r = 0; r < aux.size(); ++r)
-      for (size_t k = 0; k < compiled.aux.size(); ++k)
-        aux[r].push_back(buffers.auxWritten[k] ? nullptr
-                                               : buffers.auxOf(static_cast<int>(r), k, slot));
-    expected = interpretReference(*reference, compiled, count, inputs, aux);
+  try {
+    expected = interpretReference(reference, compiled, count, inputs, aux);
+  } catch (const interpret::InterpretError& error) {
+    return harnessError("the reference of '" + compiled.specName + "': " + error.what());
   }
-  CollectiveCall call;
-  call.kind = compiled.kind;
-  call.type = compiled.dtype;
-  call.op = compiled.op;
-  call.root = compiled.root;
-  call.count = count;
-  call.inputs = inputs;
   verdicts.wrongCalls.resize(buffers.local.size(), 0);
   for (size_t i = 0; i < buffers.local.size(); ++i) {
     const int rank = buffers.local[i];
-    std::string label = what + " rank " + std::to_string(rank) + " out";
-    Comparison comparison;
-    if (interpreted) {
-      // The output and every aux buffer the kernel writes; a sum over every rank and aux term.
-      label = what + " rank " + std::to_string(rank);
-      const int terms = compiled.nranks + int(compiled.aux.size());
-      comparison =
-          compareInterpreted(compiled.dtype, terms, expected.value.output[size_t(rank)],
-                             expected.scale.output[size_t(rank)], buffers.outputOf(i, slot),
-                             label + " out", kMaxReportedMismatches);
-      for (size_t k = 0; k < compiled.aux.size(); ++k) {
-        if (!buffers.auxWritten[k])
-          continue;
-        Comparison aux =
-            compareInterpreted(compiled.dtype, terms, expected.value.aux[size_t(rank)][k],
-                               expected.scale.aux[size_t(rank)][k], buffers.auxOf(rank, k, slot),
-                               label + " " + compiled.aux[k].name, kMaxReportedMismatches);
-        comparison.mismatches += aux.mismatches;
-        comparison.firstMismatches += aux.firstMismatches;
-      }
-    } else if (isAddRmsNorm(compiled)) {
-      const AddRmsNormEpilogue& e = *compiled.addRmsNorm;
-      label = what + " rank " + std::to_string(rank);
-      AddRmsNormCall fused;
-      fused.type = compiled.dtype;
-      fused.count = count;
-      fused.rowLength = compiled.rowLength;
-      fused.eps = compiled.eps;
-      fused.inputs = inputs;
-      fused.residual = buffers.auxOf(rank, size_t(e.residualIn), slot);
-      fused.weight = buffers.auxOf(rank, size_t(e.weight), slot);
-      comparison = compareAddRmsNorm(fused, buffers.auxOf(rank, size_t(e.residualOut), slot),
-                                     buffers.outputOf(i, slot), label, kMaxReportedMismatches);
-    } else
-      comparison =
-          compareCollective(call, rank, buffers.outputOf(i, slot), label, kMaxReportedMismatches);
+    // The output and every aux buffer the kernel writes.
+    const std::string label = what + " rank " + std::to_string(rank);
+    Comparison comparison = compareInterpreted(
+        compiled.dtype, expected.value.output[size_t(rank)], expected.bound.output[size_t(rank)],
+        buffers.outputOf(i, slot), label + " out", kMaxReportedMismatches);
+    for (size_t k = 0; k < compiled.aux.size(); ++k) {
+      if (!buffers.auxWritten[k])
+        continue;
+      Comparison written = compareInterpreted(
+          compiled.dtype, expected.value.aux[size_t(rank)][k], expected.bound.aux[size_t(rank)][k],
+          buffers.auxOf(rank, k, slot), label + " " + compiled.aux[k].name, kMaxReportedMismatches);
+      comparison.mismatches += written.mismatches;
+      comparison.firstMismatches += written.firstMismatches;
+    }
     report.checkedElements += checkedElements(compiled, count);
     if (comparison.ok())
       continue;
@@ -359,6 +319,7 @@ void checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, u
   }
   ++verdicts.checkedCalls;
   ++report.checkedCalls;
+  return Error::success();
 }
 
 /// Gathers every rank's verdict: the report is correct only if every rank of the world was.
@@ -487,8 +448,7 @@ Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& insta
       return err;
     if (Error err = instance.synchronize(streams))
       return err;
-    checkSlot(buffers, compiled, count, slot, what, report, verdicts, options.reference.get());
-    return Error::success();
+    return checkSlot(buffers, compiled, count, slot, what, report, verdicts, *options.reference);
   };
 
   for (int call = 0; call < options.checks; ++call) {
@@ -564,7 +524,7 @@ Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& insta
 
 Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& instance,
                                    const CompiledCollective& compiled, uint64_t count, int calls,
-                                   uint64_t seed, bool specialValues, const ir::Program* reference,
+                                   uint64_t seed, const ir::Program* reference, bool specialValues,
                                    BufferSharing sharing) {
   if (Error err = validate(world, instance, compiled, count, specialValues, reference, sharing))
     return err;
@@ -609,8 +569,9 @@ Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& in
   RunReport report;
   LocalVerdicts verdicts;
   for (int call = 0; call < calls; ++call)
-    checkSlot(buffers, compiled, count, call, "call " + std::to_string(call), report, verdicts,
-              reference);
+    if (Error err = checkSlot(buffers, compiled, count, call, "call " + std::to_string(call),
+                              report, verdicts, *reference))
+      return err;
   uint64_t wrongCalls = 0;
   for (uint64_t wrong : verdicts.wrongCalls)
     wrongCalls += wrong;

@@ -36,8 +36,8 @@ struct RunOptions {
   bool time = true;           // false: check correctness only
   int checks = 3;             // eager calls checked before timing (3 covers every scratch copy)
   bool specialValues = false; // inputs include -0.0, subnormals, NaN, +-inf, large magnitudes
-  /// The spec's program (lowerVariantPrograms in compiler/Compile.h), interpreted in float64 as
-  /// the reference of a spec with aux buffers other than the fused add + RMSNorm's.
+  /// The spec's program (CompileOptions::specProgram in compiler/Compile.h), interpreted in
+  /// float64 as the reference of every call checked (InterpretedReference.h). Required.
   std::shared_ptr<const ir::Program> reference;
   /// Buffers passed as one memory (BufferSharing.h): only what the compiled variant allows; a
   /// request it does not allow is an error before anything runs. The references are computed
@@ -60,14 +60,13 @@ struct RunReport {
 
 /// Checks `options.checks` eager calls, then (if options.time) times a graph of
 /// options.graphOps calls per rank over options.replays replays with fresh inputs before each,
-/// and checks the graph's last call. Every kind is checked against its float64 reference
-/// (CollectiveReference.h). A spec with the fused residual add + RMSNorm epilogue gets fresh
-/// random residual and weight buffers with every set of inputs, and both its outputs (out and
-/// residual_out) are checked against RmsNormReference.h; options.count must then be whole rows,
-/// and special values are refused (one NaN poisons a whole row's norm). Any other spec with aux
-/// buffers is checked against options.reference interpreted (InterpretedReference.h): its output
-/// and every aux buffer it writes. A wrong result
-/// is reported in the RunReport; an error means the run itself failed (CUDA error, watchdog, hang).
+/// and checks the graph's last call. Every call checked is compared with options.reference
+/// interpreted in float64 on the call's own data (InterpretedReference.h): the output and every
+/// aux buffer the kernel writes, each element within the bound of its rounding. A spec with aux
+/// buffers gets fresh random data in those it reads with every set of inputs; options.count must
+/// then be whole rows, and special values are refused (one NaN poisons a whole row's norm). A
+/// wrong result is reported in the RunReport; an error means the run itself failed (no spec
+/// program, CUDA error, watchdog, hang).
 /// With options.sharing, each eager call runs in place (or aliased) on fresh inputs; the timed
 /// graph's calls run in place one after another on one set of buffers (each reducing the last
 /// one's result, unchecked), except its last call, which runs in place on buffers of its own
@@ -80,12 +79,11 @@ Expected<RunReport> runAndCheck(SymmetricWorld& world, CollectiveInstance& insta
 /// call's output is checked on every rank. This is what catches a call that overtakes the
 /// previous one (a parity or epoch bug) where one-call-at-a-time tests cannot. usPerOp is the
 /// slowest rank's replay time divided by `calls`. With `sharing`, call j runs in place (or
-/// aliased) on its own buffers j.
+/// aliased) on its own buffers j. `reference` as RunOptions::reference (required).
 Expected<RunReport> runGraphStress(SymmetricWorld& world, CollectiveInstance& instance,
                                    const CompiledCollective& compiled, uint64_t count, int calls,
-                                   uint64_t seed, bool specialValues = false,
-                                   const ir::Program* reference = nullptr,
-                                   BufferSharing sharing = {});
+                                   uint64_t seed, const ir::Program* reference,
+                                   bool specialValues = false, BufferSharing sharing = {});
 
 /// The seed of rank `rank`'s input in round `round` of a run seeded with `seed` (a round is one
 /// set of inputs: one eager call, one replay, one stress graph). Distinct for distinct arguments
