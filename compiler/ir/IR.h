@@ -209,6 +209,10 @@ struct RowNorm final : StmtNode {
   Operand rows, weight;
   StoreKind store;
 
+  // Pasted after rows.cuh (whose block_sum it uses): helper files outside the strategies' lists
+  // go in name order.
+  static constexpr std::string_view kHelperFile = "rows_rmsnorm.cuh";
+
   RowNorm(llvm::SMLoc loc, Region target, Operand rows, Operand weight,
           StoreKind store = StoreKind::Plain)
       : StmtNode(StmtKind::RowNorm, loc), target(std::move(target)), rows(std::move(rows)),
