@@ -2,6 +2,7 @@
 
 #include "abi/CollectiveShapes.h"
 #include "compiler/DevicePrelude.h"
+#include "compiler/ir/RowOps.h"
 #include "compiler/ir/Visitor.h"
 #include "compiler/sync/Strategy.h"
 #include "dsl/Diagnostics.h"
@@ -63,10 +64,11 @@ private:
       load(o);
     store(s.store);
   }
-  void visitRowNorm(const ir::RowNorm& s) override {
-    use(ir::RowNorm::kHelperFile);
+  void visitRow(const ir::RowStmt& s) override {
+    use(ir::rowOpInfo(s.op).helperFile);
     load(s.rows);
-    load(s.weight);
+    for (const auto& o : s.params)
+      load(o);
     store(s.store);
   }
   void visitLet(const ir::Let& s) override { load(s.value); }
@@ -492,8 +494,8 @@ private:
       line("}}");
       return;
     }
-    case ir::StmtKind::RowNorm:
-      printRowNorm(stmt->as<ir::RowNorm>());
+    case ir::StmtKind::Row:
+      printRow(stmt->as<ir::RowStmt>());
       return;
     case ir::StmtKind::ElementLoop:
       printElementLoop(stmt->as<ir::ElementLoop>());
@@ -632,12 +634,20 @@ private:
     line("}}");
   }
 
+  /// A row statement over one row: each op's own lowering.
+  void printRow(const ir::RowStmt& stmt) {
+    switch (stmt.op) {
+    case ir::RowOp::RmsNorm:
+      printRmsNorm(stmt, stmt.params.at(0).region);
+      return;
+    }
+  }
+
   /// out = rmsnorm(y) * weight over one row, with the arithmetic of
   /// compiler/device/rows_rmsnorm.cuh. y comes from the registers its reduce left it in
   /// (cachedRows_), else it is read twice more from memory (L2).
-  void printRowNorm(const ir::RowNorm& stmt) {
+  void printRmsNorm(const ir::RowStmt& stmt, const ir::Region& weight) {
     const ir::Region& rows = stmt.rows.region;
-    const ir::Region& weight = stmt.weight.region;
     line("// {} = rmsnorm({}, {}) ({})", stmt.target.text, rows.text, weight.text, where(stmt.loc));
     line("{{");
     if (stmt.rows.load == ir::LoadKind::Register) {
