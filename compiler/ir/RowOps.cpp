@@ -3,26 +3,23 @@
 #include "dsl/Diagnostics.h"
 
 namespace collc::ir {
-namespace {
 
-const std::vector<RowOpInfo>& rowOps() {
+const std::vector<RowOpInfo>& allRowOps() {
   static const std::vector<RowOpInfo> ops = {
       {RowOp::RmsNorm, "rmsnorm", {{"weight", RowParamShape::OneRow}}, "rows_rmsnorm.cuh"},
   };
   return ops;
 }
 
-} // namespace
-
 const RowOpInfo& rowOpInfo(RowOp op) {
-  for (const RowOpInfo& info : rowOps())
+  for (const RowOpInfo& info : allRowOps())
     if (info.op == op)
       return info;
   internalError("a row operation without an entry in RowOps.cpp");
 }
 
 const RowOpInfo* findRowOp(std::string_view name) {
-  for (const RowOpInfo& info : rowOps())
+  for (const RowOpInfo& info : allRowOps())
     if (info.name == name)
       return &info;
   return nullptr;

@@ -30,6 +30,9 @@ struct RowOpInfo {
                                 // the strategies' lists go in name order)
 };
 
+/// Every entry, in the order of ir::RowOp.
+const std::vector<RowOpInfo>& allRowOps();
+
 /// The entry of `op`.
 const RowOpInfo& rowOpInfo(RowOp op);
 
