@@ -2,6 +2,7 @@
 
 #include "abi/CollectiveShapes.h"
 #include "compiler/DevicePrelude.h"
+#include "compiler/ir/RowOps.h"
 #include "compiler/ir/Visitor.h"
 #include "compiler/sync/Strategy.h"
 #include "dsl/Diagnostics.h"
@@ -63,9 +64,11 @@ private:
       load(o);
     store(s.store);
   }
-  void visitRowNorm(const ir::RowNorm& s) override {
+  void visitRow(const ir::RowStmt& s) override {
+    use(ir::rowOpInfo(s.op).helperFile);
     load(s.rows);
-    load(s.weight);
+    for (const auto& o : s.params)
+      load(o);
     store(s.store);
   }
   void visitLet(const ir::Let& s) override { load(s.value); }
@@ -491,8 +494,8 @@ private:
       line("}}");
       return;
     }
-    case ir::StmtKind::RowNorm:
-      printRowNorm(stmt->as<ir::RowNorm>());
+    case ir::StmtKind::Row:
+      printRow(stmt->as<ir::RowStmt>());
       return;
     case ir::StmtKind::ElementLoop:
       printElementLoop(stmt->as<ir::ElementLoop>());
@@ -631,12 +634,20 @@ private:
     line("}}");
   }
 
-  /// out = rmsnorm(y) * weight over one row: the sum of squares in float, reduced over the block,
-  /// then each element scaled in float and rounded once. y comes from the registers its reduce
-  /// left it in (cachedRows_), else it is read twice more from memory (L2).
-  void printRowNorm(const ir::RowNorm& stmt) {
+  /// A row statement over one row: each op's own lowering.
+  void printRow(const ir::RowStmt& stmt) {
+    switch (stmt.op) {
+    case ir::RowOp::RmsNorm:
+      printRmsNorm(stmt, stmt.params.at(0).region);
+      return;
+    }
+  }
+
+  /// out = rmsnorm(y) * weight over one row, with the arithmetic of
+  /// compiler/device/rows_rmsnorm.cuh. y comes from the registers its reduce left it in
+  /// (cachedRows_), else it is read twice more from memory (L2).
+  void printRmsNorm(const ir::RowStmt& stmt, const ir::Region& weight) {
     const ir::Region& rows = stmt.rows.region;
-    const ir::Region& weight = stmt.weight.region;
     line("// {} = rmsnorm({}, {}) ({})", stmt.target.text, rows.text, weight.text, where(stmt.loc));
     line("{{");
     if (stmt.rows.load == ir::LoadKind::Register) {
@@ -649,24 +660,16 @@ private:
       line("const u64 i = row_begin + (u64(j) * kThreads + threadIdx.x) * kVec;");
       line("if (i < row_end) {{");
       line("w[j] = load_plain({}, i - row_begin, kHidden);", pointer(weight));
-      line("#pragma unroll");
-      line("for (int e = 0; e < kVec; ++e) {{");
-      line("const float x = to_float({}[j].bits[e]);", stmt.rows.reg);
-      line("sum_sq += x * x;");
+      line("rmsnorm_add_squares(sum_sq, {}[j]);", stmt.rows.reg);
       line("}}");
       line("}}");
-      line("}}");
-      line("const float scale = rsqrtf(block_sum(sum_sq) / float(kHidden) + kEps);");
+      line("const float scale = rmsnorm_scale(sum_sq);");
       line("#pragma unroll");
       line("for (int j = 0; j < kRowIters; ++j) {{");
       line("const u64 i = row_begin + (u64(j) * kThreads + threadIdx.x) * kVec;");
       line("if (i < row_end) {{");
       line("Vec normed;");
-      line("#pragma unroll");
-      line("for (int e = 0; e < kVec; ++e)");
-      line("normed.bits[e] = from_float(to_float({}[j].bits[e]) * scale * "
-           "to_float(w[j].bits[e]));",
-           stmt.rows.reg);
+      line("rmsnorm_apply(normed, {0}[j], w[j], scale);", stmt.rows.reg);
       line("{}", store(stmt.store, stmt.target, "row_end", "normed"));
       line("}}");
       line("}}");
@@ -678,20 +681,14 @@ private:
     line("float sum_sq = 0.0f;");
     line("for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{");
     line("const Vec y = {};", load(stmt.rows, "row_end"));
-    line("#pragma unroll");
-    line("for (int e = 0; e < kVec; ++e) {{");
-    line("const float x = to_float(y.bits[e]);");
-    line("sum_sq += x * x;");
+    line("rmsnorm_add_squares(sum_sq, y);");
     line("}}");
-    line("}}");
-    line("const float scale = rsqrtf(block_sum(sum_sq) / float(kHidden) + kEps);");
+    line("const float scale = rmsnorm_scale(sum_sq);");
     line("for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{");
     line("const Vec y = {};", load(stmt.rows, "row_end"));
     line("const Vec w = load_plain({}, i - row_begin, kHidden);", pointer(weight));
     line("Vec normed;");
-    line("#pragma unroll");
-    line("for (int e = 0; e < kVec; ++e)");
-    line("normed.bits[e] = from_float(to_float(y.bits[e]) * scale * to_float(w.bits[e]));");
+    line("rmsnorm_apply(normed, y, w, scale);");
     line("{}", store(stmt.store, stmt.target, "row_end", "normed"));
     line("}}");
     line("}}");

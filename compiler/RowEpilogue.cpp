@@ -1,6 +1,7 @@
 #include "compiler/RowEpilogue.h"
 
 #include "compiler/ElementCounts.h"
+#include "compiler/ir/RowOps.h"
 #include "compiler/ir/Visitor.h"
 
 #include <algorithm>
@@ -15,58 +16,86 @@ bool isWholeRowsBuffer(const ir::Program& program, const ir::Region& region) {
              : false;
 }
 
+/// The name of the (first) row statement of a step split by rows, for messages.
+std::string rowOpName(const ir::Step& step) {
+  for (const auto& stmt : step.body) {
+    if (stmt->kind == ir::StmtKind::Row)
+      return std::string(ir::rowOpInfo(stmt->as<ir::RowStmt>().op).name);
+    if (stmt->kind == ir::StmtKind::RowLoop)
+      for (const auto& inner : stmt->as<ir::RowLoop>().body)
+        if (inner->kind == ir::StmtKind::Row)
+          return std::string(ir::rowOpInfo(inner->as<ir::RowStmt>().op).name);
+  }
+  return "a row statement";
+}
+
 void requireWholeRows(const ir::Program& program, const ir::Region& region, const char* role,
-                      Diagnostics& diags) {
+                      const std::string& opName, Diagnostics& diags) {
   if (!isWholeRowsBuffer(program, region))
     diags.error(region.loc, std::string(role) + " '" + region.text +
                                 "' must be a whole buffer of n elements (n / row length rows): "
-                                "a step with 'rmsnorm' is split by rows, not by chunks");
+                                "a step with '" +
+                                opName + "' is split by rows, not by chunks");
 }
 
-void checkRowNorm(const ir::Program& program, const ir::RowNorm& stmt, Diagnostics& diags) {
+void checkRowStmt(const ir::Program& program, const ir::RowStmt& stmt, Diagnostics& diags) {
+  const ir::RowOpInfo& info = ir::rowOpInfo(stmt.op);
+  const std::string opName(info.name);
   if (program.rowLengthName.empty()) {
-    diags.error(stmt.loc, "'rmsnorm' works row by row: declare the row length in the header, "
-                          "e.g. 'rows hidden', and give it with --hidden");
+    diags.error(stmt.loc, "'" + opName +
+                              "' works row by row: declare the row length in the header, "
+                              "e.g. 'rows hidden', and give it with --hidden");
     return;
   }
-  requireWholeRows(program, stmt.target, "the target", diags);
-  requireWholeRows(program, stmt.rows.region, "the rows", diags);
-  const ir::Region& weight = stmt.weight.region;
-  if (!ir::structurallyEqual(weight.length, ir::ExprNode::rowLength()) ||
-      !ir::structurallyEqual(weight.offset, ir::ExprNode::constant(0)))
-    diags.error(weight.loc, "the weight '" + weight.text + "' must hold one row: declare it as '" +
-                                program.buffer(weight).name + ": T[" + program.rowLengthName +
-                                "]'");
+  requireWholeRows(program, stmt.target, "the target", opName, diags);
+  requireWholeRows(program, stmt.rows.region, "the rows", opName, diags);
+  for (size_t k = 0; k < stmt.params.size() && k < info.params.size(); ++k) {
+    const ir::Region& param = stmt.params[k].region;
+    switch (info.params[k].shape) {
+    case ir::RowParamShape::OneRow:
+      if (!ir::structurallyEqual(param.length, ir::ExprNode::rowLength()) ||
+          !ir::structurallyEqual(param.offset, ir::ExprNode::constant(0)))
+        diags.error(param.loc, "the " + std::string(info.params[k].name) + " '" + param.text +
+                                   "' must hold one row: declare it as '" +
+                                   program.buffer(param).name + ": T[" + program.rowLengthName +
+                                   "]'");
+      break;
+    }
+  }
   if (program.buffer(stmt.target).role == ir::BufferRole::Scratch)
-    diags.error(stmt.target.loc, "'rmsnorm' writes user memory (the output or another user "
-                                 "buffer), not scratch '" +
+    diags.error(stmt.target.loc, "'" + opName +
+                                     "' writes user memory (the output or another user "
+                                     "buffer), not scratch '" +
                                      stmt.target.text + "'");
 }
 
 /// A statement sharing its step with a row-wise one: the block that owns a row computes it.
-void checkRowStepStatement(const ir::Program& program, const ir::Stmt& stmt, Diagnostics& diags) {
+void checkRowStepStatement(const ir::Program& program, const ir::Stmt& stmt,
+                           const std::string& opName, Diagnostics& diags) {
   if (stmt->kind != ir::StmtKind::Assign) {
-    diags.error(stmt->loc, "a step with 'rmsnorm' is split by rows; its other statements must be "
-                           "local assignments ('y = reduce(...) + r'); move this one to a step "
-                           "of its own");
+    diags.error(stmt->loc, "a step with '" + opName +
+                               "' is split by rows; its other statements must be "
+                               "local assignments ('y = reduce(...) + r'); move this one to a step "
+                               "of its own");
     return;
   }
   const auto& assign = stmt->as<ir::Assign>();
-  requireWholeRows(program, assign.target, "the target", diags);
+  requireWholeRows(program, assign.target, "the target", opName, diags);
   for (const auto& operand : assign.operands)
-    requireWholeRows(program, operand.region, "the operand", diags);
+    requireWholeRows(program, operand.region, "the operand", opName, diags);
   for (const auto& addend : assign.addends)
-    requireWholeRows(program, addend.region, "the operand", diags);
+    requireWholeRows(program, addend.region, "the operand", opName, diags);
 }
 
-class NestedRowNorms : public ir::Visitor {
+class NestedRowStmts : public ir::Visitor {
 public:
-  explicit NestedRowNorms(Diagnostics& diags) : diags_(diags) {}
+  explicit NestedRowStmts(Diagnostics& diags) : diags_(diags) {}
 
 private:
-  void visitRowNorm(const ir::RowNorm& s) override {
-    diags_.error(s.loc, "'rmsnorm' must be a statement of the step itself, not inside a loop or "
-                        "an 'if'");
+  void visitRow(const ir::RowStmt& s) override {
+    diags_.error(s.loc, "'" + std::string(ir::rowOpInfo(s.op).name) +
+                            "' must be a statement of the step itself, not inside a loop or "
+                            "an 'if'");
   }
   Diagnostics& diags_;
 };
@@ -80,7 +109,7 @@ private:
   void visitPut(const ir::Put& s) override { written.push_back(s.target.buffer); }
   void visitAtomicAdd(const ir::AtomicAdd& s) override { written.push_back(s.target.buffer); }
   void visitAssign(const ir::Assign& s) override { written.push_back(s.target.buffer); }
-  void visitRowNorm(const ir::RowNorm& s) override { written.push_back(s.target.buffer); }
+  void visitRow(const ir::RowStmt& s) override { written.push_back(s.target.buffer); }
 };
 
 bool mentionsRowLength(const ir::Expr& e) {
@@ -88,7 +117,8 @@ bool mentionsRowLength(const ir::Expr& e) {
          (e->kind == ir::ExprKind::RowLength || mentionsRowLength(e->a) || mentionsRowLength(e->b));
 }
 
-/// A buffer sized by the row length may only be read as rmsnorm's weight: then no rule the
+/// A buffer sized by the row length may only be read as a row parameter (rmsnorm's weight): then
+/// no rule the
 /// verifier checks depends on the row length, which is what lets it prove a spec for rows of one
 /// element and every n (dsl/README.md, "What the verifier proves").
 class RowSizedBuffers : public ir::Visitor {
@@ -119,7 +149,7 @@ private:
     for (const auto& o : s.addends)
       check(o.region);
   }
-  void visitRowNorm(const ir::RowNorm& s) override {
+  void visitRow(const ir::RowStmt& s) override {
     check(s.target);
     check(s.rows.region);
   }
@@ -151,14 +181,14 @@ std::vector<AuxBuffer> describeAuxBuffers(const ir::Program& program, int nranks
 
 std::optional<AddRmsNormEpilogue> findAddRmsNorm(const ir::Program& program) {
   for (const auto& step : program.steps) {
-    const ir::RowNorm* norm = nullptr;
+    const ir::RowStmt* norm = nullptr;
     for (const auto& stmt : step.body)
-      if (stmt->kind == ir::StmtKind::RowNorm)
-        norm = &stmt->as<ir::RowNorm>();
+      if (stmt->kind == ir::StmtKind::Row && stmt->as<ir::RowStmt>().op == ir::RowOp::RmsNorm)
+        norm = &stmt->as<ir::RowStmt>();
     if (!norm || program.buffer(norm->target).role != ir::BufferRole::Output)
       continue;
     const ir::Buffer& rows = program.buffer(norm->rows.region);
-    const ir::Buffer& weight = program.buffer(norm->weight.region);
+    const ir::Buffer& weight = program.buffer(norm->params.at(0).region);
     for (const auto& stmt : step.body) {
       if (stmt->kind != ir::StmtKind::Assign)
         continue;
@@ -178,7 +208,7 @@ std::optional<AddRmsNormEpilogue> findAddRmsNorm(const ir::Program& program) {
 
 bool hasRowStatement(const ir::Step& step) {
   for (const auto& stmt : step.body)
-    if (stmt->kind == ir::StmtKind::RowNorm || stmt->kind == ir::StmtKind::RowLoop)
+    if (stmt->kind == ir::StmtKind::Row || stmt->kind == ir::StmtKind::RowLoop)
       return true;
   return false;
 }
@@ -192,18 +222,19 @@ void checkRowStatements(const ir::Program& program, Diagnostics& diags) {
   RowSizedBuffers rowSized(program, diags);
   for (const auto& step : program.steps)
     rowSized.visitAll(step.body);
-  NestedRowNorms nested(diags);
+  NestedRowStmts nested(diags);
   for (const auto& step : program.steps) {
     for (const auto& stmt : step.body)
       if (stmt->kind == ir::StmtKind::For || stmt->kind == ir::StmtKind::If)
         nested.visit(stmt);
     if (!hasRowStatement(step))
       continue;
+    const std::string opName = rowOpName(step);
     for (const auto& stmt : step.body) {
-      if (stmt->kind == ir::StmtKind::RowNorm)
-        checkRowNorm(program, stmt->as<ir::RowNorm>(), diags);
+      if (stmt->kind == ir::StmtKind::Row)
+        checkRowStmt(program, stmt->as<ir::RowStmt>(), diags);
       else
-        checkRowStepStatement(program, stmt, diags);
+        checkRowStepStatement(program, stmt, opName, diags);
     }
   }
 }
@@ -245,8 +276,9 @@ bool checkRowLength(const ir::Program& program, int64_t rowLength, Diagnostics& 
     if (program.sync == SyncKind::LL128 || program.sync == SyncKind::LL128Atomic) {
       diags.error(program.syncLoc.isValid() ? program.syncLoc : program.loc,
                   "sync strategy '" + std::string(name(program.sync)) + "' cannot synchronize '" +
-                      program.name + "': step '" + step.name +
-                      "' is split by rows ('rmsnorm'), and this strategy walks whole 128-byte "
+                      program.name + "': step '" + step.name + "' is split by rows ('" +
+                      rowOpName(step) +
+                      "'), and this strategy walks whole 128-byte "
                       "lines; use barrier, ll or sentinel");
       return false;
     }

@@ -3,6 +3,7 @@
 #include "abi/CollectiveShapes.h"
 #include "abi/collc_abi.h"
 #include "compiler/RowEpilogue.h"
+#include "compiler/ir/RowOps.h"
 #include "compiler/ir/Visitor.h"
 
 #include <set>
@@ -398,15 +399,27 @@ private:
                                           std::move(addends));
     }
     case ast::Stmt::Kind::RowNorm: {
+      // The rows, then the op's parameters in the order RowOps.h lists them (the parser took
+      // exactly that many).
+      const ir::RowOpInfo* info = ir::findRowOp(stmt.function);
       auto target = lowerRegion(stmt.target, scope, /*remote=*/false);
-      auto rows = lowerRegion(stmt.sources[0], scope, /*remote=*/false);
-      auto weight = lowerRegion(stmt.sources[1], scope, /*remote=*/false);
-      if (!target || !rows || !weight)
+      std::vector<ir::Operand> operands;
+      for (const ast::RegionRef& source : stmt.sources) {
+        auto region = lowerRegion(source, scope, /*remote=*/false);
+        if (!region)
+          return nullptr;
+        ir::Operand operand;
+        operand.region = *region;
+        operands.push_back(std::move(operand));
+      }
+      if (!info || operands.size() != info->params.size() + 1)
+        internalError("the parser took a row statement that RowOps.h does not describe");
+      if (!target)
         return nullptr;
-      ir::Operand rowsOperand, weightOperand;
-      rowsOperand.region = *rows;
-      weightOperand.region = *weight;
-      return std::make_shared<ir::RowNorm>(stmt.loc, *target, rowsOperand, weightOperand);
+      ir::Operand rows = operands.front();
+      operands.erase(operands.begin());
+      return std::make_shared<ir::RowStmt>(stmt.loc, info->op, *target, std::move(rows),
+                                           std::move(operands));
     }
     }
     return nullptr;
@@ -629,7 +642,7 @@ private:
   void visitPut(const ir::Put& s) override { check(s.target); }
   void visitAtomicAdd(const ir::AtomicAdd& s) override { check(s.target); }
   void visitAssign(const ir::Assign& s) override { check(s.target); }
-  void visitRowNorm(const ir::RowNorm& s) override { check(s.target); }
+  void visitRow(const ir::RowStmt& s) override { check(s.target); }
   const ir::Program& program_;
   Diagnostics& diags_;
 };

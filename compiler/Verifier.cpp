@@ -227,7 +227,7 @@ private:
   void visitPut(const ir::Put& s) override { buffers.insert(s.target.buffer); }
   void visitAtomicAdd(const ir::AtomicAdd& s) override { buffers.insert(s.target.buffer); }
   void visitAssign(const ir::Assign& s) override { buffers.insert(s.target.buffer); }
-  void visitRowNorm(const ir::RowNorm& s) override { buffers.insert(s.target.buffer); }
+  void visitRow(const ir::RowStmt& s) override { buffers.insert(s.target.buffer); }
 };
 
 bool sameSize(const ir::Buffer& a, const ir::Buffer& b) {

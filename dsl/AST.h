@@ -54,6 +54,7 @@ struct Stmt {
   RegionRef target;               // Put/AtomicAdd/Copy/Reduce/RowNorm: where data goes
   std::vector<RegionRef> sources; // Put/AtomicAdd/Copy: one; Reduce: the operands;
                                   // RowNorm: the rows to normalise, then the weight
+  std::string function;           // RowNorm: the row operation's name ("rmsnorm")
   /// Copy/Reduce: `target = x + a + b` / `target = reduce(...) + a`: regions added elementwise
   /// (always with '+', whatever the reduction operator) after the copy or the reduce.
   std::vector<RegionRef> addends;

@@ -429,6 +429,7 @@ bool Parser::parseAddends(ast::Stmt& stmt) {
 
 ast::StmtPtr Parser::parseRowNorm(ast::StmtPtr stmt) {
   stmt->kind = ast::Stmt::Kind::RowNorm;
+  stmt->function = tok_.text.str();
   advance(); // 'rmsnorm'
   if (!expect(TokenKind::LParen, "after 'rmsnorm'"))
     return nullptr;

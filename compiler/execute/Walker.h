@@ -6,7 +6,7 @@
 // What an element holds is its value domain's: the proof's is the multiset of input and aux
 // elements that reached it, with n affine (verify/Simulation.cpp); the reference's is a float64
 // (interpret/Interpreter.cpp). A domain derives from Walker<Itself, ItsRegister> and implements the
-// data statements (put, atomicAdd, assign, rowNorm, let), barrier, memory (slotCount, slotSize),
+// data statements (put, atomicAdd, assign, row, let), barrier, memory (slotCount, slotSize),
 // and fail(loc, message), which does not return.
 //
 // Registers: a register is what one thread holds in the generated kernel, so it lives as long as
@@ -107,8 +107,8 @@ protected:
     case ir::StmtKind::Assign:
       domain().assign(stmt->as<ir::Assign>(), env);
       return;
-    case ir::StmtKind::RowNorm:
-      domain().rowNorm(stmt->as<ir::RowNorm>(), env);
+    case ir::StmtKind::Row:
+      domain().row(stmt->as<ir::RowStmt>(), env);
       return;
     case ir::StmtKind::ElementLoop:
       if (!inRowLoop_)

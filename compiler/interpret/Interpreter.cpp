@@ -1,6 +1,7 @@
 #include "compiler/interpret/Interpreter.h"
 
 #include "compiler/execute/Walker.h"
+#include "compiler/ir/RowOps.h"
 
 #include <algorithm>
 #include <cmath>
@@ -424,19 +425,25 @@ private:
     write(s.target, result.data(), length, s.store, false, env);
   }
 
-  void rowNorm(const ir::RowNorm& s, const execute::Env& env) {
+  /// A row statement: its op's float64 meaning over each row of the target.
+  void row(const ir::RowStmt& s, const execute::Env& env) {
     const int64_t length = resolve(s.target, env).length;
     const int64_t h = call_.rowLength;
     if (h <= 0 || length % h != 0)
-      throw InterpretError("'rmsnorm' over " + std::to_string(length) + " elements with rows of " +
-                           std::to_string(h));
-    Values takenRows, takenWeight;
+      throw InterpretError("'" + std::string(ir::rowOpInfo(s.op).name) + "' over " +
+                           std::to_string(length) + " elements with rows of " + std::to_string(h));
+    Values takenRows, takenParam;
     const Element* rows = read(s.rows, length, env, takenRows);
-    const Element* weight = read(s.weight, h, env, takenWeight);
     Values& result = result_;
     result.resize(size_t(length));
-    for (int64_t row = 0; row < length / h; ++row)
-      normalizeRow(rows + row * h, weight, &result[size_t(row * h)], h, call_.eps, rounding_);
+    switch (s.op) {
+    case ir::RowOp::RmsNorm: {
+      const Element* weight = read(s.params.at(0), h, env, takenParam);
+      for (int64_t row = 0; row < length / h; ++row)
+        normalizeRow(rows + row * h, weight, &result[size_t(row * h)], h, call_.eps, rounding_);
+      break;
+    }
+    }
     write(s.target, result.data(), length, s.store, false, env);
   }
 

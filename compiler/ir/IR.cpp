@@ -1,5 +1,6 @@
 #include "compiler/ir/IR.h"
 
+#include "compiler/ir/RowOps.h"
 #include "compiler/ir/Visitor.h"
 
 #include <llvm/Support/raw_ostream.h>
@@ -268,14 +269,17 @@ private:
     }
     end(s.loc);
   }
-  void visitRowNorm(const RowNorm& s) override {
+  void visitRow(const RowStmt& s) override {
+    const RowOpInfo& info = rowOpInfo(s.op);
     begin();
-    out_ << "rmsnorm " << storeName(s.store) << " ";
+    out_ << info.name << " " << storeName(s.store) << " ";
     region(s.target);
     out_ << " <- rows of ";
     operand(s.rows);
-    out_ << " weight ";
-    operand(s.weight);
+    for (size_t k = 0; k < s.params.size() && k < info.params.size(); ++k) {
+      out_ << " " << info.params[k].name << " ";
+      operand(s.params[k]);
+    }
     end(s.loc);
   }
   void visitElementLoop(const ElementLoop& s) override {

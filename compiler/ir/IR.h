@@ -119,7 +119,7 @@ enum class StmtKind {
   Put,       // target (a peer's scratch, or own) <- source
   AtomicAdd, // target += source with the GPU's atomic add
   Assign,    // target = source, or reduce(operands), plus addends
-  RowNorm,   // target = rmsnorm(rows) * weight, row by row
+  Row,       // target = a row operation (RowOp) of whole rows, row by row
   // What the passes add.
   ElementLoop, // a thread's elements of a step: every statement inside runs per element index
   RowLoop,     // a block's rows of a step split by rows
@@ -203,16 +203,28 @@ struct Assign final : StmtNode {
         keep(std::move(keep)) {}
 };
 
-/// target[t, i] = rows[t, i] / sqrt(mean_i(rows[t, :]^2) + eps) * weight[i], per row t.
-struct RowNorm final : StmtNode {
+/// What a row statement computes from a whole row; compiler/ir/RowOps.h describes each (its
+/// name, its parameters, its device helpers).
+enum class RowOp {
+  RmsNorm, // target[t, i] = rows[t, i] / sqrt(mean_i(rows[t, :]^2) + eps) * weight[i]
+};
+
+/// target[t, :] = op(rows[t, :], params...), per row t: a statement that needs a whole row at
+/// once, so its step is split by rows (RowEpilogue.h). The passes treat every op alike: the rows
+/// are one operand (a register once CacheRows keeps them), the parameters are read whole, in the
+/// order RowOps.h lists them. What an op computes lives in its lowering (CudaCodeGen), its
+/// float64 meaning (the interpreter) and its device file.
+struct RowStmt final : StmtNode {
+  RowOp op;
   Region target;
-  Operand rows, weight;
+  Operand rows;
+  std::vector<Operand> params;
   StoreKind store;
 
-  RowNorm(llvm::SMLoc loc, Region target, Operand rows, Operand weight,
+  RowStmt(llvm::SMLoc loc, RowOp op, Region target, Operand rows, std::vector<Operand> params,
           StoreKind store = StoreKind::Plain)
-      : StmtNode(StmtKind::RowNorm, loc), target(std::move(target)), rows(std::move(rows)),
-        weight(std::move(weight)), store(store) {}
+      : StmtNode(StmtKind::Row, loc), op(op), target(std::move(target)), rows(std::move(rows)),
+        params(std::move(params)), store(store) {}
 };
 
 /// How an element loop walks its elements.
@@ -237,7 +249,7 @@ struct ElementLoop final : StmtNode {
         vectorElems(vectorElems), unroll(unroll), body(std::move(body)) {}
 };
 
-/// Block b takes rows b, b + blocks, ...; the body (RowVectors element loops and RowNorm) runs
+/// Block b takes rows b, b + blocks, ...; the body (RowVectors element loops and RowStmt) runs
 /// per row. `cachedVectors` > 0: a thread keeps its vectors of the row in registers (row_cache).
 struct RowLoop final : StmtNode {
   static constexpr std::string_view kHelperFile = "rows.cuh"; // block_sum, row splitting

@@ -16,8 +16,8 @@ void Visitor::visit(const Stmt& stmt) {
     return visitAtomicAdd(stmt->as<AtomicAdd>());
   case StmtKind::Assign:
     return visitAssign(stmt->as<Assign>());
-  case StmtKind::RowNorm:
-    return visitRowNorm(stmt->as<RowNorm>());
+  case StmtKind::Row:
+    return visitRow(stmt->as<RowStmt>());
   case StmtKind::ElementLoop:
     return visitElementLoop(stmt->as<ElementLoop>());
   case StmtKind::RowLoop:
@@ -57,10 +57,11 @@ private:
     for (const Operand& o : s.addends)
       operand(o);
   }
-  void visitRowNorm(const RowNorm& s) override {
+  void visitRow(const RowStmt& s) override {
     f_(s.target);
     operand(s.rows);
-    operand(s.weight);
+    for (const Operand& o : s.params)
+      operand(o);
   }
   void visitLet(const Let& s) override { operand(s.value); }
   const std::function<void(const Region&)>& f_;
@@ -90,8 +91,8 @@ Stmt Mutator::mutate(const Stmt& stmt) {
     return mutateAtomicAdd(stmt->as<AtomicAdd>());
   case StmtKind::Assign:
     return mutateAssign(stmt->as<Assign>());
-  case StmtKind::RowNorm:
-    return mutateRowNorm(stmt->as<RowNorm>());
+  case StmtKind::Row:
+    return mutateRow(stmt->as<RowStmt>());
   case StmtKind::ElementLoop:
     return mutateElementLoop(stmt->as<ElementLoop>());
   case StmtKind::RowLoop:
@@ -166,9 +167,9 @@ Stmt Mutator::mutateAssign(const Assign& s) {
                                   s.keep);
 }
 
-Stmt Mutator::mutateRowNorm(const RowNorm& s) {
-  return std::make_shared<RowNorm>(s.loc, mutateRegion(s.target), mutateOperand(s.rows),
-                                   mutateOperand(s.weight), s.store);
+Stmt Mutator::mutateRow(const RowStmt& s) {
+  return std::make_shared<RowStmt>(s.loc, s.op, mutateRegion(s.target), mutateOperand(s.rows),
+                                   mutateOperands(s.params), s.store);
 }
 
 Stmt Mutator::mutateElementLoop(const ElementLoop& s) {

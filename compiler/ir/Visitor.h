@@ -22,7 +22,7 @@ protected:
   virtual void visitPut(const Put&) {}
   virtual void visitAtomicAdd(const AtomicAdd&) {}
   virtual void visitAssign(const Assign&) {}
-  virtual void visitRowNorm(const RowNorm&) {}
+  virtual void visitRow(const RowStmt&) {}
   virtual void visitElementLoop(const ElementLoop& s) { visitAll(s.body); }
   virtual void visitRowLoop(const RowLoop& s) { visitAll(s.body); }
   virtual void visitBarrier(const Barrier&) {}
@@ -53,7 +53,7 @@ protected:
   virtual Stmt mutatePut(const Put& s);
   virtual Stmt mutateAtomicAdd(const AtomicAdd& s);
   virtual Stmt mutateAssign(const Assign& s);
-  virtual Stmt mutateRowNorm(const RowNorm& s);
+  virtual Stmt mutateRow(const RowStmt& s);
   virtual Stmt mutateElementLoop(const ElementLoop& s);
   virtual Stmt mutateRowLoop(const RowLoop& s);
   virtual Stmt mutateBarrier(const Barrier& s);

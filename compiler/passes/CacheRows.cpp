@@ -28,22 +28,22 @@ public:
 
 private:
   ir::Stmt mutateRowLoop(const ir::RowLoop& s) override {
-    const ir::RowNorm* norm = nullptr;
-    int norms = 0, vectorElems = 1;
+    const ir::RowStmt* rowStmt = nullptr;
+    int rowStmts = 0, vectorElems = 1;
     for (const auto& stmt : s.body) {
-      if (stmt->kind == ir::StmtKind::RowNorm) {
-        norm = &stmt->as<ir::RowNorm>();
-        ++norms;
+      if (stmt->kind == ir::StmtKind::Row) {
+        rowStmt = &stmt->as<ir::RowStmt>();
+        ++rowStmts;
       } else if (stmt->kind == ir::StmtKind::ElementLoop) {
         vectorElems = stmt->as<ir::ElementLoop>().vectorElems;
       }
     }
     const int64_t perPass = int64_t(threads_) * vectorElems;
     const int vectors = int((rowLength_ + perPass - 1) / perPass);
-    if (norms != 1 || vectors > kMaxCachedVectors)
+    if (rowStmts != 1 || vectors > kMaxCachedVectors)
       return std::make_shared<ir::RowLoop>(s);
     // Exactly one writer of the rows, a reduce at the top of its loop (not in an `if` or a loop).
-    const ir::BufferId rows = norm->rows.region.buffer;
+    const ir::BufferId rows = rowStmt->rows.region.buffer;
     Writers writers(rows);
     writers.visitAll(s.body);
     int reduces = 0;
@@ -61,14 +61,15 @@ private:
     return std::make_shared<ir::RowLoop>(s.loc, vectors, std::move(body));
   }
 
-  /// The reduce keeps its result in the cache; the norm reads the cache.
+  /// The reduce keeps its result in the cache; the rowStmt reads the cache.
   static ir::Stmt cache(const ir::Stmt& stmt, ir::BufferId rows) {
-    if (stmt->kind == ir::StmtKind::RowNorm) {
-      const auto& norm = stmt->as<ir::RowNorm>();
-      ir::Operand cached = norm.rows;
+    if (stmt->kind == ir::StmtKind::Row) {
+      const auto& rowStmt = stmt->as<ir::RowStmt>();
+      ir::Operand cached = rowStmt.rows;
       cached.load = ir::LoadKind::Register;
       cached.reg = kRowCache;
-      return std::make_shared<ir::RowNorm>(norm.loc, norm.target, cached, norm.weight, norm.store);
+      return std::make_shared<ir::RowStmt>(rowStmt.loc, rowStmt.op, rowStmt.target, cached,
+                                           rowStmt.params, rowStmt.store);
     }
     const auto& loop = stmt->as<ir::ElementLoop>();
     std::vector<ir::Stmt> body;

@@ -16,8 +16,8 @@ ir::Expr elementBound(const ir::Stmt& stmt) {
     return stmt->as<ir::AtomicAdd>().source.region.bound;
   case ir::StmtKind::Assign:
     return stmt->as<ir::Assign>().target.bound;
-  case ir::StmtKind::RowNorm:
-    return stmt->as<ir::RowNorm>().target.bound;
+  case ir::StmtKind::Row:
+    return stmt->as<ir::RowStmt>().target.bound;
   case ir::StmtKind::For:
     return elementBound(stmt->as<ir::For>().body.front());
   case ir::StmtKind::If:
@@ -72,7 +72,7 @@ ir::Program partitionSteps(const ir::Program& program) {
     for (const auto& nest : nests) {
       ir::Expr bound = elementBound(nest);
       // A row-wise statement is a group of its own: its block must see the whole row written.
-      const bool rowWise = nest->kind == ir::StmtKind::RowNorm;
+      const bool rowWise = nest->kind == ir::StmtKind::Row;
       if (!groups.empty() && !rowWise && !groups.back().rowWise &&
           ir::structurallyEqual(groups.back().bound, bound)) {
         groups.back().stmts.push_back(nest);

@@ -14,9 +14,10 @@ bool checkDataArrivalApplies(const ir::Program& program, const VerifyResult& pro
     diags.error(loc, prefix + "atomic_add gives a reader no per-element sign that the additions "
                               "are complete; use 'barrier' (or 'll128_atomic' for a two-shot sum)");
   if (!proof.localAligned)
-    diags.error(loc, prefix + "a step reads or overwrites data that another thread of the same rank "
-                              "accessed in an earlier step, which only a barrier orders; use "
-                              "'barrier'");
+    diags.error(loc, prefix +
+                         "a step reads or overwrites data that another thread of the same rank "
+                         "accessed in an earlier step, which only a barrier orders; use "
+                         "'barrier'");
   if (proof.remoteWriteOrdering)
     diags.error(loc, prefix + "a rank overwrites memory a peer used in an earlier step, and only "
                               "a barrier tells it the peer is done; use 'barrier'");
@@ -61,9 +62,9 @@ private:
                                         mutateOperands(s.addends), storeInto(s.target, s.store),
                                         s.keep);
   }
-  ir::Stmt mutateRowNorm(const ir::RowNorm& s) override {
-    return std::make_shared<ir::RowNorm>(s.loc, s.target, mutateOperand(s.rows),
-                                         mutateOperand(s.weight), storeInto(s.target, s.store));
+  ir::Stmt mutateRow(const ir::RowStmt& s) override {
+    return std::make_shared<ir::RowStmt>(s.loc, s.op, s.target, mutateOperand(s.rows),
+                                         mutateOperands(s.params), storeInto(s.target, s.store));
   }
   const std::set<int>& buffers_;
   ir::LoadKind load_;

@@ -58,9 +58,10 @@ private:
       operand(o);
     target(s.target);
   }
-  void visitRowNorm(const ir::RowNorm& s) override {
+  void visitRow(const ir::RowStmt& s) override {
     operand(s.rows);
-    operand(s.weight);
+    for (const auto& o : s.params)
+      operand(o);
     target(s.target);
   }
   ir::BufferId buffer_;

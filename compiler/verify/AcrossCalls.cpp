@@ -191,14 +191,15 @@ private:
     reads_.back() = std::move(ranges);
     writes_.back() = rangeOf(target, written, target.length);
   }
-  void rowNorm(const ir::RowNorm& s, const execute::Env& env) {
+  void row(const ir::RowStmt& s, const execute::Env& env) {
     const execute::Place target = place(s.target, env);
     std::vector<Range> ranges;
-    ReadRef rows = readOf(s.rows, env, &target.length, ranges);
-    ReadRef weight = readOf(s.weight, env, nullptr, ranges);
+    std::vector<ReadRef> reads = {readOf(s.rows, env, &target.length, ranges)};
+    for (const ir::Operand& param : s.params)
+      reads.push_back(readOf(param, env, nullptr, ranges));
     const int written = slotOf(target);
     Event& e = begin(s.loc, target.length);
-    e.reads = {rows, weight};
+    e.reads = std::move(reads);
     e.writeSlot = written;
     reads_.back() = std::move(ranges);
     writes_.back() = rangeOf(target, written, target.length);

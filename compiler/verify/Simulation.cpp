@@ -3,6 +3,7 @@
 #include "compiler/Postcondition.h"
 #include "compiler/RowEpilogue.h"
 #include "compiler/execute/Walker.h"
+#include "compiler/ir/RowOps.h"
 #include "compiler/ir/Visitor.h"
 
 #include <algorithm>
@@ -852,38 +853,47 @@ private:
     keep(s.reg, cuts, length, values);
   }
 
-  /// `out = rmsnorm(y, weight)`: out[t, k] depends on every element of row t of y and on
-  /// weight[k]. The row must be complete when it is read: every element holds what the
-  /// collective's output would (for an allreduce, in[j] of every rank exactly once), and was
-  /// computed on this rank (a row-wise statement reads its rows twice, which data-arrival
-  /// buffers do not allow). The value kept is y[t, k]'s own plus weight[k]'s, so that the
-  /// postcondition can check the output element by element.
-  void rowNorm(const ir::RowNorm& s, const execute::Env& env) {
+  /// A row statement, whatever its op: target[t, k] depends on every element of row t of the
+  /// rows and on its parameters, each read whole (rmsnorm: out[t, k] = f(y[t, :]) * weight[k]).
+  /// The row must be complete when it is read: every element holds what the collective's output
+  /// would (for an allreduce, in[j] of every rank exactly once), and was computed on this rank
+  /// (a row-wise statement reads its rows twice, which data-arrival buffers do not allow). The
+  /// value kept is y[t, k]'s own plus whose the parameters are, so that the postcondition can
+  /// check the output element by element.
+  void row(const ir::RowStmt& s, const execute::Env& env) {
+    const ir::RowOpInfo& info = ir::rowOpInfo(s.op);
+    const std::string opName(info.name);
     const ir::Region& rowsRegion = s.rows.region;
     Resolved dst = resolve(s.target, env);
     Resolved rows = resolve(rowsRegion, env);
-    Resolved weight = resolve(s.weight.region, env);
     const Affine h = Affine::constant(config_.rowLength);
-    if (arith_.less(rows.length, dst.length) || arith_.less(weight.length, h))
-      fail(s.loc, "'rmsnorm' needs rows of " + number(dst.length) + " elements and a weight of " +
-                      number(h));
     const Thread rowThread{true, {}, {}};
-    // The weight is read whole; only whose it is matters to the rules (Contribution::anyIndex).
-    Value weightValue;
-    if (arith_.less(Affine::constant(0), h)) {
-      for (const Affine& at : pieces({weight}, h)) {
-        Value part = read(s.weight, weight, at, rowThread);
+    // Each parameter is read whole; only whose it is matters to the rules
+    // (Contribution::anyIndex).
+    Value paramsValue;
+    for (size_t k = 0; k < s.params.size() && k < info.params.size(); ++k) {
+      Resolved param = resolve(s.params[k].region, env);
+      Affine length = h; // RowParamShape::OneRow
+      if (arith_.less(rows.length, dst.length) || arith_.less(param.length, length))
+        fail(s.loc, "'" + opName + "' needs rows of " + number(dst.length) + " elements and a " +
+                        std::string(info.params[k].name) + " of " + number(length));
+      if (!arith_.less(Affine::constant(0), length))
+        continue;
+      for (const Affine& at : pieces({param}, length)) {
+        Value part = read(s.params[k], param, at, rowThread);
         for (Contribution& c : part)
           if (c.tag > 0)
-            weightValue.push_back(Contribution{c.rank, c.tag, Affine::constant(0), true});
+            paramsValue.push_back(Contribution{c.rank, c.tag, Affine::constant(0), true});
       }
-      std::sort(weightValue.begin(), weightValue.end(), orderedBefore);
-      weightValue.erase(std::unique(weightValue.begin(), weightValue.end(),
-                                    [](const Contribution& a, const Contribution& b) {
-                                      return a.rank == b.rank && a.tag == b.tag;
-                                    }),
-                        weightValue.end());
     }
+    if (s.params.empty() && arith_.less(rows.length, dst.length))
+      fail(s.loc, "'" + opName + "' needs rows of " + number(dst.length) + " elements");
+    std::sort(paramsValue.begin(), paramsValue.end(), orderedBefore);
+    paramsValue.erase(std::unique(paramsValue.begin(), paramsValue.end(),
+                                  [](const Contribution& a, const Contribution& b) {
+                                    return a.rank == b.rank && a.tag == b.tag;
+                                  }),
+                      paramsValue.end());
     if (arith_.lessEqual(dst.length, Affine::constant(0)))
       return;
     // The expected contributions change at block boundaries for some kinds: cut there too.
@@ -903,20 +913,20 @@ private:
                                                           : read(s.rows, rows, at, rowThread);
       const Cell& c = cellAt(rows, at);
       if (s.rows.load != ir::LoadKind::Register && c.writerRank != rank_)
-        fail(rowsRegion.loc, "'rmsnorm' reads " + row + ", whose element " + number(j) + " rank " +
-                                 std::to_string(c.writerRank) +
+        fail(rowsRegion.loc, "'" + opName + "' reads " + row + ", whose element " + number(j) +
+                                 " rank " + std::to_string(c.writerRank) +
                                  " wrote; a row-wise statement reads rows this rank computed: "
                                  "reduce into a local buffer first");
       const Value absolute = toAbsolute(value, rows.offset);
       auto expected = expectedAt(rank_, j);
       if (expected && !sameInput(inputPart(absolute), *expected))
         failWithNote(rowsRegion.loc,
-                     "'rmsnorm' reads " + row + " before the row is complete: element " +
+                     "'" + opName + "' reads " + row + " before the row is complete: element " +
                          number(j) + " holds " + describe(inputPart(absolute), j) +
                          "; every element of a row must be fully reduced before the row is "
                          "normalised",
                      c.writerStep >= 0 ? c.writerLoc : llvm::SMLoc(), "last written here");
-      combine(value, weightValue, s.loc);
+      combine(value, paramsValue, s.loc);
       write(s.loc, s.target, dst, at, rowThread, std::move(value), false, s.store);
     }
   }

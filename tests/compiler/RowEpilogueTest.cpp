@@ -5,12 +5,15 @@
 #include "compiler/RowEpilogue.h"
 
 #include "compiler/Compile.h"
+#include "compiler/DevicePrelude.h"
 #include "compiler/DiagnosticText.h"
 #include "compiler/Sema.h"
 #include "compiler/Verifier.h"
+#include "compiler/ir/RowOps.h"
 #include "dsl/Parser.h"
 
 #include <gtest/gtest.h>
+#include <set>
 
 namespace collc {
 namespace {
@@ -47,6 +50,26 @@ Checked verifyText(const std::string& text) {
   checked.ok = checked.proof.ok;
   out.flush();
   return checked;
+}
+
+// The passes know a row operation only through its entry: each is found back by its name, and
+// its device file is one the compiler embeds (so DeviceFilesNvrtcTest compiles it).
+TEST(RowOps, EveryOpHasOneEntryFoundByItsNameWithAnEmbeddedDeviceFile) {
+  std::set<std::string_view> names;
+  ASSERT_FALSE(ir::allRowOps().empty());
+  for (size_t k = 0; k < ir::allRowOps().size(); ++k) {
+    const ir::RowOpInfo& info = ir::allRowOps()[k];
+    EXPECT_EQ(size_t(info.op), k) << info.name << " is not in the order of ir::RowOp";
+    EXPECT_TRUE(names.insert(info.name).second) << info.name << " has two entries";
+    ASSERT_NE(ir::findRowOp(info.name), nullptr) << info.name;
+    EXPECT_EQ(ir::findRowOp(info.name)->op, info.op) << info.name;
+    EXPECT_EQ(&ir::rowOpInfo(info.op), &info) << info.name;
+    bool embedded = false;
+    for (const auto& [file, text] : deviceFiles())
+      embedded = embedded || file == info.helperFile;
+    EXPECT_TRUE(embedded) << info.name << ": " << info.helperFile << " is not in compiler/device/";
+  }
+  EXPECT_EQ(ir::findRowOp("no_such_op"), nullptr);
 }
 
 TEST(RowEpilogue, FusedSpecIsProvedForEveryRankCount) {

@@ -53,7 +53,9 @@ std::string printedConstants(DType dtype, int vectorBytes) {
                      "[[maybe_unused]] constexpr int kSyncPoints = 2;\n"
                      "[[maybe_unused]] constexpr int kScratchCopies = 2;\n"
                      "typedef {} Word;\n"
-                     "[[maybe_unused]] constexpr int kChunkAlign = 8;\n",
+                     "[[maybe_unused]] constexpr int kChunkAlign = 8;\n"
+                     "[[maybe_unused]] constexpr unsigned long long kHidden = 4096;\n"
+                     "[[maybe_unused]] constexpr float kEps = 1e-6f;\n",
                      cudaTypeName(dtype), vectorBytes / int(sizeOf(dtype)), wordType(vectorBytes));
 }
 
@@ -95,6 +97,7 @@ std::vector<DeviceCase> allCases() {
       {"sentinel", {"sentinel.cuh"}, {16, 8, 4, 2}, false},
       {"ll", {"ll.cuh"}, {16, 8}, false},
       {"rows", {"rows.cuh"}, {16}, false},
+      {"rows_rmsnorm", {"rows.cuh", "rows_rmsnorm.cuh"}, {16}, false},
       {"ll128", {"ll128.cuh"}, {16}, false},
       {"atomic_lines", {"atomic_lines.cuh"}, {16}, true},
   };

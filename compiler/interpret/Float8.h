@@ -1,0 +1,24 @@
+// FP8 E4M3 (the OCP format that torch.float8_e4m3fn and cuda_fp8.h's __NV_E4M3 use: 1 sign bit,
+// 4 exponent bits with bias 7, 3 mantissa bits, no infinities, S.1111.111 is NaN) for the float64
+// reference: rounding a double the way the GPU's saturating conversion rounds a float
+// (cvt.rn.satfinite.e4m3x2.f32): to nearest, ties to even; a magnitude past the largest finite
+// value, 448, and an infinity become ±448; NaN stays NaN.
+#ifndef COLLC_COMPILER_INTERPRET_FLOAT8_H
+#define COLLC_COMPILER_INTERPRET_FLOAT8_H
+
+#include <cstdint>
+
+namespace collc {
+
+/// The largest finite E4M3 magnitude.
+inline constexpr double kE4M3Max = 448.0;
+
+/// x rounded to E4M3, as its bits.
+uint8_t toE4M3(double x);
+
+/// The value of E4M3 `bits` (NaN for S.1111.111).
+double fromE4M3(uint8_t bits);
+
+} // namespace collc
+
+#endif // COLLC_COMPILER_INTERPRET_FLOAT8_H
