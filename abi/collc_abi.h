@@ -12,10 +12,18 @@
 #define COLLC_MAX_BLOCKS 132
 #define COLLC_MAX_AUX 4
 
+// The last call (epoch) of an instance whose kernel sends LL packets: they carry the epoch's low
+// 32 bits, so a later call would repeat a flag that a packet left in scratch may carry. Such a
+// kernel refuses every later call (it returns at its head, touching no scratch) and records
+// COLLC_WATCHDOG_OUT_OF_CALLS in the rank's watchdog: the instance must be recreated.
+#define COLLC_LAST_PACKET_EPOCH 4294967295ull
+#define COLLC_WATCHDOG_OUT_OF_CALLS 3
+
 // Written by the first poll loop of a kernel that gives up waiting; read by the host after the
 // launch. Lives in the rank's own device memory, zeroed once when the collective is created.
 struct collc_watchdog {
-  unsigned int tripped;        // 0 while all is well; the first waiter to time out sets it to 1
+  unsigned int tripped;        // 0 while all is well; the first waiter to time out sets it to 1;
+                               // COLLC_WATCHDOG_OUT_OF_CALLS: a call past the instance's last
   int rank;                    // the rank whose kernel gave up
   int block;                   // its block
   int step;                    // index of the spec step the wait belongs to

@@ -293,8 +293,15 @@ private:
     line("extern \"C\" __global__ void __launch_bounds__(kThreads)");
     line("{}(const __grid_constant__ collc_params params) {{", kernelName(program_));
     printHead();
-    if (program_.uses(ir::Storage::Packets))
+    if (program_.uses(ir::Storage::Packets)) {
+      // After call_head, so a refused call still waits for the previous kernel like any other.
+      line("// Packets carry the epoch's low 32 bits: a later call would repeat a flag.");
+      line("if (epoch > COLLC_LAST_PACKET_EPOCH) {{");
+      line("  refuse_call_past_last(params, epoch);");
+      line("  return;");
+      line("}}");
       line("const unsigned flag = unsigned(epoch); // in every packet this call sends");
+    }
     for (const auto& b : program_.buffers) {
       const ir::Buffer* buffer = &b;
       if (buffer->role == ir::BufferRole::Input) {

@@ -156,6 +156,22 @@ Error CollectiveInstance::allocatePerRank() {
   return Error::success();
 }
 
+Error CollectiveInstance::seedEpochsForTests(uint64_t lastEpoch) {
+  if (engine_ != Engine::CollcKernel)
+    return instanceError(compiled_, "an NCCL instance has no epochs to seed");
+  ScopedDevice restore;
+  const std::vector<unsigned long long> epochs(size_t(compiled_.launch.blocks), lastEpoch);
+  const std::vector<int>& local = world_.localRanks();
+  for (size_t i = 0; i < local.size(); ++i) {
+    COLLC_CUDA_TRY(cudaSetDevice(world_.device(local[i])));
+    COLLC_CUDA_TRY(cudaMemcpyAsync(epochs_[i].get(), epochs.data(),
+                                   sizeof(unsigned long long) * epochs.size(),
+                                   cudaMemcpyHostToDevice, sideStreams_[i]));
+    COLLC_CUDA_TRY(cudaStreamSynchronize(sideStreams_[i]));
+  }
+  return Error::success();
+}
+
 Error CollectiveInstance::allocateSymmetric() {
   // Copy 0 holds every scratch buffer back to back (scratchLayout); copy k is the same layout k
   // strides further. Calls rotate through the copies by epoch (two: by parity).
@@ -419,11 +435,19 @@ Error CollectiveInstance::checkWatchdogs() {
     const collc_watchdog& w = hostWatchdogs_[i];
     if (!w.tripped)
       continue;
+    if (!report.empty())
+      report += "\n";
+    if (w.tripped == COLLC_WATCHDOG_OUT_OF_CALLS) {
+      report += fmt::format(
+          "rank {} refused call {}: this instance has run its {} calls, the most its LL packets' "
+          "32-bit flags tell apart (a later call could take a stale packet for its own); "
+          "recreate the instance",
+          r, w.epoch, COLLC_LAST_PACKET_EPOCH);
+      continue;
+    }
     std::string step = w.step >= 0 && size_t(w.step) < compiled_.stepNames.size()
                            ? "'" + compiled_.stepNames[w.step] + "'"
                            : "#" + std::to_string(w.step);
-    if (!report.empty())
-      report += "\n";
     report += fmt::format("watchdog: rank {} block {} waited more than {:.1f} s at step {}", r,
                           w.block, timeoutNs_ / 1e9, step);
     if (w.buffer >= 0) {

@@ -77,6 +77,8 @@ public:
   /// An error describes each tripped rank, e.g. "watchdog: rank 1 block 3 waited more than 5.0 s
   /// at step 'reduce' (sync point 0, call epoch 17) for rank 0: flag is 16, needed 17". A tripped
   /// watchdog stays tripped: the ranks' epochs have diverged, so the instance must be recreated.
+  /// A kernel with LL packets that refused a call past COLLC_LAST_PACKET_EPOCH says so instead:
+  /// "rank 0 refused call 4294967296: this instance has run its 4294967295 calls, ...".
   Error checkWatchdogs();
 
   /// Waits until the work on streams[i] (the stream of world.localRanks()[i]) is done, but never
@@ -84,6 +86,12 @@ public:
   /// reports which ranks still run, and why if a watchdog knows, instead of hanging. Every error
   /// carries what the world knows of its peers (world.diagnosePeers(): a process that exited).
   Error synchronize(Span<const cudaStream_t> streams, double extraSeconds = 0);
+
+  /// For tests only: sets every per-block epoch counter of every rank this process drives to
+  /// `lastEpoch`, as if the instance had made that many calls, so that the next call is call
+  /// lastEpoch + 1 (to run the calls near COLLC_LAST_PACKET_EPOCH). Nothing launched from this
+  /// instance may be running; every process must seed the same value.
+  Error seedEpochsForTests(uint64_t lastEpoch);
 
   /// Applies to launches made from now on; graphs already captured keep the value they captured.
   void setTimeoutNs(uint64_t timeoutNs) { timeoutNs_ = timeoutNs; }

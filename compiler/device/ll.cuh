@@ -85,3 +85,25 @@ __device__ __forceinline__ Vec ll_load(const collc_params& params, const uint4* 
                                        u64 len, unsigned flag, const PollSite& site, u64 epoch) {
   return ll_load(params, reinterpret_cast<const LLPacket*>(packets), i, len, flag, site, epoch);
 }
+
+// A call past COLLC_LAST_PACKET_EPOCH (abi/collc_abi.h): its flag would repeat one a stale packet
+// may carry. Every block of every rank counts the same calls, so all of them refuse the same call
+// and return without waiting for each other; thread 0 of each block records why for the host.
+__device__ __noinline__ void refuse_call_past_last(const collc_params& params, u64 epoch) {
+  if (threadIdx.x != 0 ||
+      atomicCAS(&params.watchdog->tripped, 0u, unsigned(COLLC_WATCHDOG_OUT_OF_CALLS)) != 0u)
+    return;
+  collc_watchdog* w = params.watchdog;
+  w->rank = params.rank;
+  w->block = blockIdx.x;
+  w->step = -1;
+  w->sync_point = -1;
+  w->waiting_on_rank = -1;
+  w->buffer = -1;
+  w->slot = -1;
+  w->element = -1;
+  w->epoch = epoch;
+  w->expected = COLLC_LAST_PACKET_EPOCH;
+  w->observed = epoch;
+  __threadfence_system();
+}

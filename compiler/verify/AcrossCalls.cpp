@@ -1,6 +1,7 @@
 #include "compiler/verify/AcrossCalls.h"
 
 #include "abi/CollectiveShapes.h"
+#include "abi/collc_abi.h"
 #include "compiler/Verifier.h"
 #include "compiler/execute/Walker.h"
 
@@ -388,6 +389,8 @@ private:
           const std::string& bufferName = program_.buffers[size_t(buffer)].name;
           for (int later = 0; later < calls_; ++later) {
             const uint64_t epoch = rotation_.firstEpoch + uint64_t(later);
+            if (epoch > rotation_.lastEpoch)
+              break; // refused: it polls nothing
             const uint64_t mine = flag(epoch);
             if (mine == 0) {
               diags_.error(e.loc, lead() + "call " + std::to_string(epoch) + "'s poll of '" +
@@ -422,7 +425,9 @@ private:
   /// but the state a call leaves (and its number), so a state met before at the same call is
   /// not run again: the sequences through it were.
   bool explore(const State& state, int call, std::vector<int>& chosen) {
-    if (call == calls_) {
+    // A call past the last one returns at its head, and so does every later call: none of them
+    // touches scratch, so nothing they do can disturb a call or be disturbed.
+    if (call == calls_ || epochOf(call) > rotation_.lastEpoch) {
       ++sequences_;
       return true;
     }
@@ -652,10 +657,12 @@ private:
 CallRotation rotationOf(const ir::Program& lowered) {
   CallRotation rotation;
   rotation.copies = lowered.scratchCopies;
-  // CudaCodeGen: `const unsigned flag = unsigned(epoch)` in every packet; ll128 lines carry the
-  // 64-bit epoch.
+  // CudaCodeGen: `const unsigned flag = unsigned(epoch)` in every packet, and a kernel with
+  // packets refuses the calls past COLLC_LAST_PACKET_EPOCH; ll128 lines carry the 64-bit epoch.
   rotation.packetFlag = [](uint64_t epoch) { return epoch & 0xffffffffu; };
   rotation.lineFlag = [](uint64_t epoch) { return epoch; };
+  if (lowered.uses(ir::Storage::Packets))
+    rotation.lastEpoch = COLLC_LAST_PACKET_EPOCH;
   return rotation;
 }
 

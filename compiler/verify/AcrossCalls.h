@@ -28,9 +28,14 @@ struct CallRotation {
   /// The epoch of the first call the proof runs (1: an instance's first call). Every earlier
   /// call of the same copy may still have left packets or lines behind.
   uint64_t firstEpoch = 1;
+  /// The last call that runs: a later one returns at its head, touching no scratch and no flag,
+  /// and so does every call after it (the kernel of a variant with packets refuses the calls past
+  /// COLLC_LAST_PACKET_EPOCH, abi/collc_abi.h, whose packets would repeat a flag).
+  uint64_t lastEpoch = UINT64_MAX;
 };
 
-/// The rotation the kernel of `lowered` uses (its scratchCopies, the flags CudaCodeGen prints).
+/// The rotation the kernel of `lowered` uses (its scratchCopies, the flags CudaCodeGen prints,
+/// the last call it runs).
 CallRotation rotationOf(const ir::Program& lowered);
 
 /// What the proof across calls did, for `collc check`.

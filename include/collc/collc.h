@@ -282,7 +282,8 @@ collc_status collc_launch(collc_instance* instance, int rank, const void* in, vo
 
 /* Waits until the given streams (streams[i] for the world's i-th local rank; null: the world's
  * own streams) are idle, bounded by the watchdog's timeout, then checks the instance's
- * watchdogs: a rank that waited too long for a peer becomes an error naming it. */
+ * watchdogs: a rank that waited too long for a peer becomes an error naming it, and so does a
+ * call an `ll` or `ll128_atomic` instance refused (it runs 2^32 - 1 calls; docs/api.md). */
 collc_status collc_instance_synchronize(collc_instance* instance, void* const* streams,
                                         int nstreams);
 collc_status collc_instance_max_count(const collc_instance* instance, uint64_t* max_count);

@@ -3,6 +3,7 @@
 // scratch copies, a flag that repeats too early) is refused with a message naming both calls.
 #include "compiler/verify/AcrossCalls.h"
 
+#include "abi/collc_abi.h"
 #include "compiler/Compile.h"
 #include "compiler/DiagnosticText.h"
 #include "tests/StdlibApplicability.h"
@@ -142,15 +143,26 @@ TEST(AcrossCalls, LLWhoseFlagWrapsToZeroIsRefused) {
       << c.diagnostics;
 }
 
-TEST(AcrossCalls, LLPacketsRepeatTheirFlagAfterTwoToThe32Calls) {
-  // The kernel's packets carry the epoch's low 32 bits: call 2^32's packets carry flag 0, which a
-  // packet of its copy that no call wrote carries too. The proof is for the calls before it.
-  Compiled before = compile("allgather_direct", SyncKind::LL, 2, [](CallRotation& rotation) {
-    rotation.firstEpoch = (uint64_t(1) << 32) - 3;
-  });
-  EXPECT_TRUE(before.ok) << before.diagnostics;
+TEST(AcrossCalls, LLRunsAcrossTheLastCallItRuns) {
+  // The kernel's packets carry the epoch's low 32 bits, and it refuses the calls past
+  // COLLC_LAST_PACKET_EPOCH = 2^32 - 1, whose packets would repeat a flag: runs that reach the
+  // last call and past it are proved, as are runs that start past it (they run nothing).
+  for (uint64_t first : {(uint64_t(1) << 32) - 3, (uint64_t(1) << 32) - 2,
+                         uint64_t(COLLC_LAST_PACKET_EPOCH), uint64_t(1) << 32})
+    for (SyncKind sync : {SyncKind::LL, SyncKind::LL128Atomic}) {
+      const char* spec = sync == SyncKind::LL ? "allgather_direct" : "allreduce_twoshot";
+      Compiled c =
+          compile(spec, sync, 2, [first](CallRotation& rotation) { rotation.firstEpoch = first; });
+      EXPECT_TRUE(c.ok) << "first call " << first << ": " << c.diagnostics;
+    }
+}
+
+TEST(AcrossCalls, LLThatRunsCallTwoToThe32IsRefused) {
+  // A kernel that refused one call later: call 2^32's packets carry flag 0, which a packet of its
+  // copy that no call wrote carries too.
   Compiled at = compile("allgather_direct", SyncKind::LL, 2, [](CallRotation& rotation) {
     rotation.firstEpoch = (uint64_t(1) << 32) - 2;
+    rotation.lastEpoch = uint64_t(1) << 32;
   });
   EXPECT_FALSE(at.ok);
   EXPECT_NE(at.diagnostics.find("call 4294967296's poll of 'slot' can be satisfied by the zeros"),
@@ -202,9 +214,20 @@ TEST(AcrossCalls, RotationIsTheKernels) {
     EXPECT_EQ(rotation.copies, compiled->scratchCopies);
     const std::string& cuda = compiled->cudaSource;
     EXPECT_NE(cuda.find("const u64 copy = epoch % kScratchCopies;"), std::string::npos);
+    // A kernel with packets refuses the calls past the last one the proof runs; no other does.
+    const std::string refusal = "if (epoch > COLLC_LAST_PACKET_EPOCH) {\n"
+                                "  refuse_call_past_last(params, epoch);\n"
+                                "  return;\n"
+                                "}\n"
+                                "const unsigned flag = unsigned(epoch);";
     if (sync == SyncKind::LL) {
-      EXPECT_NE(cuda.find("const unsigned flag = unsigned(epoch);"), std::string::npos);
+      EXPECT_NE(cuda.find(refusal), std::string::npos) << cuda;
       EXPECT_EQ(rotation.packetFlag((uint64_t(1) << 32) + 5), 5u);
+      EXPECT_EQ(rotation.lastEpoch, uint64_t(COLLC_LAST_PACKET_EPOCH));
+      EXPECT_EQ(uint64_t(COLLC_LAST_PACKET_EPOCH), (uint64_t(1) << 32) - 1);
+    } else {
+      EXPECT_EQ(cuda.find("COLLC_LAST_PACKET_EPOCH) {"), std::string::npos);
+      EXPECT_EQ(rotation.lastEpoch, UINT64_MAX);
     }
     if (sync == SyncKind::LL128) {
       EXPECT_NE(cuda.find("ll128_store("), std::string::npos);

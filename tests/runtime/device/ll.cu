@@ -1,6 +1,11 @@
 // Calls every helper of ll.cuh, with packet buffers typed as LLPacket and as uint4.
 extern "C" __global__ void collc_test_ll(const __grid_constant__ collc_params params) {
-  const unsigned flag = unsigned(load_epoch(params.epochs + blockIdx.x) + 1);
+  const u64 epoch = load_epoch(params.epochs + blockIdx.x) + 1;
+  if (epoch > COLLC_LAST_PACKET_EPOCH) {
+    refuse_call_past_last(params, epoch);
+    return;
+  }
+  const unsigned flag = unsigned(epoch);
   LLPacket* packets = reinterpret_cast<LLPacket*>(params.heap[params.rank]);
   uint4* words = reinterpret_cast<uint4*>(params.heap[(params.rank + 1) % kRanks]);
   const u64 i = threadIdx.x * kVec, len = params.count;
