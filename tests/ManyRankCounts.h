@@ -38,9 +38,13 @@ inline std::vector<uint64_t> manyRankCounts(int nranks) {
 }
 
 /// Token counts (whole rows) for a spec with rows: one row, R + 1 and 3 R + 2 (odd counts for odd
-/// R, a different pair at every rank count).
+/// R, a different pair at every rank count); past 8 ranks one row, R / 2 + 1 and R + 1, so that 32
+/// co-resident ranks' scratch for rows of 4096 f32 stays within their heaps (3 R + 2 rows would
+/// need 152 MiB a rank under sentinel, `collc check --footprint`).
 inline std::vector<uint64_t> manyRankTokens(int nranks) {
   const uint64_t r = uint64_t(nranks);
+  if (nranks > 8)
+    return {1, r / 2 + 1, r + 1};
   return {1, r + 1, 3 * r + 2};
 }
 
