@@ -6,8 +6,11 @@
 #ifndef COLLC_ABI_H
 #define COLLC_ABI_H
 
-#define COLLC_ABI_VERSION 1
-#define COLLC_MAX_RANKS 8
+#define COLLC_ABI_VERSION 2
+// One NVLink domain of a GB200 NVL72. collc_params holds a heap pointer per rank and is passed by
+// value: at 72 it is about 700 bytes, within the 4 KB of kernel parameters every architecture has
+// (runtime/LoadedKernel.h checks it).
+#define COLLC_MAX_RANKS 72
 #define COLLC_MAX_SCRATCH 8
 #define COLLC_MAX_BLOCKS 132
 #define COLLC_MAX_AUX 4

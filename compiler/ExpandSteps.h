@@ -17,8 +17,9 @@
 
 namespace collc {
 
-/// Most repetitions a repeated step may have (the unrolled kernel grows with each).
-inline constexpr int64_t kMaxStepRepetitions = 64;
+/// Most repetitions a repeated step may have (the unrolled kernel grows with each): enough for a
+/// step per peer at the most ranks (COLLC_MAX_RANKS = 72).
+inline constexpr int64_t kMaxStepRepetitions = 72;
 
 /// The steps of `program` for `nranks` ranks, or nullopt after reporting why they cannot be
 /// unrolled (a repetition count that does not evaluate or is too large).

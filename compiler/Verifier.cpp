@@ -20,7 +20,7 @@ using proof::RunFacts;
 using proof::RunFailed;
 
 /// Every run of one program for one rank count: the counts an earlier verifier tried first (so
-/// their diagnostics read as before), then every residue of n modulo 8 * nranks with q symbolic
+/// their diagnostics read as before; up to 8 ranks), then every residue of n with q symbolic
 /// (split into residues of a multiple of it where a division needs it: SplitQ), then every q below
 /// the symbolic run's bound with numbers (execute/Affine.h).
 class Sweep {
@@ -35,18 +35,22 @@ public:
     const int nranks = base_.nranks;
     const int roots = hasRoot(program_.kind) ? nranks : 1;
     const bool rows = !program_.rowLengthName.empty();
-    for (auto [count, rowLength] : shapesToVerify(program_, nranks))
-      for (int root = 0; root < roots; ++root)
-        if (!concrete(count, rows ? rowLength : 0, root))
-          return false;
+    // Covered by the runs below; run first where they are cheap, for diagnostics that name small
+    // counts. Past kFirstCountsUpTo ranks they would be most of the proof's work.
+    if (nranks <= kFirstCountsUpTo)
+      for (auto [count, rowLength] : shapesToVerify(program_, nranks))
+        for (int root = 0; root < roots; ++root)
+          if (!concrete(count, rows ? rowLength : 0, root))
+            return false;
     // A spec with rows is proved for rows of one element: sizes cannot use the row length but as
     // a weight that is only read, so every other row length is n = rows * length of these.
     const int64_t rowLength = rows ? 1 : 0;
-    // Classes of n modulo a period, first 8 * nranks. Where a division is not exact in q (SplitQ),
-    // the other classes of that period meet it too (n decides nothing but sizes), so every class
-    // yet to run is split into classes of the longer period, which cover the same counts, and
-    // later roots start from it: a run is cut short only where the period grows.
-    int64_t period = int64_t(kChunkAlignElems) * nranks;
+    // Classes of n modulo a period, first 1: the runs split it where a division needs it. Where a
+    // division is not exact in q (SplitQ), the other classes of that period meet it too (n decides
+    // nothing but sizes), so every class yet to run is split into classes of the longer period,
+    // which cover the same counts, and later roots start from it: a run is cut short only where the
+    // period grows.
+    int64_t period = 1;
     for (int root = 0; root < roots; ++root) {
       std::vector<int64_t> residues; // to run, the next last
       for (int64_t residue = period - 1; residue >= 0; --residue)
@@ -92,6 +96,8 @@ public:
   const std::vector<RunFacts>& facts() const { return facts_; }
 
 private:
+  /// Rank counts up to which the counts an earlier verifier tried run first.
+  static constexpr int kFirstCountsUpTo = 8;
   /// The largest period a residue class may be split to: far beyond what blocks, chunks and
   /// packets need (8 * nranks * nranks, dsl/README.md), a bound on the runs.
   static constexpr int64_t kMaxPeriod = int64_t(1) << 20;

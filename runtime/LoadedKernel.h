@@ -7,12 +7,19 @@
 #include "abi/collc_abi.h"
 #include "runtime/Status.h"
 
+#include <cstddef>
 #include <cuda_runtime_api.h>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace collc {
+
+/// Kernel parameters every architecture accepts (sm_90 with CUDA 12.1 takes 32 KB; older ones 4
+/// KB): the per-rank heap pointers travel by value only while the struct stays under it.
+inline constexpr size_t kPortableKernelParamBytes = 4096;
+static_assert(sizeof(collc_params) <= kPortableKernelParamBytes,
+              "collc_params no longer fits the kernel parameters of every architecture");
 
 class LoadedKernel {
 public:

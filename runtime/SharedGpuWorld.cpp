@@ -52,6 +52,14 @@ std::string workQueueProblem(const char* maxConnections, int nranks) {
            "' is not a count of hardware work queues: set it to at least " +
            std::to_string(nranks) + ", or unset it (CUDA's default is " +
            std::to_string(kDefaultWorkQueues) + "), before this process's first CUDA call";
+  if (nranks > kMostWorkQueues)
+    return std::to_string(nranks) +
+           " ranks cannot each have a hardware work queue: CUDA gives at "
+           "most " +
+           std::to_string(kMostWorkQueues) +
+           " whatever CUDA_DEVICE_MAX_CONNECTIONS says, and ranks whose streams share a queue can "
+           "wait on each other forever. Share one GPU between at most " +
+           std::to_string(kMostWorkQueues) + " ranks";
   const int queues = std::stoi(text);
   if (queues >= nranks)
     return "";

@@ -2,7 +2,7 @@
 // ranks 0..R-1 as R co-resident kernels on ONE GPU. Every rank's heap is a region of one
 // allocation on that GPU, so a peer's heap is addressed by the same pointer from every rank (one
 // address space, no peer access), each rank has its own stream, and the generated kernels run
-// unchanged: collc_params::heap[] simply points at the regions. It lets 3- to 8-rank collectives
+// unchanged: collc_params::heap[] simply points at the regions. It lets 3- to 32-rank collectives
 // be checked on any single GPU. Its timings mean nothing: the ranks divide one GPU's
 // multiprocessors and memory bandwidth between them, and no byte crosses a link.
 //
@@ -28,11 +28,12 @@
 //    own stream's previous kernel (the second call of a graph) would hold back the other rank's
 //    kernel that the previous one waits for. To keep each rank's stream on a queue of its own,
 //    create() makes the R streams one after another, and refuses R ranks where the variable gives
-//    fewer than R queues (workQueueProblem). The library never sets it: the environment is the
-//    host program's, and CUDA reads it once, before the program's first CUDA call. collc's own
-//    programs (the tool, the tests) set it to 32 first thing (tools/launch/WorkQueues.h). The GPU
-//    tests replay graphs of several calls per rank: a shared queue would show there, as a
-//    watchdog report.
+//    fewer than R queues (workQueueProblem); CUDA gives at most 32 (kMostWorkQueues), so at most 32
+//    ranks share one GPU, though collc_params holds COLLC_MAX_RANKS = 72. The library never sets
+//    it: the environment is the host program's, and CUDA reads it once, before the program's first
+//    CUDA call. collc's own programs (the tool, the tests) set it to 32 first thing
+//    (tools/launch/WorkQueues.h). The GPU tests replay graphs of several calls per rank: a shared
+//    queue would show there, as a watchdog report.
 //  - Epochs and watchdogs. Each rank has its own per-block epoch counters and its own watchdog
 //    (CollectiveInstance allocates them per local rank), exactly as on separate GPUs: nothing a
 //    rank counts is shared with another.
@@ -74,8 +75,11 @@ struct SharedHeapLayout {
 Expected<SharedHeapLayout> sharedHeapLayout(int nranks, uint64_t heapBytesPerRank);
 
 /// CUDA's hardware work queues per GPU where CUDA_DEVICE_MAX_CONNECTIONS is not set: enough for
-/// 8 ranks (COLLC_MAX_RANKS today) to have one each.
+/// 8 ranks to have one each.
 inline constexpr int kDefaultWorkQueues = 8;
+/// The most CUDA gives, whatever CUDA_DEVICE_MAX_CONNECTIONS says: so at most 32 co-resident ranks
+/// have a queue each, and a world of more (up to COLLC_MAX_RANKS) is refused.
+inline constexpr int kMostWorkQueues = 32;
 
 /// Why `nranks` ranks on one GPU could not each have a work queue of their own, given the value of
 /// CUDA_DEVICE_MAX_CONNECTIONS (null: not set); "" if they can. Reads nothing itself.

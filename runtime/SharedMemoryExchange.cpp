@@ -20,7 +20,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr uint64_t kMagic = 0x31584d48434c4c43ull; // "CLLCHMX1"
+constexpr uint64_t kMagic = 0x32584d48434c4c43ull; // "CLLCHMX2": 72 members
 constexpr size_t kFrameAlign = 64;
 
 Clock::time_point deadlineIn(double seconds) {

@@ -27,17 +27,24 @@ inline bool lastChunkPartial(uint64_t length, int nranks) {
 }
 
 /// For `nranks` ranks: 1 (only chunk 0 holds anything); 16 (R - 1) + 1, whose last chunk holds
-/// one element (chunks of 16); and 8 R k + 5 with k = 1031, every chunk whole but the last, which
-/// is long and partial (an odd count of many vectors per block).
+/// one element (chunks of 16); and 8 R k + 5 with k = 1031 up to 8 ranks and 131 past them, every
+/// chunk whole but the last, which is long and partial (an odd count of many vectors per block).
+/// The smaller k keeps the scratch of 32 co-resident ranks within their heaps (an ll one-shot
+/// holds R packet copies of the whole call).
 inline std::vector<uint64_t> manyRankCounts(int nranks) {
   const uint64_t r = uint64_t(nranks);
-  return {1, 16 * (r - 1) + 1, 8 * r * 1031 + 5};
+  const uint64_t k = nranks <= 8 ? 1031 : 131;
+  return {1, 16 * (r - 1) + 1, 8 * r * k + 5};
 }
 
 /// Token counts (whole rows) for a spec with rows: one row, R + 1 and 3 R + 2 (odd counts for odd
-/// R, a different pair at every rank count).
+/// R, a different pair at every rank count); past 8 ranks one row, R / 2 + 1 and R + 1, so that 32
+/// co-resident ranks' scratch for rows of 4096 f32 stays within their heaps (3 R + 2 rows would
+/// need 152 MiB a rank under sentinel, `collc check --footprint`).
 inline std::vector<uint64_t> manyRankTokens(int nranks) {
   const uint64_t r = uint64_t(nranks);
+  if (nranks > 8)
+    return {1, r / 2 + 1, r + 1};
   return {1, r + 1, 3 * r + 2};
 }
 

@@ -30,8 +30,8 @@ using Env = Bindings;
 
 /// Loops one run runs at most before it calls a program unreasonable.
 inline constexpr int64_t kMaxLoopTrips = 1024;
-/// Slots one buffer may have.
-inline constexpr int64_t kMaxSlots = 64;
+/// Slots one buffer may have: one per rank of the most ranks (COLLC_MAX_RANKS).
+inline constexpr int64_t kMaxSlots = 72;
 
 /// The configuration every domain runs.
 struct Shape {

@@ -114,7 +114,8 @@ collc_status collc_world_create_local(const int* devices, int ndevices, uint64_t
  * 256 MiB each): for testing collectives at many ranks on a machine with one GPU. Correctness
  * only: the ranks share the GPU's multiprocessors and memory, so timings mean nothing. Each
  * rank's stream needs a hardware work queue of its own: COLLC_UNSUPPORTED where the program's
- * CUDA_DEVICE_MAX_CONNECTIONS gives fewer than nranks (unset, CUDA's 8 are enough). */
+ * CUDA_DEVICE_MAX_CONNECTIONS gives fewer than nranks (unset, CUDA's 8 are enough), and for more
+ * than 32 ranks (CUDA gives at most 32 queues). */
 collc_status collc_world_create_shared_gpu(int device, int nranks, uint64_t heap_bytes,
                                            collc_world** out);
 

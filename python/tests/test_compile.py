@@ -86,7 +86,9 @@ def test_unknown_spec_and_bad_options_are_errors():
     with pytest.raises(collc.Error, match="nranks"):
         collc.compile("allreduce_oneshot", nranks=0)
     with pytest.raises(collc.Error, match="ranks 2..8"):
-        collc.compile("allreduce_oneshot", nranks=9)
+        collc.compile("allreduce_twoshot", nranks=9)
+    with pytest.raises(collc.Error, match="ranks 2..16"):
+        collc.compile("allreduce_oneshot", nranks=17)
     with pytest.raises(collc.Error, match="spec must be"):
         collc.compile(None)
 

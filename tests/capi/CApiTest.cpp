@@ -72,6 +72,12 @@ TEST(CApi, NullPointersAreInvalidArguments) {
   EXPECT_EQ(collc_world_create_shared_gpu(0, 2, 0, nullptr), COLLC_INVALID_ARGUMENT);
   EXPECT_EQ(collc_world_create_shared_gpu(0, 0, 0, &world), COLLC_INVALID_ARGUMENT);
   EXPECT_NE(lastError().find("0 ranks"), std::string::npos) << lastError();
+  EXPECT_EQ(collc_world_create_shared_gpu(0, 73, 0, &world), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("73 ranks; 1 to 72 are supported"), std::string::npos) << lastError();
+  // 72 ranks are within the ABI, but one GPU gives at most 32 streams a hardware queue each.
+  EXPECT_EQ(collc_world_create_shared_gpu(0, 72, 0, &world), COLLC_UNSUPPORTED);
+  EXPECT_NE(lastError().find("72 ranks cannot each have a hardware work queue"), std::string::npos)
+      << lastError();
   EXPECT_EQ(world, nullptr);
   EXPECT_EQ(collc_world_create_process(0, 2, 0, 0, nullptr, nullptr, &world),
             COLLC_INVALID_ARGUMENT);
@@ -220,8 +226,8 @@ TEST(CApi, OptionsOutOfRangeAreInvalidArguments) {
   EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_INVALID_ARGUMENT);
   // In range for C, refused by the spec: its message says so.
   ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
-  options.nranks = 9;
-  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_SPEC_ERROR);
+  options.nranks = 9; // allreduce_twoshot declares ranks 2..8
+  EXPECT_EQ(collc_compile("allreduce_twoshot", &options, &compiled), COLLC_SPEC_ERROR);
   EXPECT_EQ(compiled, nullptr);
 }
 

@@ -174,7 +174,7 @@ TEST(Compile, UnrollIsRefusedWhereLoopsGoByRowsOrLines) {
 }
 
 TEST(Compile, RankCountOutsideTheSpecsRangeIsRefused) {
-  auto spec = loadSpec("allreduce_oneshot");
+  auto spec = loadSpec("allreduce_twoshot"); // ranks 2..8
   ASSERT_TRUE(bool(spec));
   CompileOptions options;
   options.nranks = 9;

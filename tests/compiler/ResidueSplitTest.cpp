@@ -1,6 +1,7 @@
 // The proof over every n where a division is not exact in q (execute/Affine.h, SplitQ): a block of
-// a chunk(a * n + b) buffer is chunk / nranks, whose part in q is 8a per q at the first period
-// 8 * nranks, which 3, 5, 6 or 7 ranks need not divide. The verifier then splits the residue class;
+// a chunk(a * n + b) buffer is chunk / nranks, whose part in q is 8a per q once the period is
+// 8 * nranks (the chunk's own split of the first period, 1), which 3, 5, 6 or 7 ranks need not
+// divide. The verifier then splits the residue class;
 // these tests check its verdict against runs with numbers for every n up to past the split period.
 #include "compiler/ExpandSteps.h"
 #include "compiler/Sema.h"
@@ -78,7 +79,7 @@ TEST(ResidueSplit, BlocksOfAChunkAreProvedAtEveryRankCount) {
 
 // The same blocks read back as chunks of the chunk: [q * chunk(C), ...) is block q only for some
 // C = chunk(16 * n + 49). At 3 ranks n = 2 is the first count that shows it, but 1, 9 and 77, the
-// counts run first, do not: the residue classes do, the first of them (n = 24q) once split.
+// counts run first, do not: the residue classes do, once split (the class that holds n = 12).
 // Refused with the read and a count, where the verifier once gave up with wrong arithmetic.
 TEST(ResidueSplit, ChunksReadAsBlocksAreRefusedWithTheCount) {
   auto parsed = parse(R"(collective c kind allreduce
@@ -96,7 +97,7 @@ TEST(ResidueSplit, ChunksReadAsBlocksAreRefusedWithTheCount) {
   EXPECT_EQ(firstBrokenCount(*parsed->program, 3, 200), 2);
   VerifyResult proof = verify(*parsed->program, parsed->diags);
   EXPECT_FALSE(proof.ok);
-  EXPECT_NE(parsed->out.str().find("before anything writes it (nranks=3, n=24)"), std::string::npos)
+  EXPECT_NE(parsed->out.str().find("before anything writes it (nranks=3, n=12)"), std::string::npos)
       << parsed->out.str();
   EXPECT_EQ(parsed->out.str().find("cannot verify"), std::string::npos) << parsed->out.str();
 }

@@ -270,9 +270,10 @@ TEST(BundleDamage, ALaterVersion) {
 // says which version it reads rather than misreading the fields after them.
 TEST(BundleDamage, AnEarlierVersion) {
   std::string bytes = validBytes();
-  bytes[8] = char(2);
-  EXPECT_TRUE(refusedWith(resealed(bytes), "bundle format version 2, but this runtime reads only "
-                                           "version 3 (write the bundle again with this "
+  // Version 3: kernels built for 8 heap pointers in collc_params.
+  bytes[8] = char(3);
+  EXPECT_TRUE(refusedWith(resealed(bytes), "bundle format version 3, but this runtime reads only "
+                                           "version 4 (write the bundle again with this "
                                            "release's collc)"));
 }
 

@@ -72,8 +72,8 @@ TEST(LaunchEnvironment, ErrorsNameTheVariable) {
                 .find("RANK='x'"),
             std::string::npos);
   EXPECT_NE(errorOf(parseLaunchEnvironment(env(
-                        {{"RANK", "0"}, {"WORLD_SIZE", "16"}, {"COLLC_RENDEZVOUS", rendezvous}})))
-                .find("at most 8 ranks"),
+                        {{"RANK", "0"}, {"WORLD_SIZE", "73"}, {"COLLC_RENDEZVOUS", rendezvous}})))
+                .find("at most 72 ranks"),
             std::string::npos);
   EXPECT_NE(errorOf(parseLaunchEnvironment(env({{"RANK", "0"}, {"WORLD_SIZE", "2"}})))
                 .find("COLLC_RENDEZVOUS is not"),

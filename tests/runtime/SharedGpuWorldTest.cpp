@@ -106,8 +106,8 @@ TEST(SharedHeapLayout, RefusesWhatCannotBeCarved) {
     Expected<SharedHeapLayout> layout = sharedHeapLayout(nranks, bytes);
     return layout ? std::string("accepted") : toString(layout.takeError());
   };
-  EXPECT_NE(message(0, 1024).find("0 ranks asked for; 1 to 8 are supported"), std::string::npos);
-  EXPECT_NE(message(9, 1024).find("9 ranks asked for"), std::string::npos);
+  EXPECT_NE(message(0, 1024).find("0 ranks asked for; 1 to 72 are supported"), std::string::npos);
+  EXPECT_NE(message(73, 1024).find("73 ranks asked for"), std::string::npos);
   EXPECT_NE(message(2, 0).find("must not be empty"), std::string::npos);
   const uint64_t huge = std::numeric_limits<uint64_t>::max() / 4;
   EXPECT_NE(message(8, huge).find("do not fit in 64 bits"), std::string::npos);
@@ -128,6 +128,14 @@ TEST(SharedGpuWorld, RefusesFewerWorkQueuesThanRanks) {
   EXPECT_NE(one.find("Set it to at least 4, or unset it (CUDA's default is 8)"), std::string::npos)
       << one;
   EXPECT_NE(workQueueProblem("7", 8).find("7 hardware work queues"), std::string::npos);
+  // 32 is CUDA's most: a larger value does not give 64 ranks a queue each.
+  EXPECT_EQ(workQueueProblem("32", 32), "");
+  for (const char* value : {"32", "64", "72"})
+    EXPECT_NE(workQueueProblem(value, 64).find("64 ranks cannot each have a hardware work queue: "
+                                               "CUDA gives at most 32"),
+              std::string::npos)
+        << value;
+  EXPECT_NE(workQueueProblem(nullptr, 72).find("72 ranks cannot each have"), std::string::npos);
   for (const char* notACount : {"", "0", "many", "-3", "4x", "123456"})
     EXPECT_NE(workQueueProblem(notACount, 2).find("is not a count of hardware work queues"),
               std::string::npos)
@@ -150,7 +158,7 @@ TEST(ManyRankCounts, ReachTheLastChunk) {
   EXPECT_EQ(tests::chunkLength(197, 8, 6), 5u);
   EXPECT_EQ(tests::chunkLength(197, 8, 7), 0u);
   EXPECT_FALSE(tests::lastChunkPartial(197, 8));
-  for (int nranks = 2; nranks <= 8; ++nranks) {
+  for (int nranks : {2, 3, 4, 5, 6, 7, 8, 16, 32, 64, 72}) {
     SCOPED_TRACE("nranks " + std::to_string(nranks));
     const std::vector<uint64_t> counts = tests::manyRankCounts(nranks);
     ASSERT_EQ(counts.size(), 3u);

@@ -25,17 +25,19 @@ const Command kCheckCommand{
     "\n"
     "--footprint then prints the symmetric heap per rank that each sync strategy's variant takes\n"
     "(scratch copies and flags, as the runtime lays them out) for calls of up to --count elements\n"
-    "of --dtype, at every rank count the spec declares: what a world must hold for it.\n",
+    "of --dtype, at every rank count the spec declares (or those --ranks lists): what a world\n"
+    "must hold for it.\n",
     {{"footprint", "", "also print each strategy's symmetric heap per rank and rank count"},
      {"count", "N", "with --footprint: the largest call, in elements (K/M/G suffixes; default 1M)"},
-     {"dtype", "T", "with --footprint: " + nameList<DType>() + " (default bf16)"}},
+     {"dtype", "T", "with --footprint: " + nameList<DType>() + " (default bf16)"},
+     {"ranks", "LIST", "with --footprint: the rank counts to print, e.g. 16,32,72 (default all)"}},
     1};
 
 namespace {
 
-void printFootprint(const SpecSource& spec, const CheckReport& report, uint64_t count,
+void printFootprint(const SpecSource& spec, const std::vector<int>& rankCounts, uint64_t count,
                     DType dtype) {
-  const auto rows = footprint(spec, report.minRanks, report.maxRanks, count, dtype);
+  const auto rows = footprint(spec, rankCounts, count, dtype);
   llvm::outs() << "symmetric heap per rank for calls of up to " << count << " elements of "
                << name(dtype) << " (" << formatBytes(count * sizeOf(dtype)) << "):\n";
   llvm::outs() << "  ranks ";
@@ -114,8 +116,8 @@ void printStrategies(const CheckReport& report) {
 } // namespace
 
 int runCheck(const ParsedArguments& args) {
-  if (!args.has("footprint") && (args.has("count") || args.has("dtype")))
-    return usageError("--count and --dtype go with --footprint");
+  if (!args.has("footprint") && (args.has("count") || args.has("dtype") || args.has("ranks")))
+    return usageError("--count, --dtype and --ranks go with --footprint");
   uint64_t count = 1 << 20;
   if (auto text = args.get("count")) {
     auto parsed = parseSize(*text);
@@ -167,7 +169,17 @@ int runCheck(const ParsedArguments& args) {
   printStrategies(report);
   if (!args.has("footprint"))
     return kSuccess;
-  printFootprint(*spec, report, count, dtype);
+  std::vector<int> rankCounts;
+  for (int r = report.minRanks; r <= report.maxRanks; ++r)
+    rankCounts.push_back(r);
+  if (auto text = args.get("ranks")) {
+    Expected<std::vector<int>> parsed =
+        parseFootprintRanks(*text, report.minRanks, report.maxRanks);
+    if (!parsed)
+      return reportError(parsed.takeError());
+    rankCounts = std::move(*parsed);
+  }
+  printFootprint(*spec, rankCounts, count, dtype);
   return kSuccess;
 }
 

@@ -3,6 +3,7 @@
 #include "compiler/DiagnosticText.h"
 #include "runtime/HeapSize.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <llvm/Support/raw_ostream.h>
 
@@ -20,10 +21,29 @@ std::string firstErrorLine(const std::string& diagnostics) {
 
 } // namespace
 
-std::vector<FootprintRow> footprint(const SpecSource& spec, int minRanks, int maxRanks,
+Expected<std::vector<int>> parseFootprintRanks(const std::string& text, int minRanks,
+                                               int maxRanks) {
+  std::vector<int> counts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    const bool digits = !item.empty() && item.size() <= 4 &&
+                        item.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoi(item) < minRanks || std::stoi(item) > maxRanks)
+      return makeError("--ranks=" + text + ": '" + item +
+                       "' is not a rank count the spec declares (" + std::to_string(minRanks) +
+                       ".." + std::to_string(maxRanks) + ")");
+    counts.push_back(std::stoi(item));
+    start = comma + 1;
+  }
+  return counts;
+}
+
+std::vector<FootprintRow> footprint(const SpecSource& spec, const std::vector<int>& rankCounts,
                                     uint64_t count, DType dtype) {
   std::vector<FootprintRow> rows;
-  for (int nranks = minRanks; nranks <= maxRanks; ++nranks) {
+  for (int nranks : rankCounts) {
     FootprintRow row;
     row.nranks = nranks;
     for (const RegisteredSync& strategy : kSyncRegistry) {

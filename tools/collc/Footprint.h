@@ -29,10 +29,13 @@ struct FootprintRow {
   std::vector<FootprintCell> cells;
 };
 
-/// The footprint of `spec` for calls of up to `count` elements of `dtype`, every declared rank
-/// count (minRanks..maxRanks) and every strategy collc compiles by default.
-std::vector<FootprintRow> footprint(const SpecSource& spec, int minRanks, int maxRanks,
+/// The footprint of `spec` for calls of up to `count` elements of `dtype`, at each of `rankCounts`
+/// (counts the spec declares) and every strategy collc compiles by default.
+std::vector<FootprintRow> footprint(const SpecSource& spec, const std::vector<int>& rankCounts,
                                     uint64_t count, DType dtype);
+
+/// "16,32,72": rank counts for --footprint, each within minRanks..maxRanks, or why not.
+Expected<std::vector<int>> parseFootprintRanks(const std::string& text, int minRanks, int maxRanks);
 
 /// "1.5 MiB" style, exact bytes below 1 KiB.
 std::string formatBytes(uint64_t bytes);
