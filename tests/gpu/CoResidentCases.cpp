@@ -2,9 +2,12 @@
 
 #include "compiler/Compile.h"
 #include "runtime/CoResidency.h"
+#include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
 #include "runtime/Jit.h"
+#include "runtime/SharedGpuWorld.h"
 #include "tests/ManyRankCounts.h"
+#include "tools/harness/RunHarness.h"
 
 #include <algorithm>
 #include <atomic>
@@ -126,6 +129,37 @@ std::vector<uint64_t> coResidentCounts(int nranks, const CompiledCollective& com
   for (uint64_t tokens : tests::manyRankTokens(nranks))
     counts.push_back(tokens * uint64_t(compiled.rowLength));
   return counts;
+}
+
+void checkCountsThenGraph(SharedGpuWorld& world, const CoResidentVariant& variant, int nranks,
+                          uint64_t caseSeed, bool specialValues, int graphCalls) {
+  const CompiledCollective& compiled = variant.compiled;
+  const std::vector<uint64_t> counts = coResidentCounts(nranks, compiled);
+  const uint64_t maxCount = *std::max_element(counts.begin(), counts.end());
+  Expected<std::unique_ptr<CollectiveInstance>> instance =
+      CollectiveInstance::create(world, compiled, variant.cubin, maxCount);
+  ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
+  for (uint64_t count : counts) {
+    SCOPED_TRACE("count " + std::to_string(count));
+    RunOptions options;
+    options.reference = variant.spec;
+    options.count = count;
+    options.time = false;
+    options.specialValues = specialValues;
+    options.seed = caseSeed + count;
+    Expected<RunReport> report = runAndCheck(world, **instance, compiled, options);
+    ASSERT_TRUE(bool(report)) << toString(report.takeError());
+    EXPECT_TRUE(report->correct) << report->firstMismatches;
+    EXPECT_EQ(report->checkedCalls, options.checks);
+  }
+  SCOPED_TRACE("graph of " + std::to_string(graphCalls) + " calls of " +
+               std::to_string(counts.back()));
+  Expected<RunReport> report =
+      runGraphStress(world, **instance, compiled, counts.back(), graphCalls, caseSeed,
+                     variant.spec.get(), specialValues);
+  ASSERT_TRUE(bool(report)) << toString(report.takeError());
+  EXPECT_TRUE(report->correct) << report->firstMismatches;
+  EXPECT_EQ(report->checkedCalls, graphCalls);
 }
 
 } // namespace collc::gputest

@@ -18,6 +18,9 @@
 namespace collc::ir {
 struct Program;
 }
+namespace collc {
+class SharedGpuWorld;
+}
 
 namespace collc::gputest {
 
@@ -68,6 +71,14 @@ private:
 
 /// The element counts of a case: tests/ManyRankCounts.h, in whole rows for a spec with rows.
 std::vector<uint64_t> coResidentCounts(int nranks, const CompiledCollective& compiled);
+
+/// The many-ranks check of one compiled case (GoogleTest failures, in the calling test): an
+/// instance on `world`, the case's counts (coResidentCounts), each call checked against the spec
+/// interpreted, then `graphCalls` calls back to back in one graph per rank, replayed: a call that
+/// overtakes the previous one (a scratch copy, flag or epoch reused too early) corrupts some
+/// call's output. `specialValues`: NaN and infinities among the inputs.
+void checkCountsThenGraph(SharedGpuWorld& world, const CoResidentVariant& variant, int nranks,
+                          uint64_t caseSeed, bool specialValues, int graphCalls);
 
 } // namespace collc::gputest
 

@@ -71,36 +71,11 @@ TEST_P(ManyRanksOneGpu, EveryCallMatchesFloat64Reference) {
   ASSERT_LE(compiled.launch.blocks * c.nranks, multiprocessorCount(0));
   const bool rows = compiled.rowLength > 0;
   ASSERT_EQ(rows, hasRows(c.spec));
-  const std::vector<uint64_t> counts = gputest::coResidentCounts(c.nranks, compiled);
-  const uint64_t maxCount = *std::max_element(counts.begin(), counts.end());
-  Expected<std::unique_ptr<CollectiveInstance>> instance =
-      CollectiveInstance::create(*world_, compiled, variant.cubin, maxCount);
-  ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
-
   const uint64_t caseSeed = uint64_t(c.nranks) * 1000003 + uint64_t(c.dtype) * 101 +
                             uint64_t(c.sync) * 11 + uint64_t(c.op) * 7 + uint64_t(c.root);
-  for (uint64_t count : counts) {
-    SCOPED_TRACE("count " + std::to_string(count));
-    RunOptions options;
-    options.reference = variant.spec;
-    options.count = count;
-    options.time = false;
-    options.specialValues = !rows; // one NaN poisons a whole row's norm
-    options.seed = caseSeed + count;
-    Expected<RunReport> report = runAndCheck(*world_, **instance, compiled, options);
-    ASSERT_TRUE(bool(report)) << toString(report.takeError());
-    EXPECT_TRUE(report->correct) << report->firstMismatches;
-    EXPECT_EQ(report->checkedCalls, options.checks);
-  }
-  // Calls back to back in one graph per rank, replayed: a call that overtakes the previous one
-  // (a scratch copy, flag or epoch reused too early) corrupts some call's output.
-  SCOPED_TRACE("graph of " + std::to_string(kGraphCalls) + " calls of " +
-               std::to_string(counts.back()));
-  Expected<RunReport> report = runGraphStress(*world_, **instance, compiled, counts.back(),
-                                              kGraphCalls, caseSeed, variant.spec.get(), !rows);
-  ASSERT_TRUE(bool(report)) << toString(report.takeError());
-  EXPECT_TRUE(report->correct) << report->firstMismatches;
-  EXPECT_EQ(report->checkedCalls, kGraphCalls);
+  // One NaN poisons a whole row's norm: rows run without special values.
+  gputest::checkCountsThenGraph(*world_, variant, c.nranks, caseSeed, /*specialValues=*/!rows,
+                                kGraphCalls);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stdlib, ManyRanksOneGpu, ::testing::ValuesIn(manyRankCases()),
