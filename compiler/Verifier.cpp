@@ -67,12 +67,7 @@ public:
           if (period > kMaxPeriod / split.factor)
             return limit(AffineError{"n would have to be taken modulo more than " +
                                      std::to_string(kMaxPeriod)});
-          std::vector<int64_t> finer;
-          for (auto r = residues.rbegin(); r != residues.rend(); ++r)
-            for (int64_t t = 0; t < split.factor; ++t)
-              finer.push_back(*r + period * t);
-          residues.assign(finer.rbegin(), finer.rend());
-          period *= split.factor;
+          execute::splitClasses(residues, period, split.factor);
           continue;
         } catch (const RunFailed&) {
           // Broken for every large q: report it with numbers at the first q the run holds for.

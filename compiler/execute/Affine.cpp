@@ -198,4 +198,13 @@ std::optional<Affine> evaluateNode(const ir::Expr& e, const Bindings& env, Arith
 
 } // namespace
 
+void splitClasses(std::vector<int64_t>& pending, int64_t& period, int64_t factor) {
+  std::vector<int64_t> finer;
+  for (auto r = pending.rbegin(); r != pending.rend(); ++r)
+    for (int64_t t = 0; t < factor; ++t)
+      finer.push_back(*r + period * t);
+  pending.assign(finer.rbegin(), finer.rend());
+  period *= factor;
+}
+
 } // namespace collc::execute

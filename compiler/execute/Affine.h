@@ -46,6 +46,11 @@ struct SplitQ {
   int64_t factor;
 };
 
+/// The classes n = period * q + r still to run (`pending`, the next one last), each replaced by
+/// the `factor` classes n = (period * factor) * q' + (r + period * t), t < factor, in the same
+/// order; `period` becomes period * factor.
+void splitClasses(std::vector<int64_t>& pending, int64_t& period, int64_t factor);
+
 class Arith {
 public:
   /// q symbolic (true) or every value a number (false).

@@ -17,6 +17,7 @@ namespace {
 using execute::Affine;
 using execute::AffineError;
 using execute::Arith;
+using execute::splitClasses;
 using execute::SplitQ;
 
 /// A scratch slot of one rank, numbered in the order a walk first meets it.
@@ -342,12 +343,7 @@ private:
           } catch (const SplitQ& split) {
             if (period > (int64_t(1) << 20) / split.factor)
               throw AffineError{"period"};
-            std::vector<int64_t> finer;
-            for (auto r = residues.rbegin(); r != residues.rend(); ++r)
-              for (int64_t t = 0; t < split.factor; ++t)
-                finer.push_back(*r + period * t);
-            residues.assign(finer.rbegin(), finer.rend());
-            period *= split.factor;
+            splitClasses(residues, period, split.factor);
             continue;
           }
           residues.pop_back();
