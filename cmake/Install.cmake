@@ -20,14 +20,15 @@ set(COLLC_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/collc)
 # What include/collc/collc.hpp includes, directly or not: plain C++17 and the CUDA runtime's
 # headers, nothing of LLVM's, fmt's or NCCL's (tests/install compiles each with nothing else on
 # the include path, and checks that the list is exactly collc.hpp's). The compiler's C++ API
-# (compiler/Compile.h) is not installed yet: programs reach the compiler through the C API, or through dispatch by size (pipeline/CompileDispatch.h), which compiles the plan's
-# variants inside libcollc_compiler.so.
+# (compiler/Compile.h: load, check and compile a spec) is one of them; the compiler's other headers
+# (its IR, passes, front end) stay in the tree.
 set(COLLC_PUBLIC_HEADERS
     abi/CompiledCollective.h
     abi/SizeMath.h
     abi/Status.h
     abi/Types.h
     abi/collc_abi.h
+    compiler/Compile.h
     pipeline/CompileDispatch.h
     runtime/BundleFile.h
     runtime/BundleFormat.h

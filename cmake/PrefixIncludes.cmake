@@ -5,5 +5,5 @@
 # lies under collc/, so the same include reads "collc/runtime/Status.h" and never finds a
 # runtime/ or abi/ folder of the application's.
 file(READ ${IN} text)
-string(REGEX REPLACE "#include \"(abi|pipeline|runtime)/" "#include \"collc/\\1/" text "${text}")
+string(REGEX REPLACE "#include \"(abi|compiler|pipeline|runtime)/" "#include \"collc/\\1/" text "${text}")
 file(WRITE ${OUT} "${text}")

@@ -2,6 +2,9 @@
 // site in, a CompiledCollective out. Used by the collc tool, the runtime's users and the tests.
 // Plain C++17 and collc's own types (Error, Expected): LLVM stays hidden inside
 // libcollc_compiler.so, so a caller needs none and may have its own copy.
+// Installed as <collc/compiler/Compile.h> (collc/collc.hpp includes it; link collc::compiler).
+// The compiler's IR is not installed: the few members that name it (ir::Program, CallRotation)
+// serve collc's own tools and tests, and an application leaves them unset.
 #ifndef COLLC_COMPILER_COMPILE_H
 #define COLLC_COMPILER_COMPILE_H
 
@@ -47,8 +50,8 @@ struct CompileOptions {
   /// Compile the ll128 strategy although it is not trusted yet (dsl/README.md, ll128): for
   /// investigating it on a machine, never for results that matter.
   bool experimentalLL128 = false;
-  /// Tests only: changes the rotation through scratch copies and flags that the proof across
-  /// calls assumes (compiler/verify/AcrossCalls.h), to see it refuse a broken one.
+  /// collc's tests only: changes the rotation through scratch copies and flags that the proof
+  /// across calls assumes (compiler/verify/AcrossCalls.h), to see it refuse a broken one.
   std::function<void(CallRotation&)> breakRotationForTests;
   /// Work the proof of the spec may take (collc check reports it); 0: kDefaultVerifyWorkLimit
   /// (compiler/Verifier.h). Each variant's lowered program gets as much again.
@@ -58,8 +61,8 @@ struct CompileOptions {
   /// With printIr: after every step of the variant's lowering (compiler/Lower.cpp), from the
   /// checked spec on, not only the last.
   bool printIrAfterAll = false;
-  /// If set, receives the spec's program the variant was lowered from (its steps expanded for
-  /// nranks): what the run harness interprets as the variant's reference.
+  /// collc's tools only: if set, receives the spec's program the variant was lowered from (its
+  /// steps expanded for nranks), what the run harness interprets as the variant's reference.
   std::shared_ptr<const ir::Program>* specProgram = nullptr;
 };
 
@@ -145,6 +148,7 @@ Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* 
 Expected<CompiledCollective>
 compileCollective(const SpecSource& spec, const CompileOptions& options, std::ostream& diagnostics);
 
+/// collc's tools and tests only (the IR is not installed).
 /// One variant's two programs, for the interpreter (compiler/interpret/): the verified spec and
 /// what the variant lowers it to, the steps of both expanded for options.nranks. Their source
 /// locations point into text that is gone: only their data flow is for use.

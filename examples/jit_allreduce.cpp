@@ -7,24 +7,18 @@
 //   5. capture 10 calls per rank into a CUDA graph, replay it, and check again.
 //
 // Run: build/bin/jit_allreduce [elements]   (default 1 Mi elements per rank)
-// Without a GPU it stops after step 2 and says why; that is not an error.
-#include "compiler/Compile.h"
-#include "runtime/CollectiveInstance.h"
-#include "runtime/CudaCheck.h"
-#include "runtime/Devices.h"
-#include "runtime/Jit.h"
-#include "runtime/LocalWorld.h"
-
+// Without a GPU it stops after step 2 and says why; that is not an error. It uses the installed
+// C++ API alone (<collc/collc.hpp>).
 #include <algorithm>
 #include <chrono>
+#include <collc/collc.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cuda_runtime_api.h>
 #include <iostream>
-#include <llvm/Support/Error.h>
-#include <llvm/Support/Format.h>
-#include <llvm/Support/raw_ostream.h>
 #include <numeric>
+#include <string>
 #include <vector>
 
 using namespace collc;
@@ -51,6 +45,13 @@ float fromBf16(uint16_t half) {
   return value;
 }
 
+// A figure with one decimal, as printf's "%.1f" writes it.
+std::string oneDecimal(double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f", value);
+  return text;
+}
+
 float expectedSum(int nranks, uint64_t i) {
   float sum = 0;
   for (int r = 0; r < nranks; ++r)
@@ -69,8 +70,8 @@ uint64_t countWrong(LocalWorld& world, const std::vector<DeviceBuffer>& outputs,
         cudaMemcpy(host.data(), outputs[r].get(), count * 2, cudaMemcpyDeviceToHost)));
     for (uint64_t i = 0; i < count; ++i)
       if (fromBf16(host[i]) != expectedSum(world.nranks(), i) && wrong++ < 3)
-        llvm::outs() << "  rank " << r << " out[" << i << "] = " << fromBf16(host[i])
-                     << ", expected " << expectedSum(world.nranks(), i) << "\n";
+        std::cout << "  rank " << r << " out[" << i << "] = " << fromBf16(host[i]) << ", expected "
+                  << expectedSum(world.nranks(), i) << "\n";
   }
   return wrong;
 }
@@ -86,7 +87,7 @@ int main(int argc, char** argv) {
   ExitOnError check("jit_allreduce: ");
   const uint64_t count = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : uint64_t(1) << 20;
   if (count == 0) {
-    llvm::errs() << "usage: jit_allreduce [elements per rank, > 0]\n";
+    std::cerr << "usage: jit_allreduce [elements per rank, > 0]\n";
     return 2;
   }
 
@@ -109,10 +110,9 @@ int main(int argc, char** argv) {
   options.op = ReduceOp::Sum;
   options.nranks = nranks;
   CompiledCollective compiled = check(compileCollective(spec, options, std::cerr));
-  llvm::outs() << "compiled " << compiled.specName << " for " << nranks
-               << " ranks, bf16 sum: kernel " << compiled.kernelName << ", "
-               << compiled.launch.blocks << " blocks x " << compiled.launch.threads
-               << " threads, sync " << name(compiled.sync) << "\n";
+  std::cout << "compiled " << compiled.specName << " for " << nranks << " ranks, bf16 sum: kernel "
+            << compiled.kernelName << ", " << compiled.launch.blocks << " blocks x "
+            << compiled.launch.threads << " threads, sync " << name(compiled.sync) << "\n";
 
   // 2. NVRTC: the generated source to a cubin for the GPU we will run on. The disk cache makes the
   //    second run of this program skip the compile.
@@ -120,13 +120,13 @@ int main(int argc, char** argv) {
   jit.arch = noRun.empty() ? gpuArch(0) : "sm_90";
   JitResult cubin =
       check(compileCuda(compiled.cudaSource, compiled.kernelName, JitOutput::Cubin, jit));
-  llvm::outs() << "JIT: " << cubin.image.size() << "-byte cubin for " << jit.arch << " in "
-               << llvm::format("%.1f", cubin.milliseconds) << " ms"
-               << (cubin.cacheHit ? " (from the cache)" : "") << "\n";
+  std::cout << "JIT: " << cubin.image.size() << "-byte cubin for " << jit.arch << " in "
+            << oneDecimal(cubin.milliseconds) << " ms"
+            << (cubin.cacheHit ? " (from the cache)" : "") << "\n";
   if (!noRun.empty()) {
-    llvm::outs() << noRun
-                 << "\nnothing to run here; the compile above is all a GPU-less machine "
-                    "can do.\n";
+    std::cout << noRun
+              << "\nnothing to run here; the compile above is all a GPU-less machine "
+                 "can do.\n";
     return 0;
   }
 
@@ -136,8 +136,8 @@ int main(int argc, char** argv) {
   std::iota(devices.begin(), devices.end(), 0);
   std::unique_ptr<LocalWorld> world = check(LocalWorld::create(devices, size_t(256) << 20));
   for (int r = 0; r < nranks; ++r)
-    llvm::outs() << "rank " << r << ": GPU " << world->device(r) << " " << gpuName(world->device(r))
-                 << "\n";
+    std::cout << "rank " << r << ": GPU " << world->device(r) << " " << gpuName(world->device(r))
+              << "\n";
   // Loads the cubin on every GPU and sizes scratch for calls of up to `count` elements.
   std::unique_ptr<CollectiveInstance> allreduce =
       check(CollectiveInstance::create(*world, compiled, cubin.image, count));
@@ -173,8 +173,8 @@ int main(int argc, char** argv) {
   // becomes an error naming the rank, block and step instead of a hung process.
   check(allreduce->synchronize(streams));
   uint64_t wrong = countWrong(*world, outputs, count, check);
-  llvm::outs() << "eager call: " << (wrong ? "WRONG" : "correct") << " on all " << nranks
-               << " ranks (" << count << " elements)\n";
+  std::cout << "eager call: " << (wrong ? "WRONG" : "correct") << " on all " << nranks << " ranks ("
+            << count << " elements)\n";
 
   // 5. A CUDA graph per rank with 10 calls in a row. The calls' epochs live on the device, so the
   //    graph can be replayed any number of times with no host work in between.
@@ -205,10 +205,9 @@ int main(int argc, char** argv) {
   double us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   wrong = countWrong(*world, outputs, count, check);
-  llvm::outs() << "graph of " << callsPerGraph
-               << " calls per rank: " << (wrong ? "WRONG" : "correct") << ", "
-               << llvm::format("%.1f", us / callsPerGraph)
-               << " us per call (first replay, host clock; see `collc run` for real timing)\n";
+  std::cout << "graph of " << callsPerGraph << " calls per rank: " << (wrong ? "WRONG" : "correct")
+            << ", " << oneDecimal(us / callsPerGraph)
+            << " us per call (first replay, host clock; see `collc run` for real timing)\n";
 
   for (cudaGraphExec_t graph : graphs)
     check(COLLC_CUDA_CHECK(cudaGraphExecDestroy(graph)));

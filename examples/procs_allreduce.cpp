@@ -13,23 +13,15 @@
 //   build/bin/procs_allreduce --procs 2 [elements]       starts 2 copies of itself, one per GPU
 //   COLLC_RENDEZVOUS=file:/tmp/my-job-id torchrun --nproc-per-node 2 --no-python
 //       build/bin/procs_allreduce [elements]                  (one command line)
-// Without a GPU it says so and stops; that is not an error.
-#include "compiler/Compile.h"
-#include "runtime/CollectiveInstance.h"
-#include "runtime/CudaCheck.h"
-#include "runtime/Devices.h"
-#include "runtime/Jit.h"
-#include "runtime/ProcessWorld.h"
-#include "runtime/VersionInfo.h"
-
+// Without a GPU it says so and stops; that is not an error. It uses the installed C++ API alone
+// (<collc/collc.hpp>), and NCCL's header for ncclAllReduce's types.
+#include <collc/collc.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <iostream>
-#include <llvm/Support/Error.h>
-#include <llvm/Support/raw_ostream.h>
 #include <nccl.h>
 #include <string>
 #include <sys/wait.h>
@@ -67,9 +59,8 @@ float fromBf16(uint16_t half) {
 int launch(int processes, const std::vector<std::string>& args) {
   Expected<int> gpus = gpuCount(); // main() made sure there is one
   if (!gpus || *gpus < processes) {
-    llvm::errs() << "procs_allreduce: --procs " << processes << " needs " << processes << " GPUs; "
-                 << (gpus ? std::to_string(*gpus) + " visible" : toString(gpus.takeError()))
-                 << "\n";
+    std::cerr << "procs_allreduce: --procs " << processes << " needs " << processes << " GPUs; "
+              << (gpus ? std::to_string(*gpus) + " visible" : toString(gpus.takeError())) << "\n";
     return 1;
   }
   char dir[] = "/tmp/procs_allreduce-XXXXXX";
@@ -110,7 +101,7 @@ int launch(int processes, const std::vector<std::string>& args) {
   unlink(idFile.c_str());
   rmdir(dir);
   if (!allGood)
-    llvm::errs() << "procs_allreduce: a rank failed (its message is above)\n";
+    std::cerr << "procs_allreduce: a rank failed (its message is above)\n";
   return allGood ? 0 : 1;
 }
 
@@ -151,11 +142,11 @@ int main(int argc, char** argv) {
     }
   }
   if (count == 0 || procs < 0) {
-    llvm::errs() << "usage: procs_allreduce [--procs N] [elements per rank, > 0]\n";
+    std::cerr << "usage: procs_allreduce [--procs N] [elements per rank, > 0]\n";
     return 2;
   }
   if (Expected<int> gpus = gpuCount(); !gpus) {
-    llvm::outs() << toString(gpus.takeError()) << "\nnothing to run here.\n";
+    std::cout << toString(gpus.takeError()) << "\nnothing to run here.\n";
     return 0;
   }
   if (procs > 0)
@@ -167,9 +158,9 @@ int main(int argc, char** argv) {
   worldOptions.heapBytes = size_t(64) << 20;
   Expected<std::unique_ptr<ProcessWorld>> created = ProcessWorld::fromEnvironment(worldOptions);
   if (!created) {
-    llvm::errs() << "procs_allreduce: " << toString(created.takeError()) << "\n"
-                 << "(start it with --procs N, or under torchrun / mpirun with COLLC_RENDEZVOUS "
-                    "set)\n";
+    std::cerr << "procs_allreduce: " << toString(created.takeError()) << "\n"
+              << "(start it with --procs N, or under torchrun / mpirun with COLLC_RENDEZVOUS "
+                 "set)\n";
     return 1;
   }
   ProcessWorld& world = **created;
@@ -193,8 +184,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<CollectiveInstance> allreduce =
       check(CollectiveInstance::create(world, compiled, cubin.image, count));
   if (rank == 0)
-    llvm::outs() << nranks << " processes, " << count << " bf16 elements each; "
-                 << allreduce->engineDescription() << "\n";
+    std::cout << nranks << " processes, " << count << " bf16 elements each; "
+              << allreduce->engineDescription() << "\n";
 
   // User buffers are ordinary device memory of this rank's GPU; only scratch is symmetric.
   DeviceBuffer in = check(DeviceBuffer::allocate(world.device(rank), count * 2));
@@ -244,14 +235,14 @@ int main(int argc, char** argv) {
     for (int r = 0; r < nranks; ++r)
       expected += inputValue(r, i);
     if (fromBf16(collcResult[i]) != expected && wrong++ < 3)
-      llvm::outs() << me << "out[" << i << "] = " << fromBf16(collcResult[i]) << ", expected "
-                   << expected << "\n";
+      std::cout << me << "out[" << i << "] = " << fromBf16(collcResult[i]) << ", expected "
+                << expected << "\n";
     differ += collcResult[i] != ncclResult[i];
   }
-  llvm::outs() << me << "graph of 10 calls " << (wrong ? "WRONG" : "correct") << "; "
-               << (differ ? std::to_string(differ) + " elements differ from ncclAllReduce"
-                          : std::string("identical to ncclAllReduce, bit for bit"))
-               << "\n";
+  std::cout << me << "graph of 10 calls " << (wrong ? "WRONG" : "correct") << "; "
+            << (differ ? std::to_string(differ) + " elements differ from ncclAllReduce"
+                       : std::string("identical to ncclAllReduce, bit for bit"))
+            << "\n";
 
   // Every rank's verdict, so that rank 0 can speak for the world.
   std::vector<uint64_t> verdicts(nranks);
@@ -261,7 +252,7 @@ int main(int argc, char** argv) {
   for (uint64_t v : verdicts)
     allGood = allGood && v == 0;
   if (rank == 0)
-    llvm::outs() << (allGood ? "all ranks correct and equal to NCCL\n" : "SOME RANKS WRONG\n");
+    std::cout << (allGood ? "all ranks correct and equal to NCCL\n" : "SOME RANKS WRONG\n");
   check(COLLC_CUDA_CHECK(cudaGraphExecDestroy(exec)));
   return allGood ? 0 : 1;
 }

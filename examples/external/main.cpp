@@ -4,23 +4,13 @@
 //
 // It compiles the AllReduce spec for 2 ranks (f32, sum), JIT-compiles it to a cubin
 // with NVRTC, and, where 2 GPUs are visible, runs one call on them and checks the sum. Without
-// GPUs the compile is all it can do: it says so and exits 0. It uses the compiler's C++ API
-// (compiler/Compile.h), which an install does not ship yet: it builds in collc's tree
-// (build/bin/allreduce_app).
-#include "compiler/Compile.h"
-#include "runtime/CollectiveInstance.h"
-#include "runtime/CudaCheck.h"
-#include "runtime/Devices.h"
-#include "runtime/Jit.h"
-#include "runtime/LocalWorld.h"
-#include "runtime/VersionInfo.h"
-
+// GPUs the compile is all it can do: it says so and exits 0. It uses the installed C++ API alone
+// (<collc/collc.hpp>, the compiler's part in <collc/compiler/Compile.h>).
+#include <collc/collc.hpp>
 #include <cstdint>
 #include <cstdlib>
 #include <cuda_runtime_api.h>
 #include <iostream>
-#include <llvm/Support/Error.h>
-#include <llvm/Support/raw_ostream.h>
 #include <memory>
 #include <vector>
 
@@ -44,8 +34,8 @@ int main(int argc, char** argv) {
   collc::CompiledCollective compiled = check(collc::compileCollective(spec, options, std::cerr));
 
   if (compiled.kind != collc::CollectiveKind::AllReduce) {
-    llvm::errs() << "allreduce_app: " << compiled.specName << " is of kind "
-                 << collc::name(compiled.kind) << "; this program checks AllReduce results\n";
+    std::cerr << "allreduce_app: " << compiled.specName << " is of kind "
+              << collc::name(compiled.kind) << "; this program checks AllReduce results\n";
     return 1;
   }
 
@@ -55,17 +45,17 @@ int main(int argc, char** argv) {
     jit.arch = collc::gpuArch(0);
   collc::JitResult cubin = check(
       collc::compileCuda(compiled.cudaSource, compiled.kernelName, collc::JitOutput::Cubin, jit));
-  llvm::outs() << "collc " << collc::versionInfo().collc << ": " << compiled.specName << " for "
-               << nranks << " ranks, kernel " << compiled.kernelName << ", cubin "
-               << cubin.image.size() << " bytes for " << jit.arch
-               << (cubin.cacheHit ? " (from the cache)" : "") << "\n";
+  std::cout << "collc " << collc::versionInfo().collc << ": " << compiled.specName << " for "
+            << nranks << " ranks, kernel " << compiled.kernelName << ", cubin "
+            << cubin.image.size() << " bytes for " << jit.arch
+            << (cubin.cacheHit ? " (from the cache)" : "") << "\n";
 
   if (!gpus) {
-    llvm::outs() << collc::toString(gpus.takeError()) << "; compiled to cubin, nothing to run\n";
+    std::cout << collc::toString(gpus.takeError()) << "; compiled to cubin, nothing to run\n";
     return 0;
   }
   if (*gpus < nranks) {
-    llvm::outs() << "no GPU pair: " << *gpus << " GPU visible; compiled to cubin, nothing to run\n";
+    std::cout << "no GPU pair: " << *gpus << " GPU visible; compiled to cubin, nothing to run\n";
     return 0;
   }
 
@@ -106,7 +96,7 @@ int main(int argc, char** argv) {
     for (uint64_t i = 0; i < count; ++i)
       wrong += host[i] != float(2 * (i % 7) + 3); // (1 + i%7) + (2 + i%7)
   }
-  llvm::outs() << "ran on " << collc::gpuName(world->device(0)) << " x " << nranks << ": "
-               << (wrong ? "WRONG" : "correct") << " (" << count << " elements per rank)\n";
+  std::cout << "ran on " << collc::gpuName(world->device(0)) << " x " << nranks << ": "
+            << (wrong ? "WRONG" : "correct") << " (" << count << " elements per rank)\n";
   return wrong ? 1 : 0;
 }

@@ -5,9 +5,9 @@
 // NCCL, no fmt. The reference is docs/api.md; the C API (collc/collc.h, included here) is
 // docs/c-api.md.
 //
-// The compiler's own C++ API (compiler/Compile.h) speaks LLVM's types and is not part of it: an
-// application compiles a spec through the C API (collc_compile), or through dispatch by size
-// (compileDispatchProgram), which compiles its plan's variants inside libcollc_compiler.so.
+// Specs are compiled by libcollc_compiler.so: one variant through the compiler's C++ API
+// (collc/compiler/Compile.h: loadSpec, compileCollective, checkSpec) or the C API
+// (collc_compile), a size-dispatched plan through compileDispatchProgram.
 #ifndef COLLC_COLLC_HPP
 #define COLLC_COLLC_HPP
 
@@ -28,6 +28,8 @@
 // A compiled collective made ready in a world and launched; the heap it needs.
 #include "runtime/CollectiveInstance.h"
 #include "runtime/HeapSize.h"
+// The compiler: a spec loaded, checked, compiled to a CompiledCollective (CUDA source and ABI).
+#include "compiler/Compile.h"
 // NVRTC: CUDA source to a cubin, through the disk cache.
 #include "runtime/Jit.h"
 #include "runtime/KernelCache.h"

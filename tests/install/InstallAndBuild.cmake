@@ -1,4 +1,5 @@
-# Installs a collc build and builds examples/external against it (see CMakeLists.txt here):
+# Installs a collc build and builds examples/external, and with it every example of the tree,
+# against it (see CMakeLists.txt here):
 #   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DEXAMPLE_DIR=... -DWORK_DIR=... -DGENERATOR=...
 #         -DCXX_COMPILER=... -DC_COMPILER=... -DCUDA_INCLUDE_DIRS="a|b" -P this
 # Every step's failure names the step and shows its output.
@@ -24,7 +25,8 @@ run_step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${pr
 foreach(file bin/collc lib/libcollc.so lib/libcollc_compiler.so include/collc/collc.h
         include/collc/collc.hpp include/collc/runtime/Dispatcher.h
         include/collc/runtime/CollectiveInstance.h include/collc/runtime/Status.h
-        include/collc/pipeline/CompileDispatch.h include/collc/abi/collc_abi.h
+        include/collc/pipeline/CompileDispatch.h include/collc/compiler/Compile.h
+        include/collc/abi/collc_abi.h
         include/collc/abi/Types.h share/collc/stdlib/allreduce_oneshot.coll
         lib/cmake/collc/collcConfig.cmake lib/cmake/collc/collcConfigVersion.cmake
         lib/cmake/collc/collcTargets.cmake)
@@ -37,9 +39,12 @@ file(GLOB top RELATIVE ${prefix}/include ${prefix}/include/*)
 if(NOT top STREQUAL "collc")
   message(FATAL_ERROR "P/include holds ${top}: everything installed there belongs under collc/")
 endif()
-# The compiler's C++ API (compiler/Compile.h) is not installed yet, nor the front end's headers.
-if(EXISTS ${prefix}/include/collc/compiler OR EXISTS ${prefix}/include/collc/dsl)
-  message(FATAL_ERROR "the install has compiler headers, which it does not ship yet")
+# Of the compiler, its C++ API (compiler/Compile.h) alone: not its IR, passes or front end.
+file(GLOB compiler_headers RELATIVE ${prefix}/include/collc/compiler
+     ${prefix}/include/collc/compiler/*)
+if(NOT compiler_headers STREQUAL "Compile.h" OR EXISTS ${prefix}/include/collc/dsl)
+  message(FATAL_ERROR "the install has compiler headers past compiler/Compile.h: "
+                      "${compiler_headers}")
 endif()
 # Every header includes collc's others as "collc/...", and each of those is installed.
 file(GLOB_RECURSE headers RELATIVE ${prefix}/include ${prefix}/include/collc/*)
@@ -119,6 +124,35 @@ run_step("configuring examples/external" ${CMAKE_COMMAND} -S ${EXAMPLE_DIR} -B $
          -DCMAKE_BUILD_TYPE=Release
          -DCMAKE_PREFIX_PATH=${prefix})
 run_step("building examples/external" ${CMAKE_COMMAND} --build ${build})
+# Every example of collc's tree is built there, against the prefix alone: none includes a header
+# of the source tree or of LLVM.
+foreach(example allreduce_app jit_allreduce procs_allreduce tuned_app tuned_allreduce c_allreduce)
+  if(NOT EXISTS ${build}/${example})
+    message(FATAL_ERROR "examples/external built no ${example}")
+  endif()
+endforeach()
+file(GLOB examples ${EXAMPLE_DIR}/*.cpp ${EXAMPLE_DIR}/../*.cpp ${EXAMPLE_DIR}/../*.c)
+foreach(example ${examples})
+  file(STRINGS ${example} tree_includes REGEX "^#include [<\"](abi|compiler|dsl|pipeline|runtime|tools|llvm)/")
+  if(tree_includes)
+    message(FATAL_ERROR "${example} includes ${tree_includes}, which an install does not ship")
+  endif()
+endforeach()
+
+# The compiler's C++ API from an installed program: a spec compiled and JIT-compiled, run where 2
+# GPUs are visible (without them it says so and exits 0).
+run_step("running allreduce_app" ${build}/allreduce_app)
+message("${step_output}")
+set(compiled "allreduce_oneshot for 2 ranks, kernel [A-Za-z0-9_]+, cubin [1-9][0-9]* bytes")
+if(NOT step_output MATCHES "${compiled}.*(nothing to run|correct)")
+  message(FATAL_ERROR "allreduce_app did not compile its spec, or neither ran nor said why not")
+endif()
+run_step("running jit_allreduce" ${build}/jit_allreduce 4096)
+message("${step_output}")
+if(NOT step_output MATCHES "compiled allreduce_oneshot for [0-9]+ ranks.*JIT: [1-9][0-9]*-byte cubin.*(nothing to run|graph of 10 calls per rank: correct)")
+  message(FATAL_ERROR "jit_allreduce did not compile its spec, or neither ran nor said why not")
+endif()
+
 # Dispatch by size, with the built-in rule ("none": no table), so the plan is the same anywhere.
 run_step("running tuned_app" ${build}/tuned_app none)
 message("${step_output}")
