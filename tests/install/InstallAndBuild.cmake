@@ -139,19 +139,22 @@ foreach(example ${examples})
   endif()
 endforeach()
 
+# Runs the example built as `program` with the remaining arguments; its output must match
+# `pattern`: what it compiled, then what it ran or why it ran nothing.
+function(run_example program pattern)
+  run_step("running ${program}" ${build}/${program} ${ARGN})
+  message("${step_output}")
+  if(NOT step_output MATCHES "${pattern}")
+    message(FATAL_ERROR "${program} did not compile its spec, or neither ran nor said why not")
+  endif()
+endfunction()
+
 # The compiler's C++ API from an installed program: a spec compiled and JIT-compiled, run where 2
 # GPUs are visible (without them it says so and exits 0).
-run_step("running allreduce_app" ${build}/allreduce_app)
-message("${step_output}")
 set(compiled "allreduce_oneshot for 2 ranks, kernel [A-Za-z0-9_]+, cubin [1-9][0-9]* bytes")
-if(NOT step_output MATCHES "${compiled}.*(nothing to run|correct)")
-  message(FATAL_ERROR "allreduce_app did not compile its spec, or neither ran nor said why not")
-endif()
-run_step("running jit_allreduce" ${build}/jit_allreduce 4096)
-message("${step_output}")
-if(NOT step_output MATCHES "compiled allreduce_oneshot for [0-9]+ ranks.*JIT: [1-9][0-9]*-byte cubin.*(nothing to run|graph of 10 calls per rank: correct)")
-  message(FATAL_ERROR "jit_allreduce did not compile its spec, or neither ran nor said why not")
-endif()
+run_example(allreduce_app "${compiled}.*(nothing to run|correct)")
+set(jit "compiled allreduce_oneshot for [0-9]+ ranks.*JIT: [1-9][0-9]*-byte cubin")
+run_example(jit_allreduce "${jit}.*(nothing to run|graph of 10 calls per rank: correct)" 4096)
 
 # Dispatch by size, with the built-in rule ("none": no table), so the plan is the same anywhere.
 run_step("running tuned_app" ${build}/tuned_app none)
@@ -165,11 +168,8 @@ endif()
 
 # The C API from C, built against the prefix: it compiles its spec, then runs on 2 GPUs or says
 # why not.
-run_step("running c_allreduce" ${build}/c_allreduce 4096)
-message("${step_output}")
-if(NOT step_output MATCHES "compiled allreduce_oneshot for 2 ranks.*(no GPU|needs 2 GPUs|graph replay: correct)")
-  message(FATAL_ERROR "c_allreduce did not compile its spec, or neither ran nor said why not")
-endif()
+run_example(c_allreduce
+            "compiled allreduce_oneshot for 2 ranks.*(no GPU|needs 2 GPUs|graph replay: correct)" 4096)
 
 # The tutorial's table (docs/tutorial.md, section 6): its spec paths are relative to the
 # repository root, as the tutorial runs it.
