@@ -23,7 +23,22 @@ namespace collc {
 enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll };
 enum class DType { F32, F16, BF16 };
 enum class ReduceOp { Sum, Max, Min };
-enum class SyncKind { Barrier, Sentinel, LL, LL128, LL128Atomic };
+/// Every sync strategy, in registry order: X(Enumerator, "spelling", C value, experimental). The
+/// one list of strategies: SyncKind, kSyncRegistry and the compiler's table of lowerings
+/// (compiler/sync/Strategy.h: LL's is syncStrategyLL(), defined in compiler/sync/LL.cpp) are made
+/// from it. C values count from 1 (0 is COLLC_SYNC_DEFAULT, the spec's own strategy).
+/// `experimental`: refused unless asked for explicitly (CompileOptions::experimentalLL128), and
+/// left out of the lists of strategies that check, the footprint and the tuner try.
+#define COLLC_SYNC_STRATEGIES(X)                                                                   \
+  X(Barrier, "barrier", 1, false)                                                                  \
+  X(Sentinel, "sentinel", 2, false)                                                                \
+  X(LL, "ll", 3, false)                                                                            \
+  X(LL128, "ll128", 4, true)                                                                       \
+  X(LL128Atomic, "ll128_atomic", 5, false)
+
+#define COLLC_SYNC_ENUMERATOR(kind, spelling, cValue, experimental) kind,
+enum class SyncKind { COLLC_SYNC_STRATEGIES(COLLC_SYNC_ENUMERATOR) };
+#undef COLLC_SYNC_ENUMERATOR
 
 /// How a scratch buffer's elements are laid out in memory, chosen by the sync strategy: the IR's
 /// buffers carry it (compiler/ir/IR.h) and the runtime sizes the heap by it (ScratchBuffer::bytes).
@@ -45,9 +60,7 @@ template <typename Enum> struct Registered {
   int cValue;
 };
 
-/// A sync strategy's entry. `experimental`: refused unless asked for explicitly
-/// (CompileOptions::experimentalLL128), and left out of the lists of strategies that check, the
-/// footprint and the tuner try. Its lowering is compiler/sync/<File>.cpp (syncStrategy(kind)).
+/// A sync strategy's entry (COLLC_SYNC_STRATEGIES above says what `experimental` means).
 struct RegisteredSync : Registered<SyncKind> {
   bool experimental = false;
 };
@@ -63,13 +76,10 @@ inline constexpr Registered<DType> kDTypeRegistry[] = {
     {DType::F32, "f32", 0}, {DType::F16, "f16", 1}, {DType::BF16, "bf16", 2}};
 inline constexpr Registered<ReduceOp> kReduceOpRegistry[] = {
     {ReduceOp::Sum, "sum", 0}, {ReduceOp::Max, "max", 1}, {ReduceOp::Min, "min", 2}};
-/// C value 0 is COLLC_SYNC_DEFAULT, the spec's own strategy.
-inline constexpr RegisteredSync kSyncRegistry[] = {
-    {{SyncKind::Barrier, "barrier", 1}},
-    {{SyncKind::Sentinel, "sentinel", 2}},
-    {{SyncKind::LL, "ll", 3}},
-    {{SyncKind::LL128, "ll128", 4}, /*experimental=*/true},
-    {{SyncKind::LL128Atomic, "ll128_atomic", 5}}};
+#define COLLC_SYNC_ENTRY(kind, spelling, cValue, experimental)                                     \
+  {{SyncKind::kind, spelling, cValue}, experimental},
+inline constexpr RegisteredSync kSyncRegistry[] = {COLLC_SYNC_STRATEGIES(COLLC_SYNC_ENTRY)};
+#undef COLLC_SYNC_ENTRY
 /// Scratch storage has no C value (the runtime's bundles spell it; the C API never shows it).
 inline constexpr Registered<ScratchStorage> kScratchStorageRegistry[] = {
     {ScratchStorage::Elements, "elements", -1},

@@ -34,6 +34,12 @@ bool checkUnroll(const ir::Program& spec, const ir::Program& lowered, int unroll
 std::optional<LoweredVariant> lower(const ir::Program& spec, const VerifyResult& proof,
                                     const LowerOptions& options, Diagnostics& diags,
                                     int64_t* work) {
+  auto printed = [&](const ir::Program& program) {
+    std::string text;
+    llvm::raw_string_ostream out(text);
+    ir::print(program, out, options.lineOf);
+    return out.str();
+  };
   auto dump = [&](const ir::Program& program, const std::string& step) {
     if (!options.printAfterEach)
       return;
@@ -61,7 +67,7 @@ std::optional<LoweredVariant> lower(const ir::Program& spec, const VerifyResult&
       strategy.rewriteStatements(variant.spec, proof, context, diags);
   if (!program)
     return std::nullopt;
-  if (spec.sync == SyncKind::LL128Atomic)
+  if (options.printAfterEach && printed(*program) != printed(variant.spec))
     dump(*program, strategyName + " statement rewrite");
   program = partitionSteps(*program);
   dump(*program, "partition");

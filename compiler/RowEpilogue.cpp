@@ -3,11 +3,21 @@
 #include "compiler/ElementCounts.h"
 #include "compiler/ir/RowOps.h"
 #include "compiler/ir/Visitor.h"
+#include "compiler/sync/Strategy.h"
 
 #include <algorithm>
 
 namespace collc {
 namespace {
+
+/// The strategies a step split by rows can use, for a message: "barrier, sentinel or ll".
+std::string rowStrategies() {
+  std::vector<std::string_view> names;
+  for (const RegisteredSync& entry : kSyncRegistry)
+    if (!entry.experimental && !syncStrategy(entry.value).walksWholeLines())
+      names.push_back(entry.name);
+  return joinNames(names.data(), names.size(), " or ");
+}
 
 bool isWholeRowsBuffer(const ir::Program& program, const ir::Region& region) {
   return program.buffer(region).role != ir::BufferRole::Scratch || !region.owner
@@ -273,13 +283,14 @@ bool checkRowLength(const ir::Program& program, int64_t rowLength, Diagnostics& 
   for (const auto& step : program.steps) {
     if (!hasRowStatement(step))
       continue;
-    if (program.sync == SyncKind::LL128 || program.sync == SyncKind::LL128Atomic) {
+    if (syncStrategy(program.sync).walksWholeLines()) {
       diags.error(program.syncLoc.isValid() ? program.syncLoc : program.loc,
                   "sync strategy '" + std::string(name(program.sync)) + "' cannot synchronize '" +
                       program.name + "': step '" + step.name + "' is split by rows ('" +
                       rowOpName(step) +
                       "'), and this strategy walks whole 128-byte "
-                      "lines; use barrier, ll or sentinel");
+                      "lines; use " +
+                      rowStrategies());
       return false;
     }
     for (const auto& stmt : step.body) {

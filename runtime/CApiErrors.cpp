@@ -103,6 +103,13 @@ const char* collc_status_name(collc_status status) {
   return "unknown status";
 }
 
+const char* collc_sync_name(collc_sync sync) {
+  // The registry's spellings are string literals: null-terminated, for the life of the library.
+  std::optional<collc::SyncKind> kind =
+      collc::fromCValue<collc::SyncKind>(collc::capi::rawValue(sync));
+  return kind ? collc::registered(*kind).name.data() : nullptr;
+}
+
 const char* collc_version(void) {
   return COLLC_LIBRARY_VERSION;
 }

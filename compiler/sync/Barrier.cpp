@@ -40,7 +40,7 @@ public:
 
 } // namespace
 
-const SyncStrategy& barrierStrategy() {
+const SyncStrategy& syncStrategyBarrier() {
   static const BarrierStrategy strategy;
   return strategy;
 }

@@ -35,7 +35,7 @@ public:
 
 } // namespace
 
-const SyncStrategy& llStrategy() {
+const SyncStrategy& syncStrategyLL() {
   static const LLStrategy strategy;
   return strategy;
 }

@@ -54,6 +54,7 @@ public:
 
   /// A line is moved 16 bytes per thread, 8 threads per 128-byte line.
   int vectorBytes(int) const override { return 16; }
+  bool walksWholeLines() const override { return true; }
 
   std::vector<std::string_view> deviceHelpers() const override { return {"ll128.cuh"}; }
 
@@ -108,7 +109,7 @@ private:
 
 } // namespace
 
-const SyncStrategy& ll128Strategy() {
+const SyncStrategy& syncStrategyLL128() {
   static const LL128Strategy strategy;
   return strategy;
 }

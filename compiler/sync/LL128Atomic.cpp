@@ -246,6 +246,7 @@ public:
 
   /// A line is added 16 bytes per thread, 8 threads per 128-byte line.
   int vectorBytes(int) const override { return 16; }
+  bool walksWholeLines() const override { return true; }
 
   std::vector<std::string_view> deviceHelpers() const override {
     return {"ll.cuh", "atomic_lines.cuh"};
@@ -254,7 +255,7 @@ public:
 
 } // namespace
 
-const SyncStrategy& ll128AtomicStrategy() {
+const SyncStrategy& syncStrategyLL128Atomic() {
   static const LL128AtomicStrategy strategy;
   return strategy;
 }

@@ -39,7 +39,7 @@ public:
 
 } // namespace
 
-const SyncStrategy& sentinelStrategy() {
+const SyncStrategy& syncStrategySentinel() {
   static const SentinelStrategy strategy;
   return strategy;
 }

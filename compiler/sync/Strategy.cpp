@@ -2,25 +2,14 @@
 
 namespace collc {
 
-// Every strategy, defined in its own file of compiler/sync/.
-const SyncStrategy& barrierStrategy();
-const SyncStrategy& llStrategy();
-const SyncStrategy& sentinelStrategy();
-const SyncStrategy& ll128Strategy();
-const SyncStrategy& ll128AtomicStrategy();
-
 const SyncStrategy& syncStrategy(SyncKind kind) {
   switch (kind) {
-  case SyncKind::Barrier:
-    return barrierStrategy();
-  case SyncKind::LL:
-    return llStrategy();
-  case SyncKind::Sentinel:
-    return sentinelStrategy();
-  case SyncKind::LL128:
-    return ll128Strategy();
-  case SyncKind::LL128Atomic:
-    return ll128AtomicStrategy();
+    // One case per registered strategy (abi/Types.h), each in its own file of compiler/sync/.
+#define COLLC_SYNC_STRATEGY_CASE(kind, spelling, cValue, experimental)                             \
+  case SyncKind::kind:                                                                             \
+    return syncStrategy##kind();
+    COLLC_SYNC_STRATEGIES(COLLC_SYNC_STRATEGY_CASE)
+#undef COLLC_SYNC_STRATEGY_CASE
   }
   internalError("unknown sync strategy");
 }

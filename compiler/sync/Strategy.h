@@ -3,8 +3,8 @@
 // applies (from the proof's facts), how it rewrites the program (barriers, polled loads, flagged
 // stores, line atomics), how its scratch is stored and how many copies calls rotate through, the
 // vector width its stores need, and the device helpers its operations print as. Adding one is a
-// new file here, its case in Strategy.cpp, its registry entry (abi/Types.h) and its line in the
-// C and Python enums, plus its tests (docs/compiler.md, "Adding a strategy", lists them).
+// new file here, its line in the registry (COLLC_SYNC_STRATEGIES, abi/Types.h) and in the C enum
+// (include/collc/collc.h), plus its tests (docs/compiler.md, "Adding a strategy", lists them).
 #ifndef COLLC_COMPILER_SYNC_STRATEGY_H
 #define COLLC_COMPILER_SYNC_STRATEGY_H
 
@@ -53,10 +53,21 @@ public:
 
   /// The device helper files (compiler/device/*.cuh) its operations print as, in order.
   virtual std::vector<std::string_view> deviceHelpers() const = 0;
+
+  /// Its loops walk whole 128-byte lines, which a step split by rows cannot give it.
+  virtual bool walksWholeLines() const { return false; }
 };
 
 /// The strategy of that kind (every kind of abi/Types.h's registry has one: RegistryTest).
 const SyncStrategy& syncStrategy(SyncKind kind);
+
+/// Each registered strategy's own, defined in compiler/sync/<Enumerator>.cpp: syncStrategyLL() in
+/// LL.cpp. Declared here for every entry of COLLC_SYNC_STRATEGIES, so that a strategy registered
+/// without its file does not link.
+#define COLLC_DECLARE_SYNC_STRATEGY(kind, spelling, cValue, experimental)                          \
+  const SyncStrategy& syncStrategy##kind();
+COLLC_SYNC_STRATEGIES(COLLC_DECLARE_SYNC_STRATEGY)
+#undef COLLC_DECLARE_SYNC_STRATEGY
 
 } // namespace collc
 

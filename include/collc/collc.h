@@ -81,6 +81,10 @@ typedef enum collc_sync {
   COLLC_SYNC_LL128 = 4, /* refused by the compiler while it is not trusted (dsl/README.md) */
   COLLC_SYNC_LL128_ATOMIC = 5
 } collc_sync;
+/* A strategy's spelling in specs and on the command line: "ll128_atomic"; null for
+ * COLLC_SYNC_DEFAULT and for a value that names none. The registered values are 1, 2, ... up to
+ * the first that gives null. */
+const char* collc_sync_name(collc_sync sync);
 typedef enum collc_collective {
   COLLC_ALLREDUCE = 0,
   COLLC_ALLGATHER = 1,

@@ -16,7 +16,6 @@ DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2}
 DTYPE_ALIASES = {"f32": "float32", "float": "float32", "f16": "float16", "half": "float16",
                  "bf16": "bfloat16"}
 OPS = {"sum": 0, "max": 1, "min": 2}
-SYNCS = {None: 0, "barrier": 1, "sentinel": 2, "ll": 3, "ll128": 4, "ll128_atomic": 5}
 KINDS = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"]
 # collc_world_create_process_flags
 WORLD_SHARE_GPU, WORLD_CHECK_CALLS = 1, 2
@@ -36,6 +35,7 @@ ALLGATHER_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t, c_void_p)
 _SIGNATURES = {
     "collc_last_error": (c_char_p, []),
     "collc_status_name": (c_char_p, [c_int]),
+    "collc_sync_name": (c_char_p, [c_int]),
     "collc_version": (c_char_p, []),
     "collc_device_count": (c_int, [POINTER(c_int)]),
     "collc_set_nvrtc_library": (c_int, [c_char_p]),
@@ -84,6 +84,20 @@ def _declare(library, signatures):
 _declare(runtime, _SIGNATURES)
 if compiler is not None:
     _declare(compiler, _COMPILER_SIGNATURES)
+
+
+def _registered_syncs():
+    """The strategies' spellings and C values, from the library's registry (collc_sync_name): None
+    is the spec's own strategy."""
+    syncs = {None: 0}
+    while True:
+        spelling = runtime.collc_sync_name(len(syncs))
+        if spelling is None:
+            return syncs
+        syncs[spelling.decode()] = len(syncs)
+
+
+SYNCS = _registered_syncs()
 
 # Passed to the runtime as an argument: the package never writes the process's environment.
 nvrtc = _library.nvrtc_choice()

@@ -576,4 +576,19 @@ TEST(CApi, VersionAndStatusNames) {
   EXPECT_STREQ(collc_status_name(static_cast<collc_status>(42)), "unknown status");
 }
 
+// Python's table of strategies is made from collc_sync_name (python/collc/_capi.py): it counts
+// 1, 2, ... up to the first null, so the registered C values must be exactly those.
+TEST(CApi, SyncNamesAreTheRegistrysFromOneUp) {
+  EXPECT_EQ(collc_sync_name(COLLC_SYNC_DEFAULT), nullptr);
+  int cValue = 1;
+  for (const collc::RegisteredSync& entry : collc::kSyncRegistry) {
+    EXPECT_EQ(entry.cValue, cValue) << entry.name;
+    const char* spelling = collc_sync_name(static_cast<collc_sync>(cValue++));
+    ASSERT_NE(spelling, nullptr) << entry.name;
+    EXPECT_EQ(std::string_view(spelling), entry.name);
+  }
+  EXPECT_EQ(collc_sync_name(static_cast<collc_sync>(cValue)), nullptr);
+  EXPECT_EQ(collc_sync_name(static_cast<collc_sync>(-1)), nullptr);
+}
+
 } // namespace

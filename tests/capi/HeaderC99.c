@@ -4,6 +4,7 @@
 
 const char* (*const last_error)(void) = collc_last_error;
 const char* (*const version)(void) = collc_version;
+const char* (*const sync_name)(collc_sync) = collc_sync_name;
 collc_status (*const device_count)(int*) = collc_device_count;
 collc_status (*const world_create_local)(const int*, int, uint64_t,
                                          collc_world**) = collc_world_create_local;
