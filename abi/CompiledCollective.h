@@ -66,6 +66,8 @@ struct AuxBuffer {
   std::string name;
   ElementCount elems;
   bool written = false; // the collective writes it (else it only reads the caller's data)
+  /// The element type the spec fixes for it (`scale: f32[1]`); nullopt: the variant's (`T`).
+  std::optional<ElementType> fixedType;
 
   /// Elements for a call of `count` elements; kTooLarge past kMaxSize.
   uint64_t elements(uint64_t count) const { return elems.at(count); }
@@ -106,6 +108,9 @@ struct CompiledCollective {
   float eps = 1e-6f; // rmsnorm's epsilon
   /// User buffers after the input and the output, in collc_params::aux order (RowEpilogue.h).
   std::vector<AuxBuffer> aux;
+  /// The element type the spec fixes for the output (`out: fp8e4m3[n]`, a quantized output);
+  /// nullopt: the variant's (`T`). The input is always `T`.
+  std::optional<ElementType> outputFixedType;
   /// The output may be the input's memory (an in-place call): the verifier proved it.
   bool inPlace = false;
   /// Aux buffers that may be the same memory, as (written, read) indices into `aux`: proved too.
@@ -114,6 +119,12 @@ struct CompiledCollective {
   /// Each pair above is proved on its own; true when all of them (in place included) were also
   /// proved at once, which a launch that aliases more than one pair needs: it must then alias all.
   bool aliasesTogether = false;
+
+  /// The element type of the output, and of aux buffer k.
+  ElementType outputType() const { return outputFixedType.value_or(elementTypeOf(dtype)); }
+  ElementType auxType(size_t k) const {
+    return k < aux.size() && aux[k].fixedType ? *aux[k].fixedType : elementTypeOf(dtype);
+  }
 
   uint64_t flagsBytes() const { return uint64_t(launch.blocks) * uint64_t(nranks) * 8; }
   /// Elements of each rank's input and output buffer for a call of `count` elements (the kind's

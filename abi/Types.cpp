@@ -11,8 +11,8 @@ template <typename Entry, size_t N> constexpr bool inEnumOrder(const Entry (&tab
   return true;
 }
 static_assert(inEnumOrder(kCollectiveKindRegistry) && inEnumOrder(kDTypeRegistry) &&
-              inEnumOrder(kReduceOpRegistry) && inEnumOrder(kSyncRegistry) &&
-              inEnumOrder(kScratchStorageRegistry));
+              inEnumOrder(kElementTypeRegistry) && inEnumOrder(kReduceOpRegistry) &&
+              inEnumOrder(kSyncRegistry) && inEnumOrder(kScratchStorageRegistry));
 
 } // namespace
 
@@ -32,6 +32,31 @@ const RegisteredSync& registered(SyncKind sync) {
 
 unsigned sizeOf(DType type) {
   return type == DType::F32 ? 4 : 2;
+}
+
+unsigned sizeOf(ElementType type) {
+  switch (type) {
+  case ElementType::F32:
+    return 4;
+  case ElementType::F16:
+  case ElementType::BF16:
+    return 2;
+  case ElementType::F8E4M3:
+    return 1;
+  }
+  return 4;
+}
+
+ElementType elementTypeOf(DType type) {
+  switch (type) {
+  case DType::F32:
+    return ElementType::F32;
+  case DType::F16:
+    return ElementType::F16;
+  case DType::BF16:
+    return ElementType::BF16;
+  }
+  return ElementType::F32;
 }
 
 std::string_view cudaTypeName(DType type) {

@@ -22,6 +22,9 @@ namespace collc {
 // Each value is registered below, in this order (Types.cpp checks it).
 enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll };
 enum class DType { F32, F16, BF16 };
+/// The element type of one buffer: the variant's DType, or a type the spec fixes for that buffer
+/// (`out: fp8e4m3[n]`, `scale: f32[1]`), which quantized outputs and their scales need.
+enum class ElementType { F32, F16, BF16, F8E4M3 };
 enum class ReduceOp { Sum, Max, Min };
 /// Every sync strategy, in registry order: X(Enumerator, "spelling", C value, experimental). The
 /// one list of strategies: SyncKind, kSyncRegistry and the compiler's table of lowerings
@@ -74,6 +77,12 @@ inline constexpr Registered<CollectiveKind> kCollectiveKindRegistry[] = {
     {CollectiveKind::AllToAll, "alltoall", 5}};
 inline constexpr Registered<DType> kDTypeRegistry[] = {
     {DType::F32, "f32", 0}, {DType::F16, "f16", 1}, {DType::BF16, "bf16", 2}};
+/// C values as include/collc/collc.h's collc_element_type (the first three equal collc_dtype's).
+inline constexpr Registered<ElementType> kElementTypeRegistry[] = {
+    {ElementType::F32, "f32", 0},
+    {ElementType::F16, "f16", 1},
+    {ElementType::BF16, "bf16", 2},
+    {ElementType::F8E4M3, "fp8e4m3", 3}};
 inline constexpr Registered<ReduceOp> kReduceOpRegistry[] = {
     {ReduceOp::Sum, "sum", 0}, {ReduceOp::Max, "max", 1}, {ReduceOp::Min, "min", 2}};
 #define COLLC_SYNC_ENTRY(kind, spelling, cValue, experimental)                                     \
@@ -95,6 +104,9 @@ constexpr const auto& registry(CollectiveKind) {
 }
 constexpr const auto& registry(DType) {
   return kDTypeRegistry;
+}
+constexpr const auto& registry(ElementType) {
+  return kElementTypeRegistry;
 }
 constexpr const auto& registry(ReduceOp) {
   return kReduceOpRegistry;
@@ -187,6 +199,9 @@ inline constexpr auto kAllSyncKinds = valuesOf(kSyncRegistry);
 
 /// Bytes of one element.
 unsigned sizeOf(DType type);
+unsigned sizeOf(ElementType type);
+/// The element type a buffer of type `T` has in a variant of `type`.
+ElementType elementTypeOf(DType type);
 /// The CUDA type of one element in a generated kernel: float, or f16 and bf16 (2-byte storage
 /// types the kernel's prelude defines, compiler/device/types.cuh).
 std::string_view cudaTypeName(DType type);

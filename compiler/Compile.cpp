@@ -480,6 +480,8 @@ Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   compiled.rowLength = rowLength;
   compiled.eps = options.eps;
   compiled.aux = describeAuxBuffers(program, options.nranks, rowLength);
+  if (program.output() >= 0)
+    compiled.outputFixedType = program.buffer(program.output()).fixedType;
   // What this variant's own lowered program allows, not the spec: its strategy may race where
   // the spec's waits order.
   compiled.aliasesTogether = lowered->variant.aliases.together;

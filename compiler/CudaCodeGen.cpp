@@ -65,7 +65,8 @@ private:
     store(s.store);
   }
   void visitRow(const ir::RowStmt& s) override {
-    use(ir::rowOpInfo(s.op).helperFile);
+    for (std::string_view file : ir::rowOpInfo(s.op).helperFiles)
+      use(file);
     load(s.rows);
     for (const auto& o : s.params)
       load(o);
@@ -213,6 +214,22 @@ private:
     return "?";
   }
 
+  /// The C type of a user buffer's elements: Bits (the variant's), or the one the spec fixes.
+  static std::string storageType(const ir::Buffer& buffer) {
+    if (!buffer.fixedType)
+      return "Bits";
+    switch (*buffer.fixedType) {
+    case ElementType::F32:
+      return "float";
+    case ElementType::F16:
+    case ElementType::BF16:
+      return "unsigned short";
+    case ElementType::F8E4M3:
+      return "unsigned char";
+    }
+    return "Bits";
+  }
+
   /// The region's first element (or, for packet buffers, the packet that holds it).
   std::string pointer(const ir::Region& region) {
     std::string offset = ir::toC(region.offset);
@@ -308,10 +325,12 @@ private:
         line("const Bits* const buf_{} = static_cast<const Bits*>(params.in); // {}", buffer->name,
              where(buffer->loc));
       } else if (buffer->role == ir::BufferRole::Output) {
-        line("Bits* const buf_{} = static_cast<Bits*>(params.out); // {}", buffer->name,
+        const std::string type = storageType(*buffer);
+        line("{0}* const buf_{1} = static_cast<{0}*>(params.out); // {2}", type, buffer->name,
              where(buffer->loc));
       } else if (buffer->role == ir::BufferRole::Aux) {
-        line("Bits* const buf_{} = static_cast<Bits*>(params.aux[{}]); // {}", buffer->name,
+        const std::string type = storageType(*buffer);
+        line("{0}* const buf_{1} = static_cast<{0}*>(params.aux[{2}]); // {3}", type, buffer->name,
              buffer->auxIndex, where(buffer->loc));
       } else {
         const std::string scratch = scratchName(*buffer);
@@ -647,16 +666,43 @@ private:
     case ir::RowOp::RmsNorm:
       printRmsNorm(stmt, stmt.params.at(0).region);
       return;
+    case ir::RowOp::RmsNormFp8:
+      printRmsNorm(stmt, stmt.params.at(0).region, &stmt.params.at(1).region);
+      return;
     }
+  }
+
+  /// The store of one vector of a normalized row: rounded to T, or (with a per-tensor scale)
+  /// quantized to E4M3 by rows_rmsnorm_fp8.cuh.
+  void printNormStore(const ir::RowStmt& stmt, const ir::Region* quantScale, const std::string& y,
+                      const std::string& w) {
+    if (quantScale) {
+      if (stmt.store != ir::StoreKind::Plain)
+        internalError("a quantized row statement stores into memory peers read");
+      line("rmsnorm_fp8_store({}, i, {}, {}, scale, qscale);", pointer(stmt.target), y, w);
+      return;
+    }
+    line("Vec normed;");
+    line("rmsnorm_apply(normed, {}, {}, scale);", y, w);
+    line("{}", store(stmt.store, stmt.target, "row_end", "normed"));
   }
 
   /// out = rmsnorm(y) * weight over one row, with the arithmetic of
   /// compiler/device/rows_rmsnorm.cuh. y comes from the registers its reduce left it in
   /// (cachedRows_), else it is read twice more from memory (L2).
-  void printRmsNorm(const ir::RowStmt& stmt, const ir::Region& weight) {
+  void printRmsNorm(const ir::RowStmt& stmt, const ir::Region& weight,
+                    const ir::Region* quantScale = nullptr) {
     const ir::Region& rows = stmt.rows.region;
-    line("// {} = rmsnorm({}, {}) ({})", stmt.target.text, rows.text, weight.text, where(stmt.loc));
-    line("{{");
+    if (quantScale) {
+      line("// {} = quantize(rmsnorm({}, {}), scale={}) ({})", stmt.target.text, rows.text,
+           weight.text, quantScale->text, where(stmt.loc));
+      line("{{");
+      line("const float qscale = {}[0]; // the caller's per-tensor scale", pointer(*quantScale));
+    } else {
+      line("// {} = rmsnorm({}, {}) ({})", stmt.target.text, rows.text, weight.text,
+           where(stmt.loc));
+      line("{{");
+    }
     if (stmt.rows.load == ir::LoadKind::Register) {
       // The same rounded values the reduce stored, so the result is the same bits as reading
       // them back; the weight's loads start before the block reduction waits.
@@ -675,9 +721,7 @@ private:
       line("for (int j = 0; j < kRowIters; ++j) {{");
       line("const u64 i = row_begin + (u64(j) * kThreads + threadIdx.x) * kVec;");
       line("if (i < row_end) {{");
-      line("Vec normed;");
-      line("rmsnorm_apply(normed, {0}[j], w[j], scale);", stmt.rows.reg);
-      line("{}", store(stmt.store, stmt.target, "row_end", "normed"));
+      printNormStore(stmt, quantScale, stmt.rows.reg + "[j]", "w[j]");
       line("}}");
       line("}}");
       line("}}");
@@ -694,9 +738,7 @@ private:
     line("for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{");
     line("const Vec y = {};", load(stmt.rows, "row_end"));
     line("const Vec w = load_plain({}, i - row_begin, kHidden);", pointer(weight));
-    line("Vec normed;");
-    line("rmsnorm_apply(normed, y, w, scale);");
-    line("{}", store(stmt.store, stmt.target, "row_end", "normed"));
+    printNormStore(stmt, quantScale, "y", "w");
     line("}}");
     line("}}");
   }

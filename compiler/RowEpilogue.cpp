@@ -26,15 +26,20 @@ bool isWholeRowsBuffer(const ir::Program& program, const ir::Region& region) {
              : false;
 }
 
+/// A buffer with the element type the spec fixes ("fp8e4m3") or the variant's ("T").
+std::string typeText(std::optional<ElementType> type) {
+  return type ? std::string(name(*type)) : "T";
+}
+
 /// The name of the (first) row statement of a step split by rows, for messages.
 std::string rowOpName(const ir::Step& step) {
   for (const auto& stmt : step.body) {
     if (stmt->kind == ir::StmtKind::Row)
-      return std::string(ir::rowOpInfo(stmt->as<ir::RowStmt>().op).name);
+      return std::string(ir::rowOpInfo(stmt->as<ir::RowStmt>().op).displayName);
     if (stmt->kind == ir::StmtKind::RowLoop)
       for (const auto& inner : stmt->as<ir::RowLoop>().body)
         if (inner->kind == ir::StmtKind::Row)
-          return std::string(ir::rowOpInfo(inner->as<ir::RowStmt>().op).name);
+          return std::string(ir::rowOpInfo(inner->as<ir::RowStmt>().op).displayName);
   }
   return "a row statement";
 }
@@ -50,7 +55,7 @@ void requireWholeRows(const ir::Program& program, const ir::Region& region, cons
 
 void checkRowStmt(const ir::Program& program, const ir::RowStmt& stmt, Diagnostics& diags) {
   const ir::RowOpInfo& info = ir::rowOpInfo(stmt.op);
-  const std::string opName(info.name);
+  const std::string opName(info.displayName);
   if (program.rowLengthName.empty()) {
     diags.error(stmt.loc, "'" + opName +
                               "' works row by row: declare the row length in the header, "
@@ -70,6 +75,14 @@ void checkRowStmt(const ir::Program& program, const ir::RowStmt& stmt, Diagnosti
                                    program.buffer(param).name + ": T[" + program.rowLengthName +
                                    "]'");
       break;
+    case ir::RowParamShape::OneElement:
+      if (!ir::structurallyEqual(param.length, ir::ExprNode::constant(1)) ||
+          !ir::structurallyEqual(param.offset, ir::ExprNode::constant(0)))
+        diags.error(param.loc, "the " + std::string(info.params[k].name) + " '" + param.text +
+                                   "' must hold one element: declare it as '" +
+                                   program.buffer(param).name + ": " +
+                                   typeText(info.params[k].type) + "[1]'");
+      break;
     }
   }
   if (program.buffer(stmt.target).role == ir::BufferRole::Scratch)
@@ -78,6 +91,61 @@ void checkRowStmt(const ir::Program& program, const ir::RowStmt& stmt, Diagnosti
                                      "buffer), not scratch '" +
                                      stmt.target.text + "'");
 }
+
+/// Every buffer a statement names has the element type its place there needs: `T` everywhere
+/// except the target and the typed parameters of a row op that fixes them (RowOps.h), so that
+/// no statement moves, adds or reduces an fp8 byte as a `T`.
+class ElementTypes : public ir::Visitor {
+public:
+  ElementTypes(const ir::Program& program, Diagnostics& diags) : program_(program), diags_(diags) {}
+
+private:
+  void expect(const ir::Region& region, std::optional<ElementType> want, const std::string& role) {
+    const ir::Buffer& buffer = program_.buffer(region);
+    if (buffer.fixedType == want)
+      return;
+    diags_.error(region.loc, "'" + buffer.name + "' holds " + typeText(buffer.fixedType) +
+                                 " elements, but " + role + " must hold " + typeText(want) +
+                                 (buffer.fixedType ? "; only a quantizing row statement writes or "
+                                                     "reads a buffer of a fixed element type"
+                                                   : ""));
+  }
+  void visitPut(const ir::Put& s) override {
+    expect(s.source.region, std::nullopt, "the source of 'put'");
+    expect(s.target, std::nullopt, "the target of 'put'");
+  }
+  void visitAtomicAdd(const ir::AtomicAdd& s) override {
+    expect(s.source.region, std::nullopt, "the source of 'atomic_add'");
+    expect(s.target, std::nullopt, "the target of 'atomic_add'");
+  }
+  void visitAssign(const ir::Assign& s) override {
+    expect(s.target, std::nullopt, "the target of an assignment");
+    for (const auto& o : s.operands)
+      expect(o.region, std::nullopt, "an operand");
+    for (const auto& o : s.addends)
+      expect(o.region, std::nullopt, "an operand");
+  }
+  void visitRow(const ir::RowStmt& s) override {
+    const ir::RowOpInfo& info = ir::rowOpInfo(s.op);
+    const std::string op = "'" + std::string(info.displayName) + "'";
+    if (program_.buffer(s.target).fixedType != info.targetType) {
+      const ir::Buffer& target = program_.buffer(s.target);
+      diags_.error(s.target.loc, "the target '" + target.name + "' holds " +
+                                     typeText(target.fixedType) + " elements, but " + op +
+                                     " writes " + typeText(info.targetType) +
+                                     (info.targetType ? ""
+                                                      : "; quantize the result to store it as " +
+                                                            typeText(target.fixedType)));
+    }
+    expect(s.rows.region, std::nullopt, "the rows of " + op);
+    for (size_t k = 0; k < s.params.size() && k < info.params.size(); ++k)
+      expect(s.params[k].region, info.params[k].type,
+             "the " + std::string(info.params[k].name) + " of " + op);
+  }
+
+  const ir::Program& program_;
+  Diagnostics& diags_;
+};
 
 /// A statement sharing its step with a row-wise one: the block that owns a row computes it.
 void checkRowStepStatement(const ir::Program& program, const ir::Stmt& stmt,
@@ -103,7 +171,7 @@ public:
 
 private:
   void visitRow(const ir::RowStmt& s) override {
-    diags_.error(s.loc, "'" + std::string(ir::rowOpInfo(s.op).name) +
+    diags_.error(s.loc, "'" + std::string(ir::rowOpInfo(s.op).displayName) +
                             "' must be a statement of the step itself, not inside a loop or "
                             "an 'if'");
   }
@@ -184,6 +252,7 @@ std::vector<AuxBuffer> describeAuxBuffers(const ir::Program& program, int nranks
     described.written = std::find(writes.written.begin(), writes.written.end(), ir::BufferId(id)) !=
                         writes.written.end();
     described.elems = elementCount(buffer.slotElems, nranks, rowLength);
+    described.fixedType = buffer.fixedType;
     aux.push_back(std::move(described));
   }
   return aux;
@@ -229,6 +298,9 @@ void checkRowStatements(const ir::Program& program, Diagnostics& diags) {
       if (buffer.name == program.rowLengthName)
         diags.error(buffer.loc, "'" + buffer.name + "' names the row length ('rows " + buffer.name +
                                     "'); a buffer cannot have that name");
+  ElementTypes types(program, diags);
+  for (const auto& step : program.steps)
+    types.visitAll(step.body);
   RowSizedBuffers rowSized(program, diags);
   for (const auto& step : program.steps)
     rowSized.visitAll(step.body);

@@ -86,12 +86,21 @@ private:
         diags_.error(decl.loc, "buffer '" + decl.name + "' is declared twice");
         continue;
       }
-      if (decl.elementType != "T")
-        diags_.error(decl.elementTypeLoc,
-                     "element type must be 'T', the element type of the variant being compiled "
-                     "(chosen with --dtype); found '" +
-                         decl.elementType + "'");
       ir::Buffer buffer;
+      if (decl.elementType != "T") {
+        buffer.fixedType = parseName<ElementType>(decl.elementType);
+        if (!buffer.fixedType)
+          diags_.error(decl.elementTypeLoc,
+                       "unknown element type '" + decl.elementType +
+                           "'; expected 'T' (the variant's, chosen with --dtype) or " +
+                           nameList<ElementType>());
+        else if (decl.scratch || userBuffers == 0)
+          diags_.error(decl.elementTypeLoc,
+                       std::string(decl.scratch ? "a scratch buffer" : "the input") +
+                           " holds the variant's elements: declare it 'T', "
+                           "not '" +
+                           decl.elementType + "'");
+      }
       buffer.name = decl.name;
       buffer.loc = decl.loc;
       buffer.slotElems = lowerExpr(*decl.size, ExprContext::Size, {});
@@ -401,7 +410,10 @@ private:
     case ast::Stmt::Kind::RowNorm: {
       // The rows, then the op's parameters in the order RowOps.h lists them (the parser took
       // exactly that many).
-      const ir::RowOpInfo* info = ir::findRowOp(stmt.function);
+      const ir::RowOpInfo* info = ir::findRowOp(
+          stmt.function, stmt.quantize.empty()
+                             ? ir::RowQuant::None
+                             : ir::findQuantKeyword(stmt.quantize).value_or(ir::RowQuant::None));
       auto target = lowerRegion(stmt.target, scope, /*remote=*/false);
       std::vector<ir::Operand> operands;
       for (const ast::RegionRef& source : stmt.sources) {

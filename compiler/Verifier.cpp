@@ -231,8 +231,11 @@ private:
   void visitRow(const ir::RowStmt& s) override { buffers.insert(s.target.buffer); }
 };
 
+/// Two buffers that may be one memory: the same elements, of one element type (an fp8 output is
+/// never its T input's memory).
 bool sameSize(const ir::Buffer& a, const ir::Buffer& b) {
-  return ir::structurallyEqual(a.slotElems, b.slotElems) && ir::structurallyEqual(a.slots, b.slots);
+  return ir::structurallyEqual(a.slotElems, b.slotElems) &&
+         ir::structurallyEqual(a.slots, b.slots) && a.fixedType == b.fixedType;
 }
 
 /// The pairs of memory a caller may pass as one buffer, each proved like the spec itself.

@@ -55,6 +55,9 @@ struct Stmt {
   std::vector<RegionRef> sources; // Put/AtomicAdd/Copy: one; Reduce: the operands;
                                   // RowNorm: the rows to normalise, then the weight
   std::string function;           // RowNorm: the row operation's name ("rmsnorm")
+  /// RowNorm inside `quantize(..., KEYWORD=S)`: the keyword ("scale"), S the last source; empty:
+  /// not quantized.
+  std::string quantize;
   /// Copy/Reduce: `target = x + a + b` / `target = reduce(...) + a`: regions added elementwise
   /// (always with '+', whatever the reduction operator) after the copy or the reduce.
   std::vector<RegionRef> addends;

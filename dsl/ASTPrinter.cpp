@@ -86,11 +86,17 @@ void printStmt(const Stmt& stmt, unsigned indent, llvm::raw_ostream& out) {
   case Stmt::Kind::RowNorm:
     out << "RowNorm ";
     printRegion(stmt.target, out);
-    out << " = rmsnorm(";
+    out << (stmt.quantize.empty() ? " = " : " = quantize(") << "rmsnorm(";
     printRegion(stmt.sources[0], out);
     out << ", ";
     printRegion(stmt.sources[1], out);
-    out << ")\n";
+    out << ")";
+    if (!stmt.quantize.empty()) {
+      out << ", " << stmt.quantize << "=";
+      printRegion(stmt.sources[2], out);
+      out << ")";
+    }
+    out << "\n";
     return;
   case Stmt::Kind::Reduce:
     out << "Reduce ";

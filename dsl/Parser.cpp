@@ -11,9 +11,9 @@ constexpr unsigned kMaxNesting = 64;
 /// a name is an assignment to that buffer), `reduce(`, the slot sets and the names expressions
 /// already give a meaning. Steps live in their own namespace and may use any name.
 bool isReserved(llvm::StringRef word) {
-  static const char* const kReserved[] = {"wait",  "for",   "put",  "atomic_add", "reduce",
-                                          "peers", "ranks", "rank", "nranks",     "n",
-                                          "chunk", "if",    "root", "block",      "rmsnorm"};
+  static const char* const kReserved[] = {
+      "wait",   "for", "put",   "atomic_add", "reduce", "peers", "ranks",   "rank",
+      "nranks", "n",   "chunk", "if",         "root",   "block", "rmsnorm", "quantize"};
   for (const char* r : kReserved)
     if (word == r)
       return true;
@@ -370,6 +370,8 @@ ast::StmtPtr Parser::parseStmt() {
       return nullptr;
     if (tok_.isWord("rmsnorm"))
       return parseRowNorm(std::move(stmt));
+    if (tok_.isWord("quantize"))
+      return parseQuantize(std::move(stmt));
     if (tok_.isWord("reduce")) {
       stmt->kind = ast::Stmt::Kind::Reduce;
       advance();
@@ -441,6 +443,36 @@ ast::StmtPtr Parser::parseRowNorm(ast::StmtPtr stmt) {
   stmt->sources.push_back(std::move(rows));
   stmt->sources.push_back(std::move(weight));
   if (!expect(TokenKind::RParen, "to close 'rmsnorm(rows, weight)'"))
+    return nullptr;
+  return stmt;
+}
+
+ast::StmtPtr Parser::parseQuantize(ast::StmtPtr stmt) {
+  advance(); // 'quantize'
+  if (!expect(TokenKind::LParen, "after 'quantize'"))
+    return nullptr;
+  if (!tok_.isWord("rmsnorm"))
+    return fail(tok_.loc, "'quantize' takes a row statement's result, 'quantize(rmsnorm(rows, "
+                          "weight), scale=S)'; found '" +
+                              tok_.text + "'"),
+           nullptr;
+  stmt = parseRowNorm(std::move(stmt));
+  if (!stmt || !expect(TokenKind::Comma, "before the scale in 'quantize(rmsnorm(...), scale=S)'"))
+    return nullptr;
+  // The quantizations compiler/ir/RowOps.h knows (findQuantKeyword).
+  if (!tok_.isWord("scale"))
+    return fail(tok_.loc, "expected 'scale=S' (a per-tensor f32[1] scale) in 'quantize', found '" +
+                              tok_.text + "'"),
+           nullptr;
+  stmt->quantize = tok_.text.str();
+  advance();
+  if (!expect(TokenKind::Assign, "after 'scale'"))
+    return nullptr;
+  ast::RegionRef scale;
+  if (!parseRegion(scale, /*allowSlotSet=*/false))
+    return nullptr;
+  stmt->sources.push_back(std::move(scale));
+  if (!expect(TokenKind::RParen, "to close 'quantize(...)'"))
     return nullptr;
   return stmt;
 }

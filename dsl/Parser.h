@@ -37,6 +37,8 @@ private:
   ast::StmtPtr parseTransfer(ast::Stmt::Kind kind);
   bool parseAddends(ast::Stmt& stmt);
   ast::StmtPtr parseRowNorm(ast::StmtPtr stmt);
+  /// `quantize(rmsnorm(rows, weight), scale=S)`: a row statement whose result is stored quantized.
+  ast::StmtPtr parseQuantize(ast::StmtPtr stmt);
   bool parseRegion(ast::RegionRef& region, bool allowSlotSet);
   bool parseRemoteRegion(ast::RegionRef& region);
   ast::ExprPtr parseExpr();

@@ -38,15 +38,16 @@ Error checkBufferOverlap(const CompiledCollective& compiled, const void* in, con
                          Span<void* const> aux, uint64_t count) {
   if (count == 0)
     return Error::success();
-  const uint64_t elemBytes = sizeOf(compiled.dtype);
   // Checked on every launch: one allocation, no copies of the names.
   std::vector<Extent> extents;
   extents.reserve(2 + aux.size());
   const char* tooLarge = nullptr;
-  auto add = [&](const char* name, const void* base, uint64_t elems, int auxIndex) {
+  // Each buffer with its own element type's size (an fp8 output is a byte an element).
+  auto add = [&](const char* name, const void* base, uint64_t elems, ElementType type,
+                 int auxIndex) {
     if (!base || elems == 0)
       return;
-    const uint64_t bytes = sizeMul(elems, elemBytes);
+    const uint64_t bytes = sizeMul(elems, sizeOf(type));
     const auto begin = reinterpret_cast<uintptr_t>(base);
     if (!fitsSize(bytes) || begin > UINTPTR_MAX - bytes) {
       if (!tooLarge)
@@ -55,10 +56,11 @@ Error checkBufferOverlap(const CompiledCollective& compiled, const void* in, con
     }
     extents.push_back({name, begin, begin + uintptr_t(bytes), auxIndex});
   };
-  add("in", in, compiled.inputCount(count), -1);
-  add("out", out, compiled.outputCount(count), -1);
+  add("in", in, compiled.inputCount(count), elementTypeOf(compiled.dtype), -1);
+  add("out", out, compiled.outputCount(count), compiled.outputType(), -1);
   for (size_t k = 0; k < aux.size() && k < compiled.aux.size(); ++k)
-    add(compiled.aux[k].name.c_str(), aux[k], compiled.aux[k].elements(count), int(k));
+    add(compiled.aux[k].name.c_str(), aux[k], compiled.aux[k].elements(count), compiled.auxType(k),
+        int(k));
   if (tooLarge)
     return makeError(std::string("buffer '") + tooLarge + "' of a call of " +
                      std::to_string(count) + " elements runs past the end of the address space");

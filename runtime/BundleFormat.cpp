@@ -73,7 +73,9 @@ std::string encodeCollective(const CompiledCollective& c) {
     out.string(a.name);
     writeCount(out, a.elems);
     out.boolean(a.written);
+    out.string(a.fixedType ? name(*a.fixedType) : "T");
   }
+  out.string(c.outputFixedType ? name(*c.outputFixedType) : "T");
   out.boolean(c.inPlace);
   out.u64(c.auxAliases.size());
   for (const auto& [written, read] : c.auxAliases) {
@@ -92,6 +94,17 @@ Enum readEnum(ByteReader& in, const char* field, std::optional<Enum> (*parse)(st
   if (!value && !in.failed())
     in.fail(field, "unknown value '" + text + "'");
   return value.value_or(Enum{});
+}
+
+/// A buffer's element type: "T" (the variant's, nullopt) or a fixed one's name.
+std::optional<ElementType> readElementType(ByteReader& in, const char* field) {
+  std::string text = in.string(field);
+  if (text == "T")
+    return std::nullopt;
+  std::optional<ElementType> type = parseName<ElementType>(text);
+  if (!type && !in.failed())
+    in.fail(field, "unknown value '" + text + "'");
+  return type;
 }
 
 /// The values later code indexes with or divides by, checked so that a bundle that passed its
@@ -168,7 +181,9 @@ CompiledCollective decodeCollective(ByteReader& in) {
     a.name = in.string("aux name");
     a.elems = readCount(in);
     a.written = in.boolean("aux written");
+    a.fixedType = readElementType(in, "aux element type");
   }
+  c.outputFixedType = readElementType(in, "output element type");
   c.inPlace = in.boolean("inPlace");
   c.auxAliases.resize(in.count("auxAliases count", 8));
   for (auto& [written, read] : c.auxAliases) {

@@ -123,6 +123,23 @@ collc_status collc_compiled_info(const collc_compiled* compiled, collc_collectiv
   });
 }
 
+collc_status collc_compiled_buffer_type(const collc_compiled* compiled, int buffer,
+                                        collc_element_type* type) {
+  return guarded("collc_compiled_buffer_type", [&] {
+    if (!compiled || !type)
+      return fail(COLLC_INVALID_ARGUMENT, "collc_compiled_buffer_type: null compiled or type");
+    const CompiledCollective& c = compiled->compiled;
+    if (buffer < -1 || buffer >= int(c.aux.size()))
+      return fail(COLLC_INVALID_ARGUMENT, "collc_compiled_buffer_type: buffer " +
+                                              std::to_string(buffer) +
+                                              " is neither the output (-1) nor one of the " +
+                                              std::to_string(c.aux.size()) + " aux buffers");
+    const ElementType element = buffer < 0 ? c.outputType() : c.auxType(size_t(buffer));
+    *type = static_cast<collc_element_type>(cValueOf(element));
+    return COLLC_OK;
+  });
+}
+
 collc_status collc_compiled_buffer_counts(const collc_compiled* compiled, uint64_t count,
                                           uint64_t* input_count, uint64_t* output_count) {
   return guarded("collc_compiled_buffer_counts", [&] {

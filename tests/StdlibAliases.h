@@ -34,6 +34,9 @@ inline constexpr StdlibAliasFacts kStdlibAliases[] = {
     // reduce + residual is read and written by one thread, under every strategy.
     {"allreduce_rmsnorm", bit(SyncKind::Barrier), bit(SyncKind::Barrier) | kArrival,
      bit(SyncKind::Barrier)},
+    // Its FP8 output is never its input's memory (one byte an element against T's).
+    {"allreduce_rmsnorm_fp8", 0, bit(SyncKind::Barrier) | kArrival,
+     bit(SyncKind::Barrier) | kArrival},
     {"allreduce_ring", bit(SyncKind::Barrier), 0, 0},
     {"allreduce_twoshot", kEveryGpuStrategy, 0, 0},
     {"alltoall_direct", bit(SyncKind::Barrier) | kArrival, 0, 0},

@@ -33,6 +33,8 @@ inline constexpr StdlibSpecFacts kStdlibSpecs[] = {
     // Row-wise epilogue (rmsnorm): a step split by rows cannot walk 128-byte lines.
     {"allreduce_rmsnorm", CollectiveKind::AllReduce,
      bit(SyncKind::LL128) | bit(SyncKind::LL128Atomic)},
+    {"allreduce_rmsnorm_fp8", CollectiveKind::AllReduce,
+     bit(SyncKind::LL128) | bit(SyncKind::LL128Atomic)},
     {"allreduce_ring", CollectiveKind::AllReduce, kOneWay},
     {"allreduce_twoshot", CollectiveKind::AllReduce, 0},
     {"alltoall_direct", CollectiveKind::AllToAll, bit(SyncKind::LL128Atomic)},

@@ -1,6 +1,7 @@
 #include "compiler/interpret/Interpreter.h"
 
 #include "compiler/execute/Walker.h"
+#include "compiler/interpret/Float8.h"
 #include "compiler/ir/RowOps.h"
 
 #include <algorithm>
@@ -149,6 +150,39 @@ void normalizeRow(const Tracked* rows, const Tracked* weight, Tracked* out, int6
                          std::fabs(y) * scale * ew + rounding.normUnit * std::fabs(value) +
                          rounding.tiny;
     out[k] = Tracked{value, std::fabs(value), float(bound), 1};
+  }
+}
+
+/// A row of rmsnorm's values quantized in place: q = e4m3(x / scale), rounded to nearest even
+/// and saturating, as the device's conversion (Float8.h). NaN stays NaN.
+void quantizeRow(double* row, int64_t h, double scale, const Rounding&, int64_t&) {
+  for (int64_t k = 0; k < h; ++k)
+    row[k] = fromE4M3(toE4M3(row[k] / scale));
+}
+
+/// The same with bounds. The device divides its float value, off by up to the norm's bound, by
+/// the scale (one more rounding), then rounds that float exactly: where every value within that
+/// distance rounds to one code, the device's code is the reference's, bit for bit (bound 0);
+/// otherwise the value lies within the fp32 computation's error of a rounding boundary and the
+/// device may give either neighbour: the bound spans them, and the case is counted.
+void quantizeRow(Tracked* row, int64_t h, double scale, const Rounding& rounding,
+                 int64_t& nearBoundary) {
+  constexpr double kFloatUnit = 0x1p-23; // twice float's unit roundoff: one more rounding, safely
+  for (int64_t k = 0; k < h; ++k) {
+    const double x = row[k].value / scale;
+    const double q = fromE4M3(toE4M3(x));
+    double bound = 0;
+    if (std::isfinite(x)) {
+      const double spread = boundOf(row[k], rounding) / std::fabs(scale) * (1 + kFloatUnit) +
+                            std::fabs(x) * kFloatUnit + rounding.tiny / std::fabs(scale);
+      const double low = fromE4M3(toE4M3(x - spread));
+      const double high = fromE4M3(toE4M3(x + spread));
+      if (low != q || high != q) {
+        bound = std::max(std::fabs(low - q), std::fabs(high - q));
+        ++nearBoundary;
+      }
+    }
+    row[k] = Tracked{q, std::fabs(q), float(bound), 1};
   }
 }
 
@@ -430,7 +464,7 @@ private:
     const int64_t length = resolve(s.target, env).length;
     const int64_t h = call_.rowLength;
     if (h <= 0 || length % h != 0)
-      throw InterpretError("'" + std::string(ir::rowOpInfo(s.op).name) + "' over " +
+      throw InterpretError("'" + std::string(ir::rowOpInfo(s.op).displayName) + "' over " +
                            std::to_string(length) + " elements with rows of " + std::to_string(h));
     Values takenRows, takenParam;
     const Element* rows = read(s.rows, length, env, takenRows);
@@ -443,10 +477,29 @@ private:
         normalizeRow(rows + row * h, weight, &result[size_t(row * h)], h, call_.eps, rounding_);
       break;
     }
+    case ir::RowOp::RmsNormFp8: {
+      const Element* weight = read(s.params.at(0), h, env, takenParam);
+      Values takenScale;
+      const double scale = valueOf(*read(s.params.at(1), 1, env, takenScale));
+      // The norm in float, never rounded to T before its quantization.
+      Rounding inFloat = rounding_;
+      inFloat.normUnit = rounding_.floatNormUnit;
+      for (int64_t row = 0; row < length / h; ++row) {
+        Element* out = &result[size_t(row * h)];
+        normalizeRow(rows + row * h, weight, out, h, call_.eps, inFloat);
+        quantizeRow(out, h, scale, rounding_, nearBoundary_);
+      }
+      break;
+    }
     }
     write(s.target, result.data(), length, s.store, false, env);
   }
 
+public:
+  /// Quantized elements whose value lies within the device's error of a rounding boundary.
+  int64_t nearBoundary_ = 0;
+
+private:
   const Call& call_;
   const Rounding rounding_;
   Values taken_, overlap_, result_; // buffers reused across statements (see above)
@@ -508,11 +561,12 @@ Result interpret(const ir::Program& program, const std::vector<ir::Step>& steps,
 BoundedResult interpretBounded(const ir::Program& program, const std::vector<ir::Step>& steps,
                                const Call& call, const Rounding& rounding) {
   try {
-    const Memory<Tracked> memory = Machine<Tracked>(program, steps, call, rounding).run();
+    Machine<Tracked> machine(program, steps, call, rounding);
+    const Memory<Tracked> memory = machine.run();
     return BoundedResult{
         project(
             memory, [](const Tracked& e, const Rounding&) { return e.value; }, rounding),
-        project(memory, boundOf, rounding)};
+        project(memory, boundOf, rounding), machine.nearBoundary_};
   } catch (const execute::AffineError& error) {
     throw InterpretError("a value overflows: " + error.why);
   }

@@ -54,6 +54,9 @@ struct Rounding {
   double sumUnit = 0;  // a sum of k terms x_j is off by at most k * sumUnit * sum_j |x_j| ...
   double tiny = 0;     // ... plus this (a result flushed from subnormal to zero)
   double normUnit = 0; // rmsnorm's own steps (squares, rsqrt, products, last rounding), relative
+  /// The same steps in float alone, without the rounding to T: the norm a quantized output is
+  /// made from (relative).
+  double floatNormUnit = 0;
 };
 
 /// The values of a call and, beside each, how far a device may be from it: 0 for a copy of an
@@ -64,6 +67,10 @@ struct Rounding {
 /// its own rounding.
 struct BoundedResult {
   Result value, bound;
+  /// Quantized elements (E4M3) whose float64 value lies within the fp32 computation's error of a
+  /// rounding boundary: there the device may round to either neighbouring code, and the bound
+  /// spans both; everywhere else a quantized element's bound is 0 (bit for bit).
+  int64_t nearRoundingBoundary = 0;
 };
 
 /// A program the interpreter cannot run as given: a size that does not evaluate, a region out of

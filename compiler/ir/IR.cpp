@@ -272,7 +272,7 @@ private:
   void visitRow(const RowStmt& s) override {
     const RowOpInfo& info = rowOpInfo(s.op);
     begin();
-    out_ << info.name << " " << storeName(s.store) << " ";
+    out_ << info.displayName << " " << storeName(s.store) << " ";
     region(s.target);
     out_ << " <- rows of ";
     operand(s.rows);

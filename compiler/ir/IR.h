@@ -45,6 +45,8 @@ struct Buffer {
   llvm::SMLoc loc;
   /// Made by a pass, not declared in the spec (its name cannot be a spec's name).
   bool generated = false;
+  /// The element type the spec fixes (`out: fp8e4m3[n]`); nullopt: the variant's, `T`.
+  std::optional<ElementType> fixedType;
   // Set by the sync lowering:
   Storage storage = Storage::Elements;
   /// AtomicLines: the index of its LineHeads buffer.
@@ -207,6 +209,9 @@ struct Assign final : StmtNode {
 /// name, its parameters, its device helpers).
 enum class RowOp {
   RmsNorm, // target[t, i] = rows[t, i] / sqrt(mean_i(rows[t, :]^2) + eps) * weight[i]
+  /// target[t, i] = e4m3(rmsnorm(rows, weight)[t, i] / scale[0]): rounded to nearest even,
+  /// saturating at ±448 (`quantize(rmsnorm(rows, weight), scale=S)` into an fp8e4m3 target)
+  RmsNormFp8,
 };
 
 /// target[t, :] = op(rows[t, :], params...), per row t: a statement that needs a whole row at

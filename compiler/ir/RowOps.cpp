@@ -6,7 +6,21 @@ namespace collc::ir {
 
 const std::vector<RowOpInfo>& allRowOps() {
   static const std::vector<RowOpInfo> ops = {
-      {RowOp::RmsNorm, "rmsnorm", {{"weight", RowParamShape::OneRow}}, "rows_rmsnorm.cuh"},
+      {RowOp::RmsNorm,
+       "rmsnorm",
+       RowQuant::None,
+       "rmsnorm",
+       {{"weight", RowParamShape::OneRow, std::nullopt}},
+       {"rows_rmsnorm.cuh"},
+       std::nullopt},
+      {RowOp::RmsNormFp8,
+       "rmsnorm",
+       RowQuant::PerTensorScale,
+       "quantize(rmsnorm, scale)",
+       {{"weight", RowParamShape::OneRow, std::nullopt},
+        {"scale", RowParamShape::OneElement, ElementType::F32}},
+       {"rows_rmsnorm.cuh", "fp8_e4m3.cuh", "rows_rmsnorm_fp8.cuh"},
+       ElementType::F8E4M3},
   };
   return ops;
 }
@@ -18,11 +32,27 @@ const RowOpInfo& rowOpInfo(RowOp op) {
   internalError("a row operation without an entry in RowOps.cpp");
 }
 
-const RowOpInfo* findRowOp(std::string_view name) {
+const RowOpInfo* findRowOp(std::string_view name, RowQuant quant) {
   for (const RowOpInfo& info : allRowOps())
-    if (info.name == name)
+    if (info.name == name && info.quant == quant)
       return &info;
   return nullptr;
+}
+
+std::string_view quantKeyword(RowQuant quant) {
+  switch (quant) {
+  case RowQuant::None:
+    return "";
+  case RowQuant::PerTensorScale:
+    return "scale";
+  }
+  return "";
+}
+
+std::optional<RowQuant> findQuantKeyword(std::string_view keyword) {
+  if (keyword == "scale")
+    return RowQuant::PerTensorScale;
+  return std::nullopt;
 }
 
 } // namespace collc::ir

@@ -1,12 +1,13 @@
 // The row operations (ir::RowOp), one entry each: everything the passes need to know about an op
 // without knowing what it computes. Adding an op: an entry here, its lowering in CudaCodeGen.cpp
-// (with its device file in compiler/device/), its float64 meaning in the interpreter, and its
-// name in the parser.
+// (with its device files in compiler/device/), its float64 meaning in the interpreter, and its
+// spelling in the parser.
 #ifndef COLLC_COMPILER_IR_ROWOPS_H
 #define COLLC_COMPILER_IR_ROWOPS_H
 
 #include "compiler/ir/IR.h"
 
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -14,20 +15,33 @@ namespace collc::ir {
 
 /// How many elements a parameter of a row operation has; it is always read whole.
 enum class RowParamShape {
-  OneRow, // a row long (rmsnorm's weight): `NAME: T[ROWS]` in the header
+  OneRow,     // a row long (rmsnorm's weight): `NAME: T[ROWS]` in the header
+  OneElement, // one element (a per-tensor quantization scale): `NAME: f32[1]`
 };
 
 struct RowParam {
   std::string_view name; // in messages and IR dumps ("weight")
   RowParamShape shape;
+  std::optional<ElementType> type; // the element type it must have; nullopt: `T`
+};
+
+/// How a row statement's result is stored: as computed (rounded once to the target's `T`), or
+/// quantized with a scale (`quantize(ROWOP, scale=S)`).
+enum class RowQuant {
+  None,
+  PerTensorScale, // q = e4m3(x / S[0]), S a caller's f32[1] (read only)
 };
 
 struct RowOpInfo {
   RowOp op;
-  std::string_view name;        // the spec's function name ("rmsnorm")
-  std::vector<RowParam> params; // after the rows, in the order the spec gives them
-  std::string_view helperFile;  // its device file, pasted after rows.cuh (helper files outside
-                                // the strategies' lists go in name order)
+  std::string_view name;                     // the spec's row function ("rmsnorm")
+  RowQuant quant;                            // and the quantization around it
+  std::string_view displayName;              // in messages ("rmsnorm", "quantize(rmsnorm, scale)")
+  std::vector<RowParam> params;              // after the rows, in the order the spec gives them
+  std::vector<std::string_view> helperFiles; // its device files, pasted after rows.cuh (helper
+                                             // files outside the strategies' lists go in name
+                                             // order)
+  std::optional<ElementType> targetType;     // the element type its target must have; nullopt: `T`
 };
 
 /// Every entry, in the order of ir::RowOp.
@@ -36,8 +50,14 @@ const std::vector<RowOpInfo>& allRowOps();
 /// The entry of `op`.
 const RowOpInfo& rowOpInfo(RowOp op);
 
-/// The op a spec names, or nullptr.
-const RowOpInfo* findRowOp(std::string_view name);
+/// The op a spec names (its row function and its quantization), or nullptr.
+const RowOpInfo* findRowOp(std::string_view name, RowQuant quant = RowQuant::None);
+
+/// The spelling of a quantization's keyword argument ("scale"), or "" for RowQuant::None.
+std::string_view quantKeyword(RowQuant quant);
+
+/// The quantization a keyword names, or nullopt.
+std::optional<RowQuant> findQuantKeyword(std::string_view keyword);
 
 } // namespace collc::ir
 

@@ -862,7 +862,7 @@ private:
   /// check the output element by element.
   void row(const ir::RowStmt& s, const execute::Env& env) {
     const ir::RowOpInfo& info = ir::rowOpInfo(s.op);
-    const std::string opName(info.name);
+    const std::string opName(info.displayName);
     const ir::Region& rowsRegion = s.rows.region;
     Resolved dst = resolve(s.target, env);
     Resolved rows = resolve(rowsRegion, env);
@@ -873,7 +873,8 @@ private:
     Value paramsValue;
     for (size_t k = 0; k < s.params.size() && k < info.params.size(); ++k) {
       Resolved param = resolve(s.params[k].region, env);
-      Affine length = h; // RowParamShape::OneRow
+      const Affine length =
+          info.params[k].shape == ir::RowParamShape::OneRow ? h : Affine::constant(1);
       if (arith_.less(rows.length, dst.length) || arith_.less(param.length, length))
         fail(s.loc, "'" + opName + "' needs rows of " + number(dst.length) + " elements and a " +
                         std::string(info.params[k].name) + " of " + number(length));

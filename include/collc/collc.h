@@ -72,6 +72,14 @@ const char* collc_version(void);
 /* ---- Vocabulary --------------------------------------------------------------------------- */
 
 typedef enum collc_dtype { COLLC_F32 = 0, COLLC_F16 = 1, COLLC_BF16 = 2 } collc_dtype;
+/* The element type of one buffer: the variant's (the first three are collc_dtype's values) or
+ * one the spec fixes for it (`out: fp8e4m3[n]`: FP8 E4M3, one byte, as torch.float8_e4m3fn). */
+typedef enum collc_element_type {
+  COLLC_ELEMENT_F32 = 0,
+  COLLC_ELEMENT_F16 = 1,
+  COLLC_ELEMENT_BF16 = 2,
+  COLLC_ELEMENT_FP8E4M3 = 3
+} collc_element_type;
 typedef enum collc_reduce_op { COLLC_SUM = 0, COLLC_MAX = 1, COLLC_MIN = 2 } collc_reduce_op;
 typedef enum collc_sync {
   COLLC_SYNC_DEFAULT = 0, /* the spec's own `sync` clause */
@@ -241,6 +249,11 @@ int collc_compiled_in_place(const collc_compiled* compiled);
  * epilogue's residual, weight, ...; 0 for plain collectives). */
 collc_status collc_compiled_info(const collc_compiled* compiled, collc_collective* kind,
                                  collc_dtype* dtype, int* nranks, int* naux);
+/* The element type of the output (buffer -1) or of aux buffer `buffer` (0 .. naux - 1): the
+ * variant's dtype, or the one the spec fixes (a quantized output, its scale). The input is
+ * always the variant's dtype. */
+collc_status collc_compiled_buffer_type(const collc_compiled* compiled, int buffer,
+                                        collc_element_type* type);
 /* Elements of each rank's input and output buffer for a call of `count` (count, or
  * count * nranks, by kind: an all-gather's output holds every rank's count). */
 collc_status collc_compiled_buffer_counts(const collc_compiled* compiled, uint64_t count,

@@ -15,6 +15,8 @@ DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2}
 # The collc tool's names (--dtype bf16) and torch's other spellings (torch.half, torch.float).
 DTYPE_ALIASES = {"f32": "float32", "float": "float32", "f16": "float16", "half": "float16",
                  "bf16": "bfloat16"}
+# collc_element_type: a buffer's element type, torch's names (torch.float8_e4m3fn for E4M3).
+ELEMENT_TYPES = ["float32", "float16", "bfloat16", "float8_e4m3fn"]
 OPS = {"sum": 0, "max": 1, "min": 2}
 KINDS = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"]
 # collc_world_create_process_flags
@@ -52,6 +54,7 @@ _SIGNATURES = {
     "collc_compiled_in_place": (c_int, [c_void_p]),
     "collc_compiled_info": (c_int, [c_void_p, POINTER(c_int), POINTER(c_int), POINTER(c_int),
                                     POINTER(c_int)]),
+    "collc_compiled_buffer_type": (c_int, [c_void_p, c_int, POINTER(c_int)]),
     "collc_compiled_buffer_counts": (c_int, [c_void_p, c_uint64, POINTER(c_uint64),
                                              POINTER(c_uint64)]),
     "collc_compiled_heap_bytes": (c_int, [c_void_p, c_uint64, POINTER(c_uint64)]),

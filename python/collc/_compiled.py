@@ -54,8 +54,19 @@ class Compiled:
         self.dtype = _DTYPE_NAMES[dtype.value]
         self.nranks = nranks.value
         self.naux = naux.value
+        # Each buffer's element type (torch's name): the variant's dtype, or one the spec fixes
+        # (a quantized output "float8_e4m3fn", its scale "float32").
+        self.output_dtype = self._buffer_type(handle, -1)
+        self.aux_dtypes = [self._buffer_type(handle, k) for k in range(self.naux)]
         self.in_place = bool(_capi.runtime.collc_compiled_in_place(handle))
         self.kernel_name = _capi.runtime.collc_compiled_kernel_name(handle).decode()
+
+    @staticmethod
+    def _buffer_type(handle, buffer):
+        from . import _capi
+        value = ctypes.c_int()
+        _capi.call("collc_compiled_buffer_type", handle, buffer, ctypes.byref(value))
+        return _capi.ELEMENT_TYPES[value.value]
 
     @property
     def handle(self):

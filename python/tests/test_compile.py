@@ -51,6 +51,15 @@ def test_counts_whose_sizes_do_not_fit_are_refused():
 def test_the_fused_epilogue_has_aux_buffers():
     compiled = collc.compile("allreduce_rmsnorm", nranks=2, row_length=1024)
     assert compiled.naux == 3
+    assert compiled.output_dtype == "float32"
+    assert compiled.aux_dtypes == ["float32"] * 3
+
+
+def test_a_quantized_output_and_its_scale_have_their_own_types():
+    compiled = collc.compile("allreduce_rmsnorm_fp8", nranks=2, dtype="bfloat16", row_length=1024)
+    assert compiled.output_dtype == "float8_e4m3fn"
+    assert compiled.aux_dtypes == ["bfloat16", "bfloat16", "bfloat16", "float32"]
+    assert not compiled.in_place  # an fp8 output is never its bf16 input's memory
 
 
 SPEC_WITH_A_BUG = """collective broken kind allreduce

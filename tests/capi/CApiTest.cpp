@@ -265,6 +265,36 @@ TEST(CApi, CompilesTheOneShotAllReduceTextAndReportsInPlace) {
   EXPECT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
 }
 
+// Each buffer's element type: the variant's dtype, or the one the spec fixes (an FP8 output and
+// its f32 scale); a buffer index out of range is refused with the range.
+TEST(CApi, SaysTheElementTypeOfEveryBuffer) {
+  collc_compile_options options;
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  options.dtype = COLLC_BF16;
+  options.row_length = 1024;
+  collc_compiled* compiled = nullptr;
+  ASSERT_EQ(collc_compile("allreduce_rmsnorm_fp8", &options, &compiled), COLLC_OK) << lastError();
+  int naux = 0;
+  ASSERT_EQ(collc_compiled_info(compiled, nullptr, nullptr, nullptr, &naux), COLLC_OK);
+  ASSERT_EQ(naux, 4);
+  collc_element_type type = COLLC_ELEMENT_F16;
+  ASSERT_EQ(collc_compiled_buffer_type(compiled, -1, &type), COLLC_OK);
+  EXPECT_EQ(type, COLLC_ELEMENT_FP8E4M3);
+  const collc_element_type aux[] = {COLLC_ELEMENT_BF16, COLLC_ELEMENT_BF16, COLLC_ELEMENT_BF16,
+                                    COLLC_ELEMENT_F32};
+  for (int k = 0; k < naux; ++k) {
+    ASSERT_EQ(collc_compiled_buffer_type(compiled, k, &type), COLLC_OK);
+    EXPECT_EQ(type, aux[k]) << k;
+  }
+  EXPECT_EQ(collc_compiled_in_place(compiled), 0);
+  EXPECT_EQ(collc_compiled_buffer_type(compiled, 4, &type), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("buffer 4 is neither the output (-1) nor one of the 4 aux buffers"),
+            std::string::npos)
+      << lastError();
+  EXPECT_EQ(collc_compiled_buffer_type(nullptr, -1, &type), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
+}
+
 TEST(CApi, CompilesByNameWithTheOptionsGiven) {
   collc_compile_options options;
   ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);

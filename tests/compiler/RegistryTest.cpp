@@ -87,6 +87,7 @@ template <typename Entry, size_t N> void expectDistinct(const Entry (&table)[N])
 TEST(Registry, NamesAndCValuesAreDistinctAndParseBack) {
   expectDistinct(kCollectiveKindRegistry);
   expectDistinct(kDTypeRegistry);
+  expectDistinct(kElementTypeRegistry);
   expectDistinct(kReduceOpRegistry);
   expectDistinct(kSyncRegistry);
   expectDistinct(kScratchStorageRegistry);
@@ -106,6 +107,11 @@ TEST(Registry, ListsForMessagesAreMadeFromIt) {
 TEST(Registry, CApiEnumsMatchIt) {
   const std::string header = readSource("include/collc/collc.h");
   EXPECT_EQ(cEnum(header, "collc_dtype"), expectedEnum(kDTypeRegistry, "COLLC_"));
+  EXPECT_EQ(cEnum(header, "collc_element_type"),
+            expectedEnum(kElementTypeRegistry, "COLLC_ELEMENT_"));
+  // A variant's dtype is the element type of its `T` buffers, with the same C value.
+  for (DType type : kAllDTypes)
+    EXPECT_EQ(cValueOf(elementTypeOf(type)), cValueOf(type)) << name(type);
   EXPECT_EQ(cEnum(header, "collc_reduce_op"), expectedEnum(kReduceOpRegistry, "COLLC_"));
   EXPECT_EQ(cEnum(header, "collc_collective"), expectedEnum(kCollectiveKindRegistry, "COLLC_"));
   std::map<std::string, int> syncs = expectedEnum(kSyncRegistry, "COLLC_SYNC_");

@@ -52,22 +52,29 @@ Checked verifyText(const std::string& text) {
   return checked;
 }
 
-// The passes know a row operation only through its entry: each is found back by its name, and
-// its device file is one the compiler embeds (so DeviceFilesNvrtcTest compiles it).
-TEST(RowOps, EveryOpHasOneEntryFoundByItsNameWithAnEmbeddedDeviceFile) {
+// The passes know a row operation only through its entry: each is found back by its name and
+// quantization, and its device files are ones the compiler embeds (so DeviceFilesNvrtcTest
+// compiles them).
+TEST(RowOps, EveryOpHasOneEntryFoundByItsNameWithEmbeddedDeviceFiles) {
   std::set<std::string_view> names;
   ASSERT_FALSE(ir::allRowOps().empty());
   for (size_t k = 0; k < ir::allRowOps().size(); ++k) {
     const ir::RowOpInfo& info = ir::allRowOps()[k];
-    EXPECT_EQ(size_t(info.op), k) << info.name << " is not in the order of ir::RowOp";
-    EXPECT_TRUE(names.insert(info.name).second) << info.name << " has two entries";
-    ASSERT_NE(ir::findRowOp(info.name), nullptr) << info.name;
-    EXPECT_EQ(ir::findRowOp(info.name)->op, info.op) << info.name;
-    EXPECT_EQ(&ir::rowOpInfo(info.op), &info) << info.name;
-    bool embedded = false;
-    for (const auto& [file, text] : deviceFiles())
-      embedded = embedded || file == info.helperFile;
-    EXPECT_TRUE(embedded) << info.name << ": " << info.helperFile << " is not in compiler/device/";
+    EXPECT_EQ(size_t(info.op), k) << info.displayName << " is not in the order of ir::RowOp";
+    EXPECT_TRUE(names.insert(info.displayName).second) << info.displayName << " has two entries";
+    ASSERT_NE(ir::findRowOp(info.name, info.quant), nullptr) << info.displayName;
+    EXPECT_EQ(ir::findRowOp(info.name, info.quant)->op, info.op) << info.displayName;
+    EXPECT_EQ(&ir::rowOpInfo(info.op), &info) << info.displayName;
+    if (info.quant != ir::RowQuant::None) {
+      EXPECT_EQ(ir::findQuantKeyword(ir::quantKeyword(info.quant)), info.quant);
+    }
+    EXPECT_FALSE(info.helperFiles.empty()) << info.displayName;
+    for (std::string_view helper : info.helperFiles) {
+      bool embedded = false;
+      for (const auto& [file, text] : deviceFiles())
+        embedded = embedded || file == helper;
+      EXPECT_TRUE(embedded) << info.displayName << ": " << helper << " is not in compiler/device/";
+    }
   }
   EXPECT_EQ(ir::findRowOp("no_such_op"), nullptr);
 }

@@ -41,7 +41,7 @@ std::set<std::string> namesToRun() {
 std::string caseName(const CoResidentCase& c) {
   return "r" + std::to_string(c.nranks) + "_" + c.spec + "_" + std::string(name(c.sync)) + "_" +
          std::string(name(c.dtype)) + "_" + std::string(name(c.op)) + "_root" +
-         std::to_string(c.root);
+         std::to_string(c.root) + (c.rowLength ? "_h" + std::to_string(c.rowLength) : "");
 }
 
 void PrintTo(const CoResidentCase& c, std::ostream* os) {
@@ -49,7 +49,7 @@ void PrintTo(const CoResidentCase& c, std::ostream* os) {
 }
 
 bool hasRows(const std::string& spec) {
-  return spec == "allreduce_rmsnorm";
+  return spec == "allreduce_rmsnorm" || spec == "allreduce_rmsnorm_fp8";
 }
 
 CoResidentVariant compileCoResident(const CoResidentCase& c, int multiprocessors) {
@@ -65,6 +65,7 @@ CoResidentVariant compileCoResident(const CoResidentCase& c, int multiprocessors
   options.nranks = c.nranks;
   options.root = c.root;
   options.sync = c.sync;
+  options.rowLength = c.rowLength;
   options.formatSource = false; // a third of the compile, and nobody reads these sources
   options.specProgram = &variant.spec;
   for (int attempt = 0; attempt < 2; ++attempt) {

@@ -32,13 +32,15 @@ struct CoResidentCase {
   DType dtype;
   ReduceOp op;
   int root;
+  int64_t rowLength = 0; // a spec with rows: the row length; 0: the spec's default
 };
 
 /// "r8_allreduce_oneshot_ll_bf16_sum_root0": the test's parameter name.
 std::string caseName(const CoResidentCase& c);
 void PrintTo(const CoResidentCase& c, std::ostream* os);
 
-/// A spec with rows (the fused RMSNorm) is run with whole rows, finite inputs and sum.
+/// A spec with rows (the fused RMSNorm, quantized or not) is run with whole rows, finite inputs
+/// and sum.
 bool hasRows(const std::string& spec);
 
 /// A case compiled for GPU 0, or why it could not be.

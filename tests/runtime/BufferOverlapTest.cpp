@@ -15,8 +15,8 @@ CompiledCollective fusedAllReduce() {
   compiled.kind = CollectiveKind::AllReduce;
   compiled.dtype = DType::F32;
   compiled.nranks = 2;
-  compiled.aux = {AuxBuffer{"residual", ElementCount{1, 0, false, 2}, false},
-                  AuxBuffer{"residual_out", ElementCount{1, 0, false, 2}, true}};
+  compiled.aux = {AuxBuffer{"residual", ElementCount{1, 0, false, 2}, false, std::nullopt},
+                  AuxBuffer{"residual_out", ElementCount{1, 0, false, 2}, true, std::nullopt}};
   return compiled;
 }
 

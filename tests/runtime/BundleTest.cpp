@@ -34,6 +34,7 @@ const BundleCase kCases[] = {
     {"allreduce_twoshot", SyncKind::LL128Atomic, DType::BF16, ReduceOp::Sum, 4, 0, 0},
     {"allreduce_rmsnorm", SyncKind::Barrier, DType::BF16, ReduceOp::Sum, 2, 0, 1024},
     {"allreduce_rmsnorm", SyncKind::LL, DType::F32, ReduceOp::Sum, 4, 0, 2048},
+    {"allreduce_rmsnorm_fp8", SyncKind::Sentinel, DType::BF16, ReduceOp::Sum, 3, 0, 1024},
     {"broadcast_direct", SyncKind::Barrier, DType::F16, ReduceOp::Sum, 4, 3, 0},
     {"reduce_direct", SyncKind::Barrier, DType::F32, ReduceOp::Min, 3, 1, 0},
     {"allgather_ring", SyncKind::Barrier, DType::BF16, ReduceOp::Sum, 5, 0, 0},
@@ -122,7 +123,9 @@ void expectSameCollective(const CompiledCollective& a, const CompiledCollective&
     EXPECT_EQ(a.aux[i].name, b.aux[i].name);
     expectSameCount(a.aux[i].elems, b.aux[i].elems, "aux " + a.aux[i].name);
     EXPECT_EQ(a.aux[i].written, b.aux[i].written);
+    EXPECT_EQ(a.aux[i].fixedType, b.aux[i].fixedType);
   }
+  EXPECT_EQ(a.outputFixedType, b.outputFixedType);
   EXPECT_EQ(a.inPlace, b.inPlace);
   EXPECT_EQ(a.auxAliases, b.auxAliases);
   EXPECT_EQ(a.aliasesTogether, b.aliasesTogether);
@@ -270,10 +273,10 @@ TEST(BundleDamage, ALaterVersion) {
 // says which version it reads rather than misreading the fields after them.
 TEST(BundleDamage, AnEarlierVersion) {
   std::string bytes = validBytes();
-  // Version 3: kernels built for 8 heap pointers in collc_params.
-  bytes[8] = char(3);
-  EXPECT_TRUE(refusedWith(resealed(bytes), "bundle format version 3, but this runtime reads only "
-                                           "version 4 (write the bundle again with this "
+  // Version 4: no element type for each user buffer.
+  bytes[8] = char(4);
+  EXPECT_TRUE(refusedWith(resealed(bytes), "bundle format version 4, but this runtime reads only "
+                                           "version 5 (write the bundle again with this "
                                            "release's collc)"));
 }
 

@@ -98,6 +98,10 @@ std::vector<DeviceCase> allCases() {
       {"ll", {"ll.cuh"}, {16, 8}, false},
       {"rows", {"rows.cuh"}, {16}, false},
       {"rows_rmsnorm", {"rows.cuh", "rows_rmsnorm.cuh"}, {16}, false},
+      {"rows_rmsnorm_fp8",
+       {"rows.cuh", "rows_rmsnorm.cuh", "fp8_e4m3.cuh", "rows_rmsnorm_fp8.cuh"},
+       {16, 8, 4, 2},
+       false},
       {"ll128", {"ll128.cuh"}, {16}, false},
       {"atomic_lines", {"atomic_lines.cuh"}, {16}, true},
   };

@@ -95,7 +95,8 @@ TEST(GeneratedKernels, CompileWithNoHeaderForEveryArchitecture) {
   const Case cases[] = {
       {"allreduce_twoshot", SyncKind::Barrier},  {"allreduce_oneshot", SyncKind::LL},
       {"allreduce_twoshot", SyncKind::Sentinel}, {"allreduce_rmsnorm", SyncKind::LL},
-      {"allreduce_twoshot", SyncKind::LL128},    {"allreduce_twoshot", SyncKind::LL128Atomic}};
+      {"allreduce_twoshot", SyncKind::LL128},    {"allreduce_twoshot", SyncKind::LL128Atomic},
+      {"allreduce_rmsnorm_fp8", SyncKind::LL},   {"allreduce_rmsnorm_fp8", SyncKind::Barrier}};
   for (const char* arch : {"sm_80", "sm_89", "sm_90", "sm_100"})
     for (DType dtype : kAllDTypes)
       for (const Case& c : cases) {
@@ -125,6 +126,31 @@ TEST(GeneratedKernels, CompileWithNoHeaderForEveryArchitecture) {
         ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError());
         EXPECT_EQ(cubin->log.find("warning"), std::string::npos) << cubin->log;
       }
+}
+
+// An FP8 output converts with the hardware's cvt.rn.satfinite.e4m3x2.f32 from sm_89 on, and with
+// the software conversion (fp8_e4m3_soft, checked against Float8 on the host) before it.
+TEST(GeneratedKernels, QuantizedOutputsUseTheHardwareConversionFromSm89) {
+  auto spec = loadSpec("allreduce_rmsnorm_fp8");
+  ASSERT_TRUE(bool(spec));
+  CompileOptions options;
+  options.dtype = DType::BF16;
+  options.rowLength = 1024;
+  std::string diagnostics;
+  DiagnosticText out(diagnostics);
+  auto compiled = compileCollective(*spec, options, out);
+  ASSERT_TRUE(bool(compiled)) << toString(compiled.takeError()) << out.str();
+  for (const char* arch : {"sm_80", "sm_89", "sm_90", "sm_100"}) {
+    SCOPED_TRACE(arch);
+    JitOptions jit;
+    jit.arch = arch;
+    jit.useCache = false;
+    auto ptx = compileCuda(compiled->cudaSource, compiled->kernelName, JitOutput::Ptx, jit);
+    ASSERT_TRUE(bool(ptx)) << toString(ptx.takeError());
+    const std::string& text = ptx->image;
+    const bool hardware = std::string(arch) != "sm_80";
+    EXPECT_EQ(text.find("cvt.rn.satfinite.e4m3x2.f32") != std::string::npos, hardware);
+  }
 }
 
 // One source for every architecture: with the default options (programmatic dependent launch on),

@@ -21,8 +21,8 @@ CompiledCollective allReduceWithPairs(int auxPairs, bool inPlace, bool together)
   compiled.inPlace = inPlace;
   compiled.aliasesTogether = together;
   for (int k = 0; k < auxPairs; ++k) {
-    AuxBuffer written{"w" + std::to_string(k), {1, 0, false, 4}, true};
-    AuxBuffer read{"r" + std::to_string(k), {1, 0, false, 4}, false};
+    AuxBuffer written{"w" + std::to_string(k), {1, 0, false, 4}, true, std::nullopt};
+    AuxBuffer read{"r" + std::to_string(k), {1, 0, false, 4}, false, std::nullopt};
     compiled.aux.push_back(written);
     compiled.aux.push_back(read);
     compiled.auxAliases.push_back({2 * k, 2 * k + 1});
@@ -87,7 +87,7 @@ TEST(BufferSharing, SeveralPairsOnlyAllTogetherWhereProvedTogether) {
 
 TEST(BufferSharing, ABufferInTwoPairsIsRefused) {
   CompiledCollective compiled = allReduceWithPairs(1, false, true);
-  compiled.aux.push_back({"r1", {1, 0, false, 4}, false});
+  compiled.aux.push_back({"r1", {1, 0, false, 4}, false, std::nullopt});
   compiled.auxAliases.push_back({0, 2}); // w0 with r0 and with r1: r0 and r1 would be one too
   const std::string message = refusal(compiled, {false, true});
   EXPECT_NE(message.find("aux buffer 'w0'"), std::string::npos) << message;

@@ -5,6 +5,7 @@
 
 #include "compiler/Compile.h"
 #include "compiler/DiagnosticText.h"
+#include "compiler/interpret/Float8.h"
 #include "compiler/ir/IR.h"
 
 #include <chrono>
@@ -244,6 +245,50 @@ TEST(InterpretedReference, HoldsTheFusedRmsNormToItsBoundsAndReportsAWrongRow) {
     wrong[uint64_t(h + k)] *= 1.01f;
   EXPECT_EQ(compareInterpreted(DType::F32, wantOut, boundOut, wrong.data(), "out").mismatches,
             uint64_t(h));
+}
+
+// An FP8 output is held bit for bit where no rounding boundary is near: a code one off, or every
+// code of a wrong scale, is reported; the reference's own codes pass.
+TEST(InterpretedReference, HoldsAnFp8OutputToItsCodesAndReportsAWrongOne) {
+  const int nranks = 2;
+  const int64_t h = 48; // not a multiple of 16
+  const uint64_t n = 3 * h;
+  CompileOptions options;
+  options.nranks = nranks;
+  options.rowLength = h;
+  auto spec = stdlibSpec("allreduce_rmsnorm_fp8", options);
+  ASSERT_TRUE(spec);
+  // aux: residual (read), residual_out (written), weight (read, one row), scale (read, f32[1]).
+  HostCall call(nranks, n, {n, n, uint64_t(h), 1}, {false, true, false, false});
+  call.compiled.rowLength = h;
+  call.compiled.eps = 1e-6f;
+  call.compiled.outputFixedType = ElementType::F8E4M3;
+  for (auto& rank : call.aux)
+    rank[3][0] = 0.05f; // normalized values up to a few units: codes across E4M3's range
+  const InterpretedReference reference = call.reference(*spec, n);
+  const int rank = 1;
+  const std::vector<double>& want = reference.value.output[rank];
+  const std::vector<double>& bound = reference.bound.output[rank];
+  std::vector<uint8_t> codes;
+  for (double value : want)
+    codes.push_back(toE4M3(value));
+  EXPECT_TRUE(compareInterpreted(ElementType::F8E4M3, want, bound, codes.data(), "out").ok());
+  size_t exact = 0; // an element held bit for bit, neither saturated nor zero
+  while (exact < n &&
+         (bound[exact] != 0 || (codes[exact] & 0x7f) >= 0x7e || (codes[exact] & 0x7f) == 0))
+    ++exact;
+  ASSERT_LT(exact, n);
+  std::vector<uint8_t> wrong = codes;
+  ++wrong[exact];
+  const Comparison one = compareInterpreted(ElementType::F8E4M3, want, bound, wrong.data(), "out");
+  EXPECT_EQ(one.mismatches, 1u);
+  EXPECT_NE(one.firstMismatches.find("out[" + std::to_string(exact) + "]: got"), std::string::npos)
+      << one.firstMismatches;
+  // The kernel of a scale twice the caller's: codes of half the values.
+  for (size_t i = 0; i < n; ++i)
+    wrong[i] = toE4M3(want[i] / 2);
+  EXPECT_GT(compareInterpreted(ElementType::F8E4M3, want, bound, wrong.data(), "out").mismatches,
+            n / 2);
 }
 
 // How long the reference of a large call takes on the host: printed, not asserted (the machine

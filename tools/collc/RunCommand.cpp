@@ -189,11 +189,18 @@ int reportCorrectness(const RunReport& report, std::optional<int> rank, BufferSh
                  << report.firstMismatches << "\n";
     return kInternalError;
   }
-  if (!rank || *rank == 0)
+  if (!rank || *rank == 0) {
     llvm::outs() << fmt::format("correct: {} calls checked on every rank against a float64 "
                                 "reference{}\n",
                                 report.checkedCalls,
                                 sharing.any() ? " (" + describe(sharing) + ")" : "");
+    if (report.quantized)
+      llvm::outs() << fmt::format(
+          "quantized elements: bit for bit, except {} (every rank, every checked call) whose "
+          "float64 value lies within the fp32 computation's error of a rounding boundary: "
+          "either neighbouring code accepted\n",
+          report.nearRoundingBoundary);
+  }
   return kSuccess;
 }
 

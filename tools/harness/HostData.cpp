@@ -1,5 +1,6 @@
 #include "tools/harness/HostData.h"
 
+#include "compiler/interpret/Float8.h"
 #include "tools/harness/ParallelChunks.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <limits>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/raw_ostream.h>
+#include <optional>
 #include <vector>
 
 namespace collc {
@@ -134,6 +136,39 @@ std::string formatElement(DType type, const void* data, uint64_t index) {
     std::memcpy(&bits, static_cast<const char*>(data) + index * 2, 2);
     os << llvm::format(" (0x%04x)", static_cast<unsigned>(bits));
   }
+  return os.str();
+}
+
+namespace {
+/// The DType of an element type that has one.
+std::optional<DType> variantType(ElementType type) {
+  switch (type) {
+  case ElementType::F32:
+    return DType::F32;
+  case ElementType::F16:
+    return DType::F16;
+  case ElementType::BF16:
+    return DType::BF16;
+  case ElementType::F8E4M3:
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+} // namespace
+
+double loadElement(ElementType type, const void* data, uint64_t index) {
+  if (std::optional<DType> dtype = variantType(type))
+    return loadElement(*dtype, data, index);
+  return fromE4M3(static_cast<const uint8_t*>(data)[index]);
+}
+
+std::string formatElement(ElementType type, const void* data, uint64_t index) {
+  if (std::optional<DType> dtype = variantType(type))
+    return formatElement(*dtype, data, index);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format("%.9g", loadElement(type, data, index))
+     << llvm::format(" (0x%02x)", unsigned(static_cast<const uint8_t*>(data)[index]));
   return os.str();
 }
 
@@ -317,6 +352,13 @@ Comparison compareAllReduce(DType type, const AllReduceReference& reference,
       });
   os.flush();
   return comparison;
+}
+
+bool fillRandomElements(ElementType type, void* data, uint64_t count, std::mt19937_64& rng) {
+  std::optional<DType> dtype = variantType(type);
+  if (dtype)
+    fillRandom(*dtype, data, count, rng);
+  return dtype.has_value();
 }
 
 } // namespace collc

@@ -29,6 +29,11 @@ void storeElement(DType type, void* data, uint64_t index, float value);
 /// "1.25 (0x3ca0)": the value and the element's bits, for mismatch reports.
 std::string formatElement(DType type, const void* data, uint64_t index);
 
+/// The same for a buffer of any element type: an E4M3 element (fp8e4m3) loads as its value
+/// (compiler/interpret/Float8.h) and prints with its byte; the others as their DType.
+double loadElement(ElementType type, const void* data, uint64_t index);
+std::string formatElement(ElementType type, const void* data, uint64_t index);
+
 /// Fills `count` elements with fresh random values: both signs, magnitudes from 2^-6 to 2^4
 /// (normal in every type, no zeros, no -0.0), so that sums over up to 8 ranks stay far from
 /// overflow even in f16 and max/min see many distinct values.
@@ -38,6 +43,11 @@ void fillRandom(DType type, void* data, uint64_t count, std::mt19937_64& rng);
 /// kernels: -0.0 and +0.0, subnormals, NaN, +-infinity, and magnitudes near the top of the type's
 /// range (small enough that a sum over 8 ranks stays finite, so overflow is never borderline).
 void fillRandomWithSpecials(DType type, void* data, uint64_t count, std::mt19937_64& rng);
+
+/// fillRandom for a buffer of any element type whose values a kernel reads (f32, f16, bf16; an
+/// f32 scale then holds a random magnitude of both signs, which also drives outputs into
+/// saturation). False for E4M3, which no statement reads.
+bool fillRandomElements(ElementType type, void* data, uint64_t count, std::mt19937_64& rng);
 
 /// The exact answer of an AllReduce, computed in float64 from every rank's input.
 struct AllReduceReference {

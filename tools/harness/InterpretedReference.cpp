@@ -9,7 +9,7 @@
 namespace collc {
 namespace {
 
-std::vector<double> load(DType type, const void* data, int64_t elems) {
+std::vector<double> load(ElementType type, const void* data, int64_t elems) {
   std::vector<double> values(static_cast<size_t>(elems), std::nan(""));
   if (data)
     forEachChunk(uint64_t(elems), [&](uint64_t, uint64_t begin, uint64_t end) {
@@ -32,11 +32,12 @@ interpret::Call makeCall(const ir::Program& spec, const CompiledCollective& comp
   const int64_t inElems = interpret::inputElements(spec, call);
   const std::vector<int64_t> auxElems = interpret::auxElements(spec, call);
   for (int r = 0; r < compiled.nranks; ++r) {
-    call.input.push_back(load(compiled.dtype, inputs[size_t(r)], inElems));
+    call.input.push_back(load(elementTypeOf(compiled.dtype), inputs[size_t(r)], inElems));
     std::vector<std::vector<double>> perBuffer;
     for (size_t k = 0; k < auxElems.size(); ++k)
-      perBuffer.push_back(load(
-          compiled.dtype, k < aux[size_t(r)].size() ? aux[size_t(r)][k] : nullptr, auxElems[k]));
+      perBuffer.push_back(load(compiled.auxType(k),
+                               k < aux[size_t(r)].size() ? aux[size_t(r)][k] : nullptr,
+                               auxElems[k]));
     call.aux.push_back(std::move(perBuffer));
   }
   return call;
@@ -65,7 +66,8 @@ bool matches(double value, double want, double bound) {
 } // namespace
 
 interpret::Rounding roundingOf(DType type) {
-  return interpret::Rounding{sumTolerance(type, 1), tinyTolerance(type), normUnit(type)};
+  return interpret::Rounding{sumTolerance(type, 1), tinyTolerance(type), normUnit(type),
+                             normUnit(DType::F32)};
 }
 
 InterpretedReference interpretReference(const ir::Program& spec, const CompiledCollective& compiled,
@@ -73,10 +75,11 @@ InterpretedReference interpretReference(const ir::Program& spec, const CompiledC
                                         const std::vector<std::vector<const void*>>& aux) {
   interpret::BoundedResult result = interpret::interpretBounded(
       spec, spec.steps, makeCall(spec, compiled, count, inputs, aux), roundingOf(compiled.dtype));
-  return InterpretedReference{std::move(result.value), std::move(result.bound)};
+  return InterpretedReference{std::move(result.value), std::move(result.bound),
+                              result.nearRoundingBoundary};
 }
 
-Comparison compareInterpreted(DType type, const std::vector<double>& want,
+Comparison compareInterpreted(ElementType type, const std::vector<double>& want,
                               const std::vector<double>& bound, const void* got,
                               std::string_view label, unsigned maxReported) {
   Comparison comparison;

@@ -56,6 +56,10 @@ Error validateReference(const CompiledCollective& compiled, uint64_t count, bool
     return harnessError(std::to_string(count) + " elements is not a whole number of rows of " +
                         std::to_string(compiled.rowLength) + " (--hidden) for '" +
                         compiled.specName + "'");
+  for (size_t k = 0; k < compiled.aux.size(); ++k)
+    if (!compiled.aux[k].written && compiled.auxType(k) == ElementType::F8E4M3)
+      return harnessError("'" + compiled.specName + "' reads aux buffer '" + compiled.aux[k].name +
+                          "' of E4M3 elements, which the harness does not fill");
   if (specialValues)
     return harnessError("special input values (NaN, infinities, values near overflow) are not "
                         "checked for '" +
@@ -132,7 +136,7 @@ Expected<RankBuffers> allocateBuffers(const SymmetricWorld& world,
   RankBuffers buffers;
   const uint64_t elementBytes = sizeOf(compiled.dtype);
   buffers.inStride = alignUp(compiled.inputCount(count) * elementBytes, 256);
-  buffers.outStride = alignUp(compiled.outputCount(count) * elementBytes, 256);
+  buffers.outStride = alignUp(compiled.outputCount(count) * sizeOf(compiled.outputType()), 256);
   buffers.slots = slots;
   buffers.inPlace = sharing.inPlace;
   buffers.local = world.localRanks();
@@ -153,8 +157,9 @@ Expected<RankBuffers> allocateBuffers(const SymmetricWorld& world,
     buffers.hostIn.emplace_back(buffers.inStride * slots);
   if (compiled.aux.empty())
     return buffers;
-  for (const AuxBuffer& aux : compiled.aux) {
-    buffers.auxStride.push_back(alignUp(aux.elements(count) * elementBytes, 256));
+  for (size_t k = 0; k < compiled.aux.size(); ++k) {
+    const AuxBuffer& aux = compiled.aux[k];
+    buffers.auxStride.push_back(alignUp(aux.elements(count) * sizeOf(compiled.auxType(k)), 256));
     buffers.auxWritten.push_back(aux.written);
   }
   buffers.auxOwner = auxMemoryOwners(compiled, sharing);
@@ -197,8 +202,9 @@ void randomizeInputs(RankBuffers& buffers, const CompiledCollective& compiled, u
       if (buffers.auxWritten[k])
         continue;
       for (int slot = 0; slot < buffers.slots; ++slot)
-        fillRandom(compiled.dtype, buffers.hostAux[r][k].data() + slot * buffers.auxStride[k],
-                   compiled.aux[k].elements(count), rng);
+        fillRandomElements(
+            compiled.auxType(k), buffers.hostAux[r][k].data() + slot * buffers.auxStride[k],
+            compiled.aux[k].elements(count), rng); // validate refused types it cannot fill
     }
   }
 }
@@ -289,19 +295,25 @@ Error checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, 
     return harnessError("the reference of '" + compiled.specName + "': " + error.what());
   }
   verdicts.wrongCalls.resize(buffers.local.size(), 0);
+  report.nearRoundingBoundary += uint64_t(expected.nearRoundingBoundary); // every rank's
+  report.quantized = compiled.outputType() == ElementType::F8E4M3;
+  for (size_t k = 0; k < compiled.aux.size(); ++k)
+    report.quantized |= compiled.auxType(k) == ElementType::F8E4M3;
   for (size_t i = 0; i < buffers.local.size(); ++i) {
     const int rank = buffers.local[i];
     // The output and every aux buffer the kernel writes.
     const std::string label = what + " rank " + std::to_string(rank);
-    Comparison comparison = compareInterpreted(
-        compiled.dtype, expected.value.output[size_t(rank)], expected.bound.output[size_t(rank)],
-        buffers.outputOf(i, slot), label + " out", kMaxReportedMismatches);
+    Comparison comparison =
+        compareInterpreted(compiled.outputType(), expected.value.output[size_t(rank)],
+                           expected.bound.output[size_t(rank)], buffers.outputOf(i, slot),
+                           label + " out", kMaxReportedMismatches);
     for (size_t k = 0; k < compiled.aux.size(); ++k) {
       if (!buffers.auxWritten[k])
         continue;
-      Comparison written = compareInterpreted(
-          compiled.dtype, expected.value.aux[size_t(rank)][k], expected.bound.aux[size_t(rank)][k],
-          buffers.auxOf(rank, k, slot), label + " " + compiled.aux[k].name, kMaxReportedMismatches);
+      Comparison written =
+          compareInterpreted(compiled.auxType(k), expected.value.aux[size_t(rank)][k],
+                             expected.bound.aux[size_t(rank)][k], buffers.auxOf(rank, k, slot),
+                             label + " " + compiled.aux[k].name, kMaxReportedMismatches);
       comparison.mismatches += written.mismatches;
       comparison.firstMismatches += written.firstMismatches;
     }

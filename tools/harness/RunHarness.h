@@ -56,6 +56,11 @@ struct RunReport {
   uint64_t wrongRankCalls = 0;  // (rank, call) pairs with at least one wrong element
   uint64_t wrongElements = 0;   // wrong elements over every checked call
   uint64_t checkedElements = 0; // elements compared over every checked call
+  /// Quantized elements of every rank of the world, over every checked call, within the fp32
+  /// computation's error of a rounding boundary (as the reference finds them): held to either
+  /// neighbouring code there, bit for bit everywhere else.
+  uint64_t nearRoundingBoundary = 0;
+  bool quantized = false; // the variant has an E4M3 output or aux buffer
 };
 
 /// Checks `options.checks` eager calls, then (if options.time) times a graph of

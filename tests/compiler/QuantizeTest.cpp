@@ -1,0 +1,232 @@
+// Quantized outputs on the CPU: buffers of fixed element types and the rules that keep them out of
+// every statement but the one that quantizes; `quantize(rmsnorm(...), scale=S)` proved from the
+// complete row; and its float64 meaning (round to nearest even, saturating, as the device), with
+// the elements near a rounding boundary counted.
+#include "compiler/Compile.h"
+#include "compiler/DiagnosticText.h"
+#include "compiler/Sema.h"
+#include "compiler/Verifier.h"
+#include "compiler/interpret/Float8.h"
+#include "compiler/interpret/Interpreter.h"
+#include "dsl/Parser.h"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <limits>
+
+namespace collc {
+namespace {
+
+using Values = std::vector<double>;
+
+std::string quantSpec(const std::string& buffers, const std::string& reduceStep) {
+  return "collective q kind allreduce\n"
+         "  ranks 2..4\n"
+         "  rows hidden\n"
+         "  buffers in: T[n], " +
+         buffers +
+         "\n"
+         "  scratch slot[nranks]: T[n]\n"
+         "{\n"
+         "  step push: for p in peers { put in -> p.slot[rank] }\n"
+         "  step reduce {\n"
+         "    wait push\n" +
+         reduceStep + "  }\n}\n";
+}
+
+const char* const kBuffers = "out: fp8e4m3[n], residual: T[n], residual_out: T[n], "
+                             "weight: T[hidden], scale: f32[1]";
+
+/// Parses, analyzes and proves `text`; the diagnostics, empty when it is proved.
+std::string check(const std::string& text) {
+  std::string diagnostics;
+  llvm::SourceMgr sources;
+  llvm::raw_string_ostream out(diagnostics);
+  Diagnostics diags(sources, out);
+  auto ast = parseSpecText(diags, text, "q.coll");
+  if (ast)
+    if (auto program = analyze(*ast, diags))
+      verify(*program, diags);
+  out.flush();
+  return diagnostics;
+}
+
+TEST(Quantize, StaticFp8SpecIsProved) {
+  EXPECT_EQ(check(quantSpec(kBuffers, "    residual_out = reduce(in, slot[peers]) + residual\n"
+                                      "    out = quantize(rmsnorm(residual_out, weight), "
+                                      "scale=scale)\n")),
+            "");
+}
+
+TEST(Quantize, AnIncompleteRowIsRefusedAsForRmsNorm) {
+  const std::string d = check(quantSpec(kBuffers, "    residual_out = in + residual\n"
+                                                  "    out = quantize(rmsnorm(residual_out, "
+                                                  "weight), scale=scale)\n"));
+  EXPECT_NE(d.find("'quantize(rmsnorm, scale)' reads row 0 of 'residual_out' on rank 0 before "
+                   "the row is complete"),
+            std::string::npos)
+      << d;
+}
+
+struct Refusal {
+  const char* what;
+  std::string buffers, step, message;
+};
+
+TEST(Quantize, MismatchedElementTypesAreRefusedAtTheirPlace) {
+  const std::string reduce = "    residual_out = reduce(in, slot[peers]) + residual\n";
+  const Refusal cases[] = {
+      {"an fp8 buffer as a reduce operand", kBuffers,
+       "    residual_out = reduce(in, slot[peers]) + out\n",
+       "q.coll:10:46: error: 'out' holds fp8e4m3 elements, but an operand must hold T; only a "
+       "quantizing row statement writes or reads a buffer of a fixed element type"},
+      {"rmsnorm into an fp8 target", kBuffers, reduce + "    out = rmsnorm(residual_out, weight)\n",
+       "error: the target 'out' holds fp8e4m3 elements, but 'rmsnorm' writes T; quantize the "
+       "result to store it as fp8e4m3"},
+      {"quantize into a T target",
+       "out: T[n], residual: T[n], residual_out: T[n], weight: T[hidden], scale: f32[1]",
+       reduce + "    out = quantize(rmsnorm(residual_out, weight), scale=scale)\n",
+       "error: the target 'out' holds T elements, but 'quantize(rmsnorm, scale)' writes fp8e4m3"},
+      {"a scale of T",
+       "out: fp8e4m3[n], residual: T[n], residual_out: T[n], weight: T[hidden], "
+       "scale: T[1]",
+       reduce + "    out = quantize(rmsnorm(residual_out, weight), scale=scale)\n",
+       "error: 'scale' holds T elements, but the scale of 'quantize(rmsnorm, scale)' must hold "
+       "f32"},
+      {"a scale of two elements",
+       "out: fp8e4m3[n], residual: T[n], residual_out: T[n], weight: T[hidden], "
+       "scale: f32[2]",
+       reduce + "    out = quantize(rmsnorm(residual_out, weight), scale=scale)\n",
+       "error: the scale 'scale' must hold one element: declare it as 'scale: f32[1]'"},
+      {"an unknown element type",
+       "out: fp8e5m2[n], residual: T[n], residual_out: T[n], weight: T[hidden], scale: f32[1]",
+       reduce,
+       "error: unknown element type 'fp8e5m2'; expected 'T' (the variant's, chosen with "
+       "--dtype) or f32, f16, bf16 or fp8e4m3"},
+      {"a put of an fp8 buffer", kBuffers,
+       reduce + "    for p in peers { put out -> p.slot[rank] }\n",
+       "error: 'out' holds fp8e4m3 elements, but the source of 'put' must hold T"},
+      {"another quantization keyword", kBuffers,
+       reduce + "    out = quantize(rmsnorm(residual_out, weight), block_scale=scale)\n",
+       "error: expected 'scale=S' (a per-tensor f32[1] scale) in 'quantize', found "
+       "'block_scale'"},
+  };
+  for (const Refusal& c : cases) {
+    const std::string d = check(quantSpec(c.buffers, c.step));
+    EXPECT_NE(d.find(c.message), std::string::npos) << c.what << ":\n" << d;
+  }
+  const std::string scratch =
+      check("collective q kind allreduce\n  buffers in: T[n], out: T[n]\n  scratch s: fp8e4m3[n]\n"
+            "{\n  step a { out = in }\n}\n");
+  EXPECT_NE(scratch.find("error: a scratch buffer holds the variant's elements: declare it 'T', "
+                         "not 'fp8e4m3'"),
+            std::string::npos)
+      << scratch;
+}
+
+/// The stdlib spec's programs for 2 ranks and rows of h.
+std::shared_ptr<const ir::Program> fp8Spec(int64_t h) {
+  auto source = loadSpec("allreduce_rmsnorm_fp8");
+  EXPECT_TRUE(bool(source)) << toString(source.takeError());
+  CompileOptions options;
+  options.rowLength = h;
+  std::string diagnostics;
+  DiagnosticText sink(diagnostics);
+  auto programs = lowerVariantPrograms(*source, options, sink);
+  EXPECT_TRUE(bool(programs)) << toString(programs.takeError()) << "\n" << diagnostics;
+  return programs->spec;
+}
+
+/// A call of 2 ranks, rows of h: in[r] as given, residual 0, weight 1, the scale S.
+interpret::Call fp8Call(int64_t h, const std::vector<Values>& in, double scale) {
+  interpret::Call call;
+  call.nranks = 2;
+  call.count = int64_t(in[0].size());
+  call.rowLength = h;
+  for (int r = 0; r < 2; ++r) {
+    call.input.push_back(in[size_t(r)]);
+    // Aux order: residual, residual_out (written), weight, scale.
+    call.aux.push_back({Values(in[0].size(), 0.0), Values(in[0].size(), 0.0),
+                        Values(size_t(h), 1.0), Values{scale}});
+  }
+  return call;
+}
+
+/// rmsnorm of one row (weight 1) in float64.
+Values normalized(const Values& y) {
+  double squares = 0;
+  for (double v : y)
+    squares += v * v;
+  const double factor = 1 / std::sqrt(squares / double(y.size()) + 1e-6);
+  Values out;
+  for (double v : y)
+    out.push_back(v * factor);
+  return out;
+}
+
+// Rows of 12 (not a multiple of 16): an ordinary row, an all-zero row, a row with a NaN and one
+// with an infinity, quantized with a small scale (so the largest values saturate).
+TEST(QuantizeInterpreted, RoundsAsTheDeviceWithSaturationNaNInfinityAndZeroRows) {
+  const int64_t h = 12;
+  auto spec = fp8Spec(h);
+  ASSERT_TRUE(spec);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  Values row0, zeros(size_t(h), 0.0), withNaN, withInf;
+  for (int64_t k = 0; k < h; ++k) {
+    row0.push_back(double(k) - 5.5);
+    withNaN.push_back(k == 3 ? nan : 1.0);
+    withInf.push_back(k == 4 ? inf : 2.0);
+  }
+  Values in0 = row0;
+  for (const Values* row : {&zeros, &withNaN, &withInf})
+    in0.insert(in0.end(), row->begin(), row->end());
+  const Values in1(in0.size(), 0.0); // rank 1 adds nothing
+  const double scale = 1.0 / 512;    // the largest |x| / scale pass 448: saturated
+  const interpret::Result result =
+      interpret::interpret(*spec, spec->steps, fp8Call(h, {in0, in1}, scale));
+  const Values& out = result.output[0];
+  const Values norm = normalized(row0);
+  int saturated = 0;
+  for (int64_t k = 0; k < h; ++k) {
+    const double want = fromE4M3(toE4M3(norm[size_t(k)] / scale));
+    EXPECT_EQ(out[size_t(k)], want) << k;
+    saturated += std::fabs(out[size_t(k)]) == kE4M3Max;
+  }
+  EXPECT_GT(saturated, 0);
+  EXPECT_LT(saturated, h);
+  for (int64_t k = 0; k < h; ++k) {
+    EXPECT_EQ(out[size_t(h + k)], 0.0) << "an all-zero row quantizes to zeros";
+    EXPECT_TRUE(std::isnan(out[size_t(2 * h + k)])) << "a NaN poisons its row";
+    // An infinity makes the row's factor 0: the infinity becomes NaN, every other element 0.
+    if (k == 4)
+      EXPECT_TRUE(std::isnan(out[size_t(3 * h + k)]));
+    else
+      EXPECT_EQ(out[size_t(3 * h + k)], 0.0) << k;
+  }
+}
+
+// With bounds: a value exactly on a midpoint between two codes may round either way on the device
+// and is counted; a value far from every boundary is held bit for bit (bound 0).
+TEST(QuantizeInterpreted, CountsValuesNearARoundingBoundary) {
+  const int64_t h = 16;
+  auto spec = fp8Spec(h);
+  ASSERT_TRUE(spec);
+  // One row of equal values normalizes to (almost) 1 each; scale 1/1.0625 puts 1 at 1.0625, the
+  // midpoint of 1 and 1.125; another row at 1 / 1.03 sits well inside 1's interval.
+  Values in0(size_t(2 * h), 3.0);
+  const Values in1(in0.size(), 0.0);
+  interpret::Rounding rounding{1e-6, 0x1p-126, 0x1p-7, 1e-5};
+  const interpret::BoundedResult near =
+      interpret::interpretBounded(*spec, spec->steps, fp8Call(h, {in0, in1}, 1 / 1.0625), rounding);
+  EXPECT_EQ(near.nearRoundingBoundary, 2 * 2 * h); // every element of both rows, on both ranks
+  EXPECT_EQ(near.bound.output[0][0], 0.125);
+  const interpret::BoundedResult inside =
+      interpret::interpretBounded(*spec, spec->steps, fp8Call(h, {in0, in1}, 1 / 1.03), rounding);
+  EXPECT_EQ(inside.nearRoundingBoundary, 0);
+  EXPECT_EQ(inside.value.output[0][0], 1.0);
+  EXPECT_EQ(inside.bound.output[0][0], 0.0);
+}
+
+} // namespace
+} // namespace collc
