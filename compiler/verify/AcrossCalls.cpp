@@ -327,9 +327,13 @@ private:
       Tracer tracer(program_, shape, arith, slotIds_, slots_);
       return tracer.run();
     };
+    // Classes of n modulo a period, first 1, split where a division needs it, as the one-call
+    // proof does (Verifier.cpp's Sweep): the classes a split leaves cover exactly the counts of
+    // the class they replace, so starting from the smallest period covers every n >= 1 and runs
+    // one class where a spec free of chunk(n) needs no more (8 * nranks of them before).
+    int64_t period = 1;
     try {
       for (int root = 0; root < roots; ++root) {
-        int64_t period = int64_t(collc::kChunkAlignElems) * nranks_;
         std::vector<int64_t> residues;
         for (int64_t residue = period - 1; residue >= 0; --residue)
           residues.push_back(residue);
@@ -477,7 +481,10 @@ private:
     std::vector<Knowledge> known = state.start; // per rank, as its threads go: start, barriers
     for (int r = 0; r < nranks_; ++r)
       known[size_t(r)][size_t(r)] = position(call, 0);
-    const std::vector<Knowledge> atStart = known;
+    // What every rank knew at its start, joined once: a barrier passes all of it on.
+    Knowledge allStarts(size_t(nranks_), 0);
+    for (const Knowledge& start : known)
+      join(allStarts, start);
     std::vector<Knowledge> gained = known;
     const std::vector<Event>& skeleton = skeletons_[size_t(config.root)];
     std::vector<Knowledge> writerKnew(skeleton.size()); // what each write's thread knew
@@ -496,10 +503,9 @@ private:
         // (a kernel starts when the one before it has finished), and a full barrier says every
         // block has finished the steps before it. A per-block barrier says so of block b for
         // block b: once every block of this rank has passed it (at its next call), of all.
-        for (int r = 0; r < nranks_; ++r) {
+        for (int r = 0; r < nranks_; ++r)
           mine[size_t(r)] = std::max(mine[size_t(r)], position(call, e.fullBarrier ? e.step : 0));
-          join(mine, atStart[size_t(r)]);
-        }
+        join(mine, allStarts);
         join(gained[size_t(e.rank)], mine);
         for (int r = 0; r < nranks_; ++r)
           gained[size_t(e.rank)][size_t(r)] =
@@ -529,14 +535,16 @@ private:
             read.load == ir::LoadKind::PollSentinel || read.load == ir::LoadKind::TakeLine;
         if (clears && !ordered(state, call, e, read.slot, copy, value, true))
           return false;
-        log(state, read.slot, copy, Access{e.rank, call, e.step, clears, e.loc});
+        if (checkedLater(call))
+          log(state, read.slot, copy, Access{e.rank, call, e.step, clears, e.loc});
       }
       if (e.writeSlot >= 0) {
         // User buffers are the caller's between calls; within one they carry what was known.
         if (isScratch(e.writeSlot)) {
           if (!ordered(state, call, e, e.writeSlot, copy, value, false))
             return false;
-          log(state, e.writeSlot, copy, Access{e.rank, call, e.step, true, e.loc});
+          if (checkedLater(call))
+            log(state, e.writeSlot, copy, Access{e.rank, call, e.step, true, e.loc});
         }
         writerKnew[i] = value;
       }
@@ -569,6 +577,12 @@ private:
     }
     return known;
   }
+
+  /// Whether a later call of the sequence uses the copy this call does (call + copies, ...): only
+  /// such a call checks this call's accesses (ordered() skips other copies and the call's own), so
+  /// the others are not logged. Exact: it drops what no check reads, and states that differ only in
+  /// it are then one state, run from once (explore). With k = copies + 1 only the first call logs.
+  bool checkedLater(int call) const { return call + rotation_.copies < calls_; }
 
   bool isScratch(int slot) const {
     return program_.buffers[size_t(slots_[size_t(slot)].buffer)].role == ir::BufferRole::Scratch;
