@@ -28,7 +28,10 @@ _OPS = ("sum", "max", "min")
 # The stdlib spec each op runs. AllReduce: one-shot up to 1 MiB per call, else two-shot.
 _SPECS = {"allgather": "allgather_direct", "reducescatter": "reducescatter_direct",
           "broadcast": "broadcast_direct", "reduce": "reduce_direct",
-          "alltoall": "alltoall_direct", "rmsnorm": "allreduce_rmsnorm"}
+          "alltoall": "alltoall_direct", "rmsnorm": "allreduce_rmsnorm",
+          "rmsnorm_fp8": "allreduce_rmsnorm_fp8"}
+# The quantized outputs fused_add_rms_norm_quant makes (dsl/README.md, Quantized outputs).
+_QUANTS = ("fp8",)
 _ONESHOT_LIMIT = 1 << 20
 # Instances a default heap holds at max_bytes (each op, type and operator used takes one).
 _DEFAULT_INSTANCES = 8
@@ -288,6 +291,21 @@ class Communicator:
             return _fused_add_rms_norm_eager(self, x, residual, weight, eps)
         return torch.ops.collc.fused_add_rms_norm(x, residual, weight, self.handle, eps)
 
+    def fused_add_rms_norm_quant(self, x, residual, weight, eps=1e-6, quant="fp8", scale=None):
+        """fused_add_rms_norm whose normalized rows are stored quantized for the next GEMM, in
+        one kernel: returns (q, scale, allreduce(x) + residual). quant="fp8": q is
+        torch.float8_e4m3fn, e4m3(rmsnorm(...) * weight / scale[0]) rounded to nearest even and
+        saturating at +-448, with the caller's per-tensor scale (a float32 tensor of one element
+        on this GPU), which is returned as given."""
+        if quant not in _QUANTS:
+            raise Error(f"quant={quant!r} is not one collc makes: {', '.join(_QUANTS)} (per-token "
+                        "FP8 and NVFP4 are not in this version)")
+        if scale is None:
+            raise Error("quant='fp8' needs scale=, a float32 tensor of one element")
+        q, residual_out = torch.ops.collc.fused_add_rms_norm_fp8(x, residual, weight, scale,
+                                                                self.handle, eps)
+        return q, scale, residual_out
+
     # ---- errors and lifetime
     def synchronize(self):
         """Waits, bounded by the watchdog's timeout, for this communicator's calls (the stream of
@@ -403,6 +421,17 @@ def _all_to_all_impl(c, x):
 
 
 def _fused_add_rms_norm_impl(c, x, residual, weight, eps):
+    hidden = _check_fused_rows(c, x, residual, weight, eps)
+    out = torch.empty_like(x)
+    residual_out = torch.empty_like(residual)
+    if x.numel():
+        instance = c._instance("rmsnorm", _DTYPES[x.dtype], row_length=hidden)
+        c._launch(instance, x, out, x.numel(), aux=(residual, residual_out, weight))
+    return out, residual_out
+
+
+def _check_fused_rows(c, x, residual, weight, eps):
+    """The rows fused_add_rms_norm and its quantized form take; returns the row length."""
     c._check(x, "allreduce")
     for t, what in ((residual, "residual"), (weight, "weight")):
         if t.dtype != x.dtype or not t.is_contiguous() or t.device != x.device:
@@ -413,11 +442,19 @@ def _fused_add_rms_norm_impl(c, x, residual, weight, eps):
                     f"elements (x: {x.numel()}, residual: {residual.numel()})")
     if eps != 1e-6:
         raise Error("this version compiles rmsnorm with eps = 1e-6 only")
-    out = torch.empty_like(x)
+    return hidden
+
+
+def _fused_add_rms_norm_fp8_impl(c, x, residual, weight, scale, eps):
+    hidden = _check_fused_rows(c, x, residual, weight, eps)
+    if (not isinstance(scale, torch.Tensor) or scale.dtype != torch.float32 or scale.numel() != 1
+            or scale.device != x.device):
+        raise Error(f"scale must be a float32 tensor of one element on {x.device}")
+    out = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device)
     residual_out = torch.empty_like(residual)
     if x.numel():
-        instance = c._instance("rmsnorm", _DTYPES[x.dtype], row_length=hidden)
-        c._launch(instance, x, out, x.numel(), aux=(residual, residual_out, weight))
+        instance = c._instance("rmsnorm_fp8", _DTYPES[x.dtype], row_length=hidden)
+        c._launch(instance, x, out, x.numel(), aux=(residual, residual_out, weight, scale))
     return out, residual_out
 
 
@@ -432,6 +469,8 @@ _LIB.define("reduce(Tensor x, int comm, int root, str op) -> Tensor")
 _LIB.define("all_to_all(Tensor x, int comm) -> Tensor")
 _LIB.define("fused_add_rms_norm(Tensor x, Tensor residual, Tensor weight, int comm, float eps) "
             "-> (Tensor, Tensor)")
+_LIB.define("fused_add_rms_norm_fp8(Tensor x, Tensor residual, Tensor weight, Tensor scale, "
+            "int comm, float eps) -> (Tensor, Tensor)")
 
 
 def _nranks(handle):
@@ -467,6 +506,14 @@ def _python_kernels():
     for kernel in (all_reduce, all_reduce_, all_gather, reduce_scatter, broadcast, reduce,
                    all_to_all, fused_add_rms_norm):
         _LIB.impl(kernel.__name__, kernel, "CUDA")
+
+
+def _fused_add_rms_norm_fp8_kernel(x, residual, weight, scale, comm, eps):
+    return _fused_add_rms_norm_fp8_impl(_communicator(comm), x, residual, weight, scale, eps)
+
+
+# The C++ kernels (torchops/) do not include the quantized op: it runs on the Python path on both.
+_LIB.impl("fused_add_rms_norm_fp8", _fused_add_rms_norm_fp8_kernel, "CUDA")
 
 
 def _make_instance(comm, kind, dtype, op, root, row_length, instance, in_place, status,
@@ -636,3 +683,9 @@ def _all_to_all_fake(x, comm):
 @torch.library.register_fake("collc::fused_add_rms_norm")
 def _fused_add_rms_norm_fake(x, residual, weight, comm, eps):
     return torch.empty_like(x), torch.empty_like(residual)
+
+
+@torch.library.register_fake("collc::fused_add_rms_norm_fp8")
+def _fused_add_rms_norm_fp8_fake(x, residual, weight, scale, comm, eps):
+    return torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device), \
+        torch.empty_like(residual)

@@ -25,7 +25,7 @@ def comm():
 
 def test_every_op_is_registered():
     for name in ("all_reduce", "all_reduce_", "all_gather", "reduce_scatter", "broadcast",
-                 "reduce", "all_to_all", "fused_add_rms_norm"):
+                 "reduce", "all_to_all", "fused_add_rms_norm", "fused_add_rms_norm_fp8"):
         assert hasattr(torch.ops.collc, name), name
 
 
@@ -44,6 +44,10 @@ def test_fake_implementations_give_the_shapes(comm):
         out, res = torch.ops.collc.fused_add_rms_norm(x, residual, weight, comm, 1e-6)
         assert out.shape == (64,) and res.shape == (64,)
         assert out.dtype == torch.bfloat16
+        scale = torch.empty(1, dtype=torch.float32)
+        q, res = torch.ops.collc.fused_add_rms_norm_fp8(x, residual, weight, scale, comm, 1e-6)
+        assert q.shape == (64,) and q.dtype == torch.float8_e4m3fn
+        assert res.shape == (64,) and res.dtype == torch.bfloat16
 
 
 def test_communicator_needs_an_initialized_group():
@@ -103,6 +107,15 @@ def test_both_paths_refuse_with_the_same_words(offline_comm):
     for eager, python in cases:
         assert refusal(eager) == refusal(python)
     assert "a tensor on cpu; this communicator runs on cuda:0" in refusal(cases[0][0])
+
+
+def test_quantized_fused_op_refuses_what_it_cannot_make(offline_comm):
+    c, x = offline_comm, torch.zeros(64)
+    assert "per-token FP8 and NVFP4 are not in this version" in refusal(
+        lambda: c.fused_add_rms_norm_quant(x, x, x[:16], quant="nvfp4"))
+    assert "needs scale=" in refusal(lambda: c.fused_add_rms_norm_quant(x, x, x[:16]))
+    assert "a tensor on cpu" in refusal(
+        lambda: ct._fused_add_rms_norm_fp8_impl(c, x, x, x[:16], torch.ones(1), 1e-6))
 
 
 def test_compiled_graphs_hold_the_ops(offline_comm):

@@ -24,6 +24,9 @@ Scenarios (`all` runs every one but `kill`):
   recreate   a Communicator closed and made again, three times
   mismatch   the checking mode: calls whose count, operator or dtype differ between ranks
   bootstrap  Communicators whose settings differ between ranks
+  quant      fused_add_rms_norm_quant (FP8 with a static scale) eagerly for every dtype and
+             1, 7 and 32 rows, then 100 replays of a CUDA graph of it, fresh inputs each time,
+             against float64 rounded to E4M3 (within one code where float rounding may differ)
   refusals   every refusal (type, layout, alignment, size, split, op, root, the fused op's
              buffers, a closed communicator) raises collc.Error with the Python path's words
   kill       the last rank kills itself in the middle of calls; the others must raise
@@ -448,6 +451,77 @@ def scenario_refusals(ranks):
                  "this communicator was closed")
 
 
+E4M3_MAX = 448.0
+
+
+def want_fp8(x, residual, weight, scale, rows):
+    """float64 reference of the quantized op: (residual_out, rmsnorm(residual_out) * weight /
+    scale clamped to E4M3's range), before the rounding to E4M3."""
+    total = x.detach().cpu().double()
+    dist.all_reduce(total)
+    residual_out = (total + residual.cpu().double()).view(rows, HIDDEN)
+    rms = (residual_out.pow(2).mean(dim=1, keepdim=True) + 1e-6).sqrt()
+    y = residual_out / rms * weight.cpu().double() / float(scale.item())
+    return residual_out.reshape(-1), y.clamp(-E4M3_MAX, E4M3_MAX).reshape(-1)
+
+
+def check_fp8(tally, what, q, want):
+    """q (float8_e4m3fn) against the float64 value: the same code, or its neighbour where the
+    kernel's float arithmetic may round the other way (one E4M3 step is at most 1/8 of the value;
+    2^-9 is the smallest step)."""
+    if q.dtype != torch.float8_e4m3fn:
+        tally.calls += 1
+        tally.wrong.append(f"{what}: dtype {q.dtype}, expected torch.float8_e4m3fn")
+        return
+    tally.close(what, q.float(), want, 0.126, 2.0**-9)
+    exact = (q.cpu().float().double() == want.float().to(torch.float8_e4m3fn).double())
+    if exact.double().mean() < 0.9:
+        tally.wrong.append(f"{what}: only {int(exact.sum())} of {exact.numel()} codes equal the "
+                           "float64 value rounded")
+
+
+def scenario_quant(ranks, replays=100):
+    r = ranks.rank
+    comm = ranks.comm(BIG)
+    scale = torch.tensor([0.004], device="cuda", dtype=torch.float32)  # some values saturate
+    tally = Tally()
+    start = time.monotonic()
+    for dtype in DTYPES:
+        weight = (values(0, HIDDEN, torch.float32, 5) / 8 + 1).to(dtype)
+        for rows in (1, 7, 32):
+            x = values(r, rows * HIDDEN, dtype, rows)
+            residual = values(r + 3, rows * HIDDEN, dtype, rows + 1)
+            q, scale_back, residual_out = comm.fused_add_rms_norm_quant(
+                x, residual, weight, quant="fp8", scale=scale)
+            want_residual, want_q = want_fp8(x, residual, weight, scale, rows)
+            tag = f"{str(dtype)[6:]} {rows} rows of {HIDDEN}"
+            tally.same(f"quant residual {tag}", residual_out, want_residual)
+            check_fp8(tally, f"quant fp8 {tag}", q, want_q)
+            if scale_back is not scale:
+                tally.wrong.append(f"quant {tag}: the scale returned is not the one given")
+    rows, dtype = 4, torch.bfloat16
+    x = values(r, rows * HIDDEN, dtype, 0)
+    residual = values(r + 3, rows * HIDDEN, dtype, 1)
+    weight = torch.ones(HIDDEN, device="cuda", dtype=dtype)
+    comm.fused_add_rms_norm_quant(x, residual, weight, scale=scale)  # ready outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        q, _, residual_out = comm.fused_add_rms_norm_quant(x, residual, weight, scale=scale)
+    for i in range(replays):
+        x.copy_(values(r, rows * HIDDEN, dtype, i))
+        residual.copy_(values(r + 3, rows * HIDDEN, dtype, i + 1))
+        graph.replay()
+        want_residual, want_q = want_fp8(x, residual, weight, scale, rows)
+        tally.same(f"quant graph replay {i} residual", residual_out, want_residual)
+        check_fp8(tally, f"quant graph replay {i}", q, want_q)
+    comm.synchronize()
+    del graph
+    comm.close()
+    tally.report(ranks, "quant", f" against float64, {replays} of them graph replays, "
+                 f"{time.monotonic() - start:.1f} s")
+
+
 def scenario_graphs_for(ranks):
     scenario_graphs(ranks, replays=200 if ranks.reduced else 1000)
 
@@ -456,6 +530,7 @@ SCENARIOS = {"ops": scenario_ops, "graphs": scenario_graphs_for, "compile": scen
              "counts": scenario_counts, "streams": scenario_streams,
              "recreate": scenario_recreate, "mismatch": scenario_mismatch,
              "bootstrap": scenario_bootstrap, "refusals": scenario_refusals,
+             "quant": scenario_quant,
              "kill": scenario_kill}
 
 
