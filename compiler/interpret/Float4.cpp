@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
 
 namespace collc {
 namespace {
@@ -20,6 +21,19 @@ double roundHalfEven(double v) {
   if (fraction < 0.5)
     return down;
   return std::fmod(down, 2.0) == 0 ? down : down + 1;
+}
+
+/// Whether `round`, monotone, may round x either way when x is off by `relativeError` of itself.
+template <typename Round> bool roundsEitherWay(double x, double relativeError, Round round) {
+  return round(x * (1 - relativeError)) != round(x * (1 + relativeError));
+}
+
+double blockAmax(const std::vector<double>& row, size_t begin, size_t end) {
+  double amax = 0;
+  for (size_t i = begin; i < end; ++i)
+    if (!std::isnan(row[i]))
+      amax = std::max(amax, std::fabs(row[i]));
+  return amax;
 }
 
 } // namespace
@@ -50,25 +64,12 @@ double fromE2M1(uint8_t code) {
   return (code & kSignBit) ? -magnitude : magnitude;
 }
 
-bool nearE2M1Boundary(double x, double relativeError) {
-  static constexpr double kBoundaries[] = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0};
-  const double a = std::fabs(x);
-  for (double boundary : kBoundaries)
-    if (std::fabs(a - boundary) <= relativeError * a)
-      return true;
-  return false;
-}
-
 Nvfp4Row quantizeNvfp4(const std::vector<double>& row, double globalScale) {
   Nvfp4Row result;
   result.packed.assign((row.size() + 1) / 2, 0);
   for (size_t begin = 0; begin < row.size(); begin += kNvfp4BlockSize) {
     const size_t end = std::min(row.size(), begin + kNvfp4BlockSize);
-    double amax = 0;
-    for (size_t i = begin; i < end; ++i)
-      if (!std::isnan(row[i]))
-        amax = std::max(amax, std::fabs(row[i]));
-    const uint8_t scaleBits = toE4M3(globalScale * amax / kE2M1Max);
+    const uint8_t scaleBits = toE4M3(globalScale * blockAmax(row, begin, end) / kE2M1Max);
     const double scale = fromE4M3(scaleBits);
     const double factor = scale != 0 ? globalScale / scale : 0;
     for (size_t i = begin; i < end; ++i)
@@ -76,6 +77,44 @@ Nvfp4Row quantizeNvfp4(const std::vector<double>& row, double globalScale) {
     result.scales.push_back(scaleBits);
   }
   return result;
+}
+
+void compareNvfp4Row(const std::vector<double>& row, double globalScale, const uint8_t* packed,
+                     const uint8_t* scales, double relativeError, const std::string& where,
+                     Nvfp4Agreement& agreement) {
+  const Nvfp4Row reference = quantizeNvfp4(row, globalScale);
+  auto differs = [&](const std::string& what, int got, int expected) {
+    if (agreement.differences++ == 0)
+      agreement.firstDifference =
+          fmt::format("{}: {} is {:#x}, the reference {:#x}", where, what, got, expected);
+  };
+  for (size_t block = 0; block < reference.scales.size(); ++block) {
+    const size_t begin = block * kNvfp4BlockSize;
+    const size_t end = std::min(row.size(), begin + kNvfp4BlockSize);
+    ++agreement.blocks;
+    const double argument = globalScale * blockAmax(row, begin, end) / kE2M1Max;
+    if (roundsEitherWay(argument, relativeError, toE4M3)) {
+      ++agreement.blocksNearABoundary;
+      continue;
+    }
+    if (scales[block] != reference.scales[block]) {
+      differs(fmt::format("block {}'s scale", block), scales[block], reference.scales[block]);
+      continue;
+    }
+    const double scale = fromE4M3(reference.scales[block]);
+    const double factor = scale != 0 ? globalScale / scale : 0;
+    for (size_t i = begin; i < end; ++i) {
+      ++agreement.elements;
+      if (roundsEitherWay(row[i] * factor, relativeError, toE2M1)) {
+        ++agreement.elementsNearABoundary;
+        continue;
+      }
+      const int got = (packed[i / 2] >> (i % 2 * 4)) & 0xf;
+      const int expected = (reference.packed[i / 2] >> (i % 2 * 4)) & 0xf;
+      if (got != expected)
+        differs(fmt::format("element {} ({})", i, row[i]), got, expected);
+    }
+  }
 }
 
 uint64_t nvfp4SwizzledBytes(uint64_t rows, uint64_t blocksPerRow) {

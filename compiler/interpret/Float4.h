@@ -13,7 +13,7 @@
 //   q[i]  = E2M1(x[i] * factor), factor = G / SF, or 0 where SF is 0;
 // so that x[i] ≈ q[i] * SF / G. The kernel computes the same in float, in an order fixed by
 // compiler/device/quant_nvfp4.cuh; the two differ only where a float64 value lies within the float
-// computation's error of a rounding boundary (nearE2M1Boundary).
+// computation's error of a rounding boundary (compareNvfp4Row).
 //
 // The packed row holds element 2i in the low nibble of byte i and element 2i+1 in its high nibble
 // (an odd row's last high nibble is 0). The block scales of a matrix of rows are laid out either
@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace collc {
@@ -39,10 +40,6 @@ uint8_t toE2M1(double x);
 /// The value of the E2M1 code in the low 4 bits of `code`.
 double fromE2M1(uint8_t code);
 
-/// Whether |x| lies within `relativeError` * |x| of one of the magnitudes where E2M1's rounding
-/// changes (0.25, 0.75, 1.25, 1.75, 2.5, 3.5 and 5).
-bool nearE2M1Boundary(double x, double relativeError);
-
 /// One row quantized: `packed` holds (length + 1) / 2 bytes, `scales` one E4M3 per block
 /// ((length + 15) / 16).
 struct Nvfp4Row {
@@ -52,6 +49,28 @@ struct Nvfp4Row {
 
 /// `row` quantized with the global scale `globalScale`, as described above.
 Nvfp4Row quantizeNvfp4(const std::vector<double>& row, double globalScale);
+
+/// How rows quantized by a kernel compare with the reference. A block whose float64 scale argument
+/// G * amax / 6 lies within the kernel's error of an E4M3 rounding boundary may get either scale,
+/// and its elements follow: it is counted, not compared. Of the other blocks, the scale must be
+/// the reference's, and each element must be too unless its float64 argument x * G / SF lies within
+/// the error of an E2M1 rounding boundary (counted, not compared).
+struct Nvfp4Agreement {
+  int64_t blocks = 0;
+  int64_t blocksNearABoundary = 0;
+  int64_t elements = 0; // of the blocks compared
+  int64_t elementsNearABoundary = 0;
+  int64_t differences = 0; // scales and elements that differ where they must not
+  std::string firstDifference;
+};
+
+/// Adds one row to `agreement`: the kernel's `packed` ((length + 1) / 2 bytes) and `scales`
+/// ((length + 15) / 16) against quantizeNvfp4(row, globalScale), where the kernel computes each
+/// scale's and element's argument within `relativeError` of its float64 value. `where` names the
+/// row in firstDifference.
+void compareNvfp4Row(const std::vector<double>& row, double globalScale, const uint8_t* packed,
+                     const uint8_t* scales, double relativeError, const std::string& where,
+                     Nvfp4Agreement& agreement);
 
 /// The bytes of the 128x4-swizzled block-scale matrix of `rows` rows of `blocksPerRow` blocks:
 /// rows padded to a multiple of 128, blocks per row to a multiple of 4.

@@ -66,12 +66,7 @@ TEST(Float4, EveryBoundaryTiesToEvenAndItsNeighboursGoToTheNearer) {
       EXPECT_EQ(toE2M1(-x), nearestCode(-x)) << -x;
     }
     EXPECT_NE(toE2M1(below), toE2M1(above)) << "the rounding changes at " << mid;
-    EXPECT_TRUE(nearE2M1Boundary(below, 1e-9));
-    EXPECT_TRUE(nearE2M1Boundary(-above, 1e-9));
-    EXPECT_FALSE(nearE2M1Boundary(mid * (1 + 1e-6), 1e-9));
   }
-  EXPECT_FALSE(nearE2M1Boundary(0.0, 1e-6));
-  EXPECT_FALSE(nearE2M1Boundary(6.0, 1e-6)) << "saturation is no rounding boundary";
 }
 
 TEST(Float4, RandomValuesRoundToTheNearest) {
@@ -197,6 +192,63 @@ TEST(Float4, APartialLastBlockIsTheRowPaddedWithZeros) {
     }
   }
   EXPECT_TRUE(quantizeNvfp4({}, 1.0).packed.empty());
+}
+
+TEST(Float4, TheReferenceAgreesWithItself) {
+  std::mt19937_64 random(6);
+  std::normal_distribution<double> values(0.0, 2.0);
+  std::vector<double> row(40);
+  for (double& x : row)
+    x = values(random);
+  const Nvfp4Row reference = quantizeNvfp4(row, 300.0);
+  Nvfp4Agreement agreement;
+  compareNvfp4Row(row, 300.0, reference.packed.data(), reference.scales.data(), 1e-7, "row 0",
+                  agreement);
+  EXPECT_EQ(agreement.blocks, 3);
+  EXPECT_EQ(agreement.blocks - agreement.blocksNearABoundary, 3) << "random values are not near";
+  EXPECT_EQ(agreement.elements, 40);
+  EXPECT_EQ(agreement.differences, 0);
+  EXPECT_EQ(agreement.firstDifference, "");
+}
+
+TEST(Float4, AWrongElementOrScaleIsADifference) {
+  // amax 6, G 1: SF = E4M3(1) = 0x38, factor 1; the elements are their own codes' values.
+  std::vector<double> row = {6, 1, 0.5, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4};
+  Nvfp4Row kernel = quantizeNvfp4(row, 1.0);
+  kernel.packed[1] ^= 0x10; // element 3: 3 (code 5) becomes 2 (code 4)
+  Nvfp4Agreement agreement;
+  compareNvfp4Row(row, 1.0, kernel.packed.data(), kernel.scales.data(), 1e-7, "row 7", agreement);
+  EXPECT_EQ(agreement.differences, 1);
+  EXPECT_EQ(agreement.firstDifference, "row 7: element 3 (3) is 0x4, the reference 0x5");
+  kernel = quantizeNvfp4(row, 1.0);
+  kernel.scales[0] = 0x39;
+  compareNvfp4Row(row, 1.0, kernel.packed.data(), kernel.scales.data(), 1e-7, "row 8", agreement);
+  EXPECT_EQ(agreement.differences, 2);
+  EXPECT_EQ(agreement.blocks, 2);
+  EXPECT_EQ(agreement.elements, 16) << "a block with a wrong scale has no element compared";
+}
+
+TEST(Float4, ValuesWithinTheErrorOfABoundaryAreCountedNotCompared) {
+  // G * amax / 6 = 1.0625, the midpoint of the E4M3 values 1 and 1.125: either scale may come out.
+  std::vector<double> row(16, 0.0);
+  row[0] = 6;
+  Nvfp4Row kernel = quantizeNvfp4(row, 1.0625);
+  kernel.scales[0] = 0x39;
+  kernel.packed[0] = 0x6;
+  Nvfp4Agreement agreement;
+  compareNvfp4Row(row, 1.0625, kernel.packed.data(), kernel.scales.data(), 1e-7, "", agreement);
+  EXPECT_EQ(agreement.blocksNearABoundary, 1);
+  EXPECT_EQ(agreement.differences, 0);
+  // amax 6, G 1: factor 1; 2.5 is the midpoint of 2 and 3: either code may come out. 2.6 is not.
+  row = {6, 2.5, 2.6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  kernel = quantizeNvfp4(row, 1.0);
+  kernel.packed[0] = uint8_t((kernel.packed[0] & 0x0f) | 0x50); // 2.5 as 3 instead of 2
+  compareNvfp4Row(row, 1.0, kernel.packed.data(), kernel.scales.data(), 1e-7, "", agreement);
+  EXPECT_EQ(agreement.elementsNearABoundary, 1);
+  EXPECT_EQ(agreement.differences, 0);
+  kernel.packed[1] = uint8_t(kernel.packed[1] ^ 0x1); // 2.6 as 2 instead of 3
+  compareNvfp4Row(row, 1.0, kernel.packed.data(), kernel.scales.data(), 1e-7, "", agreement);
+  EXPECT_EQ(agreement.differences, 1);
 }
 
 /// The 128x4 layout built tile by tile: tiles in row-major order, and within a tile 32 lines of

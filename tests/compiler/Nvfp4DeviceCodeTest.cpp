@@ -100,61 +100,39 @@ void quantizeBlock(const float* x, int n, float g, unsigned& scale, std::vector<
     bytes.push_back(uint8_t(nvfp4_quantize_pair(x[i], i + 1 < n ? x[i + 1] : 0.0f, factor)));
 }
 
-/// Whether a monotone rounding gives different results across x's relative neighbourhood
-/// (1 ± relativeError) x: the float computation may round either way.
-template <typename Round> bool ambiguous(double x, double relativeError, Round round) {
-  return round(x * (1 - relativeError)) != round(x * (1 + relativeError));
-}
-
 // The kernel's float arithmetic against the float64 reference on bf16 values: the same bits except
 // where the float64 value of a scale or an element lies within the float computation's error of a
 // rounding boundary (three roundings before a scale, two before an element: a relative 2^-22
 // bounds them), and such cases are rare.
-TEST(Nvfp4DeviceCode, BlocksAreTheReferenceExceptWithinFloatErrorOfABoundary) {
+TEST(Nvfp4DeviceCode, RowsAreTheReferenceExceptWithinFloatErrorOfABoundary) {
   std::mt19937_64 random(16);
   std::normal_distribution<double> values(0.0, 1.0);
   std::uniform_real_distribution<double> exponents(-10.0, 10.0);
-  const double relativeError = std::ldexp(1.0, -22);
-  int blocks = 0, elements = 0, ambiguousScales = 0, ambiguousElements = 0;
-  for (int trial = 0; trial < 20000; ++trial) {
+  Nvfp4Agreement agreement;
+  for (int trial = 0; trial < 2000; ++trial) {
     const double magnitude = std::exp2(exponents(random));
-    std::vector<float> x(16);
-    std::vector<double> row(16);
-    for (int i = 0; i < 16; ++i) {
-      // A bf16 value: the elements a kernel quantizes are its element type's.
-      x[i] = floatOf(nvfp4_float_bits(float(values(random) * magnitude)) & 0xffff0000u);
-      row[i] = x[i];
-    }
+    std::vector<float> x(160);
+    for (float& v : x) // a bf16 value: the elements a kernel quantizes are its element type's
+      v = floatOf(nvfp4_float_bits(float(values(random) * magnitude)) & 0xffff0000u);
     const float g = float(448.0 * 6.0 / (magnitude * 3) * std::exp2(exponents(random) / 10));
-    unsigned scale = 0;
-    std::vector<uint8_t> bytes;
-    quantizeBlock(x.data(), 16, g, scale, bytes);
-    const Nvfp4Row reference = quantizeNvfp4(row, double(g));
-    ++blocks;
-    double amax = 0;
-    for (double v : row)
-      amax = std::max(amax, std::fabs(v));
-    if (ambiguous(double(g) * amax / 6, relativeError, toE4M3)) {
-      ++ambiguousScales;
-      continue;
+    std::vector<uint8_t> packed, scales;
+    for (int block = 0; block < 10; ++block) {
+      unsigned scale = 0;
+      quantizeBlock(x.data() + 16 * block, 16, g, scale, packed);
+      scales.push_back(uint8_t(scale));
     }
-    ASSERT_EQ(scale, reference.scales[0]) << "trial " << trial;
-    const double factor = double(g) / fromE4M3(reference.scales[0]);
-    for (int i = 0; i < 16; ++i) {
-      ++elements;
-      const unsigned got = (bytes[i / 2] >> (i % 2 * 4)) & 0xf;
-      const unsigned expected = (reference.packed[i / 2] >> (i % 2 * 4)) & 0xf;
-      if (ambiguous(row[i] * factor, relativeError, toE2M1)) {
-        ++ambiguousElements;
-        continue;
-      }
-      ASSERT_EQ(got, expected) << "trial " << trial << " element " << i << ": " << row[i];
-    }
+    compareNvfp4Row(std::vector<double>(x.begin(), x.end()), double(g), packed.data(),
+                    scales.data(), std::ldexp(1.0, -22), "trial " + std::to_string(trial),
+                    agreement);
   }
-  std::printf("%d blocks: %d scales within float error of a boundary; %d elements: %d within it\n",
-              blocks, ambiguousScales, elements, ambiguousElements);
-  EXPECT_LT(ambiguousScales, blocks / 100);
-  EXPECT_LT(ambiguousElements, elements / 100);
+  std::printf("%lld blocks: %lld within float error of a scale's rounding boundary; %lld "
+              "elements compared: %lld within it\n",
+              (long long)agreement.blocks, (long long)agreement.blocksNearABoundary,
+              (long long)agreement.elements, (long long)agreement.elementsNearABoundary);
+  EXPECT_EQ(agreement.differences, 0) << agreement.firstDifference;
+  EXPECT_EQ(agreement.blocks, 20000);
+  EXPECT_LT(agreement.blocksNearABoundary, agreement.blocks / 100);
+  EXPECT_LT(agreement.elementsNearABoundary, agreement.elements / 100);
 }
 
 TEST(Nvfp4DeviceCode, SpecialBlocksAreTheReference) {

@@ -87,11 +87,6 @@ float floatOf(uint32_t bits) {
   return x;
 }
 
-/// Whether a monotone rounding gives different results across (1 ± relativeError) x.
-template <typename Round> bool ambiguous(double x, double relativeError, Round round) {
-  return round(x * (1 - relativeError)) != round(x * (1 + relativeError));
-}
-
 class Nvfp4Gpu : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -224,52 +219,30 @@ TEST_F(Nvfp4Gpu, BlocksAreTheReferenceExceptWithinFloatErrorOfABoundary) {
                              cudaMemcpyDeviceToHost),
                   cudaSuccess);
 
-        uint64_t ambiguousScales = 0, ambiguousElements = 0, differ = 0, checked = 0;
+        Nvfp4Agreement agreement;
         for (uint64_t r = 0; r < rows; ++r) {
-          const std::vector<double> row(x.begin() + r * hidden, x.begin() + (r + 1) * hidden);
-          const Nvfp4Row reference = quantizeNvfp4(row, double(g));
-          for (uint64_t c = 0; c < blocksPerRow; ++c) {
-            const uint64_t b = r * blocksPerRow + c;
-            ASSERT_EQ(swizzledScales[nvfp4SwizzledOffset(r, c, blocksPerRow)], scales[b]);
-            double blockMax = 0;
-            for (uint64_t i = c * 16; i < c * 16 + 16; ++i)
-              if (!std::isnan(row[i]))
-                blockMax = std::max(blockMax, std::fabs(row[i]));
-            if (ambiguous(double(g) * blockMax / 6, relativeError, toE4M3)) {
-              ++ambiguousScales;
-              continue;
-            }
-            if (scales[b] != reference.scales[c] && ++differ <= 5)
-              ADD_FAILURE() << arch << " hidden " << hidden << " row " << r << " block " << c
-                            << ": scale " << int(scales[b]) << ", the reference "
-                            << int(reference.scales[c]);
-            const double factor =
-                fromE4M3(reference.scales[c]) == 0 ? 0 : double(g) / fromE4M3(reference.scales[c]);
-            for (uint64_t i = c * 16; i < c * 16 + 16; ++i) {
-              ++checked;
-              if (ambiguous(row[i] * factor, relativeError, toE2M1)) {
-                ++ambiguousElements;
-                continue;
-              }
-              const unsigned got = (packed[b * 8 + (i % 16) / 2] >> (i % 2 * 4)) & 0xf;
-              const unsigned expected = (reference.packed[i / 2] >> (i % 2 * 4)) & 0xf;
-              if (got != expected && ++differ <= 5)
-                ADD_FAILURE() << arch << " hidden " << hidden << " row " << r << " element " << i
-                              << " (" << row[i] << "): " << got << ", the reference " << expected;
-            }
-          }
+          for (uint64_t c = 0; c < blocksPerRow; ++c)
+            ASSERT_EQ(swizzledScales[nvfp4SwizzledOffset(r, c, blocksPerRow)],
+                      scales[r * blocksPerRow + c])
+                << "row " << r << " block " << c;
+          compareNvfp4Row(std::vector<double>(x.begin() + r * hidden, x.begin() + (r + 1) * hidden),
+                          double(g), &packed[r * hidden / 2], &scales[r * blocksPerRow],
+                          relativeError, fmt::format("{} hidden {} row {}", arch, hidden, r),
+                          agreement);
         }
         // Padding: the swizzled matrix's bytes past the rows' blocks are the kernel's to leave.
         uint64_t untouched = 0;
         for (uint8_t byte : swizzledScales)
           untouched += byte == 0xab;
-        EXPECT_EQ(differ, 0u);
+        EXPECT_EQ(agreement.differences, 0) << agreement.firstDifference;
         EXPECT_EQ(untouched, swizzledBytes - blocks) << "the swizzled offsets are not one-to-one";
-        std::printf("nvfp4 blocks on %s, hidden %llu, G %g: %llu blocks (%llu scales within float "
-                    "error of a rounding boundary), %llu elements (%llu within it), %llu differ\n",
-                    arch.c_str(), (unsigned long long)hidden, double(g), (unsigned long long)blocks,
-                    (unsigned long long)ambiguousScales, (unsigned long long)checked,
-                    (unsigned long long)ambiguousElements, (unsigned long long)differ);
+        std::printf("nvfp4 blocks on %s, hidden %llu, G %g: %lld blocks (%lld within float error "
+                    "of a scale's rounding boundary), %lld elements compared (%lld within it), "
+                    "%lld differ\n",
+                    arch.c_str(), (unsigned long long)hidden, double(g),
+                    (long long)agreement.blocks, (long long)agreement.blocksNearABoundary,
+                    (long long)agreement.elements, (long long)agreement.elementsNearABoundary,
+                    (long long)agreement.differences);
       }
 }
 
