@@ -2,9 +2,9 @@
 // Float4.h, Float8.h): the conversions on every float of the ranges where they round, with the
 // instructions the GPU's architecture has (and, on the sm_100 to sm_120 families, also compiled
 // for the family, so that the e2m1 instruction runs); and whole rows of bf16 values quantized in
-// blocks, their scales written linearly and swizzled. Bits must agree except where the float64
-// value of a scale or an element lies within the float computation's error of a rounding
-// boundary; those are counted and printed.
+// blocks, their scales written linearly and swizzled; and rows_nvfp4.cuh's row loops. Bits must
+// agree except where the float64 value of a scale or an element lies within the float computation's
+// error of a rounding boundary; those are counted and printed.
 #include "GpuTestMain.h"
 #include "compiler/CudaCodeGen.h"
 #include "compiler/DevicePrelude.h"
@@ -72,6 +72,36 @@ extern "C" __global__ void nvfp4_blocks(const __grid_constant__ collc_params par
                      blocksPerRow);
 }
 
+/// A row loop as the code generator prints it, calling rows_nvfp4.cuh: rows of kHidden floats, one
+/// block per row, kThreads threads of kVec elements; scales linear, or swizzled with `swizzled`.
+std::string rowsSource(int vec, int threads, uint64_t hidden, bool swizzled) {
+  return std::string(kernelAbiHeader()) +
+         fmt::format("typedef unsigned long long u64;\n"
+                     "constexpr int kVec = {};\n"
+                     "constexpr int kThreads = {};\n"
+                     "constexpr u64 kHidden = {};\n",
+                     vec, threads, hidden) +
+         deviceFile("quant_nvfp4.cuh") + deviceFile("rows_nvfp4.cuh") +
+         fmt::format(R"cuda(
+extern "C" __global__ void nvfp4_rows(const __grid_constant__ collc_params params) {{
+  const float* in = static_cast<const float*>(params.in);
+  unsigned char* packed = static_cast<unsigned char*>(params.out);
+  const float global_scale = *static_cast<const float*>(params.aux[0]);
+  unsigned char* scales = static_cast<unsigned char*>(params.aux[1]);
+  for (u64 row = blockIdx.x; row < params.count; row += gridDim.x) {{
+    const u64 row_begin = row * kHidden, row_end = row_begin + kHidden;
+    for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{
+      float x[kVec];
+      for (int e = 0; e < kVec; ++e)
+        x[e] = in[i + e];
+      nvfp4_store_vector<{}>(packed + row_begin / 2, scales, row, i - row_begin, x, global_scale);
+    }}
+  }}
+}}
+)cuda",
+                     swizzled);
+}
+
 /// GPU 0's architecture, and its family's target where it has the e2m1 instruction.
 std::vector<std::string> archsOfGpu0() {
   std::vector<std::string> archs = {gpuArch(0)};
@@ -93,9 +123,12 @@ protected:
     // NVRTC needs no GPU: the kernels compile everywhere, they run where a GPU is.
     JitOptions jit;
     jit.arch = "sm_90";
-    auto cubin = compileCuda(kernelSource(256), "nvfp4_gpu_test", JitOutput::Cubin, jit);
-    ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError());
-    EXPECT_EQ(cubin->log.find("warning"), std::string::npos) << cubin->log;
+    for (const std::string& source :
+         {kernelSource(256), rowsSource(1, 128, 2048, true), rowsSource(8, 1024, 5120, false)}) {
+      auto cubin = compileCuda(source, "nvfp4_gpu_test", JitOutput::Cubin, jit);
+      ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError());
+      EXPECT_EQ(cubin->log.find("warning"), std::string::npos) << cubin->log;
+    }
     Expected<int> count = gpuCount();
     if (!count)
       GTEST_SKIP() << toString(count.takeError());
@@ -244,6 +277,92 @@ TEST_F(Nvfp4Gpu, BlocksAreTheReferenceExceptWithinFloatErrorOfABoundary) {
                     (long long)agreement.elements, (long long)agreement.elementsNearABoundary,
                     (long long)agreement.differences);
       }
+}
+
+// rows_nvfp4.cuh in the row loops of every vector width and two block sizes, for the hidden sizes
+// and token counts of the fused epilogues: the lanes of a block share its amax, store its bytes and
+// its scale where the layout says.
+TEST_F(Nvfp4Gpu, RowLoopsQuantizeEachBlockOfLanesAsTheReference) {
+  const double relativeError = std::ldexp(1.0, -22);
+  std::mt19937_64 random(4096);
+  std::normal_distribution<double> values(0.0, 1.0);
+  std::uniform_real_distribution<double> exponents(-6.0, 6.0);
+  const uint64_t maxRows = 64;
+  const std::string arch = gpuArch(0);
+  int64_t cases = 0;
+  Nvfp4Agreement total;
+  for (int vec : {1, 2, 4, 8})
+    for (int threads : {128, 1024})
+      for (uint64_t hidden : {2048, 4096, 5120, 8192})
+        for (bool swizzled : {false, true}) {
+          JitOptions jit;
+          jit.arch = arch;
+          auto cubin = compileCuda(rowsSource(vec, threads, hidden, swizzled), "nvfp4_rows",
+                                   JitOutput::Cubin, jit);
+          ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError());
+          auto kernel = LoadedKernel::load({0}, cubin->image, "nvfp4_rows");
+          ASSERT_TRUE(bool(kernel)) << toString(kernel.takeError());
+          std::vector<float> x(maxRows * hidden);
+          for (uint64_t r = 0; r < maxRows; ++r) {
+            const double magnitude = std::exp2(exponents(random));
+            for (uint64_t i = 0; i < hidden; ++i)
+              x[r * hidden + i] = float(values(random) * magnitude);
+          }
+          const float g = float(448.0 * 6.0 / 16.0);
+          const uint64_t blocksPerRow = hidden / 16;
+          auto in = DeviceBuffer::allocate(0, x.size() * sizeof(float));
+          auto out = DeviceBuffer::allocate(0, maxRows * hidden / 2);
+          auto scale = DeviceBuffer::allocate(0, sizeof(float));
+          auto scales = DeviceBuffer::allocate(0, nvfp4SwizzledBytes(maxRows, blocksPerRow));
+          ASSERT_TRUE(in && out && scale && scales);
+          ASSERT_EQ(cudaMemcpy(in->get(), x.data(), in->bytes(), cudaMemcpyHostToDevice),
+                    cudaSuccess);
+          ASSERT_EQ(cudaMemcpy(scale->get(), &g, sizeof g, cudaMemcpyHostToDevice), cudaSuccess);
+          for (uint64_t rows : {1, 13, 64}) {
+            ASSERT_EQ(cudaMemset(out->get(), 0, out->bytes()), cudaSuccess);
+            ASSERT_EQ(cudaMemset(scales->get(), 0, scales->bytes()), cudaSuccess);
+            collc_params params{};
+            params.in = in->get();
+            params.out = out->get();
+            params.count = rows;
+            params.aux[0] = scale->get();
+            params.aux[1] = scales->get();
+            ASSERT_FALSE(
+                bool((*kernel)->launch(0, dim3(unsigned(rows)), dim3(threads), params, nullptr)));
+            std::vector<uint8_t> packed(rows * hidden / 2), matrix(scales->bytes());
+            ASSERT_EQ(cudaMemcpy(packed.data(), out->get(), packed.size(), cudaMemcpyDeviceToHost),
+                      cudaSuccess);
+            ASSERT_EQ(
+                cudaMemcpy(matrix.data(), scales->get(), matrix.size(), cudaMemcpyDeviceToHost),
+                cudaSuccess);
+            Nvfp4Agreement agreement;
+            for (uint64_t r = 0; r < rows; ++r) {
+              std::vector<uint8_t> rowScales(blocksPerRow);
+              for (uint64_t c = 0; c < blocksPerRow; ++c)
+                rowScales[c] = matrix[swizzled ? nvfp4SwizzledOffset(r, c, blocksPerRow)
+                                               : r * blocksPerRow + c];
+              compareNvfp4Row(
+                  std::vector<double>(x.begin() + r * hidden, x.begin() + (r + 1) * hidden),
+                  double(g), &packed[r * hidden / 2], rowScales.data(), relativeError,
+                  fmt::format("kVec {} kThreads {} hidden {} {} scales, row {} of {}", vec, threads,
+                              hidden, swizzled ? "swizzled" : "linear", r, rows),
+                  agreement);
+            }
+            EXPECT_EQ(agreement.differences, 0) << agreement.firstDifference;
+            EXPECT_EQ(agreement.blocks, int64_t(rows * blocksPerRow));
+            total.blocks += agreement.blocks;
+            total.blocksNearABoundary += agreement.blocksNearABoundary;
+            total.elements += agreement.elements;
+            total.elementsNearABoundary += agreement.elementsNearABoundary;
+            total.differences += agreement.differences;
+            ++cases;
+          }
+        }
+  std::printf("nvfp4 row loops on %s: %lld cases, %lld blocks (%lld within float error of a "
+              "scale's rounding boundary), %lld elements compared (%lld within it), %lld differ\n",
+              arch.c_str(), (long long)cases, (long long)total.blocks,
+              (long long)total.blocksNearABoundary, (long long)total.elements,
+              (long long)total.elementsNearABoundary, (long long)total.differences);
 }
 
 } // namespace

@@ -105,6 +105,7 @@ std::vector<DeviceCase> allCases() {
       {"ll128", {"ll128.cuh"}, {16}, false},
       {"atomic_lines", {"atomic_lines.cuh"}, {16}, true},
       {"quant_nvfp4", {"quant_nvfp4.cuh"}, {16}, false},
+      {"rows_nvfp4", {"quant_nvfp4.cuh", "rows_nvfp4.cuh"}, {16, 8, 4, 2}, false},
   };
   std::vector<DeviceCase> cases;
   for (const Driver& driver : drivers)
