@@ -164,8 +164,8 @@ TEST(DeviceFiles, Nvfp4ConvertsWithTheInstructionsTheArchitectureHas) {
   const Expected cases[] = {
       {"sm_80", false, false}, {"sm_89", false, true},  {"sm_90", false, true},
       {"sm_90a", false, true}, {"sm_100", false, true}, {"sm_100a", true, true},
-      {"sm_100f", true, true}, {"sm_103a", true, true}, {"sm_120", false, true},
-      {"sm_120a", true, true}, {"sm_120f", true, true}};
+      {"sm_100f", true, true}, {"sm_103a", true, true}, {"sm_110f", true, true},
+      {"sm_120", false, true}, {"sm_120a", true, true}, {"sm_120f", true, true}};
   for (const Expected& expected : cases) {
     const DeviceCase c{
         "quant_nvfp4", {"quant_nvfp4.cuh"}, DType::F32, ReduceOp::Sum, expected.arch, 16, ""};
