@@ -104,6 +104,8 @@ std::vector<DeviceCase> allCases() {
        false},
       {"ll128", {"ll128.cuh"}, {16}, false},
       {"atomic_lines", {"atomic_lines.cuh"}, {16}, true},
+      {"quant_nvfp4", {"quant_nvfp4.cuh"}, {16}, false},
+      {"rows_nvfp4", {"quant_nvfp4.cuh", "rows_nvfp4.cuh"}, {16, 8, 4, 2}, false},
   };
   std::vector<DeviceCase> cases;
   for (const Driver& driver : drivers)
@@ -148,6 +150,38 @@ INSTANTIATE_TEST_SUITE_P(EveryFileTypeAndArch, DeviceFilesNvrtc, testing::Values
                            return fmt::format("{}_{}_{}_{}_{}bytes", c.driver, name(c.dtype),
                                               name(c.op), c.arch, c.vectorBytes);
                          });
+
+// NVFP4's conversions are single instructions where the architecture has them: e2m1 on the sm_100,
+// sm_110 and sm_120 families compiled for the family (an "a" or "f" target), e4m3 from sm_89 on.
+// Elsewhere quant_nvfp4.cuh converts with integers, as the host tests check bit for bit. Each arch
+// also compiles to a cubin, so ptxas accepts the instructions where they are used.
+TEST(DeviceFiles, Nvfp4ConvertsWithTheInstructionsTheArchitectureHas) {
+  struct Expected {
+    const char* arch;
+    bool e2m1;
+    bool e4m3;
+  };
+  const Expected cases[] = {
+      {"sm_80", false, false}, {"sm_89", false, true},  {"sm_90", false, true},
+      {"sm_90a", false, true}, {"sm_100", false, true}, {"sm_100a", true, true},
+      {"sm_100f", true, true}, {"sm_103a", true, true}, {"sm_110f", true, true},
+      {"sm_120", false, true}, {"sm_120a", true, true}, {"sm_120f", true, true}};
+  for (const Expected& expected : cases) {
+    const DeviceCase c{
+        "quant_nvfp4", {"quant_nvfp4.cuh"}, DType::F32, ReduceOp::Sum, expected.arch, 16, ""};
+    JitOptions jit;
+    jit.arch = c.arch;
+    jit.useCache = false;
+    auto ptx = compileCuda(sourceOf(c), "collc_test_quant_nvfp4", JitOutput::Ptx, jit);
+    ASSERT_TRUE(bool(ptx)) << c.arch << ": " << toString(ptx.takeError());
+    EXPECT_EQ(ptx->image.find("cvt.rn.satfinite.e2m1x2.f32") != std::string::npos, expected.e2m1)
+        << c.arch;
+    EXPECT_EQ(ptx->image.find("cvt.rn.satfinite.e4m3x2.f32") != std::string::npos, expected.e4m3)
+        << c.arch;
+    auto cubin = compileCuda(sourceOf(c), "collc_test_quant_nvfp4", JitOutput::Cubin, jit);
+    ASSERT_TRUE(bool(cubin)) << c.arch << ": " << toString(cubin.takeError());
+  }
+}
 
 TEST(DeviceFiles, EveryEmbeddedFileIsCompiledByADriver) {
   std::set<std::string_view> covered = {kTypesFile};
