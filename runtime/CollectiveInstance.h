@@ -14,6 +14,7 @@
 #include "abi/CompiledCollective.h"
 #include "runtime/LoadedKernel.h"
 #include "runtime/LocalWorld.h"
+#include "runtime/RankLaunch.h"
 #include "runtime/Span.h"
 #include "runtime/Status.h"
 #include "runtime/SymmetricWorld.h"
@@ -56,7 +57,9 @@ public:
   CollectiveInstance& operator=(const CollectiveInstance&) = delete;
 
   /// Enqueues rank's part (a rank this process drives) of one call on `stream` (a stream of that
-  /// rank's GPU): `count`
+  /// rank's GPU). In a world that launches its ranks as one (SymmetricWorld::launchesRanksAsOne)
+  /// it enqueues the call of every rank once the last rank makes it, and nothing before
+  /// (runtime/RankLaunch.h): every rank's call must be on the world's one stream. `count`
   /// elements (<= maxCount) from `in` to `out`, both device memory of that GPU sized by the
   /// compiled collective's inputCount/outputCount. Every rank must make the same sequence of
   /// calls; the ranks wait for each other on the device. Safe inside stream capture.
@@ -121,12 +124,25 @@ private:
   /// Why launch() must refuse this call (a wrong rank, count, buffer or aux list), or success.
   Error checkLaunch(int rank, const void* in, void* out, Span<void* const> aux,
                     uint64_t count) const;
+  /// A world that launches its ranks as one: loads <kernel>_ranks from `cubin` and checks that
+  /// every rank's blocks fit one cooperative launch.
+  Error prepareRankLaunch(const std::string& cubin);
+  /// The parameters every rank's kernel gets for this call, but for the rank's own buffers.
+  collc_params paramsFor(int rank, const void* in, void* out, Span<void* const> aux,
+                         uint64_t count) const;
+  /// Gathers rank's call and launches every rank's once the last has made it.
+  Error launchRanksAsOne(int rank, const void* in, void* out, Span<void* const> aux, uint64_t count,
+                         cudaStream_t stream);
 
   SymmetricWorld& world_;
   CompiledCollective compiled_;
   uint64_t maxCount_ = 0;
   uint64_t timeoutNs_ = 0;
   std::unique_ptr<LoadedKernel> kernel_;
+  // A world that launches its ranks as one: the <kernel>_ranks entry point and the ranks' calls
+  // waiting for the last rank's.
+  std::unique_ptr<LoadedKernel> rankKernel_;
+  std::unique_ptr<RankCallGather> rankCalls_;
   std::vector<uint64_t> scratchOffsets_;
   uint64_t parityStride_ = 0;
   uint64_t flagsOffset_ = 0;
