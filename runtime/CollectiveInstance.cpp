@@ -8,6 +8,7 @@
 #include "runtime/Devices.h"
 #include "runtime/HeapSize.h"
 #include "runtime/NcclLibrary.h"
+#include "runtime/StreamOrder.h"
 #include "runtime/StreamPoll.h"
 
 #include <algorithm>
@@ -156,7 +157,7 @@ Error CollectiveInstance::prepareRankLaunch(const std::string& cubin) {
                                                "needs the kernel's entry point " +
                                                    entry +
                                                    ": compile it with rankLaunchEntry (collc "
-                                                   "compile --rank-launch-entry)"),
+                                                   "emit --rank-launch-entry)"),
                       kernel.takeError());
   Expected<int> perSm = (*kernel)->maxActiveBlocksPerMultiprocessor(0, compiled_.launch.threads);
   if (!perSm)
@@ -184,6 +185,8 @@ Error CollectiveInstance::allocatePerRank() {
     cudaStream_t side = nullptr;
     COLLC_CUDA_TRY(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
     sideStreams_.push_back(side);
+    if (Error err = streamOrders_.emplace_back().create())
+      return err;
     Expected<DeviceBuffer> epochs = DeviceBuffer::allocate(world_.device(r), epochBytes);
     if (!epochs)
       return epochs.takeError();
@@ -383,11 +386,29 @@ Error CollectiveInstance::launch(int rank, const void* in, void* out, Span<void*
   if (engine_ == Engine::Nccl)
     return launchNccl(in, out, count, stream);
 
-  if (rankKernel_)
-    return launchRanksAsOne(rank, in, out, aux, count, stream);
-  const collc_params params = paramsFor(rank, in, out, aux, count);
-  return kernel_->launch(world_.localIndex(rank), dim3(compiled_.launch.blocks),
-                         dim3(compiled_.launch.threads), params, stream, programmaticLaunch_);
+  const int slot = world_.localIndex(rank);
+  DeviceForCall onDevice(world_.device(rank));
+  if (Error err =
+          cudaStatusToError(onDevice.status(), "cudaSetDevice(rank's device)", __FILE__, __LINE__))
+    return err;
+  // The rule for streams (StreamOrder.h): an eager call on another stream waits for the last.
+  Expected<StreamOrderStep> step = streamOrders_[size_t(slot)].before(stream);
+  if (!step)
+    return joinErrors(instanceError(compiled_, "rank " + std::to_string(rank) +
+                                                   ": ordering this call after the rank's last "
+                                                   "call, made on another stream"),
+                      step.takeError());
+  Error launched = Error::success();
+  if (rankKernel_) {
+    launched = launchRanksAsOne(rank, in, out, aux, count, stream);
+  } else {
+    const collc_params params = paramsFor(rank, in, out, aux, count);
+    launched = kernel_->launch(slot, dim3(compiled_.launch.blocks), dim3(compiled_.launch.threads),
+                               params, stream, programmaticLaunch_);
+  }
+  if (launched)
+    return launched;
+  return streamOrders_[size_t(slot)].after(stream, *step);
 }
 
 collc_params CollectiveInstance::paramsFor(int rank, const void* in, void* out,
@@ -424,6 +445,7 @@ Error CollectiveInstance::launchRanksAsOne(int rank, const void* in, void* out,
   std::copy(aux.begin(), aux.end(), call.aux.begin());
   call.count = count;
   call.stream = stream;
+  std::lock_guard<std::mutex> lock(rankCallsMutex_);
   Expected<std::optional<std::vector<RankCall>>> gathered = rankCalls_->add(rank, call);
   if (!gathered)
     return instanceError(compiled_, toString(gathered.takeError()));

@@ -17,12 +17,14 @@
 #include "runtime/RankLaunch.h"
 #include "runtime/Span.h"
 #include "runtime/Status.h"
+#include "runtime/StreamOrder.h"
 #include "runtime/SymmetricWorld.h"
 #include "runtime/Watchdog.h"
 
 #include <cstdint>
 #include <cuda_runtime_api.h>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -59,7 +61,10 @@ public:
   /// Enqueues rank's part (a rank this process drives) of one call on `stream` (a stream of that
   /// rank's GPU). In a world that launches its ranks as one (SymmetricWorld::launchesRanksAsOne)
   /// it enqueues the call of every rank once the last rank makes it, and nothing before
-  /// (runtime/RankLaunch.h): every rank's call must be on the world's one stream. `count`
+  /// (runtime/RankLaunch.h): every rank's call must be on the world's one stream.
+  /// One instance's calls are ordered on one stream per rank (runtime/StreamOrder.h): an eager
+  /// call on another stream than the rank's last eager call first waits for that call; a call
+  /// made while its stream is captured is not seen (the graph orders it). `count`
   /// elements (<= maxCount) from `in` to `out`, both device memory of that GPU sized by the
   /// compiled collective's inputCount/outputCount. Every rank must make the same sequence of
   /// calls; the ranks wait for each other on the device. Safe inside stream capture.
@@ -143,6 +148,7 @@ private:
   // waiting for the last rank's.
   std::unique_ptr<LoadedKernel> rankKernel_;
   std::unique_ptr<RankCallGather> rankCalls_;
+  std::mutex rankCallsMutex_; // ranks may launch from threads of their own
   std::vector<uint64_t> scratchOffsets_;
   uint64_t parityStride_ = 0;
   uint64_t flagsOffset_ = 0;
@@ -154,6 +160,7 @@ private:
   std::vector<DeviceBuffer> epochs_;        // unsigned long long[blocks]
   std::vector<DeviceBuffer> watchdogs_;     // one collc_watchdog
   std::vector<cudaStream_t> sideStreams_;   // for zeroing and reading watchdogs
+  std::vector<StreamOrder> streamOrders_;   // the last eager call's stream and event
   collc_watchdog* hostWatchdogs_ = nullptr; // pinned, one per local rank
 };
 
