@@ -8,6 +8,7 @@
 #include "runtime/Devices.h"
 #include "runtime/HeapSize.h"
 #include "runtime/NcclLibrary.h"
+#include "runtime/RankLaunch.h"
 #include "runtime/StreamOrder.h"
 #include "runtime/StreamPoll.h"
 
@@ -354,6 +355,9 @@ std::string CollectiveInstance::engineDescription() const {
   return "collc kernel " + compiled_.kernelName + " (" + std::string(name(compiled_.sync)) +
          " sync)";
 }
+
+CollectiveInstance::CollectiveInstance(SymmetricWorld& world, const CompiledCollective& compiled)
+    : world_(world), compiled_(compiled) {}
 
 CollectiveInstance::~CollectiveInstance() {
   ScopedDevice restore;

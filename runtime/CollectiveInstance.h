@@ -14,10 +14,8 @@
 #include "abi/CompiledCollective.h"
 #include "runtime/LoadedKernel.h"
 #include "runtime/LocalWorld.h"
-#include "runtime/RankLaunch.h"
 #include "runtime/Span.h"
 #include "runtime/Status.h"
-#include "runtime/StreamOrder.h"
 #include "runtime/SymmetricWorld.h"
 #include "runtime/Watchdog.h"
 
@@ -31,6 +29,8 @@
 namespace collc {
 
 struct NcclLibrary;
+class RankCallGather; // runtime/RankLaunch.h
+class StreamOrder;    // runtime/StreamOrder.h
 
 class CollectiveInstance {
 public:
@@ -118,8 +118,8 @@ public:
   uint64_t flagsOffset() const { return flagsOffset_; }
 
 private:
-  CollectiveInstance(SymmetricWorld& world, const CompiledCollective& compiled)
-      : world_(world), compiled_(compiled) {}
+  // Out of line, as is the destructor: RankCallGather and StreamOrder are complete only there.
+  CollectiveInstance(SymmetricWorld& world, const CompiledCollective& compiled);
   Error allocateSymmetric();
   Error allocatePerRank();
   /// Collective: every rank's process must have made the same layout (and be done initialising
