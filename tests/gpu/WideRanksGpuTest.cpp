@@ -28,15 +28,15 @@ namespace {
 constexpr int kWideRankCounts[] = {16, 32, 64, 72};
 constexpr int kGraphCalls = 4;
 
-/// The most ranks a spec runs at here. allreduce_ring and allreduce_twoshot: their proof at 32
-/// ranks exceeds the verifier's default work (kDefaultVerifyWorkLimit: "takes more than 50000000
-/// steps of work"; chunk(n) makes it run 8 R classes of n, each with work growing as R^2), which is
-/// why their stdlib ranges stop at 8. allreduce_rmsnorm and allreduce_rmsnorm_fp8 (the specs with
-/// rows): their counts are whole rows of 4096, R + 1 of them for a partial last chunk, and the
-/// reference interpreted on the host for that at 32 ranks and more (about R^2 n a call) would take
-/// minutes a case. broadcast_direct and reduce_direct:
-/// their proof across calls at 64 ranks does not finish in 5 minutes on two cores, and at 72 it
-/// is refused after 4 ("proving it takes more than ..."), against 9 s at 32.
+/// The most ranks a spec runs at here, with the reason; the proof times were measured on two cores
+/// before the proof across calls was made faster, not since. allreduce_ring and allreduce_twoshot
+/// (stdlib ranges 2..8): copies at 32 ranks exceeded the verifier's default work ("takes more than
+/// 50000000 steps of work"; chunk(n) makes the proof run 8 R classes of n, each with work growing
+/// as R^2). broadcast_direct and reduce_direct (2..40, each spec says why): copies at 64 ranks took
+/// over 5 minutes to prove, and at 72 were refused after 4, against 9 s at 32. allreduce_rmsnorm
+/// and allreduce_rmsnorm_fp8 (the specs with rows): their counts are whole rows of 4096, R + 1 of
+/// them for a partial last chunk, and the reference interpreted on the host for that at 32 ranks
+/// and more (about R^2 n a call) would take minutes a case.
 int mostRanksRunHere(const std::string& spec) {
   if (spec == "allreduce_ring" || spec == "allreduce_twoshot" || gputest::hasRows(spec))
     return 16;
