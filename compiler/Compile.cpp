@@ -456,6 +456,7 @@ Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   target.launch = launch;
   target.watchdog = options.watchdog;
   target.programmaticLaunch = options.programmaticLaunch;
+  target.rankLaunchEntry = options.rankLaunchEntry;
   target.specFile = spec.bufferName;
   target.lineOf = lineOfIn(sources);
 

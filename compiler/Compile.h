@@ -47,6 +47,10 @@ struct CompileOptions {
   /// Programmatic dependent launch (sm_90): the kernel's launch overlaps the previous kernel's
   /// tail on the stream; it waits for that kernel before reading or writing anything.
   bool programmaticLaunch = true;
+  /// Also emit <kernel>_ranks, the entry point that runs every rank of a world on one GPU as one
+  /// launch (runtime/RankLaunch.h): what a one-GPU world of more than 32 ranks needs. The kernel
+  /// itself is emitted exactly as without it.
+  bool rankLaunchEntry = false;
   /// Compile the ll128 strategy although it is not trusted yet (dsl/README.md, ll128): for
   /// investigating it on a machine, never for results that matter.
   bool experimentalLL128 = false;

@@ -309,6 +309,37 @@ private:
   void printKernel() {
     line("extern \"C\" __global__ void __launch_bounds__(kThreads)");
     line("{}(const __grid_constant__ collc_params params) {{", kernelName(program_));
+    const size_t bodyBegin = out_.size();
+    printBody();
+    if (target_.rankLaunchEntry)
+      printRankLaunchEntry(out_.substr(bodyBegin));
+  }
+
+  /// <kernel>_ranks: every rank of a one-GPU world in one launch of kBlocks x nranks blocks
+  /// (abi/collc_rank_launch.h). Block (b, r) builds rank r's parameters, then runs the kernel's
+  /// own body: blockIdx.x is b there as in a launch of rank r alone.
+  void printRankLaunchEntry(const std::string& body) {
+    line("");
+    out_ += std::string(kernelRankLaunchHeader());
+    line("");
+    line("extern \"C\" __global__ void __launch_bounds__(kThreads)");
+    line("{}_ranks(const __grid_constant__ collc_rank_launch all_ranks) {{", kernelName(program_));
+    line("collc_params params = all_ranks.common;");
+    line("{{");
+    line("const collc_rank_call& this_rank = all_ranks.ranks[blockIdx.y];");
+    line("params.rank = int(blockIdx.y);");
+    line("params.in = this_rank.in;");
+    line("params.out = this_rank.out;");
+    line("for (int k = 0; k < COLLC_MAX_AUX; ++k)");
+    line("  params.aux[k] = this_rank.aux[k];");
+    line("params.epochs = this_rank.epochs;");
+    line("params.watchdog = this_rank.watchdog;");
+    line("}}");
+    out_ += body;
+  }
+
+  /// The kernel's body after its signature, through its closing brace.
+  void printBody() {
     printHead();
     if (program_.uses(ir::Storage::Packets)) {
       // After call_head, so a refused call still waits for the previous kernel like any other.

@@ -23,6 +23,9 @@ struct CodeGenTarget {
   LaunchShape launch;
   bool watchdog = true;           // bounded polls; false only to measure what the bound costs
   bool programmaticLaunch = true; // wait for the previous kernel at entry, let the next start
+  /// Also print the entry point <kernel>_ranks that runs every rank of a one-GPU world in one
+  /// launch (abi/collc_rank_launch.h); the kernel itself is printed exactly as without it.
+  bool rankLaunchEntry = false;
   std::string specFile;
   /// Line of a spec location, for the comments that tie generated code to the spec.
   std::function<unsigned(llvm::SMLoc)> lineOf;
@@ -32,6 +35,8 @@ std::string kernelName(const ir::Program& program);
 /// The text of abi/collc_abi.h (embedded at build time), which every generated kernel starts
 /// with; for hand-written kernels that take collc_params too (probes, tests).
 std::string_view kernelAbiHeader();
+/// The text of abi/collc_rank_launch.h, printed before a kernel's <kernel>_ranks entry point.
+std::string_view kernelRankLaunchHeader();
 std::string generateCuda(const ir::Program& program, const CodeGenTarget& target);
 
 } // namespace collc

@@ -8,6 +8,8 @@
 #include "runtime/Devices.h"
 #include "runtime/HeapSize.h"
 #include "runtime/NcclLibrary.h"
+#include "runtime/RankLaunch.h"
+#include "runtime/StreamOrder.h"
 #include "runtime/StreamPoll.h"
 
 #include <algorithm>
@@ -122,11 +124,54 @@ CollectiveInstance::create(SymmetricWorld& world, const CompiledCollective& comp
     }
   }
 
+  if (world.launchesRanksAsOne())
+    if (Error err = instance->prepareRankLaunch(cubin))
+      return err;
   if (Error err = instance->allocatePerRank())
     return err;
   if (Error err = instance->allocateSymmetric())
     return err;
   return instance;
+}
+
+Error CollectiveInstance::prepareRankLaunch(const std::string& cubin) {
+  const std::vector<int>& local = world_.localRanks();
+  const int nranks = world_.nranks();
+  if (int(local.size()) != nranks)
+    return instanceError(compiled_, "a world that launches its ranks as one must drive all of "
+                                    "them in this process");
+  const int device = world_.device(local.front());
+  for (int r : local) {
+    if (world_.device(r) != device)
+      return instanceError(compiled_, "a world that launches its ranks as one must run them all "
+                                      "on one GPU");
+    // One address space: the heaps every rank sees are every other rank's.
+    for (int viewer : local)
+      if (world_.peerHeap(r, viewer) != world_.peerHeap(r, local.front()))
+        return instanceError(compiled_, "a world that launches its ranks as one must show every "
+                                        "rank the same heaps");
+  }
+  const std::string entry = compiled_.kernelName + "_ranks";
+  Expected<std::unique_ptr<LoadedKernel>> kernel = LoadedKernel::load({device}, cubin, entry);
+  if (!kernel)
+    return joinErrors(instanceError(compiled_, "this world runs every rank in one launch, which "
+                                               "needs the kernel's entry point " +
+                                                   entry +
+                                                   ": compile it with rankLaunchEntry (collc "
+                                                   "emit --rank-launch-entry)"),
+                      kernel.takeError());
+  Expected<int> perSm = (*kernel)->maxActiveBlocksPerMultiprocessor(0, compiled_.launch.threads);
+  if (!perSm)
+    return perSm.takeError();
+  int major = 0;
+  COLLC_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (std::string problem = rankLaunchProblem(compiled_.launch.blocks, nranks, device, major,
+                                              multiprocessorCount(device), *perSm);
+      !problem.empty())
+    return instanceError(compiled_, problem);
+  rankKernel_ = std::move(*kernel);
+  rankCalls_ = std::make_unique<RankCallGather>(nranks);
+  return Error::success();
 }
 
 Error CollectiveInstance::allocatePerRank() {
@@ -141,6 +186,8 @@ Error CollectiveInstance::allocatePerRank() {
     cudaStream_t side = nullptr;
     COLLC_CUDA_TRY(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
     sideStreams_.push_back(side);
+    if (Error err = streamOrders_.emplace_back().create())
+      return err;
     Expected<DeviceBuffer> epochs = DeviceBuffer::allocate(world_.device(r), epochBytes);
     if (!epochs)
       return epochs.takeError();
@@ -309,6 +356,9 @@ std::string CollectiveInstance::engineDescription() const {
          " sync)";
 }
 
+CollectiveInstance::CollectiveInstance(SymmetricWorld& world, const CompiledCollective& compiled)
+    : world_(world), compiled_(compiled) {}
+
 CollectiveInstance::~CollectiveInstance() {
   ScopedDevice restore;
   for (size_t i = 0; i < sideStreams_.size(); ++i)
@@ -340,6 +390,33 @@ Error CollectiveInstance::launch(int rank, const void* in, void* out, Span<void*
   if (engine_ == Engine::Nccl)
     return launchNccl(in, out, count, stream);
 
+  const int slot = world_.localIndex(rank);
+  DeviceForCall onDevice(world_.device(rank));
+  if (Error err =
+          cudaStatusToError(onDevice.status(), "cudaSetDevice(rank's device)", __FILE__, __LINE__))
+    return err;
+  // The rule for streams (StreamOrder.h): an eager call on another stream waits for the last.
+  Expected<StreamOrderStep> step = streamOrders_[size_t(slot)].before(stream);
+  if (!step)
+    return joinErrors(instanceError(compiled_, "rank " + std::to_string(rank) +
+                                                   ": ordering this call after the rank's last "
+                                                   "call, made on another stream"),
+                      step.takeError());
+  Error launched = Error::success();
+  if (rankKernel_) {
+    launched = launchRanksAsOne(rank, in, out, aux, count, stream);
+  } else {
+    const collc_params params = paramsFor(rank, in, out, aux, count);
+    launched = kernel_->launch(slot, dim3(compiled_.launch.blocks), dim3(compiled_.launch.threads),
+                               params, stream, programmaticLaunch_);
+  }
+  if (launched)
+    return launched;
+  return streamOrders_[size_t(slot)].after(stream, *step);
+}
+
+collc_params CollectiveInstance::paramsFor(int rank, const void* in, void* out,
+                                           Span<void* const> aux, uint64_t count) const {
   const int nranks = world_.nranks();
   const int slot = world_.localIndex(rank);
   collc_params params{};
@@ -360,8 +437,40 @@ Error CollectiveInstance::launch(int rank, const void* in, void* out, Span<void*
   params.timeout_ns = timeoutNs_;
   for (size_t k = 0; k < aux.size(); ++k)
     params.aux[k] = aux[k];
-  return kernel_->launch(slot, dim3(compiled_.launch.blocks), dim3(compiled_.launch.threads),
-                         params, stream, programmaticLaunch_);
+  return params;
+}
+
+Error CollectiveInstance::launchRanksAsOne(int rank, const void* in, void* out,
+                                           Span<void* const> aux, uint64_t count,
+                                           cudaStream_t stream) {
+  RankCall call;
+  call.in = in;
+  call.out = out;
+  std::copy(aux.begin(), aux.end(), call.aux.begin());
+  call.count = count;
+  call.stream = stream;
+  std::lock_guard<std::mutex> lock(rankCallsMutex_);
+  Expected<std::optional<std::vector<RankCall>>> gathered = rankCalls_->add(rank, call);
+  if (!gathered)
+    return instanceError(compiled_, toString(gathered.takeError()));
+  if (!*gathered)
+    return Error::success(); // launched with the last rank's part of this call
+  const std::vector<RankCall>& calls = **gathered;
+  // prepareRankLaunch checked that this process drives every rank.
+  std::vector<unsigned long long*> epochs;
+  std::vector<collc_watchdog*> watchdogs;
+  for (int r = 0; r < int(calls.size()); ++r) {
+    const size_t slot = size_t(world_.localIndex(r));
+    epochs.push_back(epochs_[slot].as<unsigned long long>());
+    watchdogs.push_back(watchdogs_[slot].as<collc_watchdog>());
+  }
+  const collc_rank_launch argument =
+      buildRankLaunch(paramsFor(0, nullptr, nullptr, {}, count), calls, epochs, watchdogs);
+  RankLaunchGrid grid;
+  grid.blocksPerRank = unsigned(compiled_.launch.blocks);
+  grid.ranks = unsigned(calls.size());
+  grid.threads = unsigned(compiled_.launch.threads);
+  return rankKernel_->launchRanks(grid, argument, stream);
 }
 
 Error CollectiveInstance::agreeOnCall(int rank, uint64_t count, bool refusedHere) {

@@ -22,12 +22,15 @@
 #include <cstdint>
 #include <cuda_runtime_api.h>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace collc {
 
 struct NcclLibrary;
+class RankCallGather; // runtime/RankLaunch.h
+class StreamOrder;    // runtime/StreamOrder.h
 
 class CollectiveInstance {
 public:
@@ -56,7 +59,12 @@ public:
   CollectiveInstance& operator=(const CollectiveInstance&) = delete;
 
   /// Enqueues rank's part (a rank this process drives) of one call on `stream` (a stream of that
-  /// rank's GPU): `count`
+  /// rank's GPU). In a world that launches its ranks as one (SymmetricWorld::launchesRanksAsOne)
+  /// it enqueues the call of every rank once the last rank makes it, and nothing before
+  /// (runtime/RankLaunch.h): every rank's call must be on the world's one stream.
+  /// One instance's calls are ordered on one stream per rank (runtime/StreamOrder.h): an eager
+  /// call on another stream than the rank's last eager call first waits for that call; a call
+  /// made while its stream is captured is not seen (the graph orders it). `count`
   /// elements (<= maxCount) from `in` to `out`, both device memory of that GPU sized by the
   /// compiled collective's inputCount/outputCount. Every rank must make the same sequence of
   /// calls; the ranks wait for each other on the device. Safe inside stream capture.
@@ -110,8 +118,8 @@ public:
   uint64_t flagsOffset() const { return flagsOffset_; }
 
 private:
-  CollectiveInstance(SymmetricWorld& world, const CompiledCollective& compiled)
-      : world_(world), compiled_(compiled) {}
+  // Out of line, as is the destructor: RankCallGather and StreamOrder are complete only there.
+  CollectiveInstance(SymmetricWorld& world, const CompiledCollective& compiled);
   Error allocateSymmetric();
   Error allocatePerRank();
   /// Collective: every rank's process must have made the same layout (and be done initialising
@@ -121,12 +129,26 @@ private:
   /// Why launch() must refuse this call (a wrong rank, count, buffer or aux list), or success.
   Error checkLaunch(int rank, const void* in, void* out, Span<void* const> aux,
                     uint64_t count) const;
+  /// A world that launches its ranks as one: loads <kernel>_ranks from `cubin` and checks that
+  /// every rank's blocks fit one cooperative launch.
+  Error prepareRankLaunch(const std::string& cubin);
+  /// The parameters every rank's kernel gets for this call, but for the rank's own buffers.
+  collc_params paramsFor(int rank, const void* in, void* out, Span<void* const> aux,
+                         uint64_t count) const;
+  /// Gathers rank's call and launches every rank's once the last has made it.
+  Error launchRanksAsOne(int rank, const void* in, void* out, Span<void* const> aux, uint64_t count,
+                         cudaStream_t stream);
 
   SymmetricWorld& world_;
   CompiledCollective compiled_;
   uint64_t maxCount_ = 0;
   uint64_t timeoutNs_ = 0;
   std::unique_ptr<LoadedKernel> kernel_;
+  // A world that launches its ranks as one: the <kernel>_ranks entry point and the ranks' calls
+  // waiting for the last rank's.
+  std::unique_ptr<LoadedKernel> rankKernel_;
+  std::unique_ptr<RankCallGather> rankCalls_;
+  std::mutex rankCallsMutex_; // ranks may launch from threads of their own
   std::vector<uint64_t> scratchOffsets_;
   uint64_t parityStride_ = 0;
   uint64_t flagsOffset_ = 0;
@@ -138,6 +160,7 @@ private:
   std::vector<DeviceBuffer> epochs_;        // unsigned long long[blocks]
   std::vector<DeviceBuffer> watchdogs_;     // one collc_watchdog
   std::vector<cudaStream_t> sideStreams_;   // for zeroing and reading watchdogs
+  std::vector<StreamOrder> streamOrders_;   // the last eager call's stream and event
   collc_watchdog* hostWatchdogs_ = nullptr; // pinned, one per local rank
 };
 

@@ -1,6 +1,7 @@
 #include "runtime/LoadedKernel.h"
 
 #include "runtime/CudaCheck.h"
+#include "runtime/RankLaunch.h"
 
 #include <fmt/format.h>
 
@@ -90,6 +91,37 @@ Error LoadedKernel::launch(int rank, dim3 grid, dim3 block, const collc_params& 
   // A launch reports some failures only through the thread's last error.
   if (Error err = COLLC_CUDA_CHECK(cudaGetLastError()))
     return kernelError(name_, "after launching on rank " + std::to_string(rank), std::move(err));
+  return Error::success();
+}
+
+Error LoadedKernel::launchRanks(const RankLaunchGrid& grid, const collc_rank_launch& argument,
+                                cudaStream_t stream) const {
+  if (kernels_.empty())
+    return makeError(fmt::format("kernel '{}': not loaded", name_));
+  DeviceForCall onDevice(devices_[0]);
+  if (Error err =
+          cudaStatusToError(onDevice.status(), "cudaSetDevice(devices_[0])", __FILE__, __LINE__))
+    return err;
+  void* args[] = {const_cast<collc_rank_launch*>(&argument)};
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(grid.blocksPerRank, grid.ranks);
+  config.blockDim = dim3(grid.threads);
+  config.stream = stream;
+  // Every block waits on the others: CUDA must run all of them at once or refuse the launch.
+  cudaLaunchAttribute attribute = {};
+  attribute.id = cudaLaunchAttributeCooperative;
+  attribute.val.cooperative = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  if (Error err = COLLC_CUDA_CHECK(
+          cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernels_[0]), args)))
+    return kernelError(name_,
+                       fmt::format("one cooperative launch of {} ranks x {} blocks x {} threads "
+                                   "on GPU {} failed",
+                                   grid.ranks, grid.blocksPerRank, grid.threads, devices_[0]),
+                       std::move(err));
+  if (Error err = COLLC_CUDA_CHECK(cudaGetLastError()))
+    return kernelError(name_, "after launching every rank at once", std::move(err));
   return Error::success();
 }
 

@@ -13,7 +13,11 @@
 #include <string>
 #include <vector>
 
+struct collc_rank_launch;
+
 namespace collc {
+
+struct RankLaunchGrid;
 
 /// Kernel parameters every architecture accepts (sm_90 with CUDA 12.1 takes 32 KB; older ones 4
 /// KB): the per-rank heap pointers travel by value only while the struct stays under it.
@@ -39,6 +43,13 @@ public:
   /// running; only for kernels that wait for it (griddepcontrol.wait) before touching memory.
   Error launch(int rank, dim3 grid, dim3 block, const collc_params& params, cudaStream_t stream,
                bool programmatic = false) const;
+
+  /// Launches a kernel loaded from a <kernel>_ranks entry point (runtime/RankLaunch.h), on the
+  /// GPU of its first rank: every rank of a one-GPU world at once, `grid` blocks, as a cooperative
+  /// launch (CUDA refuses it if its blocks could not all be resident at once). Safe to call
+  /// during stream capture.
+  Error launchRanks(const RankLaunchGrid& grid, const collc_rank_launch& argument,
+                    cudaStream_t stream) const;
 
   /// How many blocks of `threadsPerBlock` threads fit on one multiprocessor of rank's GPU at once.
   Expected<int> maxActiveBlocksPerMultiprocessor(int rank, int threadsPerBlock) const;

@@ -71,15 +71,18 @@ std::string workQueueProblem(const char* maxConnections, int nranks) {
          std::to_string(kDefaultWorkQueues) + "), before this process's first CUDA call";
 }
 
-Expected<std::unique_ptr<SharedGpuWorld>> SharedGpuWorld::create(int nranks, int device,
-                                                                 size_t heapBytesPerRank) {
+Expected<std::unique_ptr<SharedGpuWorld>>
+SharedGpuWorld::create(int nranks, int device, size_t heapBytesPerRank, SharedGpuLaunch launch) {
   Expected<SharedHeapLayout> layout = sharedHeapLayout(nranks, heapBytesPerRank);
   if (!layout)
     return layout.takeError();
-  // What CUDA read when it started in this process, unless the program changed it since.
+  const bool oneLaunch = launch == SharedGpuLaunch::OneLaunch;
+  // What CUDA read when it started in this process, unless the program changed it since. One
+  // launch on one stream needs one queue.
   if (std::string problem = workQueueProblem(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), nranks);
-      !problem.empty())
-    return worldError(problem);
+      !oneLaunch && !problem.empty())
+    return worldError(problem + " (or launch every rank as one: SharedGpuLaunch::OneLaunch, "
+                                "`collc run --one-gpu --one-launch`)");
   Expected<int> visible = gpuCount();
   if (!visible)
     return visible.takeError();
@@ -90,6 +93,7 @@ Expected<std::unique_ptr<SharedGpuWorld>> SharedGpuWorld::create(int nranks, int
   ScopedDevice restore;
   // Built in place so that, whatever fails below, the destructor frees what was made so far.
   std::unique_ptr<SharedGpuWorld> world(new SharedGpuWorld(device, *layout));
+  world->oneLaunch_ = oneLaunch;
   for (int r = 0; r < nranks; ++r)
     world->ranks_.push_back(r);
   COLLC_CUDA_TRY(cudaSetDevice(device));
@@ -107,7 +111,7 @@ Expected<std::unique_ptr<SharedGpuWorld>> SharedGpuWorld::create(int nranks, int
   // Zeroed once, so that flags and scratch start from a known state however they are used.
   COLLC_CUDA_TRY(cudaMemset(allocation, 0, layout->allocationBytes));
   // One after another and nothing in between: see "Hardware work queues" in the header.
-  for (int r = 0; r < nranks; ++r) {
+  for (int r = 0; r < (oneLaunch ? 1 : nranks); ++r) {
     cudaStream_t stream = nullptr;
     COLLC_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     world->streams_.push_back(stream);
@@ -132,8 +136,8 @@ SharedGpuWorld::~SharedGpuWorld() {
 
 std::string SharedGpuWorld::pathDescription() const {
   return std::to_string(nranks()) + " ranks share GPU " + std::to_string(device_) + " (" +
-         gpuName(device_) +
-         ") as co-resident kernels, each rank's heap a region of its memory: collectives run on "
+         gpuName(device_) + (oneLaunch_ ? ") in one launch per call" : ") as co-resident kernels") +
+         ", each rank's heap a region of its memory: collectives run on "
          "collc kernels, for correctness only. Timings mean nothing: the ranks divide one GPU's "
          "multiprocessors and memory bandwidth, and nothing crosses a link";
 }

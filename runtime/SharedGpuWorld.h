@@ -3,7 +3,10 @@
 // allocation on that GPU, so a peer's heap is addressed by the same pointer from every rank (one
 // address space, no peer access), each rank has its own stream, and the generated kernels run
 // unchanged: collc_params::heap[] simply points at the regions. It lets 3- to 32-rank collectives
-// be checked on any single GPU. Its timings mean nothing: the ranks divide one GPU's
+// be checked on any single GPU; made with SharedGpuLaunch::OneLaunch, every call of every rank is
+// one launch on one stream instead (runtime/RankLaunch.h), which takes it to COLLC_MAX_RANKS = 72
+// ranks, and most of what follows, being about separate launches, does not apply to it: its
+// co-residency is the cooperative launch's. Its timings mean nothing: the ranks divide one GPU's
 // multiprocessors and memory bandwidth between them, and no byte crosses a link.
 //
 // Why the ranks' launches cannot serialize into a deadlock. Each rank's kernel polls for its
@@ -85,24 +88,43 @@ inline constexpr int kMostWorkQueues = 32;
 /// CUDA_DEVICE_MAX_CONNECTIONS (null: not set); "" if they can. Reads nothing itself.
 std::string workQueueProblem(const char* maxConnections, int nranks);
 
+/// How the ranks of a SharedGpuWorld are launched.
+enum class SharedGpuLaunch {
+  /// One stream and one launch per rank: at most kMostWorkQueues ranks (above).
+  StreamPerRank,
+  /// One stream, and every call of every rank in one cooperative launch of the kernel's
+  /// <kernel>_ranks entry point (runtime/RankLaunch.h): up to COLLC_MAX_RANKS ranks, and no work
+  /// queue per rank needed. stream(r) is that one stream for every rank.
+  OneLaunch,
+};
+
+/// The launch a one-GPU world of `nranks` ranks needs: a stream per rank while every rank can
+/// have a work queue (kMostWorkQueues), one launch past that.
+inline SharedGpuLaunch sharedGpuLaunchFor(int nranks) {
+  return nranks <= kMostWorkQueues ? SharedGpuLaunch::StreamPerRank : SharedGpuLaunch::OneLaunch;
+}
+
 class SharedGpuWorld final : public SymmetricWorld {
 public:
   /// `nranks` ranks (1 to COLLC_MAX_RANKS) on GPU `device`: allocates and zeroes one heap of
   /// `heapBytesPerRank` per rank, as regions of one allocation, and creates one non-blocking
-  /// stream per rank. Errors: no GPU, an invalid device or rank count, out of memory, fewer work
-  /// queues than ranks (workQueueProblem of the process's CUDA_DEVICE_MAX_CONNECTIONS).
-  static Expected<std::unique_ptr<SharedGpuWorld>> create(int nranks, int device,
-                                                          size_t heapBytesPerRank);
+  /// stream per rank (with `launch` OneLaunch: one stream for all). Errors: no GPU, an invalid
+  /// device or rank count, out of memory, and for StreamPerRank fewer work queues than ranks
+  /// (workQueueProblem of the process's CUDA_DEVICE_MAX_CONNECTIONS).
+  static Expected<std::unique_ptr<SharedGpuWorld>>
+  create(int nranks, int device, size_t heapBytesPerRank,
+         SharedGpuLaunch launch = SharedGpuLaunch::StreamPerRank);
   /// Frees the heap and the streams. Nothing may still run on them.
   ~SharedGpuWorld() override;
 
   int nranks() const override { return static_cast<int>(ranks_.size()); }
   const std::vector<int>& localRanks() const override { return ranks_; }
   int device(int /*rank*/) const override { return device_; }
-  cudaStream_t stream(int rank) const override { return streams_[rank]; }
+  cudaStream_t stream(int rank) const override { return streams_[oneLaunch_ ? 0 : rank]; }
   char* heapBase(int rank) const override { return heap_ + layout_.offset(rank); }
   /// One GPU, one address space: every rank reaches a region by its owner's pointer.
   char* peerHeap(int rank, int /*viewer*/) const override { return heapBase(rank); }
+  bool launchesRanksAsOne() const override { return oneLaunch_; }
   /// Says that the ranks share one GPU and that timings mean nothing.
   std::string pathDescription() const override;
   const SharedHeapLayout& heapLayout() const { return layout_; }
@@ -112,6 +134,7 @@ private:
       : SymmetricWorld(layout.regionBytes), device_(device), layout_(layout) {}
 
   int device_ = 0;
+  bool oneLaunch_ = false; // SharedGpuLaunch::OneLaunch: streams_ holds the one stream
   SharedHeapLayout layout_;
   char* allocation_ = nullptr; // what cudaMalloc returned
   char* heap_ = nullptr;       // the regions' base: allocation_ rounded up to a page

@@ -82,6 +82,9 @@ public:
   /// True where every launch first checks, through allGatherRanks, that all ranks make the same
   /// call (ProcessWorldOptions::checkCalls); CollectiveInstance::launch does the check.
   virtual bool checksCalls() const { return false; }
+  /// True where the ranks share one GPU and one stream, and each call of a collective runs every
+  /// rank in one launch (SharedGpuLaunch::OneLaunch, runtime/RankLaunch.h).
+  virtual bool launchesRanksAsOne() const { return false; }
   /// The communicator of a process-per-GPU world; null in a LocalWorld.
   virtual ncclComm_t ncclComm() const { return nullptr; }
   /// One line: where collectives run and why.

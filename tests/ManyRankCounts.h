@@ -27,12 +27,16 @@ inline bool lastChunkPartial(uint64_t length, int nranks) {
 }
 
 /// For `nranks` ranks: 1 (only chunk 0 holds anything); 16 (R - 1) + 1, whose last chunk holds
-/// one element (chunks of 16); and 8 R k + 5 with k = 1031 up to 8 ranks and 131 past them, every
-/// chunk whole but the last, which is long and partial (an odd count of many vectors per block).
-/// The smaller k keeps the scratch of 32 co-resident ranks within their heaps (an ll one-shot
-/// holds R packet copies of the whole call).
+/// one element (chunks of 16); and, up to 16 ranks, 8 R k + 5 with k = 1031 up to 8 ranks and 131
+/// past them, every chunk whole but the last, which is long and partial (an odd count of many
+/// vectors per block). The smaller k keeps the scratch of co-resident ranks within their heaps (an
+/// ll one-shot holds R packet copies of the whole call). Past 16 ranks 32 R - 3: chunks of 32, the
+/// last 29; the reference interpreted on the host costs about R^2 n a call (R ranks' outputs, each
+/// from R inputs), and 8 R k + 5 at 72 ranks would take minutes a case.
 inline std::vector<uint64_t> manyRankCounts(int nranks) {
   const uint64_t r = uint64_t(nranks);
+  if (nranks > 16)
+    return {1, 16 * (r - 1) + 1, 32 * r - 3};
   const uint64_t k = nranks <= 8 ? 1031 : 131;
   return {1, 16 * (r - 1) + 1, 8 * r * k + 5};
 }

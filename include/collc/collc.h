@@ -294,7 +294,11 @@ collc_status collc_instance_create(collc_world* world, const collc_compiled* com
  * Every rank must make the same calls in the same order; the ranks wait for each other on the
  * GPUs, not on the host, so one thread may launch every rank in turn. No host synchronization,
  * no allocation: safe inside CUDA graph capture, and replays of the graph are correct. Launches
- * for different ranks may come from different threads at once. */
+ * for different ranks may come from different threads at once.
+ * One stream per rank: an eager call on another stream than the rank's last eager call of this
+ * instance first waits for that call (an event recorded after each eager call), so two calls
+ * never overlap. A call made while its stream is captured is not ordered so (the wait would end
+ * the capture): order graph replays, and eager calls beside them, yourself. */
 collc_status collc_launch(collc_instance* instance, int rank, const void* in, void* out,
                           void* const* aux, int naux, uint64_t count, void* stream);
 

@@ -7,13 +7,14 @@
 #include "runtime/Jit.h"
 #include "runtime/SharedGpuWorld.h"
 #include "tests/ManyRankCounts.h"
+#include "tests/SpecForRanks.h"
 #include "tools/harness/RunHarness.h"
 
 #include <algorithm>
 #include <atomic>
 #include <gtest/gtest.h>
-#include <iostream>
 #include <llvm/Support/raw_ostream.h>
+#include <sstream>
 #include <thread>
 
 namespace collc::gputest {
@@ -59,7 +60,16 @@ CoResidentVariant compileCoResident(const CoResidentCase& c, int multiprocessors
     variant.error = toString(spec.takeError());
     return variant;
   }
+  if (!tests::declaresRanks(spec->text, c.nranks)) {
+    spec->text = tests::specTextForRanks(spec->text, c.nranks);
+    if (spec->text.empty()) {
+      variant.error = c.spec + " has no ranks line to declare " + std::to_string(c.nranks);
+      return variant;
+    }
+  }
   CompileOptions options;
+  // The world sharedGpuWorld makes for this rank count runs every rank in one launch past 32.
+  options.rankLaunchEntry = sharedGpuLaunchFor(c.nranks) == SharedGpuLaunch::OneLaunch;
   options.dtype = c.dtype;
   options.op = c.op;
   options.nranks = c.nranks;
@@ -69,9 +79,10 @@ CoResidentVariant compileCoResident(const CoResidentCase& c, int multiprocessors
   options.formatSource = false; // a third of the compile, and nobody reads these sources
   options.specProgram = &variant.spec;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    auto compiled = compileCollective(*spec, options, std::cerr);
+    std::ostringstream diagnostics; // its own: variants compile on several threads at once
+    auto compiled = compileCollective(*spec, options, diagnostics);
     if (!compiled) {
-      variant.error = "compile: " + toString(compiled.takeError());
+      variant.error = "compile: " + toString(compiled.takeError()) + "\n" + diagnostics.str();
       return variant;
     }
     variant.compiled = std::move(*compiled);
@@ -90,20 +101,21 @@ const CoResidentVariant& CoResidentVariants::of(const CoResidentCase& c) {
     if (std::string arch = gpuArch(0); !arch.empty())
       jit.arch = arch;
     const std::set<std::string> running = namesToRun();
-    std::vector<CoResidentVariant*> pending;
+    std::vector<std::pair<CoResidentCase, CoResidentVariant*>> pending;
     for (const CoResidentCase& each : cases_()) {
       const std::string name = caseName(each);
       if (each.nranks != c.nranks || (name != caseName(c) && !running.count(name)))
         continue;
-      CoResidentVariant& variant = variants_[name];
-      variant = compileCoResident(each, multiprocessors);
-      if (variant.error.empty())
-        pending.push_back(&variant);
+      pending.emplace_back(each, &variants_[name]);
     }
+    // The proof at 64 or 72 ranks takes seconds a variant: the specs compile on the threads too.
     std::atomic<size_t> next{0};
     auto work = [&] {
       for (size_t i; (i = next++) < pending.size();) {
-        CoResidentVariant& variant = *pending[i];
+        CoResidentVariant& variant = *pending[i].second;
+        variant = compileCoResident(pending[i].first, multiprocessors);
+        if (!variant.error.empty())
+          continue;
         Expected<JitResult> cubin = compileCuda(variant.compiled.cudaSource,
                                                 variant.compiled.kernelName, JitOutput::Cubin, jit);
         if (cubin)

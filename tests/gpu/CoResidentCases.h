@@ -52,13 +52,15 @@ struct CoResidentVariant {
 };
 
 /// The case compiled (no cubin yet); with fewer blocks than the spec's own where all ranks'
-/// would not be resident at once on `multiprocessors`.
+/// would not be resident at once on `multiprocessors`. A rank count the spec does not declare is
+/// compiled from a copy that declares it alone (tests/SpecForRanks.h); past 32 ranks with the
+/// entry point that runs every rank in one launch (runtime/RankLaunch.h).
 CoResidentVariant compileCoResident(const CoResidentCase& c, int multiprocessors);
 
 /// The variants of one suite's cases. The first case of a rank count compiles every case of that
-/// count that this process runs (its filter and shard): the specs one after another, then NVRTC on
-/// several threads (a rank count has tens of kernels, a few hundred ms each where the cache does
-/// not have them).
+/// count that this process runs (its filter and shard), on several threads, each compiling a spec
+/// and then NVRTC on it (a rank count has tens of kernels, a few hundred ms each where the cache
+/// does not have them, and at 64 or 72 ranks the proof takes seconds).
 class CoResidentVariants {
 public:
   explicit CoResidentVariants(std::function<std::vector<CoResidentCase>()> cases)

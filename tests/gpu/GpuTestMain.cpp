@@ -97,7 +97,7 @@ SharedGpuWorld* sharedGpuWorld(int nranks, std::string& skip, std::string& error
     return nullptr;
   }
   Expected<std::unique_ptr<SharedGpuWorld>> created =
-      SharedGpuWorld::create(nranks, 0, kSharedHeapBytesPerRank);
+      SharedGpuWorld::create(nranks, 0, kSharedHeapBytesPerRank, sharedGpuLaunchFor(nranks));
   if (!created) {
     error = "could not build the world of " + std::to_string(nranks) +
             " ranks on GPU 0: " + toString(created.takeError());

@@ -26,7 +26,8 @@ const std::string& skipReason();
 /// Why building the world failed although the GPUs are there; empty otherwise.
 const std::string& setupError();
 
-/// `nranks` ranks on GPU 0 (a SharedGpuWorld), made on first use and kept until a test asks for
+/// `nranks` ranks on GPU 0 (a SharedGpuWorld; past 32 ranks one that launches every rank as one,
+/// sharedGpuLaunchFor), made on first use and kept until a test asks for
 /// another rank count (tests of one rank count run together); destroyed with the LocalWorld. Null
 /// with `skip` set where there is no GPU ("no GPU: ..."), or with `error` set where there is one
 /// but the world could not be built.

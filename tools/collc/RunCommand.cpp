@@ -46,8 +46,11 @@ const Command kRunCommand{
     "COLLC_NODE_SIZE=K says so) the collective is handed wholly to NCCL, and the log says so.\n"
     "\n"
     "Many ranks on one GPU: --one-gpu --ranks R runs the R ranks as R co-resident kernels on\n"
-    "GPU 0, each rank's heap a region of its memory, the kernels unchanged: 2- to 8-rank\n"
-    "correctness on any single GPU. The blocks of all ranks must fit the GPU's multiprocessors\n"
+    "GPU 0, each rank's heap a region of its memory, the kernels unchanged: many-rank\n"
+    "correctness on any single GPU. Up to 32 ranks each rank is its own launch on its own stream;\n"
+    "past 32 (CUDA's hardware work queues), or with --one-launch, every call of every rank is one\n"
+    "cooperative launch of the kernel's <kernel>_ranks entry point (compiled in for it), up to 72\n"
+    "ranks. The blocks of all ranks must fit the GPU's multiprocessors\n"
     "together; where the spec's own launch does not, it is compiled with as many blocks per rank\n"
     "as fit, and the log says so. Its timings mean nothing (the ranks divide one GPU between\n"
     "them): the results table says so; use --no-time to check correctness only.\n"
@@ -73,6 +76,9 @@ const Command kRunCommand{
           {"one-gpu", "",
            "run the --ranks R ranks as co-resident kernels on GPU 0: for correctness only, "
            "timings mean nothing"},
+          {"one-launch", "",
+           "with --one-gpu: run every call of every rank as one launch (the default past 32 "
+           "ranks)"},
           {"in-place", "",
            "run every call in place (out is in's memory), where the variant allows it"},
           {"alias-aux", "",
@@ -372,6 +378,11 @@ int runOneGpu(const ParsedArguments& args, RunSettings& settings, const std::str
                       "launcher (" +
                       (*env)->source + " is set)");
   giveEachStreamAWorkQueue(); // before anything starts CUDA
+  const SharedGpuLaunch launch = args.has("one-launch")
+                                     ? SharedGpuLaunch::OneLaunch
+                                     : sharedGpuLaunchFor(settings.compile.nranks);
+  if (launch == SharedGpuLaunch::OneLaunch)
+    settings.compile.rankLaunchEntry = true;
   const uint64_t count = settings.run.count;
   // Compiled before the GPU is asked for: what the variant refuses is refused on any machine.
   CompiledCollective compiled;
@@ -390,8 +401,8 @@ int runOneGpu(const ParsedArguments& args, RunSettings& settings, const std::str
   auto image = compileForDevice(compiled, device);
   if (!image)
     return reportError(image.takeError());
-  auto world =
-      SharedGpuWorld::create(settings.compile.nranks, device, heapBytesFor(compiled, count));
+  auto world = SharedGpuWorld::create(settings.compile.nranks, device,
+                                      heapBytesFor(compiled, count), launch);
   if (!world)
     return reportError(world.takeError());
   auto instance = CollectiveInstance::create(**world, compiled, image->image, count,
@@ -493,8 +504,9 @@ int runBundle(const ParsedArguments& args, RunSettings& settings, const std::str
   const uint64_t count = settings.run.count;
   std::unique_ptr<SymmetricWorld> world;
   if (oneGpu) {
-    auto shared =
-        SharedGpuWorld::create(compiled.nranks, devices[0], heapBytesFor(compiled, count));
+    auto shared = SharedGpuWorld::create(
+        compiled.nranks, devices[0], heapBytesFor(compiled, count),
+        args.has("one-launch") ? SharedGpuLaunch::OneLaunch : sharedGpuLaunchFor(compiled.nranks));
     if (!shared)
       return reportError(shared.takeError());
     world = std::move(*shared);
@@ -533,6 +545,8 @@ int runRun(const ParsedArguments& args) {
   const std::string specName = args.positionals()[0];
   if (isBundleFile(specName))
     return runBundle(args, settings, specName);
+  if (args.has("one-launch") && !args.has("one-gpu"))
+    return usageError("--one-launch runs the ranks of --one-gpu as one launch; give --one-gpu");
   if (args.has("one-gpu"))
     return runOneGpu(args, settings, specName);
   auto role = chooseWorldRole(args);

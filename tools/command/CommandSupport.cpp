@@ -25,6 +25,9 @@ std::vector<OptionSpec> variantOptions() {
       {"no-pdl", "",
        "launch without programmatic dependent launch (no overlap with the "
        "previous kernel)"},
+      {"rank-launch-entry", "",
+       "also emit <kernel>_ranks, which runs every rank of a one-GPU world in one launch (what "
+       "run --one-gpu uses past 32 ranks); the kernel itself is unchanged"},
       {"experimental-ll128", "",
        "compile --sync ll128 although it is disabled (it has returned wrong results; for "
        "investigation only)"}};
@@ -84,6 +87,8 @@ bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::str
   }
   if (args.has("no-pdl"))
     options.programmaticLaunch = false;
+  if (args.has("rank-launch-entry"))
+    options.rankLaunchEntry = true;
   if (args.has("experimental-ll128"))
     options.experimentalLL128 = true;
   return true;

@@ -44,6 +44,19 @@ Error RankGraphs::capture(int rank, llvm::function_ref<Error()> enqueue) {
   if (execs_[slot] && cudaGraphExecDestroy(execs_[slot]) != cudaSuccess)
     (void)cudaGetLastError();
   execs_[slot] = nullptr;
+  // In a world that launches its ranks as one, only the rank that completes a call enqueues it
+  // (runtime/RankLaunch.h): the other ranks' graphs are empty, and replaying them does nothing.
+  size_t nodes = 0;
+  if (Error err = COLLC_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes))) {
+    (void)cudaGraphDestroy(graph);
+    return err;
+  }
+  empty_[slot] = nodes == 0;
+  if (empty_[slot]) {
+    if (cudaGraphDestroy(graph) != cudaSuccess)
+      (void)cudaGetLastError();
+    return Error::success();
+  }
   Error instantiated = COLLC_CUDA_CHECK(cudaGraphInstantiate(&execs_[slot], graph, 0));
   if (cudaGraphDestroy(graph) != cudaSuccess)
     (void)cudaGetLastError();
@@ -52,6 +65,8 @@ Error RankGraphs::capture(int rank, llvm::function_ref<Error()> enqueue) {
 
 Error RankGraphs::launch(int rank) {
   const int slot = world_.localIndex(rank);
+  if (slot >= 0 && empty_[slot])
+    return Error::success();
   if (slot < 0 || !execs_[slot])
     return graphError("no graph captured for rank " + std::to_string(rank));
   ScopedDevice restore;

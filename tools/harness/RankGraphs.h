@@ -20,7 +20,8 @@ namespace collc {
 class RankGraphs {
 public:
   explicit RankGraphs(const SymmetricWorld& world)
-      : world_(world), execs_(world.localRanks().size(), nullptr) {}
+      : world_(world), execs_(world.localRanks().size(), nullptr),
+        empty_(world.localRanks().size(), false) {}
   ~RankGraphs();
   RankGraphs(const RankGraphs&) = delete;
   RankGraphs& operator=(const RankGraphs&) = delete;
@@ -28,12 +29,13 @@ public:
   /// Captures what `enqueue` launches on `rank`'s stream into that rank's graph (thread-local
   /// capture mode: only this thread's unsafe calls can break it).
   Error capture(int rank, llvm::function_ref<Error()> enqueue);
-  /// Launches rank's graph on rank's stream.
+  /// Launches rank's graph on rank's stream (nothing for a capture that enqueued nothing).
   Error launch(int rank);
 
 private:
   const SymmetricWorld& world_;
   std::vector<cudaGraphExec_t> execs_; // per local rank
+  std::vector<bool> empty_;            // per local rank: its capture enqueued nothing
 };
 
 /// A start and a stop event per local rank, on that rank's GPU.
