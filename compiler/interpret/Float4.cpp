@@ -12,17 +12,6 @@ namespace {
 constexpr uint8_t kMaxCode = 0x7;
 constexpr uint8_t kSignBit = 0x8;
 
-/// v rounded to an integer, ties to even, whatever the caller's rounding mode.
-double roundHalfEven(double v) {
-  const double down = std::floor(v);
-  const double fraction = v - down;
-  if (fraction > 0.5)
-    return down + 1;
-  if (fraction < 0.5)
-    return down;
-  return std::fmod(down, 2.0) == 0 ? down : down + 1;
-}
-
 /// Whether `round`, monotone, may round x either way when x is off by `relativeError` of itself.
 template <typename Round> bool roundsEitherWay(double x, double relativeError, Round round) {
   return round(x * (1 - relativeError)) != round(x * (1 + relativeError));

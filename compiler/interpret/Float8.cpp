@@ -4,14 +4,8 @@
 #include <limits>
 
 namespace collc {
-namespace {
 
-constexpr uint8_t kNaNBits = 0x7f;
-constexpr uint8_t kMaxBits = 0x7e; // 1.75 * 2^8 = 448
-constexpr int kMinNormalExp = -6;  // exponent field 1
-constexpr int kMantissaBits = 3;
-
-/// v rounded to an integer, ties to even, whatever the caller's rounding mode.
+// v rounded to an integer, ties to even, whatever the caller's rounding mode.
 double roundHalfEven(double v) {
   const double down = std::floor(v);
   const double fraction = v - down;
@@ -21,6 +15,13 @@ double roundHalfEven(double v) {
     return down;
   return std::fmod(down, 2.0) == 0 ? down : down + 1;
 }
+
+namespace {
+
+constexpr uint8_t kNaNBits = 0x7f;
+constexpr uint8_t kMaxBits = 0x7e; // 1.75 * 2^8 = 448
+constexpr int kMinNormalExp = -6;  // exponent field 1
+constexpr int kMantissaBits = 3;
 
 } // namespace
 

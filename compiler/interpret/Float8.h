@@ -19,6 +19,10 @@ uint8_t toE4M3(double x);
 /// The value of E4M3 `bits` (NaN for S.1111.111).
 double fromE4M3(uint8_t bits);
 
+/// v rounded to an integer, ties to even, whatever the caller's rounding mode (E4M3's and E2M1's
+/// references round with it).
+double roundHalfEven(double v);
+
 } // namespace collc
 
 #endif // COLLC_COMPILER_INTERPRET_FLOAT8_H
