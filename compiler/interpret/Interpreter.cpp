@@ -478,6 +478,7 @@ private:
       break;
     }
     case ir::RowOp::RmsNormFp8: {
+      rows = rowsAsWritten(s.rows, length, env, takenRows, rows);
       const Element* weight = read(s.params.at(0), h, env, takenParam);
       Values takenScale;
       const double scale = valueOf(*read(s.params.at(1), 1, env, takenScale));
@@ -493,6 +494,30 @@ private:
     }
     }
     write(s.target, result.data(), length, s.store, false, env);
+  }
+
+  /// The rows a quantizing statement normalizes: the kernel's own values of the aux buffer it
+  /// reads where the call gives them (Call::rowsAsWritten), exact; else `interpreted`.
+  const Element* rowsAsWritten(const ir::Operand& operand, int64_t length, const execute::Env& env,
+                               Values& taken, const Element* interpreted) {
+    if (operand.load == ir::LoadKind::Register)
+      return interpreted;
+    const execute::Place p = place(operand.region, env);
+    const ir::Buffer& buffer = program_.buffer(p.buffer);
+    if (buffer.role != ir::BufferRole::Aux || size_t(p.owner) >= call_.rowsAsWritten.size())
+      return interpreted;
+    const auto& perBuffer = call_.rowsAsWritten[size_t(p.owner)];
+    if (size_t(buffer.auxIndex) >= perBuffer.size() || perBuffer[size_t(buffer.auxIndex)].empty())
+      return interpreted;
+    const std::vector<double>& written = perBuffer[size_t(buffer.auxIndex)];
+    if (p.slot != 0 || p.offset.v + length > int64_t(written.size()))
+      throw InterpretError("'" + operand.region.text + "': the kernel's values of '" + buffer.name +
+                           "' hold " + std::to_string(written.size()) + " elements; " +
+                           std::to_string(length) + " are read");
+    taken.resize(size_t(length));
+    std::transform(written.begin() + p.offset.v, written.begin() + p.offset.v + length,
+                   taken.begin(), givenElement<Element>);
+    return taken.data();
   }
 
 public:

@@ -40,6 +40,12 @@ struct Call {
   /// must have one size.
   bool inPlace = false;
   std::vector<std::pair<int, int>> auxAliases;
+  /// rowsAsWritten[r][k], where given (not empty): what a kernel left in rank r's aux buffer k.
+  /// A quantizing row statement that reads that buffer normalizes these values, exactly, instead
+  /// of the interpreted ones: the rows the kernel's norm read (rounded to T), so that a quantized
+  /// element's bound is the norm's own float steps. The buffer itself is still interpreted (and
+  /// checked) as the spec computes it.
+  std::vector<std::vector<std::vector<double>>> rowsAsWritten;
 };
 
 /// What the call leaves in the caller's memory (a buffer passed as another's memory: that memory).

@@ -1,7 +1,7 @@
 // Quantized outputs on the CPU: buffers of fixed element types and the rules that keep them out of
 // every statement but the one that quantizes; `quantize(rmsnorm(...), scale=S)` proved from the
 // complete row; and its float64 meaning (round to nearest even, saturating, as the device), with
-// the elements near a rounding boundary counted.
+// the elements near a rounding boundary counted, from the interpreted rows or the kernel's own.
 #include "compiler/Compile.h"
 #include "compiler/DiagnosticText.h"
 #include "compiler/Sema.h"
@@ -226,6 +226,49 @@ TEST(QuantizeInterpreted, CountsValuesNearARoundingBoundary) {
   EXPECT_EQ(inside.nearRoundingBoundary, 0);
   EXPECT_EQ(inside.value.output[0][0], 1.0);
   EXPECT_EQ(inside.bound.output[0][0], 0.0);
+}
+
+// With the rows a kernel wrote (Call::rowsAsWritten): the quantized output is referenced from
+// them, exactly, so its bound is the norm's float steps alone; the rows' own buffer is still the
+// interpreted one. With a 16-bit T's units the interpreted rows carry the sum's bound, which puts
+// 1.055 within reach of the midpoint 1.0625; the kernel's exact rows do not.
+TEST(QuantizeInterpreted, RowsAsWrittenLeaveOnlyTheNormsFloatSteps) {
+  const int64_t h = 16;
+  auto spec = fp8Spec(h);
+  ASSERT_TRUE(spec);
+  const Values in0(size_t(h), 3.0), in1(size_t(h), 0.0);
+  const interpret::Rounding bf16Units{0x1p-8, 0x1p-126, 0x1p-7, 1e-5};
+  const double scale = 1 / 1.055;
+  const interpret::BoundedResult interpreted =
+      interpret::interpretBounded(*spec, spec->steps, fp8Call(h, {in0, in1}, scale), bf16Units);
+  EXPECT_EQ(interpreted.nearRoundingBoundary, 2 * h);
+
+  interpret::Call call = fp8Call(h, {in0, in1}, scale);
+  call.rowsAsWritten.assign(2, std::vector<Values>(4)); // aux 1 is residual_out
+  call.rowsAsWritten[0][1] = in0;
+  call.rowsAsWritten[1][1] = in0;
+  const interpret::BoundedResult exact =
+      interpret::interpretBounded(*spec, spec->steps, call, bf16Units);
+  EXPECT_EQ(exact.nearRoundingBoundary, 0);
+  EXPECT_EQ(exact.value.output[0][0], 1.0);
+  EXPECT_EQ(exact.bound.output[0][0], 0.0);
+
+  // Rank 0's kernel wrote other rows: its output follows them, its residual_out is the spec's.
+  Values other = in0;
+  other[0] = 6.0;
+  call.rowsAsWritten[0][1] = other;
+  call.rowsAsWritten[1][1].clear(); // rank 1: the interpreted rows
+  const interpret::Result result = interpret::interpret(*spec, spec->steps, call);
+  const Values norm = normalized(other);
+  for (int64_t k = 0; k < h; ++k) {
+    EXPECT_EQ(result.output[0][size_t(k)], fromE4M3(toE4M3(norm[size_t(k)] / scale))) << k;
+    EXPECT_EQ(result.aux[0][1][size_t(k)], 3.0) << k;
+    EXPECT_EQ(result.output[1][size_t(k)], 1.0) << k;
+  }
+  EXPECT_NE(result.output[0][0], 1.0);
+
+  call.rowsAsWritten[0][1].resize(size_t(h - 1));
+  EXPECT_THROW(interpret::interpret(*spec, spec->steps, call), interpret::InterpretError);
 }
 
 } // namespace

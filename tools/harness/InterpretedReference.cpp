@@ -21,7 +21,8 @@ std::vector<double> load(ElementType type, const void* data, int64_t elems) {
 
 interpret::Call makeCall(const ir::Program& spec, const CompiledCollective& compiled,
                          uint64_t count, Span<const void* const> inputs,
-                         const std::vector<std::vector<const void*>>& aux) {
+                         const std::vector<std::vector<const void*>>& aux,
+                         const std::vector<std::vector<const void*>>& written) {
   interpret::Call call;
   call.nranks = compiled.nranks;
   call.count = int64_t(count);
@@ -39,6 +40,11 @@ interpret::Call makeCall(const ir::Program& spec, const CompiledCollective& comp
                                k < aux[size_t(r)].size() ? aux[size_t(r)][k] : nullptr,
                                auxElems[k]));
     call.aux.push_back(std::move(perBuffer));
+    std::vector<std::vector<double>> asWritten(auxElems.size());
+    for (size_t k = 0; r < int(written.size()) && k < written[size_t(r)].size(); ++k)
+      if (k < auxElems.size() && written[size_t(r)][k])
+        asWritten[k] = load(compiled.auxType(k), written[size_t(r)][k], auxElems[k]);
+    call.rowsAsWritten.push_back(std::move(asWritten));
   }
   return call;
 }
@@ -72,9 +78,11 @@ interpret::Rounding roundingOf(DType type) {
 
 InterpretedReference interpretReference(const ir::Program& spec, const CompiledCollective& compiled,
                                         uint64_t count, Span<const void* const> inputs,
-                                        const std::vector<std::vector<const void*>>& aux) {
+                                        const std::vector<std::vector<const void*>>& aux,
+                                        const std::vector<std::vector<const void*>>& written) {
   interpret::BoundedResult result = interpret::interpretBounded(
-      spec, spec.steps, makeCall(spec, compiled, count, inputs, aux), roundingOf(compiled.dtype));
+      spec, spec.steps, makeCall(spec, compiled, count, inputs, aux, written),
+      roundingOf(compiled.dtype));
   return InterpretedReference{std::move(result.value), std::move(result.bound),
                               result.nearRoundingBoundary};
 }

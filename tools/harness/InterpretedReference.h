@@ -37,11 +37,15 @@ interpret::Rounding roundingOf(DType type);
 
 /// Interprets `spec` (steps expanded for compiled.nranks) for one call of `count` elements.
 /// inputs[r] is rank r's input, aux[r][k] its aux buffer k, of its own element type (null for
-/// one the kernel writes: it starts unwritten). Throws interpret::InterpretError where the spec
-/// cannot be interpreted.
+/// one the kernel writes: it starts unwritten). written[r][k], where given and not null, is what
+/// the kernel left in rank r's aux buffer k: a quantized output is referenced from the rows the
+/// kernel wrote and its norm read (interpret::Call::rowsAsWritten), so that its bound is the
+/// norm's float steps alone. Throws interpret::InterpretError where the spec cannot be
+/// interpreted.
 InterpretedReference interpretReference(const ir::Program& spec, const CompiledCollective& compiled,
                                         uint64_t count, Span<const void* const> inputs,
-                                        const std::vector<std::vector<const void*>>& aux);
+                                        const std::vector<std::vector<const void*>>& aux,
+                                        const std::vector<std::vector<const void*>>& written = {});
 
 /// Compares `got` (elements of `type`) with `want` within `bound`: NaN must be NaN, an infinity
 /// the same infinity, a copy (bound 0) equal (-0.0 and +0.0 compare equal: the sentinel strategy

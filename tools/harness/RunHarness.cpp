@@ -288,9 +288,16 @@ Error checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, 
     for (size_t k = 0; k < compiled.aux.size(); ++k)
       aux[r].push_back(buffers.auxWritten[k] ? nullptr
                                              : buffers.auxOf(static_cast<int>(r), k, slot));
+  // What the kernel wrote into the aux buffers, for the local ranks: a quantized output is held
+  // to the rows its norm read (InterpretedReference.h).
+  std::vector<std::vector<const void*>> written(buffers.hostIn.size());
+  for (int rank : buffers.local)
+    for (size_t k = 0; k < compiled.aux.size(); ++k)
+      written[size_t(rank)].push_back(buffers.auxWritten[k] ? buffers.auxOf(rank, k, slot)
+                                                            : nullptr);
   InterpretedReference expected;
   try {
-    expected = interpretReference(reference, compiled, count, inputs, aux);
+    expected = interpretReference(reference, compiled, count, inputs, aux, written);
   } catch (const interpret::InterpretError& error) {
     return harnessError("the reference of '" + compiled.specName + "': " + error.what());
   }
