@@ -260,6 +260,8 @@ Error downloadOutputs(const SymmetricWorld& world, RankBuffers& buffers) {
 /// Verdicts of this process's ranks: how many checked calls each got wrong.
 struct LocalVerdicts {
   std::vector<uint64_t> wrongCalls; // per local rank
+  /// Quantized elements held to either neighbouring code, per local rank (nearBoundaryOf).
+  std::vector<uint64_t> nearBoundary;
   int checkedCalls = 0;
 };
 
@@ -270,6 +272,21 @@ uint64_t checkedElements(const CompiledCollective& compiled, uint64_t count) {
     if (aux.written)
       elements += aux.elements(count);
   return elements;
+}
+
+/// Rank `rank`'s quantized (E4M3) elements that the reference holds to either neighbouring code:
+/// those whose bound is above 0 (interpret::BoundedResult::nearRoundingBoundary).
+uint64_t nearBoundaryOf(const CompiledCollective& compiled, const InterpretedReference& expected,
+                        int rank) {
+  auto count = [](const std::vector<double>& bound) {
+    return uint64_t(std::count_if(bound.begin(), bound.end(), [](double b) { return b > 0; }));
+  };
+  uint64_t near =
+      compiled.outputType() == ElementType::F8E4M3 ? count(expected.bound.output[size_t(rank)]) : 0;
+  for (size_t k = 0; k < compiled.aux.size(); ++k)
+    if (compiled.aux[k].written && compiled.auxType(k) == ElementType::F8E4M3)
+      near += count(expected.bound.aux[size_t(rank)][k]);
+  return near;
 }
 
 /// Compares slot `slot` of every local rank's output (and written aux buffers) with `reference`
@@ -302,7 +319,7 @@ Error checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, 
     return harnessError("the reference of '" + compiled.specName + "': " + error.what());
   }
   verdicts.wrongCalls.resize(buffers.local.size(), 0);
-  report.nearRoundingBoundary += uint64_t(expected.nearRoundingBoundary); // every rank's
+  verdicts.nearBoundary.resize(buffers.local.size(), 0);
   report.quantized = compiled.outputType() == ElementType::F8E4M3;
   for (size_t k = 0; k < compiled.aux.size(); ++k)
     report.quantized |= compiled.auxType(k) == ElementType::F8E4M3;
@@ -310,6 +327,11 @@ Error checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, 
     const int rank = buffers.local[i];
     // The output and every aux buffer the kernel writes.
     const std::string label = what + " rank " + std::to_string(rank);
+    // This process's ranks, whose quantized outputs were referenced from their own rows; other
+    // processes' ranks are added by gatherVerdicts.
+    const uint64_t near = nearBoundaryOf(compiled, expected, rank);
+    verdicts.nearBoundary[i] += near;
+    report.nearRoundingBoundary += near;
     Comparison comparison =
         compareInterpreted(compiled.outputType(), expected.value.output[size_t(rank)],
                            expected.bound.output[size_t(rank)], buffers.outputOf(i, slot),
@@ -345,19 +367,26 @@ Error checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, 
 /// Ranks of other processes that got something wrong are named (their details are in their own
 /// reports).
 Error gatherVerdicts(SymmetricWorld& world, const LocalVerdicts& verdicts, RunReport& report) {
-  std::vector<uint64_t> table(world.nranks(), 0);
+  // Per rank: its wrong calls, and its quantized elements near a rounding boundary.
+  std::vector<uint64_t> table(size_t(world.nranks()) * 2, 0);
   const std::vector<int>& local = world.localRanks();
-  for (size_t i = 0; i < local.size(); ++i)
-    table[local[i]] = i < verdicts.wrongCalls.size() ? verdicts.wrongCalls[i] : 0;
-  if (Error err = world.allGatherRanks("run verdicts", table, 1))
+  for (size_t i = 0; i < local.size(); ++i) {
+    table[size_t(local[i]) * 2] = i < verdicts.wrongCalls.size() ? verdicts.wrongCalls[i] : 0;
+    table[size_t(local[i]) * 2 + 1] =
+        i < verdicts.nearBoundary.size() ? verdicts.nearBoundary[i] : 0;
+  }
+  if (Error err = world.allGatherRanks("run verdicts", table, 2))
     return err;
   report.correct = true;
   for (int r = 0; r < world.nranks(); ++r) {
-    if (table[r] == 0)
+    if (!world.isLocal(r))
+      report.nearRoundingBoundary += table[size_t(r) * 2 + 1];
+    const uint64_t wrong = table[size_t(r) * 2];
+    if (wrong == 0)
       continue;
     report.correct = false;
     if (!world.isLocal(r))
-      report.firstMismatches += "rank " + std::to_string(r) + ": " + std::to_string(table[r]) +
+      report.firstMismatches += "rank " + std::to_string(r) + ": " + std::to_string(wrong) +
                                 " of " + std::to_string(verdicts.checkedCalls) +
                                 " checked calls wrong (its own report has the details)\n";
   }
