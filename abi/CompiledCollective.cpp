@@ -17,7 +17,14 @@ std::string launchText(const LaunchShape& shape) {
 uint64_t ElementCount::at(uint64_t count) const {
   // The kernel computes chunk(perCount * n + constant) from the whole length: it must fit too.
   const uint64_t base = sizeAdd(sizeMul(perCount, count), constant);
-  return chunked ? chunkSize(base, nranks) : base;
+  if (chunked)
+    return chunkSize(base, nranks);
+  if (perRow == 0)
+    return base;
+  // rowLength and rowMultiple are at least 1 wherever perRow is not 0 (the bundle reader refuses
+  // others); the count of a spec with rows is whole rows.
+  const uint64_t rows = sizeAlignUp(count / rowLength, rowMultiple);
+  return sizeAdd(base, sizeMul(perRow, rows));
 }
 
 uint64_t ScratchBuffer::bytes(uint64_t count) const {

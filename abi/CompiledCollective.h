@@ -31,14 +31,19 @@ struct LaunchShape {
 std::string launchText(const LaunchShape& shape);
 
 /// A buffer's element count as a function of the call's count n, for one variant (nranks and the
-/// row length fixed): `perCount * n + constant`, or with `chunked` the size of one of nranks
-/// chunks of that (rounded up to kChunkAlignElems elements). Sizes in specs can say only this
-/// (dsl/README.md), so the runtime computes every size from plain numbers, without the compiler.
+/// row length fixed): `perCount * n + constant + perRow * round_up(n / rowLength, rowMultiple)`
+/// (the last part for per-row buffers of a spec with rows: n / rowLength is the row count), or
+/// with `chunked` the size of one of nranks chunks of `perCount * n + constant` (rounded up to
+/// kChunkAlignElems elements). Sizes in specs can say only this (dsl/README.md), so the runtime
+/// computes every size from plain numbers, without the compiler.
 struct ElementCount {
   uint64_t perCount = 0;
   uint64_t constant = 0;
   bool chunked = false;
   int nranks = 2;
+  uint64_t perRow = 0;      // elements per (padded) row; 0: no per-row part
+  uint64_t rowLength = 0;   // the variant's row length where perRow is not 0
+  uint64_t rowMultiple = 1; // rows rounded up to a multiple of this (1: no padding)
 
   /// The elements for a call of `count`; kTooLarge (abi/SizeMath.h) where they, or the length a
   /// chunk splits, would pass kMaxSize.

@@ -17,6 +17,11 @@ ElementCount elementCount(const ir::Expr& size, int nranks, int64_t rowLength) {
   count.constant = uint64_t(form->constant);
   count.chunked = form->chunked;
   count.nranks = nranks;
+  if (form->perRow != 0) {
+    count.perRow = uint64_t(form->perRow);
+    count.rowLength = uint64_t(rowLength);
+    count.rowMultiple = uint64_t(form->rowMultiple);
+  }
   return count;
 }
 

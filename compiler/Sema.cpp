@@ -144,7 +144,7 @@ private:
     for (int nranks = program_->minRanks; nranks <= program_->maxRanks; ++nranks) {
       ir::Env env;
       env.nranks = nranks;
-      env.rowLength = 1;
+      env.rowLength = program_->rowLengthName.empty() ? 0 : 1; // 0: n / row length is refused
       std::string why;
       // The kernel computes the size in its C types (ir::CType): an int part must not overflow.
       ir::Env smallest = env;
@@ -159,7 +159,12 @@ private:
                      "the size of '" + decl.name + "' cannot be proved for every n: " + why +
                          " (nranks=" + std::to_string(nranks) +
                          "); sizes may use n only as 'a * n + b' or 'chunk(a * n + b)', with a "
-                         "and b free of n");
+                         "and b free of n" +
+                         (program_->rowLengthName.empty()
+                              ? std::string()
+                              : ", plus 'c * (n / " + program_->rowLengthName +
+                                    ")' or 'c * round_up(n / " + program_->rowLengthName +
+                                    ", k)' (rows)"));
         return;
       }
     }
@@ -566,7 +571,12 @@ private:
         return ExprNode::var(e.name);
       diags_.error(e.loc,
                    "unknown name '" + e.name + "'" +
-                       (context == ExprContext::Size ? "; sizes may use n, nranks and chunk(...)"
+                       (context == ExprContext::Size
+                            ? "; sizes may use n, nranks, chunk(...), ceil_div(...), "
+                              "round_up(...)" +
+                                  (spec_.rowLengthName.empty()
+                                       ? std::string(" and, in a spec with 'rows NAME', NAME")
+                                       : " and " + spec_.rowLengthName)
                         : hasRoot(program_->kind)
                             ? "; expected rank, nranks, n, root or a loop variable"
                             : "; expected rank, nranks, n or a loop variable"));
@@ -589,6 +599,8 @@ private:
       return ExprNode::binary(kind, a, b);
     }
     case ast::Expr::Kind::Call:
+      if (e.name == "ceil_div" || e.name == "round_up")
+        return lowerRounding(e, context, scope);
       if (e.name == "chunk" && context == ExprContext::Size && e.operands.size() == 1) {
         Expr length = lowerExpr(*e.operands[0], context, scope);
         return length ? ExprNode::chunkSize(length) : nullptr;
@@ -602,6 +614,40 @@ private:
       return nullptr;
     }
     return nullptr;
+  }
+
+  /// ceil_div(a, b) and round_up(a, b): sizes only (a per-row buffer's padded rows and blocks),
+  /// b a positive number.
+  Expr lowerRounding(const ast::Expr& e, ExprContext context,
+                     const std::vector<std::string>& scope) {
+    if (context != ExprContext::Size) {
+      diags_.error(e.loc, e.name + "(...) may appear only in buffer sizes");
+      return nullptr;
+    }
+    if (e.operands.size() != 2) {
+      diags_.error(e.loc, e.name + "(...) takes two arguments: " +
+                              (e.name == "ceil_div" ? "ceil_div(a, b), a / b rounded up"
+                                                    : "round_up(a, b), a rounded up to a "
+                                                      "multiple of b"));
+      return nullptr;
+    }
+    Expr a = lowerExpr(*e.operands[0], context, scope);
+    Expr b = lowerExpr(*e.operands[1], context, scope);
+    if (!a || !b)
+      return nullptr;
+    if (ir::mentionsCount(b)) {
+      diags_.error(e.operands[1]->loc,
+                   "the second argument of " + e.name + "(...) may not depend on n");
+      return nullptr;
+    }
+    if (b->kind == ExprKind::Const && b->value <= 0) {
+      diags_.error(e.operands[1]->loc,
+                   e.name + "(...) " +
+                       (e.name == "ceil_div" ? "divides by " : "rounds up to a multiple of ") +
+                       std::to_string(b->value) + "; it must be positive");
+      return nullptr;
+    }
+    return ExprNode::binary(e.name == "ceil_div" ? ExprKind::CeilDiv : ExprKind::RoundUp, a, b);
   }
 
   static std::string refText(const ast::RegionRef& ref) {

@@ -22,6 +22,9 @@ void writeCount(ByteWriter& out, const ElementCount& count) {
   out.u64(count.constant);
   out.boolean(count.chunked);
   out.i32(count.nranks);
+  out.u64(count.perRow);
+  out.u64(count.rowLength);
+  out.u64(count.rowMultiple);
 }
 
 ElementCount readCount(ByteReader& in) {
@@ -30,6 +33,13 @@ ElementCount readCount(ByteReader& in) {
   count.constant = in.u64("constant elements");
   count.chunked = in.boolean("chunked");
   count.nranks = in.i32("chunk ranks");
+  count.perRow = in.u64("elements per row");
+  count.rowLength = in.u64("row length of a per-row size");
+  count.rowMultiple = in.u64("row multiple");
+  if (count.rowMultiple == 0)
+    in.fail("row multiple", "0 rows is no multiple to round the row count up to");
+  if (count.perRow != 0 && count.rowLength == 0)
+    in.fail("row length of a per-row size", "a per-row size needs a row length of at least 1");
   return count;
 }
 

@@ -158,6 +158,27 @@ collc_status collc_compiled_buffer_counts(const collc_compiled* compiled, uint64
   });
 }
 
+collc_status collc_compiled_aux_count(const collc_compiled* compiled, int buffer, uint64_t count,
+                                      uint64_t* elements) {
+  return guarded("collc_compiled_aux_count", [&] {
+    if (!compiled || !elements)
+      return fail(COLLC_INVALID_ARGUMENT, "collc_compiled_aux_count: null compiled or elements");
+    const CompiledCollective& c = compiled->compiled;
+    if (buffer < 0 || buffer >= int(c.aux.size()))
+      return fail(COLLC_INVALID_ARGUMENT, "collc_compiled_aux_count: buffer " +
+                                              std::to_string(buffer) + " is not one of the " +
+                                              std::to_string(c.aux.size()) + " aux buffers");
+    const uint64_t elems = c.aux[size_t(buffer)].elements(count);
+    if (!fitsSize(elems))
+      return fail(COLLC_INVALID_ARGUMENT, "collc_compiled_aux_count: a call of " +
+                                              std::to_string(count) + " elements has '" +
+                                              c.aux[size_t(buffer)].name +
+                                              "' of more than 2^63 - 1 elements");
+    *elements = elems;
+    return COLLC_OK;
+  });
+}
+
 collc_status collc_compiled_heap_bytes(const collc_compiled* compiled, uint64_t max_count,
                                        uint64_t* bytes) {
   return guarded("collc_compiled_heap_bytes", [&] {

@@ -179,6 +179,20 @@ std::optional<Affine> evaluateNode(const ir::Expr& e, const Bindings& env, Arith
       return Affine{a->u / b->v, floorDiv(a->v, b->v)};
     return Affine::constant(a->v - floorDiv(a->v, b->v) * b->v);
   }
+  case ExprKind::CeilDiv:
+  case ExprKind::RoundUp: {
+    if (!b->isConstant())
+      throw AffineError{"a rounding by a value that depends on n"};
+    if (b->v <= 0)
+      return fail(e->kind == ExprKind::CeilDiv ? "ceil_div by zero or a negative value"
+                                               : "round_up to a multiple that is not positive");
+    if (arith.less(*a, Affine::constant(0)))
+      return fail("rounding of a negative value");
+    requireExactInQ(a->u, b->v);
+    // ceil((u q + v) / d) = (u / d) q + ceil(v / d) when d divides u.
+    const Affine quotient{a->u / b->v, ceilDiv(a->v, b->v)};
+    return e->kind == ExprKind::CeilDiv ? quotient : Arith::mul(quotient, b->v);
+  }
   case ExprKind::Min:
     if (arith.negative(*a) || arith.negative(*b))
       return fail("min of a negative value, which the kernel's min_u64 takes for a huge one");

@@ -74,6 +74,18 @@ bool checkedApply(ExprKind kind, int64_t x, int64_t y, int64_t& result, std::str
       return fail("division of a negative value");
     result = kind == ExprKind::Div ? x / y : x % y;
     return true;
+  case ExprKind::CeilDiv:
+  case ExprKind::RoundUp:
+    if (y == 0)
+      return fail(kind == ExprKind::CeilDiv ? "ceil_div by zero"
+                                            : "round_up to a multiple of zero");
+    if (x < 0 || y < 0)
+      return fail(kind == ExprKind::CeilDiv ? "ceil_div of a negative value"
+                                            : "round_up of a negative value");
+    result = x / y + (x % y != 0);
+    if (kind == ExprKind::RoundUp && __builtin_mul_overflow(result, y, &result))
+      return fail("integer overflow");
+    return true;
   case ExprKind::Min:
     result = std::min(x, y);
     return true;
@@ -153,14 +165,21 @@ Expr ExprNode::binary(ExprKind kind, Expr a, Expr b) {
     if (structurallyEqual(a, b))
       return a;
     break;
+  case ExprKind::CeilDiv:
+  case ExprKind::RoundUp:
+    if (isConst(b, 1) && a->type == CType::U64)
+      return a;
+    break;
   default:
     break;
   }
   auto node = std::make_shared<ExprNode>();
   node->kind = kind;
+  const bool u64Function =
+      kind == ExprKind::Min || kind == ExprKind::CeilDiv || kind == ExprKind::RoundUp;
   node->type = kind == ExprKind::Eq || kind == ExprKind::Ne ? CType::Int
-               : kind == ExprKind::Min                      ? CType::U64 // min_u64
-                                                            : common(a->type, b->type);
+               : u64Function ? CType::U64 // min_u64, ceil_div_u64, round_up_u64
+                             : common(a->type, b->type);
   node->a = std::move(a);
   node->b = std::move(b);
   return node;
@@ -376,9 +395,10 @@ std::optional<int64_t> evaluateNode(const Expr& e, const Env& env, std::string* 
 
 namespace {
 
-/// a * n + b, with a and b known numbers.
+/// a * n + b + c * round_up(n / L, m), with a, b, c and m known numbers (L the row length).
 struct Linear {
-  int64_t a = 0, b = 0;
+  int64_t a = 0, b = 0, c = 0, m = 1;
+  bool constant() const { return a == 0 && c == 0; }
 };
 
 std::optional<Linear> linear(const Expr& e, const Env& env, std::string* why) {
@@ -387,6 +407,10 @@ std::optional<Linear> linear(const Expr& e, const Env& env, std::string* why) {
       *why = message;
     return std::nullopt;
   };
+  auto isRows = [](const Expr& x) {
+    return x->kind == ExprKind::Div && x->a->kind == ExprKind::Count &&
+           x->b->kind == ExprKind::RowLength;
+  };
   switch (e->kind) {
   case ExprKind::Count:
     return Linear{1, 0};
@@ -394,6 +418,25 @@ std::optional<Linear> linear(const Expr& e, const Env& env, std::string* why) {
   case ExprKind::ChunkBegin:
   case ExprKind::ChunkLength:
     return fail("chunk(...) must be the whole size (chunk(a * n + b)), not part of it");
+  case ExprKind::Div:
+    if (isRows(e)) {
+      if (env.rowLength <= 0)
+        return fail("n / the row length needs a row length");
+      return Linear{0, 0, 1, 1};
+    }
+    break;
+  case ExprKind::RoundUp:
+    if (isRows(e->a)) {
+      std::string reason;
+      auto multiple = evaluate(e->b, env, &reason);
+      if (!multiple)
+        return fail(reason);
+      if (*multiple <= 0)
+        return fail("round_up to a multiple of " + std::to_string(*multiple) +
+                    "; the multiple must be positive");
+      return Linear{0, 0, 1, *multiple};
+    }
+    break;
   case ExprKind::Add:
   case ExprKind::Sub:
   case ExprKind::Mul: {
@@ -403,31 +446,47 @@ std::optional<Linear> linear(const Expr& e, const Env& env, std::string* why) {
       return std::nullopt;
     Linear r;
     if (e->kind == ExprKind::Mul) {
-      if (x->a != 0 && y->a != 0)
+      if (!x->constant() && !y->constant())
         return fail("n times n is not a size collc can prove for every n");
-      // (x.a n + x.b)(y.a n + y.b) with x.a y.a = 0.
-      int64_t left, right;
-      if (__builtin_mul_overflow(x->a, y->b, &left) || __builtin_mul_overflow(x->b, y->a, &right) ||
-          __builtin_add_overflow(left, right, &r.a) || __builtin_mul_overflow(x->b, y->b, &r.b))
+      if (!x->constant())
+        std::swap(*x, *y);
+      // x is a number k: k * (y.a n + y.b + y.c rows).
+      const int64_t k = x->b;
+      r.m = y->m;
+      if (__builtin_mul_overflow(k, y->a, &r.a) || __builtin_mul_overflow(k, y->b, &r.b) ||
+          __builtin_mul_overflow(k, y->c, &r.c))
         return fail("integer overflow");
       return r;
     }
+    if (x->c != 0 && y->c != 0 && x->m != y->m)
+      return fail("row counts rounded up to different multiples (" + std::to_string(x->m) +
+                  " and " + std::to_string(y->m) + ") cannot be added");
     const int sign = e->kind == ExprKind::Add ? 1 : -1;
+    r.m = x->c != 0 ? x->m : y->m;
     if (__builtin_add_overflow(x->a, sign * y->a, &r.a) ||
-        __builtin_add_overflow(x->b, sign * y->b, &r.b))
+        __builtin_add_overflow(x->b, sign * y->b, &r.b) ||
+        __builtin_add_overflow(x->c, sign * y->c, &r.c))
       return fail("integer overflow");
     return r;
   }
-  default: {
-    // Anything else must not mention n: a number for this rank count and row length.
-    if (mentionsCount(e))
-      return fail("n may not be divided, nor taken a remainder of");
-    std::string reason;
-    if (auto value = evaluate(e, env, &reason))
-      return Linear{0, *value};
-    return fail(reason);
+  default:
+    break;
   }
+  // Anything else must not mention n: a number for this rank count and row length.
+  if (mentionsCount(e)) {
+    if (e->kind == ExprKind::Div && e->a->kind == ExprKind::Count)
+      return fail(env.rowLength > 0 ? "n may be divided only by the row length (n / row length: "
+                                      "the row count)"
+                                    : "n may be divided only by the row length of a spec with "
+                                      "rows");
+    if (e->kind == ExprKind::RoundUp || e->kind == ExprKind::CeilDiv)
+      return fail("of n, only the row count may be rounded up: round_up(n / row length, k)");
+    return fail("n may not be divided, nor taken a remainder of, except as n / row length");
   }
+  std::string reason;
+  if (auto value = evaluate(e, env, &reason))
+    return Linear{0, *value};
+  return fail(reason);
 }
 
 } // namespace
@@ -441,12 +500,17 @@ std::optional<SizeForm> sizeForm(const Expr& e, const Env& env, std::string* why
   auto form = linear(chunked ? e->a : e, env, why);
   if (!form)
     return std::nullopt;
-  if (form->a < 0 || form->b < 0) {
+  if (form->a < 0 || form->b < 0 || form->c < 0) {
     if (why)
       *why = "a size must not shrink as n grows, nor be negative";
     return std::nullopt;
   }
-  return SizeForm{form->a, form->b, chunked};
+  if (chunked && form->c != 0) {
+    if (why)
+      *why = "chunk(...) of a row count is not a size collc can split";
+    return std::nullopt;
+  }
+  return SizeForm{form->a, form->b, chunked, form->c, form->c != 0 ? form->m : 1};
 }
 
 std::string cName(const std::string& var) {
@@ -481,6 +545,10 @@ std::string toC(const Expr& e) {
     return "chunk_len(" + toC(e->a) + ", " + toC(e->b) + ")";
   case ExprKind::Min:
     return "min_u64(" + toC(e->a) + ", " + toC(e->b) + ")";
+  case ExprKind::CeilDiv:
+    return "ceil_div_u64(" + toC(e->a) + ", " + toC(e->b) + ")";
+  case ExprKind::RoundUp:
+    return "round_up_u64(" + toC(e->a) + ", " + toC(e->b) + ")";
   default:
     return "(" + toC(e->a) + " " + opText(e->kind) + " " + toC(e->b) + ")";
   }
@@ -514,7 +582,11 @@ void print(const Expr& e, llvm::raw_ostream& out) {
     out << ")";
     return;
   case ExprKind::Min:
-    out << "min(";
+  case ExprKind::CeilDiv:
+  case ExprKind::RoundUp:
+    out << (e->kind == ExprKind::Min       ? "min("
+            : e->kind == ExprKind::CeilDiv ? "ceil_div("
+                                           : "round_up(");
     print(e->a, out);
     out << ", ";
     print(e->b, out);

@@ -31,6 +31,8 @@ enum class ExprKind {
   Div,
   Mod,
   Min,
+  CeilDiv,     // ceil_div(a, b): a / b rounded up (b > 0)
+  RoundUp,     // round_up(a, b): a rounded up to a multiple of b (b > 0)
   ChunkSize,   // chunk_size(a): elements per chunk when a elements are split into nranks chunks
   ChunkBegin,  // chunk_begin(a, b): first element of chunk b of a elements
   ChunkLength, // chunk_len(a, b): elements of chunk b (the last ones may be short or empty)
@@ -42,9 +44,9 @@ enum class ExprKind {
 
 /// The C type an expression has as toC prints it into the kernel: the spec's rank expressions are
 /// `int` (rank, kRanks, kRoot and loop variables are; so is a literal within int's range), a
-/// literal past it is `long` (64 bits), and n (`count`), the row length (`kHidden`), chunk sizes
-/// and `min_u64` are `u64`. An operation takes C's usual arithmetic conversions: u64 if either
-/// operand is, else long if either is, else int; a comparison is an int.
+/// literal past it is `long` (64 bits), and n (`count`), the row length (`kHidden`), chunk sizes,
+/// `min_u64`, `ceil_div_u64` and `round_up_u64` are `u64`. An operation takes C's usual arithmetic
+/// conversions: u64 if either operand is, else long if either is, else int; a comparison is an int.
 enum class CType { Int, Long, U64 };
 
 struct ExprNode;
@@ -119,17 +121,21 @@ struct Env {
 /// and says why.
 std::optional<int64_t> evaluate(const Expr& e, const Env& env, std::string* why = nullptr);
 
-/// A size as a function of n for one rank count and row length: `perCount * n + constant`, or the
-/// chunk size of that (`chunked`). The only way sizes may use n (Sema refuses any other), so that
-/// the runtime can compute sizes from plain numbers and the verifier's argument over every n holds.
+/// A size as a function of n for one rank count and row length L: `perCount * n + constant +
+/// perRow * round_up(n / L, rowMultiple)` (n / L the row count of a spec with rows, padded to a
+/// multiple of rowMultiple), or the chunk size of `perCount * n + constant` (`chunked`). The only
+/// ways sizes may use n (Sema refuses any other), so that the runtime can compute sizes from plain
+/// numbers and the verifier's argument over every n holds.
 struct SizeForm {
   int64_t perCount = 0;
   int64_t constant = 0;
   bool chunked = false;
+  int64_t perRow = 0;      // elements per (padded) row; 0: no per-row part
+  int64_t rowMultiple = 1; // the row count rounded up to a multiple of this (1: not padded)
 };
 /// The form of size expression `e` with env's nranks and row length, or nullopt (and why) where n
-/// appears otherwise (under a product with n, a division, a remainder, or a chunk(...) that is not
-/// the whole size) or the value is negative.
+/// appears otherwise (under a product with n, a division by anything but the row length, a
+/// remainder, or a chunk(...) that is not the whole size) or the value is negative.
 std::optional<SizeForm> sizeForm(const Expr& e, const Env& env, std::string* why = nullptr);
 
 /// The C name of a variable: a spec's `x` is `v_x`; a name the compiler made (`%q0`, `%i.p`:

@@ -258,6 +258,11 @@ collc_status collc_compiled_buffer_type(const collc_compiled* compiled, int buff
  * count * nranks, by kind: an all-gather's output holds every rank's count). */
 collc_status collc_compiled_buffer_counts(const collc_compiled* compiled, uint64_t count,
                                           uint64_t* input_count, uint64_t* output_count);
+/* Elements of aux buffer `buffer` (0 .. naux - 1) for a call of `count`: its declared size (a
+ * residual's count, a weight's row length, a per-token scale's count / row length), so that the
+ * caller allocates each aux buffer (of collc_compiled_buffer_type's type) large enough. */
+collc_status collc_compiled_aux_count(const collc_compiled* compiled, int buffer, uint64_t count,
+                                      uint64_t* elements);
 /* Symmetric heap per rank that one instance made for up to max_count elements takes: to size a
  * world before creating it. */
 collc_status collc_compiled_heap_bytes(const collc_compiled* compiled, uint64_t max_count,

@@ -55,6 +55,7 @@ _SIGNATURES = {
     "collc_compiled_info": (c_int, [c_void_p, POINTER(c_int), POINTER(c_int), POINTER(c_int),
                                     POINTER(c_int)]),
     "collc_compiled_buffer_type": (c_int, [c_void_p, c_int, POINTER(c_int)]),
+    "collc_compiled_aux_count": (c_int, [c_void_p, c_int, c_uint64, POINTER(c_uint64)]),
     "collc_compiled_buffer_counts": (c_int, [c_void_p, c_uint64, POINTER(c_uint64),
                                              POINTER(c_uint64)]),
     "collc_compiled_heap_bytes": (c_int, [c_void_p, c_uint64, POINTER(c_uint64)]),

@@ -88,6 +88,15 @@ class Compiled:
                    ctypes.byref(out))
         return inp.value, out.value
 
+    def aux_count(self, buffer, count):
+        """Elements of aux buffer `buffer` (0 .. naux - 1) for a call of `count` elements: its
+        declared size (a per-token scale of an FP8 output holds count / row length)."""
+        from . import _capi
+        _positive(count, "count")
+        elems = ctypes.c_uint64()
+        _capi.call("collc_compiled_aux_count", self.handle, buffer, count, ctypes.byref(elems))
+        return elems.value
+
     def heap_bytes(self, max_count):
         """Symmetric heap per rank one instance of this variant takes for calls of up to
         `max_count` elements."""

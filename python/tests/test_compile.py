@@ -62,6 +62,33 @@ def test_a_quantized_output_and_its_scale_have_their_own_types():
     assert not compiled.in_place  # an fp8 output is never its bf16 input's memory
 
 
+PER_ROW_SPEC = """collective per_row kind allreduce
+  rows hidden = 64
+  buffers in: T[n], out: T[n], y: T[n], weight: T[hidden], token_scale: f32[n / hidden], swizzled: fp8e4m3[round_up(n / hidden, 128) * round_up(ceil_div(hidden, 16), 4)]
+  scratch slot[nranks]: T[n]
+{
+  step push {
+    for p in peers { put in -> p.slot[rank] }
+  }
+  step reduce {
+    wait push
+    y = reduce(in, slot[peers])
+    out = rmsnorm(y, weight)
+  }
+}
+"""
+
+
+def test_aux_buffers_are_sized_by_their_declared_size():
+    compiled = collc.compile(PER_ROW_SPEC, nranks=2, dtype="bfloat16", row_length=80)
+    tokens = 7
+    count = tokens * 80
+    assert [compiled.aux_count(k, count) for k in range(compiled.naux)] == [
+        count, 80, tokens, 128 * 8]  # 80 / 16 = 5 blocks a row, padded to 8
+    with pytest.raises(collc.Error, match="buffer 4 is not one of the 4 aux buffers"):
+        compiled.aux_count(4, count)
+
+
 SPEC_WITH_A_BUG = """collective broken kind allreduce
   buffers in: T[n], out: T[n]
   scratch slot[nranks]: T[n]

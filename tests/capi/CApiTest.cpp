@@ -295,6 +295,31 @@ TEST(CApi, SaysTheElementTypeOfEveryBuffer) {
   EXPECT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
 }
 
+// Each aux buffer's elements for a call: residual and residual_out n, the weight one row, the
+// static scale one; an index out of range is refused.
+TEST(CApi, SaysTheElementsOfEveryAuxBuffer) {
+  collc_compile_options options;
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
+  options.dtype = COLLC_BF16;
+  options.row_length = 1024;
+  collc_compiled* compiled = nullptr;
+  ASSERT_EQ(collc_compile("allreduce_rmsnorm_fp8", &options, &compiled), COLLC_OK) << lastError();
+  const uint64_t expected[] = {7 * 1024, 7 * 1024, 1024, 1};
+  for (int k = 0; k < 4; ++k) {
+    uint64_t elements = 0;
+    ASSERT_EQ(collc_compiled_aux_count(compiled, k, 7 * 1024, &elements), COLLC_OK) << lastError();
+    EXPECT_EQ(elements, expected[k]) << k;
+  }
+  uint64_t elements = 0;
+  EXPECT_EQ(collc_compiled_aux_count(compiled, 4, 1024, &elements), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("buffer 4 is not one of the 4 aux buffers"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(collc_compiled_aux_count(compiled, 0, uint64_t(1) << 63, &elements),
+            COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_compiled_aux_count(nullptr, 0, 1, &elements), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
+}
+
 TEST(CApi, CompilesByNameWithTheOptionsGiven) {
   collc_compile_options options;
   ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);

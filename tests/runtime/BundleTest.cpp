@@ -83,6 +83,9 @@ void expectSameCount(const ElementCount& a, const ElementCount& b, const std::st
   EXPECT_EQ(a.constant, b.constant) << what;
   EXPECT_EQ(a.chunked, b.chunked) << what;
   EXPECT_EQ(a.nranks, b.nranks) << what;
+  EXPECT_EQ(a.perRow, b.perRow) << what;
+  EXPECT_EQ(a.rowLength, b.rowLength) << what;
+  EXPECT_EQ(a.rowMultiple, b.rowMultiple) << what;
 }
 
 /// Every field of CompiledCollective, one by one.
@@ -273,10 +276,10 @@ TEST(BundleDamage, ALaterVersion) {
 // says which version it reads rather than misreading the fields after them.
 TEST(BundleDamage, AnEarlierVersion) {
   std::string bytes = validBytes();
-  // Version 4: no element type for each user buffer.
-  bytes[8] = char(4);
-  EXPECT_TRUE(refusedWith(resealed(bytes), "bundle format version 4, but this runtime reads only "
-                                           "version 5 (write the bundle again with this "
+  // Version 5: no per-row part in an element count.
+  bytes[8] = char(5);
+  EXPECT_TRUE(refusedWith(resealed(bytes), "bundle format version 5, but this runtime reads only "
+                                           "version 6 (write the bundle again with this "
                                            "release's collc)"));
 }
 
@@ -312,12 +315,36 @@ TEST(BundleDamage, ValuesTheRuntimeWouldTrip) {
   CollectiveBundle badAux = bundle;
   badAux.compiled.auxAliases = {{0, 9}};
   EXPECT_TRUE(refusedWith(encodeBundle(badAux), "field 'auxAliases': aux buffer 9"));
+  CollectiveBundle noMultiple = bundle;
+  noMultiple.compiled.aux.at(0).elems.rowMultiple = 0;
+  EXPECT_TRUE(refusedWith(encodeBundle(noMultiple), "field 'row multiple'"));
+  CollectiveBundle noRowLength = bundle;
+  noRowLength.compiled.aux.at(0).elems.perRow = 1;
+  noRowLength.compiled.aux.at(0).elems.rowLength = 0;
+  EXPECT_TRUE(refusedWith(encodeBundle(noRowLength), "field 'row length of a per-row size'"));
   CollectiveBundle twoSm90 = bundle;
   twoSm90.cubins.push_back(twoSm90.cubins.back());
   EXPECT_TRUE(refusedWith(encodeBundle(twoSm90), "a second cubin for sm_90"));
   CollectiveBundle none = bundle;
   none.cubins.clear();
   EXPECT_TRUE(refusedWith(encodeBundle(none), "no cubin"));
+}
+
+// A per-row size (a per-token scale, padded block scales) comes back as it was written.
+TEST(BundleRoundTrip, PerRowCounts) {
+  CollectiveBundle bundle;
+  bundle.compiled = compileCase(kCases[4]);
+  bundle.cubins = fakeCubins();
+  ElementCount& padded = bundle.compiled.aux.at(0).elems;
+  padded = ElementCount{};
+  padded.constant = 3;
+  padded.perRow = 256;
+  padded.rowLength = 4096;
+  padded.rowMultiple = 128;
+  auto decoded = decodeBundle(encodeBundle(bundle), "per-row.collb");
+  ASSERT_TRUE(bool(decoded)) << toString(decoded.takeError());
+  expectSameCount(decoded->compiled.aux.at(0).elems, padded, "aux 0");
+  EXPECT_EQ(decoded->compiled.aux.at(0).elems.at(7 * 4096), 3u + 128u * 256u);
 }
 
 // A section this reader does not know is skipped, so a later writer may add one within version 1.
