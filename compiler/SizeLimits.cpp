@@ -21,6 +21,24 @@ bool checkSizesFit(const ir::Program& lowered, DType dtype, int nranks, int64_t 
                          "in 63 bits");
     fits = false;
   };
+  // Sema checked every size's form at row length 1; a size that uses the row length may lose it
+  // at the variant's (round_up(n / hidden, hidden % 64) at 64 rounds up to zero).
+  for (const ir::Buffer& buffer : lowered.buffers) {
+    if (!buffer.slotElems)
+      continue;
+    ir::Env env;
+    env.nranks = nranks;
+    env.rowLength = rowLength;
+    std::string why;
+    if (!ir::sizeForm(buffer.slotElems, env, &why)) {
+      diags.error(buffer.loc, "the size of '" + buffer.name + "' cannot be computed for this " +
+                                  "variant (" + std::to_string(nranks) + " ranks, row length " +
+                                  std::to_string(rowLength) + "): " + why);
+      fits = false;
+    }
+  }
+  if (!fits)
+    return false;
   uint64_t total = 0;
   for (ir::BufferId id : lowered.scratchBuffers()) {
     const ir::Buffer& buffer = lowered.buffer(id);

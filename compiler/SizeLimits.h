@@ -14,7 +14,8 @@ namespace collc {
 
 /// Checks the scratch buffers of `lowered` (each with its copies, and all together) and its aux
 /// buffers, as the runtime sizes them for the variant (`dtype`, `nranks`, `rowLength`), at the
-/// smallest call; reports each that does not fit in 63 bits at its declaration. True if all fit.
+/// smallest call; reports each that does not fit in 63 bits at its declaration, and each whose
+/// size has no plain form (ir::sizeForm) at the variant's row length. True if all fit.
 bool checkSizesFit(const ir::Program& lowered, DType dtype, int nranks, int64_t rowLength,
                    Diagnostics& diags);
 

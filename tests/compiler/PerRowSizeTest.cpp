@@ -220,5 +220,34 @@ TEST(PerRowSize, AuxBuffersOfACompiledVariantAreSizedByTheRowCount) {
   }
 }
 
+// Sema proves a size's form at row length 1; a variant's row length that takes it away is the
+// spec's error at the buffer, not an internal one.
+TEST(PerRowSize, AVariantsRowLengthThatRoundsToZeroIsRefusedAtTheBuffer) {
+  CompileOptions options;
+  options.nranks = 2;
+  options.rowLength = 64;
+  options.formatSource = false;
+  std::string diagnostics;
+  DiagnosticText out(diagnostics);
+  auto compiled = compileCollective(
+      SpecSource{"q.coll", perRowSpec("pad: f32[round_up(n / hidden, hidden % 64)]")}, options,
+      out);
+  ASSERT_FALSE(bool(compiled));
+  Error error = compiled.takeError();
+  EXPECT_TRUE(error.isSpecError()) << error.message();
+  EXPECT_NE(out.str().find("q.coll:4:"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("the size of 'pad' cannot be computed for this variant (2 ranks, row "
+                           "length 64): round_up to a multiple of 0"),
+            std::string::npos)
+      << out.str();
+  options.rowLength = 48; // 48 % 64 = 48: rows padded to 48
+  diagnostics.clear();
+  auto padded = compileCollective(
+      SpecSource{"q.coll", perRowSpec("pad: f32[round_up(n / hidden, hidden % 64)]")}, options,
+      out);
+  ASSERT_TRUE(bool(padded)) << toString(padded.takeError()) << out.str();
+  EXPECT_EQ(padded->aux[2].elements(7 * 48), 48u);
+}
+
 } // namespace
 } // namespace collc
