@@ -1,5 +1,6 @@
 #include "compiler/interpret/Float8.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -57,6 +58,18 @@ double fromE4M3(uint8_t bits) {
   if (field == 0)
     return sign * std::ldexp(double(mantissa), kMinNormalExp - kMantissaBits);
   return sign * std::ldexp(1.0 + mantissa / 8.0, field - 7);
+}
+
+double amaxOfNumbers(const double* row, int64_t h) {
+  double amax = 0;
+  for (int64_t k = 0; k < h; ++k)
+    if (std::fabs(row[k]) > amax) // false for NaN
+      amax = std::fabs(row[k]);
+  return amax;
+}
+
+double tokenScaleE4M3(double amax) {
+  return std::max(amax / kE4M3Max, kE4M3MinTokenScale);
 }
 
 } // namespace collc

@@ -104,6 +104,10 @@ std::vector<DeviceCase> allCases() {
        false},
       {"ll128", {"ll128.cuh"}, {16}, false},
       {"atomic_lines", {"atomic_lines.cuh"}, {16}, true},
+      {"rows_fp8_per_token",
+       {"rows.cuh", "fp8_e4m3.cuh", "fp8_per_token.cuh", "rows_fp8_per_token.cuh"},
+       {16, 8, 4, 2},
+       false},
       {"quant_nvfp4", {"quant_nvfp4.cuh"}, {16}, false},
       {"rows_nvfp4", {"quant_nvfp4.cuh", "rows_nvfp4.cuh"}, {16, 8, 4, 2}, false},
   };
