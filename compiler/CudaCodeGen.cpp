@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -700,7 +701,85 @@ private:
     case ir::RowOp::RmsNormFp8:
       printRmsNorm(stmt, stmt.params.at(0).region, &stmt.params.at(1).region);
       return;
+    case ir::RowOp::RmsNormFp8PerToken:
+      printRmsNormPerToken(stmt);
+      return;
     }
+  }
+
+  /// rmsnorm's float values of one vector (rows_rmsnorm.cuh's product, before any rounding) in
+  /// `x`, as the per-token quantization takes them.
+  void printNormValues(const std::string& y, const std::string& w) {
+    line("float x[kVec];");
+    line("#pragma unroll");
+    line("for (int e = 0; e < kVec; ++e)");
+    line("x[e] = to_float({}.bits[e]) * scale * to_float({}.bits[e]);", y, w);
+  }
+
+  /// out = quantize(rmsnorm(y, weight), token_scale=S) over one row: the norm's scale as
+  /// printRmsNorm, then the row's amax of rmsnorm's float values (a second pass), the row's scale
+  /// (rows_fp8_per_token.cuh) stored by thread 0 into S[row], and the codes (a third pass).
+  void printRmsNormPerToken(const ir::RowStmt& stmt) {
+    const ir::Region& rows = stmt.rows.region;
+    const ir::Region& weight = stmt.params.at(0).region;
+    const ir::Region& tokenScale = stmt.params.at(1).region;
+    if (stmt.store != ir::StoreKind::Plain)
+      internalError("a quantized row statement stores into memory peers read");
+    line("// {} = quantize(rmsnorm({}, {}), token_scale={}) ({})", stmt.target.text, rows.text,
+         weight.text, tokenScale.text, where(stmt.loc));
+    line("{{");
+    const bool cached = stmt.rows.load == ir::LoadKind::Register;
+    // Each pass over the row's vectors, from the registers or from memory.
+    auto eachVector = [&](const std::function<void(const std::string&, const std::string&)>& body) {
+      if (cached) {
+        line("#pragma unroll");
+        line("for (int j = 0; j < kRowIters; ++j) {{");
+        line("const u64 i = row_begin + (u64(j) * kThreads + threadIdx.x) * kVec;");
+        line("if (i < row_end) {{");
+        body(stmt.rows.reg + "[j]", "w[j]");
+        line("}}");
+        line("}}");
+      } else {
+        line("for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{");
+        line("const Vec y = {};", load(stmt.rows, "row_end"));
+        line("const Vec w = load_plain({}, i - row_begin, kHidden);", pointer(weight));
+        body("y", "w");
+        line("}}");
+      }
+    };
+    line("float sum_sq = 0.0f;");
+    if (cached) {
+      line("Vec w[kRowIters];");
+      line("#pragma unroll");
+      line("for (int j = 0; j < kRowIters; ++j) {{");
+      line("const u64 i = row_begin + (u64(j) * kThreads + threadIdx.x) * kVec;");
+      line("if (i < row_end) {{");
+      line("w[j] = load_plain({}, i - row_begin, kHidden);", pointer(weight));
+      line("rmsnorm_add_squares(sum_sq, {}[j]);", stmt.rows.reg);
+      line("}}");
+      line("}}");
+    } else {
+      line("// Every thread's writes of this row above are visible to the whole block.");
+      line("__syncthreads();");
+      line("for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{");
+      line("const Vec y = {};", load(stmt.rows, "row_end"));
+      line("rmsnorm_add_squares(sum_sq, y);");
+      line("}}");
+    }
+    line("const float scale = rmsnorm_scale(sum_sq);");
+    line("float amax = 0.0f;");
+    eachVector([&](const std::string& y, const std::string& w) {
+      printNormValues(y, w);
+      line("fp8_token_amax_add(amax, x);");
+    });
+    line("const float token_scale = fp8_token_scale(block_amax(amax));");
+    line("if (threadIdx.x == 0)");
+    line("{}[row] = token_scale;", pointer(tokenScale));
+    eachVector([&](const std::string& y, const std::string& w) {
+      printNormValues(y, w);
+      line("fp8_token_store({}, i, x, token_scale);", pointer(stmt.target));
+    });
+    line("}}");
   }
 
   /// The store of one vector of a normalized row: rounded to T, or (with a per-tensor scale)

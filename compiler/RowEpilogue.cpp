@@ -53,6 +53,95 @@ void requireWholeRows(const ir::Program& program, const ir::Region& region, cons
                                 opName + "' is split by rows, not by chunks");
 }
 
+/// A parameter the statement writes is a second output of its own: a user buffer that the
+/// target, the rows and the other parameters are not (so never in place with any of them).
+void checkWrittenParam(const ir::Program& program, const ir::RowStmt& stmt, size_t k,
+                       Diagnostics& diags) {
+  const ir::Region& param = stmt.params[k].region;
+  const std::string what =
+      "the " + std::string(ir::rowOpInfo(stmt.op).params[k].name) + " '" + param.text + "'";
+  const ir::Buffer& buffer = program.buffer(param);
+  if (buffer.role != ir::BufferRole::Aux) {
+    diags.error(param.loc, what + " is written by '" +
+                               std::string(ir::rowOpInfo(stmt.op).displayName) +
+                               "': it must be a buffer of its own in 'buffers', not " +
+                               (buffer.role == ir::BufferRole::Scratch ? "scratch"
+                                : buffer.role == ir::BufferRole::Input ? "the input"
+                                                                       : "the output"));
+    return;
+  }
+  auto same = [&](const ir::Region& other) { return other.buffer == param.buffer; };
+  bool shared = same(stmt.target) || same(stmt.rows.region);
+  for (size_t j = 0; j < stmt.params.size(); ++j)
+    shared |= j != k && same(stmt.params[j].region);
+  if (shared)
+    diags.error(param.loc, what + " is written by the statement, so it cannot also be its "
+                                  "target, its rows or another parameter (never in place)");
+}
+
+/// Every region a statement (or those nested in it) names, with the statement naming it.
+class NamedRegions : public ir::Visitor {
+public:
+  struct Named {
+    const ir::Region* region;
+    const void* stmt;
+  };
+  std::vector<Named> regions;
+
+private:
+  void add(const ir::Region& region, const void* stmt) { regions.push_back({&region, stmt}); }
+  void visitPut(const ir::Put& s) override {
+    add(s.source.region, &s);
+    add(s.target, &s);
+  }
+  void visitAtomicAdd(const ir::AtomicAdd& s) override {
+    add(s.source.region, &s);
+    add(s.target, &s);
+  }
+  void visitAssign(const ir::Assign& s) override {
+    add(s.target, &s);
+    for (const auto& o : s.operands)
+      add(o.region, &s);
+    for (const auto& o : s.addends)
+      add(o.region, &s);
+  }
+  void visitRow(const ir::RowStmt& s) override {
+    add(s.target, &s);
+    add(s.rows.region, &s);
+    for (const auto& o : s.params)
+      add(o.region, &s);
+  }
+  void visitLet(const ir::Let& s) override { add(s.value.region, &s); }
+};
+
+/// A buffer a row statement writes as a parameter (a per-token scale) is named by no other
+/// statement: none reads it (its elements are written row by row, by other blocks) or writes it,
+/// which is what lets the verifier take the write as the row's own. (Within the statement itself,
+/// checkWrittenParam refuses it in place.)
+void checkWrittenParamsAlone(const ir::Program& program, Diagnostics& diags) {
+  NamedRegions named;
+  for (const auto& step : program.steps)
+    named.visitAll(step.body);
+  for (const auto& step : program.steps)
+    for (const auto& stmt : step.body) {
+      if (stmt->kind != ir::StmtKind::Row)
+        continue;
+      const auto& row = stmt->as<ir::RowStmt>();
+      const ir::RowOpInfo& info = ir::rowOpInfo(row.op);
+      for (size_t k = 0; k < row.params.size() && k < info.params.size(); ++k) {
+        if (info.params[k].access != ir::RowParamAccess::Written)
+          continue;
+        const ir::Region& written = row.params[k].region;
+        for (const NamedRegions::Named& other : named.regions)
+          if (other.stmt != &row && other.region->buffer == written.buffer)
+            diags.error(other.region->loc, "'" + program.buffer(written).name +
+                                               "' is written by '" + std::string(info.displayName) +
+                                               "' (" + written.text +
+                                               "); no other statement may read or write it");
+      }
+    }
+}
+
 void checkRowStmt(const ir::Program& program, const ir::RowStmt& stmt, Diagnostics& diags) {
   const ir::RowOpInfo& info = ir::rowOpInfo(stmt.op);
   const std::string opName(info.displayName);
@@ -66,6 +155,8 @@ void checkRowStmt(const ir::Program& program, const ir::RowStmt& stmt, Diagnosti
   requireWholeRows(program, stmt.rows.region, "the rows", opName, diags);
   for (size_t k = 0; k < stmt.params.size() && k < info.params.size(); ++k) {
     const ir::Region& param = stmt.params[k].region;
+    if (info.params[k].access == ir::RowParamAccess::Written)
+      checkWrittenParam(program, stmt, k, diags);
     switch (info.params[k].shape) {
     case ir::RowParamShape::OneRow:
       if (!ir::structurallyEqual(param.length, ir::ExprNode::rowLength()) ||
@@ -82,6 +173,17 @@ void checkRowStmt(const ir::Program& program, const ir::RowStmt& stmt, Diagnosti
                                    "' must hold one element: declare it as '" +
                                    program.buffer(param).name + ": " +
                                    typeText(info.params[k].type) + "[1]'");
+      break;
+    case ir::RowParamShape::OnePerRow:
+      if (!ir::structurallyEqual(param.length,
+                                 ir::ExprNode::binary(ir::ExprKind::Div, ir::ExprNode::count(),
+                                                      ir::ExprNode::rowLength())) ||
+          !ir::structurallyEqual(param.offset, ir::ExprNode::constant(0)))
+        diags.error(param.loc, "the " + std::string(info.params[k].name) + " '" + param.text +
+                                   "' must hold one element per row: declare it as '" +
+                                   program.buffer(param).name + ": " +
+                                   typeText(info.params[k].type) + "[n / " + program.rowLengthName +
+                                   "]'");
       break;
     }
   }
@@ -187,7 +289,13 @@ private:
   void visitPut(const ir::Put& s) override { written.push_back(s.target.buffer); }
   void visitAtomicAdd(const ir::AtomicAdd& s) override { written.push_back(s.target.buffer); }
   void visitAssign(const ir::Assign& s) override { written.push_back(s.target.buffer); }
-  void visitRow(const ir::RowStmt& s) override { written.push_back(s.target.buffer); }
+  void visitRow(const ir::RowStmt& s) override {
+    written.push_back(s.target.buffer);
+    const ir::RowOpInfo& info = ir::rowOpInfo(s.op);
+    for (size_t k = 0; k < s.params.size() && k < info.params.size(); ++k)
+      if (info.params[k].access == ir::RowParamAccess::Written)
+        written.push_back(s.params[k].region.buffer);
+  }
 };
 
 bool mentionsRowLength(const ir::Expr& e) {
@@ -298,9 +406,9 @@ void checkRowStatements(const ir::Program& program, Diagnostics& diags) {
       if (buffer.name == program.rowLengthName)
         diags.error(buffer.loc, "'" + buffer.name + "' names the row length ('rows " + buffer.name +
                                     "'); a buffer cannot have that name");
-  ElementTypes types(program, diags);
-  for (const auto& step : program.steps)
-    types.visitAll(step.body);
+  // A written parameter's own rules first: where its buffer is also of the wrong type, being
+  // named elsewhere or in place is what to fix.
+  checkWrittenParamsAlone(program, diags);
   RowSizedBuffers rowSized(program, diags);
   for (const auto& step : program.steps)
     rowSized.visitAll(step.body);
@@ -319,6 +427,9 @@ void checkRowStatements(const ir::Program& program, Diagnostics& diags) {
         checkRowStepStatement(program, stmt, opName, diags);
     }
   }
+  ElementTypes types(program, diags);
+  for (const auto& step : program.steps)
+    types.visitAll(step.body);
 }
 
 std::vector<std::pair<int64_t, int64_t>> shapesToVerify(const ir::Program& program, int nranks) {

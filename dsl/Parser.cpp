@@ -460,13 +460,15 @@ ast::StmtPtr Parser::parseQuantize(ast::StmtPtr stmt) {
   if (!stmt || !expect(TokenKind::Comma, "before the scale in 'quantize(rmsnorm(...), scale=S)'"))
     return nullptr;
   // The quantizations compiler/ir/RowOps.h knows (findQuantKeyword).
-  if (!tok_.isWord("scale"))
-    return fail(tok_.loc, "expected 'scale=S' (a per-tensor f32[1] scale) in 'quantize', found '" +
+  if (!tok_.isWord("scale") && !tok_.isWord("token_scale"))
+    return fail(tok_.loc, "expected 'scale=S' (a per-tensor f32[1] scale) or 'token_scale=S' (an "
+                          "f32 per row, written) in 'quantize', found '" +
                               tok_.text + "'"),
            nullptr;
   stmt->quantize = tok_.text.str();
   advance();
-  if (!expect(TokenKind::Assign, "after 'scale'"))
+  if (!expect(TokenKind::Assign,
+              stmt->quantize == "scale" ? "after 'scale'" : "after 'token_scale'"))
     return nullptr;
   ast::RegionRef scale;
   if (!parseRegion(scale, /*allowSlotSet=*/false))

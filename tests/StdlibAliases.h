@@ -37,6 +37,9 @@ inline constexpr StdlibAliasFacts kStdlibAliases[] = {
     // Its FP8 output is never its input's memory (one byte an element against T's).
     {"allreduce_rmsnorm_fp8", 0, bit(SyncKind::Barrier) | kArrival,
      bit(SyncKind::Barrier) | kArrival},
+    // As the static one; its written scale is no other buffer's memory (refused in the spec).
+    {"allreduce_rmsnorm_fp8_per_token", 0, bit(SyncKind::Barrier) | kArrival,
+     bit(SyncKind::Barrier) | kArrival},
     {"allreduce_ring", bit(SyncKind::Barrier), 0, 0},
     {"allreduce_twoshot", kEveryGpuStrategy, 0, 0},
     {"alltoall_direct", bit(SyncKind::Barrier) | kArrival, 0, 0},

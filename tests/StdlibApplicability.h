@@ -35,6 +35,8 @@ inline constexpr StdlibSpecFacts kStdlibSpecs[] = {
      bit(SyncKind::LL128) | bit(SyncKind::LL128Atomic)},
     {"allreduce_rmsnorm_fp8", CollectiveKind::AllReduce,
      bit(SyncKind::LL128) | bit(SyncKind::LL128Atomic)},
+    {"allreduce_rmsnorm_fp8_per_token", CollectiveKind::AllReduce,
+     bit(SyncKind::LL128) | bit(SyncKind::LL128Atomic)},
     {"allreduce_ring", CollectiveKind::AllReduce, kOneWay},
     {"allreduce_twoshot", CollectiveKind::AllReduce, 0},
     {"alltoall_direct", CollectiveKind::AllToAll, bit(SyncKind::LL128Atomic)},

@@ -15,6 +15,7 @@ namespace collc::interpret {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 /// body(begin, end) over [0, length), split into fixed chunks over up to 16 threads (this one
 /// too) where the length is large: element loops of a statement are independent.
@@ -179,6 +180,56 @@ void quantizeRow(Tracked* row, int64_t h, double scale, const Rounding& rounding
       const double high = fromE4M3(toE4M3(x + spread));
       if (low != q || high != q) {
         bound = std::max(std::fabs(low - q), std::fabs(high - q));
+        ++nearBoundary;
+      }
+    }
+    row[k] = Tracked{q, std::fabs(q), float(bound), 1};
+  }
+}
+
+/// A row of rmsnorm's values quantized in place with its own scale (interpret/Float8.h's
+/// per-token FP8): scale = tokenScaleE4M3(amaxOfNumbers(row)), q = e4m3(x / scale).
+void quantizeRowPerToken(double* row, int64_t h, double& scale, const Rounding&, int64_t&) {
+  scale = tokenScaleE4M3(amaxOfNumbers(row, h));
+  for (int64_t k = 0; k < h; ++k)
+    row[k] = fromE4M3(toE4M3(row[k] / scale));
+}
+
+/// The same with bounds. The device's amax is of its own float values, each off by up to its
+/// bound, so the amax is off by up to the largest bound, and the scale by that over 448 plus the
+/// division's rounding: the scale's bound. Each code then as quantizeRow, with the device's
+/// quotient x' / s' also moved by the scale's error (|x| * ds / (s * (s - ds)) at most): where
+/// every value in reach rounds to one code the device's is the reference's (bound 0); otherwise
+/// the case is counted and the bound spans the neighbours.
+void quantizeRowPerToken(Tracked* row, int64_t h, Tracked& scaleOut, const Rounding& rounding,
+                         int64_t& nearBoundary) {
+  constexpr double kFloatUnit = 0x1p-23; // twice float's unit roundoff: one more rounding, safely
+  std::vector<double> values(static_cast<size_t>(h));
+  double largestBound = 0;
+  for (int64_t k = 0; k < h; ++k) {
+    values[size_t(k)] = row[k].value;
+    const double b = boundOf(row[k], rounding);
+    if (std::isfinite(row[k].value))
+      largestBound = std::max(largestBound, std::isnan(b) ? kInfinity : b);
+  }
+  const double scale = tokenScaleE4M3(amaxOfNumbers(values.data(), h));
+  const double scaleBound = std::isfinite(scale) ? largestBound / kE4M3Max + scale * kFloatUnit : 0;
+  scaleOut = Tracked{scale, std::fabs(scale), float(scaleBound), 1};
+  for (int64_t k = 0; k < h; ++k) {
+    const double x = row[k].value / scale;
+    const double q = fromE4M3(toE4M3(x));
+    double bound = 0;
+    if (std::isfinite(x) && std::isfinite(scale)) {
+      const double low = scale - scaleBound;
+      const double spread =
+          low > 0
+              ? (boundOf(row[k], rounding) + rounding.tiny) / low * (1 + kFloatUnit) +
+                    std::fabs(row[k].value) * scaleBound / (scale * low) + std::fabs(x) * kFloatUnit
+              : kInfinity;
+      const double lowQ = fromE4M3(toE4M3(x - spread));
+      const double highQ = fromE4M3(toE4M3(x + spread));
+      if (lowQ != q || highQ != q) {
+        bound = std::max(std::fabs(lowQ - q), std::fabs(highQ - q));
         ++nearBoundary;
       }
     }
@@ -490,6 +541,21 @@ private:
         normalizeRow(rows + row * h, weight, out, h, call_.eps, inFloat);
         quantizeRow(out, h, scale, rounding_, nearBoundary_);
       }
+      break;
+    }
+    case ir::RowOp::RmsNormFp8PerToken: {
+      rows = rowsAsWritten(s.rows, length, env, takenRows, rows);
+      const Element* weight = read(s.params.at(0), h, env, takenParam);
+      Rounding inFloat = rounding_;
+      inFloat.normUnit = rounding_.floatNormUnit;
+      std::vector<Element> scales(size_t(length / h));
+      for (int64_t row = 0; row < length / h; ++row) {
+        Element* out = &result[size_t(row * h)];
+        normalizeRow(rows + row * h, weight, out, h, call_.eps, inFloat);
+        quantizeRowPerToken(out, h, scales[size_t(row)], rounding_, nearBoundary_);
+      }
+      // The second output, element t from row t (the statement's only access of it).
+      write(s.params.at(1).region, scales.data(), length / h, ir::StoreKind::Plain, false, env);
       break;
     }
     }

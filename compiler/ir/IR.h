@@ -212,6 +212,10 @@ enum class RowOp {
   /// target[t, i] = e4m3(rmsnorm(rows, weight)[t, i] / scale[0]): rounded to nearest even,
   /// saturating at ±448 (`quantize(rmsnorm(rows, weight), scale=S)` into an fp8e4m3 target)
   RmsNormFp8,
+  /// target[t, i] = e4m3(rmsnorm(rows, weight)[t, i] / scale[t]), scale[t] = max(amax_i
+  /// |rmsnorm(rows, weight)[t, i]| / 448, 1 / (448 * 512)), written by the statement
+  /// (`quantize(rmsnorm(rows, weight), token_scale=S)`, interpret/Float8.h)
+  RmsNormFp8PerToken,
 };
 
 /// target[t, :] = op(rows[t, :], params...), per row t: a statement that needs a whole row at

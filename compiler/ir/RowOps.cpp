@@ -21,6 +21,14 @@ const std::vector<RowOpInfo>& allRowOps() {
         {"scale", RowParamShape::OneElement, ElementType::F32}},
        {"rows_rmsnorm.cuh", "fp8_e4m3.cuh", "rows_rmsnorm_fp8.cuh"},
        ElementType::F8E4M3},
+      {RowOp::RmsNormFp8PerToken,
+       "rmsnorm",
+       RowQuant::PerTokenScale,
+       "quantize(rmsnorm, token_scale)",
+       {{"weight", RowParamShape::OneRow, std::nullopt},
+        {"token scale", RowParamShape::OnePerRow, ElementType::F32, RowParamAccess::Written}},
+       {"rows_rmsnorm.cuh", "fp8_e4m3.cuh", "fp8_per_token.cuh", "rows_fp8_per_token.cuh"},
+       ElementType::F8E4M3},
   };
   return ops;
 }
@@ -45,6 +53,8 @@ std::string_view quantKeyword(RowQuant quant) {
     return "";
   case RowQuant::PerTensorScale:
     return "scale";
+  case RowQuant::PerTokenScale:
+    return "token_scale";
   }
   return "";
 }
@@ -52,6 +62,8 @@ std::string_view quantKeyword(RowQuant quant) {
 std::optional<RowQuant> findQuantKeyword(std::string_view keyword) {
   if (keyword == "scale")
     return RowQuant::PerTensorScale;
+  if (keyword == "token_scale")
+    return RowQuant::PerTokenScale;
   return std::nullopt;
 }
 

@@ -13,16 +13,24 @@
 
 namespace collc::ir {
 
-/// How many elements a parameter of a row operation has; it is always read whole.
+/// How many elements a parameter of a row operation has.
 enum class RowParamShape {
   OneRow,     // a row long (rmsnorm's weight): `NAME: T[ROWS]` in the header
   OneElement, // one element (a per-tensor quantization scale): `NAME: f32[1]`
+  OnePerRow,  // one element per row of the target (a per-token scale): `NAME: f32[n / ROWS]`
 };
+
+/// Whether the statement reads a parameter (whole, by every row) or writes it: element t by the
+/// block that owns row t, from row t's values, after the row's complete read. A written
+/// parameter is a second output of the statement: no other statement may name its buffer, and
+/// it is never in place with the target, the rows or another parameter.
+enum class RowParamAccess { Read, Written };
 
 struct RowParam {
   std::string_view name; // in messages and IR dumps ("weight")
   RowParamShape shape;
   std::optional<ElementType> type; // the element type it must have; nullopt: `T`
+  RowParamAccess access = RowParamAccess::Read;
 };
 
 /// How a row statement's result is stored: as computed (rounded once to the target's `T`), or
@@ -30,6 +38,7 @@ struct RowParam {
 enum class RowQuant {
   None,
   PerTensorScale, // q = e4m3(x / S[0]), S a caller's f32[1] (read only)
+  PerTokenScale,  // q = e4m3(x / S[t]), S[t] from row t's values, written (f32[n / ROWS])
 };
 
 struct RowOpInfo {

@@ -4,6 +4,7 @@
 #include "abi/collc_abi.h"
 #include "compiler/Verifier.h"
 #include "compiler/execute/Walker.h"
+#include "compiler/ir/RowOps.h"
 
 #include <algorithm>
 #include <map>
@@ -197,14 +198,31 @@ private:
     const execute::Place target = place(s.target, env);
     std::vector<Range> ranges;
     std::vector<ReadRef> reads = {readOf(s.rows, env, &target.length, ranges)};
-    for (const ir::Operand& param : s.params)
-      reads.push_back(readOf(param, env, nullptr, ranges));
+    const ir::RowOpInfo& info = ir::rowOpInfo(s.op);
+    std::vector<const ir::Operand*> writtenParams;
+    for (size_t k = 0; k < s.params.size(); ++k) {
+      if (k < info.params.size() && info.params[k].access == ir::RowParamAccess::Written)
+        writtenParams.push_back(&s.params[k]);
+      else
+        reads.push_back(readOf(s.params[k], env, nullptr, ranges));
+    }
     const int written = slotOf(target);
     Event& e = begin(s.loc, target.length);
-    e.reads = std::move(reads);
+    e.reads = reads;
     e.writeSlot = written;
-    reads_.back() = std::move(ranges);
+    reads_.back() = ranges;
     writes_.back() = rangeOf(target, written, target.length);
+    // A written parameter (a per-token scale) is a second write of the statement, from the same
+    // reads: an event of its own, as one event writes one slot.
+    for (const ir::Operand* param : writtenParams) {
+      const execute::Place paramPlace = place(param->region, env);
+      const int slot = slotOf(paramPlace);
+      Event& extra = begin(s.loc, target.length);
+      extra.reads = reads;
+      extra.writeSlot = slot;
+      reads_.back() = ranges;
+      writes_.back() = rangeOf(paramPlace, slot, paramPlace.length);
+    }
   }
 
   std::map<SlotKey, int>& slotIds_;

@@ -871,7 +871,12 @@ private:
     // Each parameter is read whole; only whose it is matters to the rules
     // (Contribution::anyIndex).
     Value paramsValue;
+    std::vector<size_t> writtenParams; // written after the rows, below
     for (size_t k = 0; k < s.params.size() && k < info.params.size(); ++k) {
+      if (info.params[k].access == ir::RowParamAccess::Written) {
+        writtenParams.push_back(k);
+        continue;
+      }
       Resolved param = resolve(s.params[k].region, env);
       const Affine length =
           info.params[k].shape == ir::RowParamShape::OneRow ? h : Affine::constant(1);
@@ -906,7 +911,12 @@ private:
       splitAt(dst, cuts);
       splitAt(rows, cuts);
     }
-    for (const Affine& at : cuts) {
+    // Where a written parameter's elements go (relative to it) and what each holds: rows of
+    // one element (the runs with n symbolic) write element j of it with element j of the target;
+    // longer rows (runs with numbers) row t's element with the value at the row's first element.
+    std::vector<std::pair<Affine, Value>> paramWrites;
+    for (size_t piece = 0; piece < cuts.size(); ++piece) {
+      const Affine& at = cuts[piece];
       const Affine j = Arith::add(rows.offset, at);
       const std::string row = "row " + number(rowOf(j)) + " of '" + rowsRegion.text + "' on rank " +
                               std::to_string(rank_);
@@ -928,7 +938,31 @@ private:
                          "normalised",
                      c.writerStep >= 0 ? c.writerLoc : llvm::SMLoc(), "last written here");
       combine(value, paramsValue, s.loc);
+      if (!writtenParams.empty()) {
+        const Affine end = piece + 1 < cuts.size() ? cuts[piece + 1] : dst.length;
+        if (config_.rowLength == 1) {
+          paramWrites.push_back({at, value});
+        } else {
+          if (!at.isConstant() || !end.isConstant())
+            internalError("a run with rows longer than one element and n symbolic");
+          for (int64_t t = (at.v + config_.rowLength - 1) / config_.rowLength;
+               t * config_.rowLength < end.v; ++t)
+            paramWrites.push_back({Affine::constant(t), value});
+        }
+      }
       write(s.loc, s.target, dst, at, rowThread, std::move(value), false, s.store);
+    }
+    // A written parameter (a per-token scale): element t by row t's block, after the row's
+    // complete read above, from the row's values; no other statement names it (Sema).
+    for (size_t k : writtenParams) {
+      const Resolved param = resolve(s.params[k].region, env);
+      std::vector<Affine> starts;
+      for (const auto& [at, value] : paramWrites)
+        if (arith_.less(Affine::constant(0), at))
+          starts.push_back(at);
+      splitAt(param, starts);
+      for (const auto& [at, value] : paramWrites)
+        write(s.loc, s.params[k].region, param, at, rowThread, value, false, ir::StoreKind::Plain);
     }
   }
 

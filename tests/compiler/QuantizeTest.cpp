@@ -108,8 +108,8 @@ TEST(Quantize, MismatchedElementTypesAreRefusedAtTheirPlace) {
        "error: 'out' holds fp8e4m3 elements, but the source of 'put' must hold T"},
       {"another quantization keyword", kBuffers,
        reduce + "    out = quantize(rmsnorm(residual_out, weight), block_scale=scale)\n",
-       "error: expected 'scale=S' (a per-tensor f32[1] scale) in 'quantize', found "
-       "'block_scale'"},
+       "error: expected 'scale=S' (a per-tensor f32[1] scale) or 'token_scale=S' (an f32 per "
+       "row, written) in 'quantize', found 'block_scale'"},
   };
   for (const Refusal& c : cases) {
     const std::string d = check(quantSpec(c.buffers, c.step));

@@ -50,7 +50,8 @@ void PrintTo(const CoResidentCase& c, std::ostream* os) {
 }
 
 bool hasRows(const std::string& spec) {
-  return spec == "allreduce_rmsnorm" || spec == "allreduce_rmsnorm_fp8";
+  return spec == "allreduce_rmsnorm" || spec == "allreduce_rmsnorm_fp8" ||
+         spec == "allreduce_rmsnorm_fp8_per_token";
 }
 
 CoResidentVariant compileCoResident(const CoResidentCase& c, int multiprocessors) {

@@ -4,6 +4,9 @@
 // against the spec interpreted in float64 (tools/harness/InterpretedReference.h): the quantized
 // codes bit for bit except where the value lies within the fp32 computation's error of a rounding
 // boundary (counted, and printed). Then a graph of back-to-back calls, each with its own buffers.
+// The per-token spec (allreduce_rmsnorm_fp8_per_token.coll, suite PerToken) runs the same check
+// at 2, 4 and 8 ranks under each strategy it accepts, the hidden sizes taken in turn, 1, 7 and 64
+// tokens: its written scales are checked with the outputs (each within the reference's bound).
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
 #include "runtime/SharedGpuWorld.h"
@@ -20,8 +23,10 @@ namespace collc {
 namespace {
 
 constexpr const char* kSpec = "allreduce_rmsnorm_fp8";
+constexpr const char* kPerTokenSpec = "allreduce_rmsnorm_fp8_per_token";
 constexpr int64_t kHiddenSizes[] = {2048, 4096, 5120, 8192};
 constexpr uint64_t kTokens[] = {1, 3, 17, 64};
+constexpr uint64_t kPerTokenTokens[] = {1, 7, 64};
 constexpr int kGraphCalls = 4;
 
 using QuantCase = gputest::CoResidentCase;
@@ -44,9 +49,30 @@ std::vector<QuantCase> quantCases() {
   return cases;
 }
 
+/// The per-token spec at 2, 4 and 8 ranks under each strategy it accepts, one hidden size a case
+/// in turn (every size appears): 9 kernel compiles, so that the suite stays near a minute.
+std::vector<QuantCase> perTokenCases() {
+  const tests::StdlibSpecFacts* facts = tests::findStdlibSpec(kPerTokenSpec);
+  std::vector<QuantCase> cases;
+  if (!facts)
+    return cases;
+  size_t next = 0;
+  for (int nranks : {2, 4, 8})
+    for (SyncKind sync : tests::kGpuStrategies) {
+      if (!tests::specAccepts(*facts, sync, ReduceOp::Sum))
+        continue;
+      const int64_t hidden = kHiddenSizes[next % std::size(kHiddenSizes)];
+      const DType dtype = kAllDTypes[next % std::size(kAllDTypes)];
+      ++next;
+      cases.push_back({nranks, kPerTokenSpec, sync, dtype, ReduceOp::Sum, 0, hidden});
+    }
+  return cases;
+}
+
 const gputest::CoResidentVariant& variantFor(const QuantCase& c) {
   static gputest::CoResidentVariants variants(quantCases);
-  return variants.of(c);
+  static gputest::CoResidentVariants perToken(perTokenCases);
+  return std::string(c.spec) == kPerTokenSpec ? perToken.of(c) : variants.of(c);
 }
 
 class QuantOneGpu : public gputest::SharedGpuTest<QuantCase> {};
@@ -58,14 +84,18 @@ TEST_P(QuantOneGpu, EveryCallMatchesFloat64ReferenceBitForBit) {
   const CompiledCollective& compiled = variant.compiled;
   ASSERT_EQ(compiled.rowLength, c.rowLength);
   ASSERT_EQ(compiled.outputType(), ElementType::F8E4M3);
-  const uint64_t maxCount = kTokens[std::size(kTokens) - 1] * uint64_t(c.rowLength);
+  const bool perToken = std::string(c.spec) == kPerTokenSpec;
+  const std::vector<uint64_t> tokenCounts =
+      perToken ? std::vector<uint64_t>(std::begin(kPerTokenTokens), std::end(kPerTokenTokens))
+               : std::vector<uint64_t>(std::begin(kTokens), std::end(kTokens));
+  const uint64_t maxCount = tokenCounts.back() * uint64_t(c.rowLength);
   Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(*world_, compiled, variant.cubin, maxCount);
   ASSERT_TRUE(bool(instance)) << toString(instance.takeError());
   const uint64_t caseSeed = uint64_t(c.nranks) * 1000003 + uint64_t(c.rowLength) * 101 +
                             uint64_t(c.dtype) * 11 + uint64_t(c.sync);
   uint64_t checked = 0, near = 0;
-  for (uint64_t tokens : kTokens) {
+  for (uint64_t tokens : tokenCounts) {
     SCOPED_TRACE("tokens " + std::to_string(tokens));
     RunOptions options;
     options.reference = variant.spec;
@@ -94,6 +124,10 @@ TEST_P(QuantOneGpu, EveryCallMatchesFloat64ReferenceBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stdlib, QuantOneGpu, ::testing::ValuesIn(quantCases()),
+                         [](const ::testing::TestParamInfo<QuantCase>& info) {
+                           return gputest::caseName(info.param);
+                         });
+INSTANTIATE_TEST_SUITE_P(PerToken, QuantOneGpu, ::testing::ValuesIn(perTokenCases()),
                          [](const ::testing::TestParamInfo<QuantCase>& info) {
                            return gputest::caseName(info.param);
                          });

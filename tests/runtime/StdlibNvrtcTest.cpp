@@ -92,11 +92,16 @@ TEST(GeneratedKernels, CompileWithNoHeaderForEveryArchitecture) {
     const char* spec;
     SyncKind sync;
   };
-  const Case cases[] = {
-      {"allreduce_twoshot", SyncKind::Barrier},  {"allreduce_oneshot", SyncKind::LL},
-      {"allreduce_twoshot", SyncKind::Sentinel}, {"allreduce_rmsnorm", SyncKind::LL},
-      {"allreduce_twoshot", SyncKind::LL128},    {"allreduce_twoshot", SyncKind::LL128Atomic},
-      {"allreduce_rmsnorm_fp8", SyncKind::LL},   {"allreduce_rmsnorm_fp8", SyncKind::Barrier}};
+  const Case cases[] = {{"allreduce_twoshot", SyncKind::Barrier},
+                        {"allreduce_oneshot", SyncKind::LL},
+                        {"allreduce_twoshot", SyncKind::Sentinel},
+                        {"allreduce_rmsnorm", SyncKind::LL},
+                        {"allreduce_twoshot", SyncKind::LL128},
+                        {"allreduce_twoshot", SyncKind::LL128Atomic},
+                        {"allreduce_rmsnorm_fp8", SyncKind::LL},
+                        {"allreduce_rmsnorm_fp8", SyncKind::Barrier},
+                        {"allreduce_rmsnorm_fp8_per_token", SyncKind::LL},
+                        {"allreduce_rmsnorm_fp8_per_token", SyncKind::Sentinel}};
   for (const char* arch : {"sm_80", "sm_89", "sm_90", "sm_100"})
     for (DType dtype : kAllDTypes)
       for (const Case& c : cases) {
