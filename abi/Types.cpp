@@ -1,5 +1,7 @@
 #include "abi/Types.h"
 
+#include "abi/SizeMath.h"
+
 namespace collc {
 namespace {
 
@@ -34,17 +36,19 @@ unsigned sizeOf(DType type) {
   return type == DType::F32 ? 4 : 2;
 }
 
-unsigned sizeOf(ElementType type) {
+uint64_t bytesOf(ElementType type, uint64_t elements) {
   switch (type) {
   case ElementType::F32:
-    return 4;
+    return sizeMul(elements, 4);
   case ElementType::F16:
   case ElementType::BF16:
-    return 2;
+    return sizeMul(elements, 2);
   case ElementType::F8E4M3:
-    return 1;
+    return asSize(elements);
+  case ElementType::F4E2M1:
+    return sizeDivCeil(elements, 2);
   }
-  return 4;
+  return kTooLarge;
 }
 
 ElementType elementTypeOf(DType type) {

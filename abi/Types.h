@@ -23,8 +23,10 @@ namespace collc {
 enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll };
 enum class DType { F32, F16, BF16 };
 /// The element type of one buffer: the variant's DType, or a type the spec fixes for that buffer
-/// (`out: fp8e4m3[n]`, `scale: f32[1]`), which quantized outputs and their scales need.
-enum class ElementType { F32, F16, BF16, F8E4M3 };
+/// (`out: fp8e4m3[n]`, `scale: f32[1]`), which quantized outputs and their scales need. F4E2M1
+/// packs two elements into a byte: element 2i in the low nibble of byte i, element 2i + 1 in its
+/// high nibble (torch.float4_e2m1fn_x2's order).
+enum class ElementType { F32, F16, BF16, F8E4M3, F4E2M1 };
 enum class ReduceOp { Sum, Max, Min };
 /// Every sync strategy, in registry order: X(Enumerator, "spelling", C value, experimental). The
 /// one list of strategies: SyncKind, kSyncRegistry and the compiler's table of lowerings
@@ -82,7 +84,8 @@ inline constexpr Registered<ElementType> kElementTypeRegistry[] = {
     {ElementType::F32, "f32", 0},
     {ElementType::F16, "f16", 1},
     {ElementType::BF16, "bf16", 2},
-    {ElementType::F8E4M3, "fp8e4m3", 3}};
+    {ElementType::F8E4M3, "fp8e4m3", 3},
+    {ElementType::F4E2M1, "fp4e2m1", 4}};
 inline constexpr Registered<ReduceOp> kReduceOpRegistry[] = {
     {ReduceOp::Sum, "sum", 0}, {ReduceOp::Max, "max", 1}, {ReduceOp::Min, "min", 2}};
 #define COLLC_SYNC_ENTRY(kind, spelling, cValue, experimental)                                     \
@@ -199,7 +202,14 @@ inline constexpr auto kAllSyncKinds = valuesOf(kSyncRegistry);
 
 /// Bytes of one element.
 unsigned sizeOf(DType type);
-unsigned sizeOf(ElementType type);
+/// Bytes of `elements` elements of `type`: an fp4e2m1 buffer of an odd count ends in a half-used
+/// byte. kTooLarge past kMaxSize (abi/SizeMath.h).
+uint64_t bytesOf(ElementType type, uint64_t elements);
+/// A format only quantized outputs and their block scales have (fp8e4m3, fp4e2m1): a kernel writes
+/// it, nothing in collc reads or fills it as an input.
+constexpr bool isQuantized(ElementType type) {
+  return type == ElementType::F8E4M3 || type == ElementType::F4E2M1;
+}
 /// The element type a buffer of type `T` has in a variant of `type`.
 ElementType elementTypeOf(DType type);
 /// The CUDA type of one element in a generated kernel: float, or f16 and bf16 (2-byte storage

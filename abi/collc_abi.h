@@ -6,14 +6,16 @@
 #ifndef COLLC_ABI_H
 #define COLLC_ABI_H
 
-#define COLLC_ABI_VERSION 2
+#define COLLC_ABI_VERSION 3
 // One NVLink domain of a GB200 NVL72. collc_params holds a heap pointer per rank and is passed by
 // value: at 72 it is about 700 bytes, within the 4 KB of kernel parameters every architecture has
 // (runtime/LoadedKernel.h checks it).
 #define COLLC_MAX_RANKS 72
 #define COLLC_MAX_SCRATCH 8
 #define COLLC_MAX_BLOCKS 132
-#define COLLC_MAX_AUX 4
+// A fused epilogue's user buffers: NVFP4's takes five (residual, residual_out, weight, block
+// scales, global scale), and a sixth leaves room for an unquantized output beside a quantized one.
+#define COLLC_MAX_AUX 6
 
 // The last call (epoch) of an instance whose kernel sends LL packets: they carry the epoch's low
 // 32 bits, so a later call would repeat a flag that a packet left in scratch may carry. Such a

@@ -4,7 +4,7 @@
 // is kBlocks x nranks: blockIdx.y is the rank, blockIdx.x the block within it, so the kernel's
 // body runs unchanged (runtime/RankLaunch.h says why one launch is needed past 32 ranks).
 //
-// Plain C, like collc_abi.h, which must come first. At 72 ranks it is about 5.4 KB: kernel
+// Plain C, like collc_abi.h, which must come first. At 72 ranks it is about 6.5 KB: kernel
 // parameters past 4 KB need sm_70 or later and CUDA 12.1 (runtime/RankLaunch.h checks both).
 #ifndef COLLC_RANK_LAUNCH_H
 #define COLLC_RANK_LAUNCH_H

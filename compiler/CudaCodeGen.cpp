@@ -226,6 +226,7 @@ private:
     case ElementType::BF16:
       return "unsigned short";
     case ElementType::F8E4M3:
+    case ElementType::F4E2M1: // two elements a byte
       return "unsigned char";
     }
     return "Bits";

@@ -194,6 +194,14 @@ void checkRowStmt(const ir::Program& program, const ir::RowStmt& stmt, Diagnosti
                                      stmt.target.text + "'");
 }
 
+/// Some row op stores its result as `type` (a quantization the language has).
+bool someRowOpWrites(std::optional<ElementType> type) {
+  for (const ir::RowOpInfo& info : ir::allRowOps())
+    if (info.targetType == type)
+      return true;
+  return false;
+}
+
 /// Every buffer a statement names has the element type its place there needs: `T` everywhere
 /// except the target and the typed parameters of a row op that fixes them (RowOps.h), so that
 /// no statement moves, adds or reduces an fp8 byte as a `T`.
@@ -232,12 +240,12 @@ private:
     const std::string op = "'" + std::string(info.displayName) + "'";
     if (program_.buffer(s.target).fixedType != info.targetType) {
       const ir::Buffer& target = program_.buffer(s.target);
-      diags_.error(s.target.loc, "the target '" + target.name + "' holds " +
-                                     typeText(target.fixedType) + " elements, but " + op +
-                                     " writes " + typeText(info.targetType) +
-                                     (info.targetType ? ""
-                                                      : "; quantize the result to store it as " +
-                                                            typeText(target.fixedType)));
+      diags_.error(s.target.loc,
+                   "the target '" + target.name + "' holds " + typeText(target.fixedType) +
+                       " elements, but " + op + " writes " + typeText(info.targetType) +
+                       (!info.targetType && someRowOpWrites(target.fixedType)
+                            ? "; quantize the result to store it as " + typeText(target.fixedType)
+                            : ""));
     }
     expect(s.rows.region, std::nullopt, "the rows of " + op);
     for (size_t k = 0; k < s.params.size() && k < info.params.size(); ++k)

@@ -54,8 +54,8 @@ bool checkSizesFit(const ir::Program& lowered, DType dtype, int nranks, int64_t 
   const std::vector<AuxBuffer> aux = describeAuxBuffers(lowered, nranks, rowLength);
   for (const ir::Buffer& buffer : lowered.buffers)
     if (buffer.role == ir::BufferRole::Aux && size_t(buffer.auxIndex) < aux.size() &&
-        !fitsSize(sizeMul(aux[size_t(buffer.auxIndex)].elements(smallest),
-                          sizeOf(buffer.fixedType.value_or(elementTypeOf(dtype))))))
+        !fitsSize(bytesOf(buffer.fixedType.value_or(elementTypeOf(dtype)),
+                          aux[size_t(buffer.auxIndex)].elements(smallest))))
       refuse(buffer.loc, "buffer '" + buffer.name + "'");
   return fits;
 }

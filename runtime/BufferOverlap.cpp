@@ -42,12 +42,13 @@ Error checkBufferOverlap(const CompiledCollective& compiled, const void* in, con
   std::vector<Extent> extents;
   extents.reserve(2 + aux.size());
   const char* tooLarge = nullptr;
-  // Each buffer with its own element type's size (an fp8 output is a byte an element).
+  // Each buffer with its own element type's size (an fp8 output is a byte an element, an fp4 one
+  // half a byte).
   auto add = [&](const char* name, const void* base, uint64_t elems, ElementType type,
                  int auxIndex) {
     if (!base || elems == 0)
       return;
-    const uint64_t bytes = sizeMul(elems, sizeOf(type));
+    const uint64_t bytes = bytesOf(type, elems);
     const auto begin = reinterpret_cast<uintptr_t>(base);
     if (!fitsSize(bytes) || begin > UINTPTR_MAX - bytes) {
       if (!tooLarge)

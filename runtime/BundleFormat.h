@@ -16,10 +16,10 @@ namespace collc {
 
 inline constexpr char kBundleMagic[8] = {'C', 'O', 'L', 'L', 'C', 'B', 'N', 'D'};
 /// The format version this runtime writes and the only one it reads.
-/// 4: collc_params holds COLLC_MAX_RANKS = 72 heap pointers (ABI 2); a bundle's kernels were built
-/// against one layout.
+/// 4: collc_params holds COLLC_MAX_RANKS = 72 heap pointers (ABI 2); 7: COLLC_MAX_AUX = 6 aux
+/// pointers (ABI 3). A bundle's kernels were built against one layout.
 /// 6: an element count holds a per-row part (perRow, rowLength, rowMultiple).
-inline constexpr uint32_t kBundleVersion = 6;
+inline constexpr uint32_t kBundleVersion = 7;
 
 /// One cubin of a bundle: the real architecture it was compiled for ("sm_90") and its ELF bytes.
 struct BundleCubin {

@@ -249,6 +249,7 @@ collc_status collc_instance_create(collc_world* world, const collc_compiled* com
                                               std::to_string(world->world->nranks()));
     JitOptions jit;
     jit.arch = collc::capi::worldArch(*world->world);
+    jit.familyTargetWhereUsed = true; // the GPU's own arch: NVRTC may take its family's
     if (jit.arch.empty())
       return fail(COLLC_CUDA_ERROR,
                   "collc_instance_create: cannot tell the architecture of the world's GPU");

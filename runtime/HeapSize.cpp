@@ -31,10 +31,10 @@ std::string sizesProblem(const CompiledCollective& compiled, uint64_t count) {
   const uint64_t elementBytes = sizeOf(compiled.dtype);
   std::vector<std::pair<std::string, uint64_t>> sizes = {
       {"the input", sizeMul(compiled.inputCount(count), elementBytes)},
-      {"the output", sizeMul(compiled.outputCount(count), sizeOf(compiled.outputType()))}};
+      {"the output", bytesOf(compiled.outputType(), compiled.outputCount(count))}};
   for (size_t k = 0; k < compiled.aux.size(); ++k)
     sizes.push_back({"buffer '" + compiled.aux[k].name + "'",
-                     sizeMul(compiled.aux[k].elements(count), sizeOf(compiled.auxType(k)))});
+                     bytesOf(compiled.auxType(k), compiled.aux[k].elements(count))});
   for (const ScratchBuffer& buffer : compiled.scratch)
     sizes.push_back({"scratch '" + buffer.name + "'", buffer.bytes(count)});
   sizes.push_back({"the symmetric heap", heapBytesFor(compiled, count)});

@@ -40,6 +40,30 @@ std::string homeDirectory() {
   return "";
 }
 
+} // namespace
+
+std::string familyTargetFor(const std::string& arch, std::string_view source,
+                            const std::string& nvrtcVersion, const std::vector<int>& supported) {
+  if (arch.rfind("sm_", 0) != 0 ||
+      source.find("__CUDA_ARCH_FAMILY_SPECIFIC__") == std::string_view::npos)
+    return arch;
+  const std::string digits = arch.substr(3);
+  if (digits.empty() || digits.size() > 4 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    return arch; // a suffix already (sm_100a, sm_100f), or not an architecture
+  const int number = std::stoi(digits);
+  int major = 0, minor = 0;
+  if (number < 100 || std::sscanf(nvrtcVersion.c_str(), "%d.%d", &major, &minor) != 2 ||
+      major * 10 + minor < 129)
+    return arch;
+  if (!supported.empty() &&
+      std::find(supported.begin(), supported.end(), number) == supported.end())
+    return arch; // unsupportedArch says so for the plain arch
+  return arch + "f";
+}
+
+namespace {
+
 /// The --gpu-architecture value. NVRTC emits PTX only for a virtual architecture and a cubin only
 /// for a real one, so "sm_90" becomes "compute_90" for PTX and "compute_90" is refused for a cubin.
 Expected<std::string> nvrtcArch(const std::string& arch, JitOutput output) {
@@ -238,13 +262,19 @@ Expected<JitResult> compileCuda(std::string_view source, std::string_view progra
   Expected<std::string> gpuArch = nvrtcArch(options.arch, output);
   if (!gpuArch)
     return gpuArch.takeError();
-  std::vector<std::string> nvrtcArgs = nvrtcOptions(*gpuArch, options);
   // Loaded before the cache is asked: its version is part of the key.
   Expected<const NvrtcLibrary*> nvrtc = nvrtcLibrary(options.nvrtcLibrary);
   if (!nvrtc)
     return nvrtc.takeError();
-  if (std::string problem =
-          unsupportedArch(options.arch, (*nvrtc)->supportedArchs, (*nvrtc)->version);
+  std::string arch = options.arch;
+  if (options.familyTargetWhereUsed) {
+    arch = familyTargetFor(arch, source, (*nvrtc)->version, (*nvrtc)->supportedArchs);
+    gpuArch = nvrtcArch(arch, output);
+    if (!gpuArch)
+      return gpuArch.takeError();
+  }
+  std::vector<std::string> nvrtcArgs = nvrtcOptions(*gpuArch, options);
+  if (std::string problem = unsupportedArch(arch, (*nvrtc)->supportedArchs, (*nvrtc)->version);
       !problem.empty())
     return jitError(problem + sourceForErrors(source, options.sourceInErrors));
 
@@ -254,7 +284,7 @@ Expected<JitResult> compileCuda(std::string_view source, std::string_view progra
     std::string dir = options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir;
     if (!dir.empty()) {
       cache.emplace(dir);
-      key = KernelCache::key(source, programName, nvrtcArgs, (*nvrtc)->version, options.arch,
+      key = KernelCache::key(source, programName, nvrtcArgs, (*nvrtc)->version, arch,
                              output == JitOutput::Ptx ? "ptx" : "cubin");
       if (std::optional<std::string> image = cache->load(key)) {
         JitResult result;

@@ -27,6 +27,10 @@ struct JitOptions {
   std::string nvrtcLibrary;
   /// Appended after the built-in options, so they can override them (NVRTC: last one wins).
   std::vector<std::string> extraOptions;
+  /// The arch is the GPU's own ("sm_100", Devices.h: gpuArch), which may be raised to its family
+  /// target ("sm_100f") for a source with family-specific code (familyTargetFor). Off, the arch is
+  /// compiled as named (`collc emit --arch`).
+  bool familyTargetWhereUsed = false;
   /// A failed compile's error ends with the whole source, numbered (collc emit --verbose): what
   /// NVRTC's log cites by line. Off, the error is NVRTC's log and the options.
   bool sourceInErrors = false;
@@ -52,6 +56,15 @@ struct JitResult {
 /// fails the compile (one warning on stderr).
 Expected<JitResult> compileCuda(std::string_view source, std::string_view programName,
                                 JitOutput output, const JitOptions& options = {});
+
+/// The architecture to compile `source` for on a GPU of `arch` ("sm_100"): its family target
+/// ("sm_100f") where the source has code for family targets (it tests
+/// __CUDA_ARCH_FAMILY_SPECIFIC__, as compiler/device/quant_nvfp4.cuh's e2m1 conversion does: that
+/// instruction exists only there), the architecture has a family (sm_100 and later, no suffix
+/// yet) and NVRTC `nvrtcVersion` ("13.0") compiles for family targets (12.9 and later) and for
+/// `arch` (`supported`, nvrtcGetSupportedArchs; empty: not known, taken as yes). Else `arch`.
+std::string familyTargetFor(const std::string& arch, std::string_view source,
+                            const std::string& nvrtcVersion, const std::vector<int>& supported);
 
 /// Version of the NVRTC library loaded at run time (nvrtcLibrary()), e.g. "13.0"; "not found" when
 /// none loads.

@@ -3,10 +3,22 @@
 // becomes ±448, and NaN the NaN 0x7f. sm_89 and newer convert two floats with one instruction
 // (cvt.rn.satfinite.e4m3x2.f32); before that the same rounding in integer arithmetic
 // (fp8_e4m3_soft), which the host's unit test checks against compiler/interpret/Float8.cpp.
+// __host__ __device__, so that the host tests compile these very functions (quant_nvfp4.cuh's block
+// scales are this conversion too).
+
+__host__ __device__ __forceinline__ unsigned fp8_float_bits(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x);
+#else
+  unsigned bits;
+  __builtin_memcpy(&bits, &x, sizeof bits);
+  return bits;
+#endif
+}
 
 // The software conversion, for every architecture (and the host's test).
-__device__ __forceinline__ unsigned fp8_e4m3_soft(float x) {
-  const unsigned u = __float_as_uint(x);
+__host__ __device__ __forceinline__ unsigned fp8_e4m3_soft(float x) {
+  const unsigned u = fp8_float_bits(x);
   const unsigned sign = (u >> 24) & 0x80u;
   const unsigned a = u & 0x7fffffffu;
   if (a > 0x7f800000u)
@@ -37,7 +49,7 @@ __device__ __forceinline__ unsigned fp8_e4m3_soft(float x) {
 }
 
 // Two floats as two E4M3 bytes, lo in the low byte.
-__device__ __forceinline__ unsigned short fp8_e4m3_pair(float lo, float hi) {
+__host__ __device__ __forceinline__ unsigned short fp8_e4m3_pair(float lo, float hi) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
   unsigned short pair;
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(hi), "f"(lo));

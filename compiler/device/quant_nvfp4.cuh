@@ -12,8 +12,8 @@
 // rounded to nearest (the __f*_rn intrinsics on the device, so no flag can contract or approximate
 // them): the host tests compile these very functions and compare them with the float64 reference.
 // The e2m1 conversion has a hardware instruction on the sm_100, sm_110 and sm_120 families only
-// when compiled for the family (sm_100a, sm_100f, ...), the e4m3 one from sm_89 on; elsewhere the
-// integer conversions below run, which give the same bits.
+// when compiled for the family (sm_100a, sm_100f, ...), the e4m3 one from sm_89 on; elsewhere
+// integer conversions run (below, and fp8_e4m3.cuh's), which give the same bits.
 
 __host__ __device__ __forceinline__ unsigned nvfp4_float_bits(float x) {
 #if defined(__CUDA_ARCH__)
@@ -87,49 +87,10 @@ __host__ __device__ __forceinline__ unsigned nvfp4_e2m1x2(float lo, float hi) {
 #endif
 }
 
-// x rounded to e4m3 (the OCP format of torch.float8_e4m3fn) as its bits: to nearest even from the
-// float's bits, |x| >= 448 and infinities to ±448, NaN to 0x7f.
-__host__ __device__ __forceinline__ unsigned nvfp4_e4m3_soft(float x) {
-  const unsigned bits = nvfp4_float_bits(x);
-  const unsigned magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u)
-    return 0x7fu;
-  const unsigned sign = (bits >> 24) & 0x80u;
-  if (magnitude >= 0x43e00000u) // 448
-    return sign | 0x7eu;
-  unsigned kept, rest, half;
-  if (magnitude >= 0x3c800000u) {
-    // Normal (2^-6 and up): rebias the exponent (127 to 7) and keep 3 of the 23 mantissa bits;
-    // a carry out of the mantissa steps the exponent, as the code's order wants.
-    kept = (magnitude >> 20) - (120u << 3);
-    rest = magnitude & 0xfffffu;
-    half = 0x80000u;
-  } else {
-    // Below 2^-6 the codes are multiples of 2^-9: the significand, with its implicit bit, shifted
-    // to that unit. A shift past 24 leaves less than half a unit (and a float subnormal far less).
-    const unsigned exponent = magnitude >> 23;
-    if (exponent == 0)
-      return sign;
-    const unsigned significand = (magnitude & 0x7fffffu) | 0x800000u;
-    const unsigned shift = 141u - exponent; // 14 - (exponent - 127), at least 21
-    if (shift > 24)
-      return sign;
-    kept = significand >> shift;
-    rest = significand & ((1u << shift) - 1u);
-    half = 1u << (shift - 1);
-  }
-  const unsigned up = unsigned(rest > half || (rest == half && (kept & 1u)));
-  return sign | (kept + up);
-}
-
+// x rounded to e4m3 as its bits: fp8_e4m3.cuh's conversion (which must come before this file), to
+// nearest even, |x| >= 448 and infinities to ±448, NaN to 0x7f.
 __host__ __device__ __forceinline__ unsigned nvfp4_e4m3(float x) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  unsigned short pair;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %2, %1;" : "=h"(pair) : "f"(x), "f"(0.0f));
-  return pair & 0xffu;
-#else
-  return nvfp4_e4m3_soft(x);
-#endif
+  return fp8_e4m3_pair(x, 0.0f) & 0xffu;
 }
 
 // The value of e4m3 bits, exactly.

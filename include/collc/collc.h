@@ -73,12 +73,15 @@ const char* collc_version(void);
 
 typedef enum collc_dtype { COLLC_F32 = 0, COLLC_F16 = 1, COLLC_BF16 = 2 } collc_dtype;
 /* The element type of one buffer: the variant's (the first three are collc_dtype's values) or
- * one the spec fixes for it (`out: fp8e4m3[n]`: FP8 E4M3, one byte, as torch.float8_e4m3fn). */
+ * one the spec fixes for it (`out: fp8e4m3[n]`: FP8 E4M3, one byte, as torch.float8_e4m3fn;
+ * fp4e2m1: E2M1, two a byte, element 2i in the low nibble of byte i, as
+ * torch.float4_e2m1fn_x2, so n elements take ceil(n / 2) bytes). */
 typedef enum collc_element_type {
   COLLC_ELEMENT_F32 = 0,
   COLLC_ELEMENT_F16 = 1,
   COLLC_ELEMENT_BF16 = 2,
-  COLLC_ELEMENT_FP8E4M3 = 3
+  COLLC_ELEMENT_FP8E4M3 = 3,
+  COLLC_ELEMENT_FP4E2M1 = 4
 } collc_element_type;
 typedef enum collc_reduce_op { COLLC_SUM = 0, COLLC_MAX = 1, COLLC_MIN = 2 } collc_reduce_op;
 typedef enum collc_sync {

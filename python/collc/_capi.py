@@ -15,8 +15,10 @@ DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2}
 # The collc tool's names (--dtype bf16) and torch's other spellings (torch.half, torch.float).
 DTYPE_ALIASES = {"f32": "float32", "float": "float32", "f16": "float16", "half": "float16",
                  "bf16": "bfloat16"}
-# collc_element_type: a buffer's element type, torch's names (torch.float8_e4m3fn for E4M3).
-ELEMENT_TYPES = ["float32", "float16", "bfloat16", "float8_e4m3fn"]
+# collc_element_type: a buffer's element type, torch's names (torch.float8_e4m3fn for E4M3,
+# torch.float4_e2m1fn_x2 for E2M1: one such element is a byte of two values, the even one in the
+# low nibble, so a buffer of n values is a tensor of ceil(n / 2) of them).
+ELEMENT_TYPES = ["float32", "float16", "bfloat16", "float8_e4m3fn", "float4_e2m1fn_x2"]
 OPS = {"sum": 0, "max": 1, "min": 2}
 KINDS = ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"]
 # collc_world_create_process_flags

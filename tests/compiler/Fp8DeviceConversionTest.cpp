@@ -13,14 +13,11 @@ namespace collc {
 namespace {
 
 // What the device file needs of CUDA, for the host.
+#define __host__
 #define __device__
 #define __forceinline__ inline
-unsigned __float_as_uint(float x) {
-  unsigned u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
 #include "compiler/device/fp8_e4m3.cuh"
+#undef __host__
 #undef __device__
 #undef __forceinline__
 

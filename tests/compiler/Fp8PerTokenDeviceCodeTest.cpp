@@ -21,18 +21,15 @@ namespace collc {
 namespace {
 
 // What the device files need of CUDA, for the host.
+#define __host__
 #define __device__
 #define __forceinline__ inline
-unsigned __float_as_uint(float x) {
-  unsigned u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
 float __fdiv_rn(float a, float b) {
   return a / b; // IEEE division, correctly rounded to nearest even
 }
 #include "compiler/device/fp8_e4m3.cuh"
 #include "compiler/device/fp8_per_token.cuh"
+#undef __host__
 #undef __device__
 #undef __forceinline__
 

@@ -80,24 +80,28 @@ unsigned __shfl_xor_sync(unsigned mask, unsigned value, int offset) {
 namespace vec1 {
 constexpr int kVec = 1;
 COLLC_ROWS_CONSTANTS
+#include "compiler/device/fp8_e4m3.cuh"
 #include "compiler/device/quant_nvfp4.cuh"
 #include "compiler/device/rows_nvfp4.cuh"
 } // namespace vec1
 namespace vec2 {
 constexpr int kVec = 2;
 COLLC_ROWS_CONSTANTS
+#include "compiler/device/fp8_e4m3.cuh"
 #include "compiler/device/quant_nvfp4.cuh"
 #include "compiler/device/rows_nvfp4.cuh"
 } // namespace vec2
 namespace vec4 {
 constexpr int kVec = 4;
 COLLC_ROWS_CONSTANTS
+#include "compiler/device/fp8_e4m3.cuh"
 #include "compiler/device/quant_nvfp4.cuh"
 #include "compiler/device/rows_nvfp4.cuh"
 } // namespace vec4
 namespace vec8 {
 constexpr int kVec = 8;
 COLLC_ROWS_CONSTANTS
+#include "compiler/device/fp8_e4m3.cuh"
 #include "compiler/device/quant_nvfp4.cuh"
 #include "compiler/device/rows_nvfp4.cuh"
 } // namespace vec8

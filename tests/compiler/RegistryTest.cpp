@@ -3,6 +3,7 @@
 // through collc_sync_name: tests/capi checks that), and that each strategy's own file says it is
 // that strategy and names embedded helpers. A value registered but missing from one of them, or
 // present there but not registered, fails.
+#include "abi/SizeMath.h"
 #include "abi/Types.h"
 #include "compiler/DevicePrelude.h"
 #include "compiler/sync/Strategy.h"
@@ -109,9 +110,11 @@ TEST(Registry, CApiEnumsMatchIt) {
   EXPECT_EQ(cEnum(header, "collc_dtype"), expectedEnum(kDTypeRegistry, "COLLC_"));
   EXPECT_EQ(cEnum(header, "collc_element_type"),
             expectedEnum(kElementTypeRegistry, "COLLC_ELEMENT_"));
-  // A variant's dtype is the element type of its `T` buffers, with the same C value.
-  for (DType type : kAllDTypes)
+  // A variant's dtype is the element type of its `T` buffers, with the same C value and size.
+  for (DType type : kAllDTypes) {
     EXPECT_EQ(cValueOf(elementTypeOf(type)), cValueOf(type)) << name(type);
+    EXPECT_EQ(bytesOf(elementTypeOf(type), 3), 3 * sizeOf(type)) << name(type);
+  }
   EXPECT_EQ(cEnum(header, "collc_reduce_op"), expectedEnum(kReduceOpRegistry, "COLLC_"));
   EXPECT_EQ(cEnum(header, "collc_collective"), expectedEnum(kCollectiveKindRegistry, "COLLC_"));
   std::map<std::string, int> syncs = expectedEnum(kSyncRegistry, "COLLC_SYNC_");
@@ -170,6 +173,26 @@ TEST(Registry, PythonTablesMatchIt) {
     ASSERT_NE(found, dtypes.end()) << "DTYPES has no " << alias[1];
     EXPECT_EQ(found->second, entry.cValue) << entry.name;
   }
+  // ELEMENT_TYPES: torch's name of each collc_element_type, the list's index its C value; the
+  // variant's types first, as DTYPES has them.
+  std::vector<std::string> elementTypes;
+  const std::string typeList = pythonAssignment(source, "ELEMENT_TYPES");
+  for (std::sregex_iterator it(typeList.begin(), typeList.end(), quoted), none; it != none; ++it)
+    elementTypes.push_back((*it)[1]);
+  ASSERT_EQ(elementTypes.size(), std::size(kElementTypeRegistry));
+  for (const auto& [torchName, cValue] : dtypes)
+    EXPECT_EQ(elementTypes[size_t(cValue)], torchName);
+  EXPECT_EQ(elementTypes[size_t(cValueOf(ElementType::F8E4M3))], "float8_e4m3fn");
+  EXPECT_EQ(elementTypes[size_t(cValueOf(ElementType::F4E2M1))], "float4_e2m1fn_x2");
+}
+
+TEST(Registry, BytesOfAnElementTypeRoundUpHalfBytes) {
+  EXPECT_EQ(bytesOf(ElementType::F8E4M3, 7), 7u);
+  EXPECT_EQ(bytesOf(ElementType::F4E2M1, 0), 0u);
+  EXPECT_EQ(bytesOf(ElementType::F4E2M1, 7), 4u); // element 6 in byte 3's low nibble
+  EXPECT_EQ(bytesOf(ElementType::F4E2M1, 4096), 2048u);
+  EXPECT_EQ(bytesOf(ElementType::F32, kMaxSize), kTooLarge);
+  EXPECT_EQ(bytesOf(ElementType::F4E2M1, kTooLarge), kTooLarge);
 }
 
 } // namespace

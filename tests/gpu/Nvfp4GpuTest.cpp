@@ -28,7 +28,8 @@ namespace {
 
 /// The kernels: conversions of a range of floats, and a matrix quantized one block per thread.
 std::string kernelSource(uint64_t blocksPerRow) {
-  return std::string(kernelAbiHeader()) + deviceFile("quant_nvfp4.cuh") +
+  return std::string(kernelAbiHeader()) + deviceFile("fp8_e4m3.cuh") +
+         deviceFile("quant_nvfp4.cuh") +
          fmt::format(R"cuda(
 typedef unsigned long long u64;
 constexpr u64 kBlocksPerRow = {};
@@ -81,7 +82,7 @@ std::string rowsSource(int vec, int threads, uint64_t hidden, bool swizzled) {
                      "constexpr int kThreads = {};\n"
                      "constexpr u64 kHidden = {};\n",
                      vec, threads, hidden) +
-         deviceFile("quant_nvfp4.cuh") + deviceFile("rows_nvfp4.cuh") +
+         deviceFile("fp8_e4m3.cuh") + deviceFile("quant_nvfp4.cuh") + deviceFile("rows_nvfp4.cuh") +
          fmt::format(R"cuda(
 extern "C" __global__ void nvfp4_rows(const __grid_constant__ collc_params params) {{
   const float* in = static_cast<const float*>(params.in);

@@ -111,5 +111,16 @@ TEST(BufferOverlap, SizesFollowTheCount) {
   EXPECT_FALSE(checkBufferOverlap(fusedAllReduce(), at(memory, 0), at(memory, 0), aux, 0));
 }
 
+// An fp4e2m1 output holds two elements a byte: 101 elements take 51 bytes.
+TEST(BufferOverlap, AnFp4OutputTakesHalfAByteAnElement) {
+  std::vector<uint8_t> bytes(2000);
+  CompiledCollective compiled = fusedAllReduce();
+  compiled.outputFixedType = ElementType::F4E2M1;
+  std::vector<void*> aux = {bytes.data() + 1000, bytes.data() + 1500};
+  // out at byte 0, in at byte 51: apart for 101 elements (51 bytes), overlapping for 103.
+  EXPECT_FALSE(checkBufferOverlap(compiled, bytes.data() + 51, bytes.data(), aux, 101));
+  EXPECT_TRUE(checkBufferOverlap(compiled, bytes.data() + 51, bytes.data(), aux, 103));
+}
+
 } // namespace
 } // namespace collc

@@ -276,10 +276,10 @@ TEST(BundleDamage, ALaterVersion) {
 // says which version it reads rather than misreading the fields after them.
 TEST(BundleDamage, AnEarlierVersion) {
   std::string bytes = validBytes();
-  // Version 5: no per-row part in an element count.
-  bytes[8] = char(5);
-  EXPECT_TRUE(refusedWith(resealed(bytes), "bundle format version 5, but this runtime reads only "
-                                           "version 6 (write the bundle again with this "
+  // Version 6: kernels whose collc_params holds 4 aux pointers.
+  bytes[8] = char(6);
+  EXPECT_TRUE(refusedWith(resealed(bytes), "bundle format version 6, but this runtime reads only "
+                                           "version 7 (write the bundle again with this "
                                            "release's collc)"));
 }
 

@@ -108,8 +108,8 @@ std::vector<DeviceCase> allCases() {
        {"rows.cuh", "fp8_e4m3.cuh", "fp8_per_token.cuh", "rows_fp8_per_token.cuh"},
        {16, 8, 4, 2},
        false},
-      {"quant_nvfp4", {"quant_nvfp4.cuh"}, {16}, false},
-      {"rows_nvfp4", {"quant_nvfp4.cuh", "rows_nvfp4.cuh"}, {16, 8, 4, 2}, false},
+      {"quant_nvfp4", {"fp8_e4m3.cuh", "quant_nvfp4.cuh"}, {16}, false},
+      {"rows_nvfp4", {"fp8_e4m3.cuh", "quant_nvfp4.cuh", "rows_nvfp4.cuh"}, {16, 8, 4, 2}, false},
   };
   std::vector<DeviceCase> cases;
   for (const Driver& driver : drivers)
@@ -171,8 +171,13 @@ TEST(DeviceFiles, Nvfp4ConvertsWithTheInstructionsTheArchitectureHas) {
       {"sm_100f", true, true}, {"sm_103a", true, true}, {"sm_110f", true, true},
       {"sm_120", false, true}, {"sm_120a", true, true}, {"sm_120f", true, true}};
   for (const Expected& expected : cases) {
-    const DeviceCase c{
-        "quant_nvfp4", {"quant_nvfp4.cuh"}, DType::F32, ReduceOp::Sum, expected.arch, 16, ""};
+    const DeviceCase c{"quant_nvfp4",
+                       {"fp8_e4m3.cuh", "quant_nvfp4.cuh"},
+                       DType::F32,
+                       ReduceOp::Sum,
+                       expected.arch,
+                       16,
+                       ""};
     JitOptions jit;
     jit.arch = c.arch;
     jit.useCache = false;

@@ -4,6 +4,7 @@
 #include "runtime/NvrtcLibrary.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <regex>
 #include <unistd.h>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -96,6 +98,51 @@ TEST_F(JitTest, CompilesToSm90Cubin) {
   // e_machine, little-endian at offset 18: EM_CUDA is 190.
   EXPECT_EQ(static_cast<unsigned char>(elf[18]) | static_cast<unsigned char>(elf[19]) << 8, 190);
   EXPECT_NE(elf.find("collc_test_scale"), std::string::npos) << "the kernel's symbol";
+}
+
+// The family target is taken for a source with family-specific code, on an architecture with a
+// family, with an NVRTC that has family targets and the architecture; never for a named suffix.
+TEST(FamilyTarget, OnlyWhereTheSourceUsesItAndNvrtcHasIt) {
+  const std::string family = "#if defined(__CUDA_ARCH_FAMILY_SPECIFIC__)\n#endif\n";
+  const std::vector<int> cuda13 = {75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121};
+  EXPECT_EQ(familyTargetFor("sm_100", family, "13.0", cuda13), "sm_100f");
+  EXPECT_EQ(familyTargetFor("sm_120", family, "13.0", cuda13), "sm_120f");
+  EXPECT_EQ(familyTargetFor("sm_103", family, "12.9", {}), "sm_103f");
+  EXPECT_EQ(familyTargetFor("sm_100", "__global__ void k() {}", "13.0", cuda13), "sm_100");
+  EXPECT_EQ(familyTargetFor("sm_90", family, "13.0", cuda13), "sm_90");   // no family before 10.0
+  EXPECT_EQ(familyTargetFor("sm_100", family, "12.8", {}), "sm_100");     // no 'f' before 12.9
+  EXPECT_EQ(familyTargetFor("sm_101", family, "13.0", cuda13), "sm_101"); // not in this NVRTC
+  EXPECT_EQ(familyTargetFor("sm_100a", family, "13.0", cuda13), "sm_100a");
+  EXPECT_EQ(familyTargetFor("compute_100", family, "13.0", cuda13), "compute_100");
+}
+
+// With familyTargetWhereUsed, NVRTC compiles such a source for the family: the PTX's target says
+// so, and the branch for the family is the one compiled.
+TEST_F(JitTest, TheFamilyTargetReachesNvrtc) {
+  const std::string version = nvrtcVersionString();
+  int major = 0, minor = 0;
+  if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) != 2 || major * 10 + minor < 129)
+    GTEST_SKIP() << "NVRTC " << version << " has no family targets";
+  const char* source = "extern \"C\" __global__ void collc_test_family(int* out) {\n"
+                       "#if defined(__CUDA_ARCH_FAMILY_SPECIFIC__)\n"
+                       "  *out = __CUDA_ARCH_FAMILY_SPECIFIC__;\n"
+                       "#else\n"
+                       "  *out = -1;\n"
+                       "#endif\n"
+                       "}\n";
+  JitOptions options = uncached_;
+  options.arch = "sm_100";
+  std::optional<JitResult> plain =
+      valueOrFail(compileCuda(source, "family.cu", JitOutput::Ptx, options));
+  ASSERT_TRUE(plain);
+  EXPECT_NE(plain->image.find(".target sm_100\n"), std::string::npos) << plain->image;
+  EXPECT_NE(plain->image.find("-1;"), std::string::npos) << plain->image;
+  options.familyTargetWhereUsed = true;
+  std::optional<JitResult> family =
+      valueOrFail(compileCuda(source, "family.cu", JitOutput::Ptx, options));
+  ASSERT_TRUE(family);
+  EXPECT_NE(family->image.find(".target sm_100f"), std::string::npos) << family->image;
+  EXPECT_NE(family->image.find("1000;"), std::string::npos) << family->image;
 }
 
 // Generated kernels include no header, so the JIT hands NVRTC no include directory: it needs no

@@ -182,8 +182,10 @@ Error onRank(int rank, Error err) {
 
 Expected<JitResult> compileForDevice(const CompiledCollective& compiled, int device) {
   JitOptions jit;
-  if (std::string arch = gpuArch(device); !arch.empty())
+  if (std::string arch = gpuArch(device); !arch.empty()) {
     jit.arch = arch;
+    jit.familyTargetWhereUsed = true;
+  }
   return compileCuda(compiled.cudaSource, compiled.kernelName, JitOutput::Cubin, jit);
 }
 

@@ -1,5 +1,6 @@
 #include "tools/harness/HostData.h"
 
+#include "compiler/interpret/Float4.h"
 #include "compiler/interpret/Float8.h"
 #include "tools/harness/ParallelChunks.h"
 
@@ -150,6 +151,7 @@ std::optional<DType> variantType(ElementType type) {
   case ElementType::BF16:
     return DType::BF16;
   case ElementType::F8E4M3:
+  case ElementType::F4E2M1:
     return std::nullopt;
   }
   return std::nullopt;
@@ -159,7 +161,10 @@ std::optional<DType> variantType(ElementType type) {
 double loadElement(ElementType type, const void* data, uint64_t index) {
   if (std::optional<DType> dtype = variantType(type))
     return loadElement(*dtype, data, index);
-  return fromE4M3(static_cast<const uint8_t*>(data)[index]);
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  if (type == ElementType::F4E2M1) // element 2i in the low nibble of byte i
+    return fromE2M1(uint8_t(bytes[index / 2] >> (index % 2 == 0 ? 0 : 4)));
+  return fromE4M3(bytes[index]);
 }
 
 std::string formatElement(ElementType type, const void* data, uint64_t index) {
@@ -167,8 +172,12 @@ std::string formatElement(ElementType type, const void* data, uint64_t index) {
     return formatElement(*dtype, data, index);
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << llvm::format("%.9g", loadElement(type, data, index))
-     << llvm::format(" (0x%02x)", unsigned(static_cast<const uint8_t*>(data)[index]));
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  os << llvm::format("%.9g", loadElement(type, data, index));
+  if (type == ElementType::F4E2M1)
+    os << llvm::format(" (0x%x)", unsigned(bytes[index / 2] >> (index % 2 == 0 ? 0 : 4)) & 0xf);
+  else
+    os << llvm::format(" (0x%02x)", unsigned(bytes[index]));
   return os.str();
 }
 

@@ -30,7 +30,8 @@ void storeElement(DType type, void* data, uint64_t index, float value);
 std::string formatElement(DType type, const void* data, uint64_t index);
 
 /// The same for a buffer of any element type: an E4M3 element (fp8e4m3) loads as its value
-/// (compiler/interpret/Float8.h) and prints with its byte; the others as their DType.
+/// (compiler/interpret/Float8.h) and prints with its byte, an E2M1 element (fp4e2m1, two a byte,
+/// element 2i in the low nibble) with its nibble; the others as their DType.
 double loadElement(ElementType type, const void* data, uint64_t index);
 std::string formatElement(ElementType type, const void* data, uint64_t index);
 

@@ -57,9 +57,10 @@ Error validateReference(const CompiledCollective& compiled, uint64_t count, bool
                         std::to_string(compiled.rowLength) + " (--hidden) for '" +
                         compiled.specName + "'");
   for (size_t k = 0; k < compiled.aux.size(); ++k)
-    if (!compiled.aux[k].written && compiled.auxType(k) == ElementType::F8E4M3)
+    if (!compiled.aux[k].written && isQuantized(compiled.auxType(k)))
       return harnessError("'" + compiled.specName + "' reads aux buffer '" + compiled.aux[k].name +
-                          "' of E4M3 elements, which the harness does not fill");
+                          "' of " + std::string(name(compiled.auxType(k))) +
+                          " elements, which the harness does not fill");
   if (specialValues)
     return harnessError("special input values (NaN, infinities, values near overflow) are not "
                         "checked for '" +
@@ -136,7 +137,7 @@ Expected<RankBuffers> allocateBuffers(const SymmetricWorld& world,
   RankBuffers buffers;
   const uint64_t elementBytes = sizeOf(compiled.dtype);
   buffers.inStride = alignUp(compiled.inputCount(count) * elementBytes, 256);
-  buffers.outStride = alignUp(compiled.outputCount(count) * sizeOf(compiled.outputType()), 256);
+  buffers.outStride = alignUp(bytesOf(compiled.outputType(), compiled.outputCount(count)), 256);
   buffers.slots = slots;
   buffers.inPlace = sharing.inPlace;
   buffers.local = world.localRanks();
@@ -159,7 +160,7 @@ Expected<RankBuffers> allocateBuffers(const SymmetricWorld& world,
     return buffers;
   for (size_t k = 0; k < compiled.aux.size(); ++k) {
     const AuxBuffer& aux = compiled.aux[k];
-    buffers.auxStride.push_back(alignUp(aux.elements(count) * sizeOf(compiled.auxType(k)), 256));
+    buffers.auxStride.push_back(alignUp(bytesOf(compiled.auxType(k), aux.elements(count)), 256));
     buffers.auxWritten.push_back(aux.written);
   }
   buffers.auxOwner = auxMemoryOwners(compiled, sharing);
@@ -320,9 +321,9 @@ Error checkSlot(const RankBuffers& buffers, const CompiledCollective& compiled, 
   }
   verdicts.wrongCalls.resize(buffers.local.size(), 0);
   verdicts.nearBoundary.resize(buffers.local.size(), 0);
-  report.quantized = compiled.outputType() == ElementType::F8E4M3;
+  report.quantized = isQuantized(compiled.outputType());
   for (size_t k = 0; k < compiled.aux.size(); ++k)
-    report.quantized |= compiled.auxType(k) == ElementType::F8E4M3;
+    report.quantized |= isQuantized(compiled.auxType(k));
   for (size_t i = 0; i < buffers.local.size(); ++i) {
     const int rank = buffers.local[i];
     // The output and every aux buffer the kernel writes.

@@ -18,5 +18,5 @@ extern "C" __global__ void collc_test_quant_nvfp4(const __grid_constant__ collc_
   for (int e = 0; e < 8; e += 2)
     out[threadIdx.x * 4 + e / 2] = (unsigned char)nvfp4_quantize_pair(x[e], x[e + 1], factor);
   out[blockDim.x * 4 + threadIdx.x] =
-      (unsigned char)(nvfp4_e2m1_soft(x[0]) | nvfp4_e4m3_soft(x[1]) | nvfp4_e4m3(x[2]));
+      (unsigned char)(nvfp4_e2m1_soft(x[0]) | fp8_e4m3_soft(x[1]) | nvfp4_e4m3(x[2]));
 }
