@@ -1,7 +1,7 @@
 """python -m collc.bench_quant: AllReduce + residual add + RMSNorm + quantization for the next GEMM,
 collc's one fused kernel against the unfused step engines run, one process per GPU:
 
-    torchrun --nproc_per_node=2 -m collc.bench_quant --csv quant.csv --markdown quant.md
+    torchrun --nproc_per_node=2 -m collc.bench_quant --csv TABLE.csv --markdown TABLE_MARKDOWN
     COLLC_SHARE_GPU=1 torchrun --nproc_per_node=2 -m collc.bench_quant --smoke   # one GPU
 
 Paths (collc._quant_table.PATHS), each timed as graphs of --calls back-to-back calls replayed
