@@ -29,9 +29,13 @@ _OPS = ("sum", "max", "min")
 _SPECS = {"allgather": "allgather_direct", "reducescatter": "reducescatter_direct",
           "broadcast": "broadcast_direct", "reduce": "reduce_direct",
           "alltoall": "alltoall_direct", "rmsnorm": "allreduce_rmsnorm",
-          "rmsnorm_fp8": "allreduce_rmsnorm_fp8"}
-# The quantized outputs fused_add_rms_norm_quant makes (dsl/README.md, Quantized outputs).
-_QUANTS = ("fp8",)
+          "rmsnorm_fp8": "allreduce_rmsnorm_fp8",
+          "rmsnorm_fp8_per_token": "allreduce_rmsnorm_fp8_per_token"}
+# The quantized outputs fused_add_rms_norm_quant makes (dsl/README.md, Quantized outputs and
+# Per-token scales).
+_QUANTS = ("fp8", "fp8_per_token")
+# The per-token spec's aux buffers are residual, residual_out, weight, scale: the scale's index.
+_PER_TOKEN_SCALE_AUX = 3
 _ONESHOT_LIMIT = 1 << 20
 # Instances a default heap holds at max_bytes (each op, type and operator used takes one).
 _DEFAULT_INSTANCES = 8
@@ -296,10 +300,18 @@ class Communicator:
         one kernel: returns (q, scale, allreduce(x) + residual). quant="fp8": q is
         torch.float8_e4m3fn, e4m3(rmsnorm(...) * weight / scale[0]) rounded to nearest even and
         saturating at +-448, with the caller's per-tensor scale (a float32 tensor of one element
-        on this GPU), which is returned as given."""
+        on this GPU), which is returned as given. quant="fp8_per_token": the kernel computes each
+        row's scale, max(amax / 448, 1 / (448 * 512)), and returns them as a float32 tensor of
+        [rows, 1]; q is e4m3(row / its scale). It takes no scale=."""
         if quant not in _QUANTS:
-            raise Error(f"quant={quant!r} is not one collc makes: {', '.join(_QUANTS)} (per-token "
-                        "FP8 and NVFP4 are not in this version)")
+            raise Error(f"quant={quant!r} is not one collc makes: {', '.join(_QUANTS)} (NVFP4 is "
+                        "not in this version)")
+        if quant == "fp8_per_token":
+            if scale is not None:
+                raise Error("quant='fp8_per_token' computes each row's scale and returns it: "
+                            "pass no scale=")
+            return torch.ops.collc.fused_add_rms_norm_fp8_per_token(x, residual, weight,
+                                                                    self.handle, eps)
         if scale is None:
             raise Error("quant='fp8' needs scale=, a float32 tensor of one element")
         q, residual_out = torch.ops.collc.fused_add_rms_norm_fp8(x, residual, weight, scale,
@@ -458,6 +470,23 @@ def _fused_add_rms_norm_fp8_impl(c, x, residual, weight, scale, eps):
     return out, residual_out
 
 
+def _fused_add_rms_norm_fp8_per_token_impl(c, x, residual, weight, eps):
+    hidden = _check_fused_rows(c, x, residual, weight, eps)
+    tokens = x.numel() // hidden
+    out = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device)
+    scales = torch.empty((tokens, 1), dtype=torch.float32, device=x.device)
+    residual_out = torch.empty_like(residual)
+    if x.numel():
+        instance = c._instance("rmsnorm_fp8_per_token", _DTYPES[x.dtype], row_length=hidden)
+        # The kernel writes as many scales as the spec declares: never past this tensor.
+        declared = instance.compiled.aux_count(_PER_TOKEN_SCALE_AUX, x.numel())
+        if declared != tokens:
+            raise Error(f"the per-token spec writes {declared} scales for {tokens} rows of "
+                        f"{hidden} elements")
+        c._launch(instance, x, out, x.numel(), aux=(residual, residual_out, weight, scales))
+    return out, scales, residual_out
+
+
 # ---- the custom ops
 _LIB = torch.library.Library("collc", "DEF")
 _LIB.define("all_reduce(Tensor x, int comm, str op) -> Tensor")
@@ -471,6 +500,8 @@ _LIB.define("fused_add_rms_norm(Tensor x, Tensor residual, Tensor weight, int co
             "-> (Tensor, Tensor)")
 _LIB.define("fused_add_rms_norm_fp8(Tensor x, Tensor residual, Tensor weight, Tensor scale, "
             "int comm, float eps) -> (Tensor, Tensor)")
+_LIB.define("fused_add_rms_norm_fp8_per_token(Tensor x, Tensor residual, Tensor weight, "
+            "int comm, float eps) -> (Tensor, Tensor, Tensor)")
 
 
 def _nranks(handle):
@@ -512,8 +543,13 @@ def _fused_add_rms_norm_fp8_kernel(x, residual, weight, scale, comm, eps):
     return _fused_add_rms_norm_fp8_impl(_communicator(comm), x, residual, weight, scale, eps)
 
 
-# The C++ kernels (torchops/) do not include the quantized op: it runs on the Python path on both.
+def _fused_add_rms_norm_fp8_per_token_kernel(x, residual, weight, comm, eps):
+    return _fused_add_rms_norm_fp8_per_token_impl(_communicator(comm), x, residual, weight, eps)
+
+
+# The C++ kernels (torchops/) do not include the quantized ops: they run on the Python path on both.
 _LIB.impl("fused_add_rms_norm_fp8", _fused_add_rms_norm_fp8_kernel, "CUDA")
+_LIB.impl("fused_add_rms_norm_fp8_per_token", _fused_add_rms_norm_fp8_per_token_kernel, "CUDA")
 
 
 def _make_instance(comm, kind, dtype, op, root, row_length, instance, in_place, status,
@@ -689,3 +725,11 @@ def _fused_add_rms_norm_fake(x, residual, weight, comm, eps):
 def _fused_add_rms_norm_fp8_fake(x, residual, weight, scale, comm, eps):
     return torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device), \
         torch.empty_like(residual)
+
+
+@torch.library.register_fake("collc::fused_add_rms_norm_fp8_per_token")
+def _fused_add_rms_norm_fp8_per_token_fake(x, residual, weight, comm, eps):
+    tokens = x.numel() // weight.numel()
+    return (torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device),
+            torch.empty((tokens, 1), dtype=torch.float32, device=x.device),
+            torch.empty_like(residual))

@@ -62,6 +62,18 @@ def test_a_quantized_output_and_its_scale_have_their_own_types():
     assert not compiled.in_place  # an fp8 output is never its bf16 input's memory
 
 
+def test_the_per_token_spec_writes_one_scale_a_row():
+    """The layout collc.torch's fp8_per_token op passes: residual, residual_out, weight, then the
+    scales (aux 3), one float32 per row."""
+    compiled = collc.compile("allreduce_rmsnorm_fp8_per_token", nranks=2, dtype="bfloat16",
+                             row_length=1024)
+    assert compiled.output_dtype == "float8_e4m3fn"
+    assert compiled.aux_dtypes == ["bfloat16", "bfloat16", "bfloat16", "float32"]
+    tokens = 7
+    assert [compiled.aux_count(k, tokens * 1024) for k in range(compiled.naux)] == [
+        tokens * 1024, tokens * 1024, 1024, tokens]
+
+
 PER_ROW_SPEC = """collective per_row kind allreduce
   rows hidden = 64
   buffers in: T[n], out: T[n], y: T[n], weight: T[hidden], token_scale: f32[n / hidden], swizzled: fp8e4m3[round_up(n / hidden, 128) * round_up(ceil_div(hidden, 16), 4)]

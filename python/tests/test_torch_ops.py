@@ -25,7 +25,8 @@ def comm():
 
 def test_every_op_is_registered():
     for name in ("all_reduce", "all_reduce_", "all_gather", "reduce_scatter", "broadcast",
-                 "reduce", "all_to_all", "fused_add_rms_norm", "fused_add_rms_norm_fp8"):
+                 "reduce", "all_to_all", "fused_add_rms_norm", "fused_add_rms_norm_fp8",
+                 "fused_add_rms_norm_fp8_per_token"):
         assert hasattr(torch.ops.collc, name), name
 
 
@@ -47,6 +48,11 @@ def test_fake_implementations_give_the_shapes(comm):
         scale = torch.empty(1, dtype=torch.float32)
         q, res = torch.ops.collc.fused_add_rms_norm_fp8(x, residual, weight, scale, comm, 1e-6)
         assert q.shape == (64,) and q.dtype == torch.float8_e4m3fn
+        assert res.shape == (64,) and res.dtype == torch.bfloat16
+        q, scales, res = torch.ops.collc.fused_add_rms_norm_fp8_per_token(x, residual, weight,
+                                                                          comm, 1e-6)
+        assert q.shape == (64,) and q.dtype == torch.float8_e4m3fn
+        assert scales.shape == (4, 1) and scales.dtype == torch.float32  # 64 / 16 rows
         assert res.shape == (64,) and res.dtype == torch.bfloat16
 
 
@@ -111,11 +117,16 @@ def test_both_paths_refuse_with_the_same_words(offline_comm):
 
 def test_quantized_fused_op_refuses_what_it_cannot_make(offline_comm):
     c, x = offline_comm, torch.zeros(64)
-    assert "per-token FP8 and NVFP4 are not in this version" in refusal(
+    assert ct._QUANTS == ("fp8", "fp8_per_token")
+    assert "fp8, fp8_per_token (NVFP4 is not in this version)" in refusal(
         lambda: c.fused_add_rms_norm_quant(x, x, x[:16], quant="nvfp4"))
     assert "needs scale=" in refusal(lambda: c.fused_add_rms_norm_quant(x, x, x[:16]))
+    assert "pass no scale=" in refusal(lambda: c.fused_add_rms_norm_quant(
+        x, x, x[:16], quant="fp8_per_token", scale=torch.ones(1)))
     assert "a tensor on cpu" in refusal(
         lambda: ct._fused_add_rms_norm_fp8_impl(c, x, x, x[:16], torch.ones(1), 1e-6))
+    assert "a tensor on cpu" in refusal(
+        lambda: ct._fused_add_rms_norm_fp8_per_token_impl(c, x, x, x[:16], 1e-6))
 
 
 def test_compiled_graphs_hold_the_ops(offline_comm):

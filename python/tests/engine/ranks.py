@@ -24,9 +24,11 @@ Scenarios (`all` runs every one but `kill`):
   recreate   a Communicator closed and made again, three times
   mismatch   the checking mode: calls whose count, operator or dtype differ between ranks
   bootstrap  Communicators whose settings differ between ranks
-  quant      fused_add_rms_norm_quant (FP8 with a static scale) eagerly for every dtype and
-             1, 7 and 32 rows, then 100 replays of a CUDA graph of it, fresh inputs each time,
-             against float64 rounded to E4M3 (within one code where float rounding may differ)
+  quant      fused_add_rms_norm_quant, FP8 with a static scale and per-token FP8 (a zero row
+             among them: the scale's floor), eagerly for every dtype and 1, 7 and 32 rows, then
+             100 replays of a CUDA graph of each, fresh inputs each time, against float64 rounded
+             to E4M3 (within one code where float rounding may differ); per-token scales within
+             a relative 1e-5 of float64's (per-token for bfloat16 only with --reduced)
   refusals   every refusal (type, layout, alignment, size, split, op, root, the fused op's
              buffers, a closed communicator) raises collc.Error with the Python path's words
   kill       the last rank kills itself in the middle of calls; the others must raise
@@ -54,6 +56,7 @@ COUNTS = (1, 7, 4097, 65541, 1_000_003)
 BIG = 4 << 20      # bytes per call: the largest count in float32
 SMALL = 1 << 20    # one-shot AllReduce up to here
 HIDDEN = 4096      # Llama-3-8B's hidden size, the fused op's row
+QUANTS = ("fp8", "fp8_per_token")  # fused_add_rms_norm_quant's quantized outputs, each checked
 
 
 class Ranks:
@@ -454,15 +457,44 @@ def scenario_refusals(ranks):
 E4M3_MAX = 448.0
 
 
-def want_fp8(x, residual, weight, scale, rows):
-    """float64 reference of the quantized op: (residual_out, rmsnorm(residual_out) * weight /
-    scale clamped to E4M3's range), before the rounding to E4M3."""
+def want_normed(x, residual, weight, rows):
+    """float64 reference of the fused op: (residual_out, rmsnorm(residual_out) * weight) as
+    [rows, HIDDEN]."""
     total = x.detach().cpu().double()
     dist.all_reduce(total)
     residual_out = (total + residual.cpu().double()).view(rows, HIDDEN)
     rms = (residual_out.pow(2).mean(dim=1, keepdim=True) + 1e-6).sqrt()
-    y = residual_out / rms * weight.cpu().double() / float(scale.item())
-    return residual_out.reshape(-1), y.clamp(-E4M3_MAX, E4M3_MAX).reshape(-1)
+    return residual_out.reshape(-1), residual_out / rms * weight.cpu().double()
+
+
+def want_fp8(x, residual, weight, scale, rows):
+    """float64 reference of the quantized op: (residual_out, rmsnorm(residual_out) * weight /
+    scale clamped to E4M3's range), before the rounding to E4M3."""
+    residual_out, normed = want_normed(x, residual, weight, rows)
+    y = normed / float(scale.item())
+    return residual_out, y.clamp(-E4M3_MAX, E4M3_MAX).reshape(-1)
+
+
+# Per-token FP8's smallest scale (stdlib/allreduce_rmsnorm_fp8_per_token.coll): a zero row's.
+PER_TOKEN_MIN_SCALE = 1.0 / (E4M3_MAX * 512)
+PER_TOKEN_SCALE_RTOL = 1e-5
+
+
+def check_fp8_per_token(tally, what, q, scales, x, residual, weight, rows):
+    """Per-token FP8 against float64: scales [rows, 1] float32 within a relative
+    PER_TOKEN_SCALE_RTOL of max(amax / 448, the floor), and q within one code of the float64 row
+    divided by the scale the kernel wrote. Returns the float64 residual_out."""
+    residual_out, normed = want_normed(x, residual, weight, rows)
+    want_scales = (normed.abs().amax(dim=1, keepdim=True) / E4M3_MAX).clamp(min=PER_TOKEN_MIN_SCALE)
+    if scales.dtype != torch.float32 or tuple(scales.shape) != (rows, 1):
+        tally.calls += 1
+        tally.wrong.append(f"{what}: scales {scales.dtype} {tuple(scales.shape)}, expected "
+                           f"torch.float32 {(rows, 1)}")
+        return residual_out
+    tally.close(f"{what} scales", scales, want_scales, PER_TOKEN_SCALE_RTOL, 0.0)
+    y = normed / scales.detach().cpu().double()
+    check_fp8(tally, what, q, y.clamp(-E4M3_MAX, E4M3_MAX).reshape(-1))
+    return residual_out
 
 
 def check_fp8(tally, what, q, want):
@@ -480,46 +512,64 @@ def check_fp8(tally, what, q, want):
                            "float64 value rounded")
 
 
+def quant_call(comm, quant, x, residual, weight, scale):
+    if quant == "fp8":
+        return comm.fused_add_rms_norm_quant(x, residual, weight, quant="fp8", scale=scale)
+    return comm.fused_add_rms_norm_quant(x, residual, weight, quant=quant)
+
+
+def check_quant(tally, what, quant, outputs, x, residual, weight, scale, rows):
+    q, scales, residual_out = outputs
+    if quant == "fp8":
+        want_residual, want_q = want_fp8(x, residual, weight, scale, rows)
+        check_fp8(tally, what, q, want_q)
+        if scales is not scale:
+            tally.wrong.append(f"{what}: the scale returned is not the one given")
+    else:
+        want_residual = check_fp8_per_token(tally, what, q, scales, x, residual, weight, rows)
+    tally.same(f"{what} residual", residual_out, want_residual)
+
+
 def scenario_quant(ranks, replays=100):
     r = ranks.rank
     comm = ranks.comm(BIG)
     scale = torch.tensor([0.004], device="cuda", dtype=torch.float32)  # some values saturate
     tally = Tally()
     start = time.monotonic()
-    for dtype in DTYPES:
-        weight = (values(0, HIDDEN, torch.float32, 5) / 8 + 1).to(dtype)
-        for rows in (1, 7, 32):
-            x = values(r, rows * HIDDEN, dtype, rows)
-            residual = values(r + 3, rows * HIDDEN, dtype, rows + 1)
-            q, scale_back, residual_out = comm.fused_add_rms_norm_quant(
-                x, residual, weight, quant="fp8", scale=scale)
-            want_residual, want_q = want_fp8(x, residual, weight, scale, rows)
-            tag = f"{str(dtype)[6:]} {rows} rows of {HIDDEN}"
-            tally.same(f"quant residual {tag}", residual_out, want_residual)
-            check_fp8(tally, f"quant fp8 {tag}", q, want_q)
-            if scale_back is not scale:
-                tally.wrong.append(f"quant {tag}: the scale returned is not the one given")
-    rows, dtype = 4, torch.bfloat16
-    x = values(r, rows * HIDDEN, dtype, 0)
-    residual = values(r + 3, rows * HIDDEN, dtype, 1)
-    weight = torch.ones(HIDDEN, device="cuda", dtype=dtype)
-    comm.fused_add_rms_norm_quant(x, residual, weight, scale=scale)  # ready outside the capture
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        q, _, residual_out = comm.fused_add_rms_norm_quant(x, residual, weight, scale=scale)
-    for i in range(replays):
-        x.copy_(values(r, rows * HIDDEN, dtype, i))
-        residual.copy_(values(r + 3, rows * HIDDEN, dtype, i + 1))
-        graph.replay()
-        want_residual, want_q = want_fp8(x, residual, weight, scale, rows)
-        tally.same(f"quant graph replay {i} residual", residual_out, want_residual)
-        check_fp8(tally, f"quant graph replay {i}", q, want_q)
-    comm.synchronize()
-    del graph
+    for quant in QUANTS:
+        # --reduced JITs per-token FP8 for bfloat16 alone: each variant compiles per rank count.
+        for dtype in DTYPES if quant == "fp8" or not ranks.reduced else (torch.bfloat16,):
+            weight = (values(0, HIDDEN, torch.float32, 5) / 8 + 1).to(dtype)
+            for rows in (1, 7, 32):
+                x = values(r, rows * HIDDEN, dtype, rows)
+                residual = values(r + 3, rows * HIDDEN, dtype, rows + 1)
+                if rows > 1:  # a zero row on every rank: per-token FP8's smallest scale
+                    x.view(rows, HIDDEN)[1].zero_()
+                    residual.view(rows, HIDDEN)[1].zero_()
+                outputs = quant_call(comm, quant, x, residual, weight, scale)
+                check_quant(tally, f"quant {quant} {str(dtype)[6:]} {rows} rows of {HIDDEN}",
+                            quant, outputs, x, residual, weight, scale, rows)
+        rows, dtype = 4, torch.bfloat16
+        x = values(r, rows * HIDDEN, dtype, 0)
+        residual = values(r + 3, rows * HIDDEN, dtype, 1)
+        weight = torch.ones(HIDDEN, device="cuda", dtype=dtype)
+        quant_call(comm, quant, x, residual, weight, scale)  # ready outside the capture
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            outputs = quant_call(comm, quant, x, residual, weight, scale)
+        for i in range(replays):
+            x.copy_(values(r, rows * HIDDEN, dtype, i))
+            residual.copy_(values(r + 3, rows * HIDDEN, dtype, i + 1))
+            graph.replay()
+            torch.cuda.synchronize()
+            check_quant(tally, f"quant {quant} graph replay {i}", quant, outputs, x, residual,
+                        weight, scale, rows)
+        comm.synchronize()
+        del graph
     comm.close()
-    tally.report(ranks, "quant", f" against float64, {replays} of them graph replays, "
-                 f"{time.monotonic() - start:.1f} s")
+    tally.report(ranks, "quant", f" ({', '.join(QUANTS)}) against float64, {replays} of "
+                 f"them graph replays each, {time.monotonic() - start:.1f} s")
 
 
 def scenario_graphs_for(ranks):
