@@ -76,8 +76,10 @@ struct Checked {
   VerifyResult proof;
 };
 
+/// `onlyRanks`: as verify's (0: every declared rank count, what `collc check` proves; a variant's
+/// rank count: what compiling that variant needs).
 Checked parseAndVerify(Diagnostics& diags, const SpecSource& spec, std::ostream* printAst,
-                       int64_t workLimit) {
+                       int64_t workLimit, int onlyRanks) {
   Checked result;
   auto ast = parseSpecText(diags, spec.text, spec.bufferName);
   if (!ast)
@@ -90,16 +92,26 @@ Checked parseAndVerify(Diagnostics& diags, const SpecSource& spec, std::ostream*
   if (!program)
     return result;
   // Keyed by the limit too: a smaller one may leave an alias unproved that a larger one proves.
-  const std::string memoKey = std::to_string(workLimit) + "\n" + spec.text;
+  // And by the rank counts proved: a proof of one count has that count's facts, so a variant's
+  // lowering never depends on which proofs this process made before.
+  const std::string memoKey =
+      std::to_string(workLimit) + "\n" + std::to_string(onlyRanks) + "\n" + spec.text;
   if (auto proof = rememberedSpecProof(memoKey)) {
     result.proof = *proof;
   } else {
-    result.proof = verify(*program, diags, workLimit);
+    result.proof = verify(*program, diags, workLimit, onlyRanks);
     rememberSpecProof(memoKey, result.proof);
   }
   if (result.proof.ok)
     result.program = std::move(program);
   return result;
+}
+
+/// The rank counts a compile of `options` proves the spec for (as verify's `onlyRanks`): the
+/// variant's own. A variant for max or min proves every declared count: a spec whose result is
+/// right for sum only at any of them is refused for the other operators (Verifier.h, sumOnly).
+int proofRanksOf(const CompileOptions& options) {
+  return options.op == ReduceOp::Sum ? options.nranks : 0;
 }
 
 /// Rejects launch overrides the spec itself could not have set (same rules as Sema's knobs).
@@ -204,7 +216,9 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
   std::optional<llvm::raw_os_ostream> printIr;
   if (options.printIr && options.printIrAfterAll)
     lowerOptions.printAfterEach = &printIr.emplace(*options.printIr);
-  auto lowered = lower(program, proof, lowerOptions, diags, work);
+  // The facts of the variant's own rank count: it lowers the same after `collc check`'s proof of
+  // every count as after a compile's proof of its own.
+  auto lowered = lower(program, proofForRanks(proof, options.nranks), lowerOptions, diags, work);
   if (!lowered)
     return std::nullopt;
   return Lowered{std::move(*lowered), launch, hasRoot(spec.kind) ? options.root : 0,
@@ -247,7 +261,7 @@ Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* 
   llvm::raw_os_ostream diagnosticStream(diagnostics);
   Diagnostics diags(sources, diagnosticStream);
   const auto start = std::chrono::steady_clock::now();
-  Checked checked = parseAndVerify(diags, spec, nullptr, kDefaultVerifyWorkLimit);
+  Checked checked = parseAndVerify(diags, spec, nullptr, kDefaultVerifyWorkLimit, /*onlyRanks=*/0);
   if (!checked.program)
     return specError(diags, spec);
   const ir::Program& verified = *checked.program;
@@ -390,7 +404,8 @@ Expected<VariantPrograms> lowerVariantPrograms(const SpecSource& spec,
   llvm::raw_os_ostream diagnosticStream(diagnostics);
   Diagnostics diags(sources, diagnosticStream);
   auto fail = [&]() { return specError(diags, spec); };
-  Checked checked = parseAndVerify(diags, spec, nullptr, workLimitOf(options));
+  Checked checked =
+      parseAndVerify(diags, spec, nullptr, workLimitOf(options), proofRanksOf(options));
   if (!checked.program)
     return fail();
   auto lowered = lowerVariant(*checked.program, checked.proof, options, diags, lineOfIn(sources),
@@ -428,7 +443,8 @@ Expected<CompiledCollective> compileCollective(const SpecSource& spec,
   llvm::raw_os_ostream diagnosticStream(diagnostics);
   Diagnostics diags(sources, diagnosticStream);
   auto fail = [&]() { return specError(diags, spec); };
-  Checked checked = parseAndVerify(diags, spec, options.printAst, workLimitOf(options));
+  Checked checked =
+      parseAndVerify(diags, spec, options.printAst, workLimitOf(options), proofRanksOf(options));
   if (!checked.program)
     return fail();
   auto lowered = lowerVariant(*checked.program, checked.proof, options, diags, lineOfIn(sources),

@@ -148,7 +148,9 @@ inline constexpr auto kCheckedTypes = kAllDTypes;
 Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* report = nullptr,
                 CheckDepth depth = CheckDepth::OwnStrategy);
 
-/// Parses, checks, verifies for every declared rank count and lowers the spec for one variant.
+/// Parses, checks and verifies the spec for the variant's rank count (every root and n; it must be
+/// one the spec declares), then lowers it for the variant, proving the lowered program for one call
+/// and across calls. `checkSpec` is what proves every declared rank count.
 Expected<CompiledCollective>
 compileCollective(const SpecSource& spec, const CompileOptions& options, std::ostream& diagnostics);
 

@@ -19,6 +19,11 @@ using proof::RunConfig;
 using proof::RunFacts;
 using proof::RunFailed;
 
+/// Rank counts first..last, both included.
+struct RankSpan {
+  int first, last;
+};
+
 /// Every run of one program for one rank count: the counts an earlier verifier tried first (so
 /// their diagnostics read as before; up to 8 ranks), then every residue of n with q symbolic
 /// (split into residues of a multiple of it where a division needs it: SplitQ), then every q below
@@ -158,28 +163,33 @@ private:
   std::vector<RunFacts> facts_;
 };
 
-void fold(VerifyResult& result, const RunFacts& facts, const ir::Program& program) {
+/// The facts of one run into those of a rank count or of a whole proof.
+template <typename Facts> void foldFacts(Facts& result, const RunFacts& facts) {
   result.indexAligned &= facts.indexAligned;
   result.localAligned &= facts.localAligned;
   result.remoteWriteOrdering |= facts.remoteWriteOrdering;
   result.usesAtomics |= facts.usesAtomics;
   result.remoteDataReadOnce &= facts.remoteDataReadOnce;
-  if (result.sumOnlyWhy.empty() && facts.sumOnlyAt.isValid()) {
-    result.sumOnlyOffset = facts.sumOnlyAt.getPointer() - program.loc.getPointer();
-    result.sumOnlyWhy = facts.sumOnlyWhy;
-  }
   for (const auto& [from, to] : facts.dataEdges)
     result.exchangesAreMutual &= facts.dataEdges.count({to, from}) != 0;
   result.remotelyWritten.insert(facts.remotelyWritten.begin(), facts.remotelyWritten.end());
   result.locallyWritten.insert(facts.locallyWritten.begin(), facts.locallyWritten.end());
 }
 
-/// Every rank count of the spec, with `aliases` (quiet when diags is null). Folds the facts of
+void fold(VerifyResult& result, const RunFacts& facts, const ir::Program& program) {
+  foldFacts(result, facts);
+  if (result.sumOnlyWhy.empty() && facts.sumOnlyAt.isValid()) {
+    result.sumOnlyOffset = facts.sumOnlyAt.getPointer() - program.loc.getPointer();
+    result.sumOnlyWhy = facts.sumOnlyWhy;
+  }
+}
+
+/// Every rank count of `span`, with `aliases` (quiet when diags is null). Folds the facts of
 /// every run into `result` and collects the waits that ordered something.
 bool proveAll(const ir::Program& program, const RunConfig& base, Diagnostics* diags,
               Diagnostics& expandDiags, VerifyResult& result,
-              std::set<std::pair<int, const char*>>& usedWaits, int64_t workLimit) {
-  for (int nranks = program.minRanks; nranks <= program.maxRanks; ++nranks) {
+              std::set<std::pair<int, const char*>>& usedWaits, int64_t workLimit, RankSpan span) {
+  for (int nranks = span.first; nranks <= span.last; ++nranks) {
     auto steps = expandRepeatedSteps(program, nranks, expandDiags);
     if (!steps)
       return false;
@@ -190,8 +200,11 @@ bool proveAll(const ir::Program& program, const RunConfig& base, Diagnostics* di
     result.runs += sweep.runs();
     if (!ok)
       return false;
+    RankFacts& rankFacts = result.byRanks.emplace_back();
+    rankFacts.nranks = nranks;
     for (const RunFacts& facts : sweep.facts()) {
       fold(result, facts, program);
+      foldFacts(rankFacts, facts);
       usedWaits.insert(facts.usedWaits.begin(), facts.usedWaits.end());
     }
   }
@@ -240,7 +253,7 @@ bool sameSize(const ir::Buffer& a, const ir::Buffer& b) {
 
 /// The pairs of memory a caller may pass as one buffer, each proved like the spec itself.
 void proveAliases(const ir::Program& program, Diagnostics& diags, VerifyResult& result,
-                  int64_t workLimit) {
+                  int64_t workLimit, RankSpan span) {
   std::set<std::pair<int, const char*>> ignored;
   auto holds = [&](const std::vector<std::pair<ir::BufferId, ir::BufferId>>& aliases,
                    std::string* why) {
@@ -254,7 +267,7 @@ void proveAliases(const ir::Program& program, Diagnostics& diags, VerifyResult& 
     llvm::raw_string_ostream out(text);
     Diagnostics quiet(diags.sources(), out);
     const bool proved =
-        proveAll(program, config, why ? &quiet : nullptr, diags, scratch, ignored, workLimit);
+        proveAll(program, config, why ? &quiet : nullptr, diags, scratch, ignored, workLimit, span);
     result.work = scratch.work;
     if (why)
       *why = out.str();
@@ -286,16 +299,54 @@ void proveAliases(const ir::Program& program, Diagnostics& diags, VerifyResult& 
   result.aliasesTogether = allowed.size() < 2 || holds(allowed, nullptr);
 }
 
+/// Whether every wait of `program` is among `used`.
+bool everyWaitUsed(const ir::Program& program, const std::set<std::pair<int, const char*>>& used) {
+  std::set<const char*> usedLocations;
+  for (const auto& [step, loc] : used)
+    usedLocations.insert(loc);
+  for (const auto& step : program.steps)
+    for (const auto& wait : step.waits)
+      if (!usedLocations.count(wait.loc.getPointer()))
+        return false;
+  return true;
+}
+
+/// The rank counts a proof for `onlyRanks` runs: that one, or (0, or a count the spec does not
+/// declare, which the compile refuses after the proof) every one the spec declares.
+RankSpan spanOf(const ir::Program& program, int onlyRanks) {
+  if (onlyRanks >= program.minRanks && onlyRanks <= program.maxRanks)
+    return {onlyRanks, onlyRanks};
+  return {program.minRanks, program.maxRanks};
+}
+
 } // namespace
 
-VerifyResult verify(const ir::Program& program, Diagnostics& diags, int64_t workLimit) {
+VerifyResult verify(const ir::Program& program, Diagnostics& diags, int64_t workLimit,
+                    int onlyRanks) {
   VerifyResult result;
+  const RankSpan span = spanOf(program, onlyRanks);
   std::set<std::pair<int, const char*>> usedWaits;
-  if (!proveAll(program, RunConfig{}, &diags, diags, result, usedWaits, workLimit))
+  if (!proveAll(program, RunConfig{}, &diags, diags, result, usedWaits, workLimit, span))
     return result;
+  // A wait must order something for some declared rank count: where it orders nothing at the one
+  // proved (a ring's at 2 ranks), the other counts are proved, in order, until every wait has.
+  // Their facts are not folded in: the variant's strategy decides by the facts of its own count.
+  for (int nranks = program.minRanks;
+       nranks <= program.maxRanks && !everyWaitUsed(program, usedWaits); ++nranks) {
+    if (nranks >= span.first && nranks <= span.last)
+      continue;
+    VerifyResult other;
+    other.work = result.work;
+    const bool proved = proveAll(program, RunConfig{}, &diags, diags, other, usedWaits, workLimit,
+                                 RankSpan{nranks, nranks});
+    result.work = other.work;
+    result.runs += other.runs;
+    if (!proved)
+      return result;
+  }
   if (!checkWaitsUsed(program, usedWaits, diags))
     return result;
-  proveAliases(program, diags, result, workLimit);
+  proveAliases(program, diags, result, workLimit, span);
   result.ok = true;
   return result;
 }
@@ -313,6 +364,26 @@ RunConfig loweredConfig(const ir::Program& spec, int nranks, DType dtype) {
 }
 
 } // namespace
+
+VerifyResult proofForRanks(const VerifyResult& proof, int nranks) {
+  for (const RankFacts& facts : proof.byRanks) {
+    if (facts.nranks != nranks)
+      continue;
+    VerifyResult result = proof;
+    result.indexAligned = facts.indexAligned;
+    result.localAligned = facts.localAligned;
+    result.remoteWriteOrdering = facts.remoteWriteOrdering;
+    result.usesAtomics = facts.usesAtomics;
+    result.exchangesAreMutual = facts.exchangesAreMutual;
+    result.remoteDataReadOnce = facts.remoteDataReadOnce;
+    result.remotelyWritten = facts.remotelyWritten;
+    result.locallyWritten = facts.locallyWritten;
+    result.byRanks = {facts};
+    return result;
+  }
+  internalError("a variant of " + std::to_string(nranks) +
+                " ranks lowered with a proof that did not run that rank count");
+}
 
 bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
                    Diagnostics& diags, int64_t workLimit, int64_t* work) {

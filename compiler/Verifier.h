@@ -1,6 +1,7 @@
 // The verifier proves a spec before any code is generated, and checks the program each strategy
-// lowers it to, by running the data flow for every rank count the spec declares, every root, and
-// every count n (verify/Simulation.h): each element holds the multiset of (rank, index)
+// lowers it to, by running the data flow for every rank count the spec declares (`collc check`;
+// a compile runs its variant's), every root, and every count n (verify/Simulation.h): each
+// element holds the multiset of (rank, index)
 // contributions that reached it. It checks
 //  - the collective's postcondition (AllReduce: every rank's out[i] holds every rank's in[i] once),
 //  - bounds of every access,
@@ -25,7 +26,19 @@
 
 namespace collc {
 
-/// What the proof found out about the spec's data flow, over every rank count and n.
+/// The facts of VerifyResult below (see there) of the runs of one rank count.
+struct RankFacts {
+  int nranks = 0;
+  bool indexAligned = true;
+  bool localAligned = true;
+  bool remoteWriteOrdering = false;
+  bool usesAtomics = false;
+  bool exchangesAreMutual = true;
+  bool remoteDataReadOnce = true;
+  std::set<int> remotelyWritten, locallyWritten;
+};
+
+/// What the proof found out about the spec's data flow, over every rank count it proved and n.
 /// The sync lowering passes decide from these facts whether their strategy applies.
 struct VerifyResult {
   bool ok = false;
@@ -67,6 +80,8 @@ struct VerifyResult {
   /// Why in place is not allowed, when the spec has an input and an output of one shape (the
   /// diagnostics of the rule the in-place run breaks).
   std::string inPlaceWhy;
+  /// The facts above for each rank count proved (every one the spec declares, or the variant's).
+  std::vector<RankFacts> byRanks;
   /// Runs made (configurations of rank count, root and count) and the work they took.
   int64_t runs = 0;
   int64_t work = 0;
@@ -76,9 +91,17 @@ struct VerifyResult {
 /// past it the spec is refused as too large to prove (aliases past it are not allowed).
 inline constexpr int64_t kDefaultVerifyWorkLimit = 50'000'000;
 
-/// Proves `program` (as Sema built it) for every rank count it declares.
+/// Proves `program` (as Sema built it) for every rank count it declares, or, with `onlyRanks`
+/// one of them, for that one (what a variant of that rank count needs): its facts are that
+/// count's, and a wait that orders nothing there makes the other counts run until one it orders
+/// something for (a wait must order something for some declared count).
 VerifyResult verify(const ir::Program& program, Diagnostics& diags,
-                    int64_t workLimit = kDefaultVerifyWorkLimit);
+                    int64_t workLimit = kDefaultVerifyWorkLimit, int onlyRanks = 0);
+
+/// `proof` with the facts of `nranks` alone (one of the counts it proved) in place of those of
+/// every count: what a variant of that rank count is lowered with, so that it lowers the same
+/// whether the proof covered one rank count or all.
+VerifyResult proofForRanks(const VerifyResult& proof, int nranks);
 
 /// Checks `lowered`, the program a strategy lowered `spec` (its steps expanded) to for `nranks`,
 /// for every root and every n: it breaks no rule and computes what the spec computes. Reports, as

@@ -63,7 +63,7 @@ template <typename Visit> void forEachVariant(Visit visit) {
     for (SyncKind sync : tests::kGpuStrategies)
       for (ReduceOp op : kAllReduceOps)
         for (int root = 0; root < (hasRoot(facts.kind) ? 2 : 1); ++root)
-          if (tests::specAccepts(facts, sync, op))
+          if (tests::specAccepts(facts, sync, op, /*nranks=*/2))
             visit(facts, sync, op, root);
   }
 }

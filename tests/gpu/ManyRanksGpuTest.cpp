@@ -48,7 +48,7 @@ std::vector<ManyRankCase> manyRankCases() {
             op = kAllReduceOps[(size_t(nranks) + d) % std::size(kAllReduceOps)];
           if (!tests::strategyApplies(sync, op))
             op = ReduceOp::Sum;
-          if (!tests::specAccepts(facts, sync, op))
+          if (!tests::specAccepts(facts, sync, op, nranks))
             continue;
           const int root = hasRoot(facts.kind) ? int((size_t(nranks) - 1 + d) % size_t(nranks)) : 0;
           cases.push_back({nranks, facts.name, sync, kAllDTypes[d], op, root});
