@@ -529,30 +529,36 @@ private:
       break;
     }
     case ir::RowOp::RmsNormFp8: {
-      rows = rowsAsWritten(s.rows, length, env, takenRows, rows);
+      bool asWritten = false;
+      rows = rowsAsWritten(s.rows, length, env, takenRows, rows, asWritten);
       const Element* weight = read(s.params.at(0), h, env, takenParam);
       Values takenScale;
       const double scale = valueOf(*read(s.params.at(1), 1, env, takenScale));
       // The norm in float, never rounded to T before its quantization.
       Rounding inFloat = rounding_;
       inFloat.normUnit = rounding_.floatNormUnit;
+      if (asWritten) // exact rows, no sum in T: only float steps remain
+        inFloat.tiny = rounding_.floatTiny;
       for (int64_t row = 0; row < length / h; ++row) {
         Element* out = &result[size_t(row * h)];
         normalizeRow(rows + row * h, weight, out, h, call_.eps, inFloat);
-        quantizeRow(out, h, scale, rounding_, nearBoundary_);
+        quantizeRow(out, h, scale, inFloat, nearBoundary_);
       }
       break;
     }
     case ir::RowOp::RmsNormFp8PerToken: {
-      rows = rowsAsWritten(s.rows, length, env, takenRows, rows);
+      bool asWritten = false;
+      rows = rowsAsWritten(s.rows, length, env, takenRows, rows, asWritten);
       const Element* weight = read(s.params.at(0), h, env, takenParam);
       Rounding inFloat = rounding_;
       inFloat.normUnit = rounding_.floatNormUnit;
+      if (asWritten) // exact rows, no sum in T: only float steps remain
+        inFloat.tiny = rounding_.floatTiny;
       std::vector<Element> scales(size_t(length / h));
       for (int64_t row = 0; row < length / h; ++row) {
         Element* out = &result[size_t(row * h)];
         normalizeRow(rows + row * h, weight, out, h, call_.eps, inFloat);
-        quantizeRowPerToken(out, h, scales[size_t(row)], rounding_, nearBoundary_);
+        quantizeRowPerToken(out, h, scales[size_t(row)], inFloat, nearBoundary_);
       }
       // The second output, element t from row t (the statement's only access of it).
       write(s.params.at(1).region, scales.data(), length / h, ir::StoreKind::Plain, false, env);
@@ -563,9 +569,10 @@ private:
   }
 
   /// The rows a quantizing statement normalizes: the kernel's own values of the aux buffer it
-  /// reads where the call gives them (Call::rowsAsWritten), exact; else `interpreted`.
+  /// reads where the call gives them (Call::rowsAsWritten), exact (asWritten); else `interpreted`.
   const Element* rowsAsWritten(const ir::Operand& operand, int64_t length, const execute::Env& env,
-                               Values& taken, const Element* interpreted) {
+                               Values& taken, const Element* interpreted, bool& asWritten) {
+    asWritten = false;
     if (operand.load == ir::LoadKind::Register)
       return interpreted;
     const execute::Place p = place(operand.region, env);
@@ -583,6 +590,7 @@ private:
     taken.resize(size_t(length));
     std::transform(written.begin() + p.offset.v, written.begin() + p.offset.v + length,
                    taken.begin(), givenElement<Element>);
+    asWritten = true;
     return taken.data();
   }
 

@@ -63,6 +63,9 @@ struct Rounding {
   /// The same steps in float alone, without the rounding to T: the norm a quantized output is
   /// made from (relative).
   double floatNormUnit = 0;
+  /// What a float result flushed from subnormal to zero is off by. A quantized output's norm made
+  /// from the kernel's own rows never passes through T, so T's `tiny` (f16's 2^-14) is not its.
+  double floatTiny = 0x1p-126;
 };
 
 /// The values of a call and, beside each, how far a device may be from it: 0 for a copy of an
