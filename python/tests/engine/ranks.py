@@ -455,6 +455,7 @@ def scenario_refusals(ranks):
 
 
 E4M3_MAX = 448.0
+FP8_NEAR = 1e-4  # the kernel's float norm and division, relative, with a wide margin
 
 
 def want_normed(x, residual, weight, rows):
@@ -498,18 +499,25 @@ def check_fp8_per_token(tally, what, q, scales, x, residual, weight, rows):
 
 
 def check_fp8(tally, what, q, want):
-    """q (float8_e4m3fn) against the float64 value: the same code, or its neighbour where the
-    kernel's float arithmetic may round the other way (one E4M3 step is at most 1/8 of the value;
-    2^-9 is the smallest step)."""
+    """q (float8_e4m3fn) against the float64 value: within one code everywhere, and the same code
+    except where the value lies within the kernel's float error (FP8_NEAR, relative) of a rounding
+    boundary. Small-integer inputs put whole classes of elements exactly on a tie (per-token
+    scales make values 448 * k / amax), so a share of exact codes would not be a check."""
     if q.dtype != torch.float8_e4m3fn:
         tally.calls += 1
         tally.wrong.append(f"{what}: dtype {q.dtype}, expected torch.float8_e4m3fn")
         return
     tally.close(what, q.float(), want, 0.126, 2.0**-9)
-    exact = (q.cpu().float().double() == want.float().to(torch.float8_e4m3fn).double())
-    if exact.double().mean() < 0.9:
-        tally.wrong.append(f"{what}: only {int(exact.sum())} of {exact.numel()} codes equal the "
-                           "float64 value rounded")
+
+    def e4m3(v):
+        return v.clamp(-E4M3_MAX, E4M3_MAX).float().to(torch.float8_e4m3fn).double()
+
+    got = q.cpu().float().double()
+    near = e4m3(want * (1 - FP8_NEAR)) != e4m3(want * (1 + FP8_NEAR))
+    differ = (got != e4m3(want)) & ~near
+    if bool(differ.any()):
+        tally.wrong.append(f"{what}: {int(differ.sum())} of {differ.numel()} codes differ from the "
+                           "float64 value rounded, away from a rounding boundary")
 
 
 def quant_call(comm, quant, x, residual, weight, scale):
