@@ -27,7 +27,7 @@ struct RankSpan {
 /// Every run of one program for one rank count: the counts an earlier verifier tried first (so
 /// their diagnostics read as before; up to 8 ranks), then every residue of n with q symbolic
 /// (split into residues of a multiple of it where a division needs it: SplitQ), then every q below
-/// the symbolic run's bound with numbers (execute/Affine.h).
+/// the symbolic run's bound, a stretch of them a run (execute/Affine.h).
 class Sweep {
 public:
   Sweep(const ir::Program& program, const std::vector<ir::Step>& steps, RunConfig base,
@@ -84,9 +84,13 @@ public:
         } catch (const AffineError& error) {
           return limit(error);
         }
-        for (int64_t q = firstQ; q < arith.threshold(); ++q)
-          if (!concrete(period * q + residue, rowLength, root))
+        // Every q below the threshold, a stretch of them a run.
+        for (int64_t q = firstQ; q < arith.threshold();) {
+          int64_t last = q;
+          if (!stretch(period, residue, q, rowLength, root, last))
             return false;
+          q = std::min(last, arith.threshold() - 1) + 1;
+        }
       }
     }
     return true;
@@ -109,6 +113,33 @@ private:
     config.root = root;
     config.budget = std::max<int64_t>(1, workLimit_ - work_);
     return config;
+  }
+
+  /// Every n = period * q + residue for q from `from` to `last`, in one run with q symbolic whose
+  /// every comparison is decided as at q = from (Arith::from): for each q up to its limit, the
+  /// run with numbers makes the same comparisons with the same outcomes. Where that run cannot
+  /// be made (a division it would split, an internal limit), q = from alone, with numbers.
+  bool stretch(int64_t period, int64_t residue, int64_t from, int64_t rowLength, int root,
+               int64_t& last) {
+    last = from;
+    Arith arith = Arith::from(from);
+    try {
+      record(proof::simulate(program_, steps_,
+                             configure(Affine{period, residue}, rowLength, root), arith, nullptr));
+      last = arith.limit();
+      return true;
+    } catch (const RunFailed&) {
+      // Broken for every q of the stretch: report it with numbers at its first.
+      if (concrete(period * from + residue, rowLength, root))
+        internalError("the verifier's run with n symbolic broke a rule that n = " +
+                      std::to_string(period * from + residue) + " keeps");
+      return false;
+    } catch (const proof::SplitQ&) {
+    } catch (const AffineError& error) {
+      if (error.why == "budget" || error.why == "memory")
+        return limit(error);
+    }
+    return concrete(period * from + residue, rowLength, root);
   }
 
   bool concrete(int64_t count, int64_t rowLength, int root) {

@@ -30,6 +30,19 @@ void requireExactInQ(int64_t u, int64_t d) {
 int Arith::compareDependent(const Affine& d) {
   if (!symbolic_)
     throw AffineError{"a value that depends on n in a run with n fixed"};
+  if (from_) {
+    // Its sign at q = from_, kept as q grows while u * q + v does not reach 0: for every q if
+    // the sign is u's, else for every q < -v / u; a 0 only at from_ itself.
+    const __int128 value = at(d, *from_);
+    if (value == 0) {
+      limit_ = std::min(limit_, *from_);
+      return 0;
+    }
+    const int sign = value < 0 ? -1 : 1;
+    if (sign != (d.u < 0 ? -1 : 1))
+      limit_ = std::min(limit_, ceilDiv(-d.v, d.u) - 1);
+    return sign;
+  }
   // u * q + v has the sign of u for every q > -v / u.
   threshold_ = std::max(threshold_, floorDiv(-d.v, d.u) + 1);
   return d.u < 0 ? -1 : 1;
@@ -44,6 +57,16 @@ bool Arith::negative(const Affine& a) {
     return a.v < 0;
   if (!symbolic_)
     throw AffineError{"a value that depends on n in a run with n fixed"};
+  if (from_) {
+    // Negative at from_ and u > 0: up to q = ceil(-v / u) - 1; not negative and u < 0: up to
+    // q = floor(v / -u); otherwise for every larger q.
+    const bool isNegative = at(a, *from_) < 0;
+    if (isNegative && a.u > 0)
+      limit_ = std::min(limit_, ceilDiv(-a.v, a.u) - 1);
+    else if (!isNegative && a.u < 0)
+      limit_ = std::min(limit_, floorDiv(a.v, -a.u));
+    return isNegative;
+  }
   // u > 0: u * q + v >= 0 from q = ceil(-v / u) on; u < 0: negative from floor(v / -u) + 1 on.
   threshold_ = std::max(threshold_, a.u > 0 ? ceilDiv(-a.v, a.u) : floorDiv(a.v, -a.u) + 1);
   return a.u < 0;

@@ -9,8 +9,10 @@
 //
 // In the symbolic run a comparison of two values is decided for all large q (by u, then v), and
 // the run records from which q on that decision holds. Everything the run decides goes through
-// these comparisons, so its outcome holds for every q from the largest such bound on; the verifier
-// runs every smaller q on its own (Verifier.cpp, dsl/README.md's "What the verifier proves").
+// these comparisons, so its outcome holds for every q from the largest such bound on. The smaller
+// q are run a stretch at a time (Arith::from): a run decides each comparison as at the stretch's
+// first q and records up to which q that holds (Verifier.cpp, dsl/README.md's "What the verifier
+// proves").
 #ifndef COLLC_COMPILER_EXECUTE_AFFINE_H
 #define COLLC_COMPILER_EXECUTE_AFFINE_H
 
@@ -55,9 +57,18 @@ class Arith {
 public:
   /// q symbolic (true) or every value a number (false).
   explicit Arith(bool symbolic) : symbolic_(symbolic) {}
+  /// q symbolic from `q` on, every comparison decided as it comes out at q itself: the run
+  /// decides every q from `q` to limit() alike (the smaller q below a symbolic run's threshold,
+  /// run a stretch at a time rather than one by one).
+  static Arith from(int64_t q) {
+    Arith arith(true);
+    arith.from_ = q;
+    return arith;
+  }
   bool symbolic() const { return symbolic_; }
 
-  /// -1, 0 or 1: the sign of a - b, for every q >= threshold() (symbolic), or now (concrete).
+  /// -1, 0 or 1: the sign of a - b, for every q >= threshold() (symbolic), for every q from
+  /// from(q) to limit(), or now (concrete).
   /// Inline: the verifier's runs spend most of their time here.
   int compare(const Affine& a, const Affine& b) {
     const Affine d = sub(a, b);
@@ -96,14 +107,21 @@ public:
   /// The smallest q from which every comparison made so far keeps its outcome (0 if none
   /// depends on q).
   int64_t threshold() const { return threshold_; }
+  /// Arith::from(q): the largest q' such that every comparison made so far keeps, for every q
+  /// from q to q', the outcome it has at q (INT64_MAX if none depends on q).
+  int64_t limit() const { return limit_; }
 
 private:
-  /// The sign of d (d.u != 0) for large q; records from which q on.
+  /// The sign of d (d.u != 0) for large q, or at from_; records from which q on, or up to which.
   int compareDependent(const Affine& d);
+  /// The value of a at q = from_.
+  static __int128 at(const Affine& a, int64_t q) { return __int128(a.u) * q + a.v; }
   [[noreturn]] static void overflow();
 
   bool symbolic_;
   int64_t threshold_ = 0;
+  std::optional<int64_t> from_; // Arith::from
+  int64_t limit_ = INT64_MAX;
 };
 
 /// The loop variables bound while a run executes: few at a time, so a flat list. Names point into

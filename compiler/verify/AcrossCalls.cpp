@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <tuple>
+#include <unordered_set>
 
 namespace collc {
 namespace {
@@ -105,11 +107,16 @@ private:
   void beginStep(const ir::Step&) {}
   void beginRank() {}
   void onStatement() {}
-  int64_t slotCount(int, ir::BufferId buffer) {
-    return shapeOf(program_.buffers[size_t(buffer)]).first;
-  }
-  Affine slotSize(int, ir::BufferId buffer, int64_t) {
-    return shapeOf(program_.buffers[size_t(buffer)]).second;
+  int64_t slotCount(int, ir::BufferId buffer) { return shape(buffer).first; }
+  Affine slotSize(int, ir::BufferId buffer, int64_t) { return shape(buffer).second; }
+  /// A buffer's slots and elements, evaluated once a walk (every rank's are alike).
+  const std::pair<int64_t, Affine>& shape(ir::BufferId buffer) {
+    if (shapes_.empty())
+      shapes_.resize(program_.buffers.size());
+    auto& known = shapes_[size_t(buffer)];
+    if (!known)
+      known = shapeOf(program_.buffers[size_t(buffer)]);
+    return *known;
   }
 
   Event& begin(llvm::SMLoc loc, const Affine& length) {
@@ -230,6 +237,7 @@ private:
   Trace trace_;
   std::vector<std::vector<Range>> reads_; // per event, per read
   std::vector<Range> writes_;             // per event (slot -1: none)
+  std::vector<std::optional<std::pair<int64_t, Affine>>> shapes_; // shape()
 };
 
 /// One call's class: its root and which of its statements touch elements, with a count of it.
@@ -242,15 +250,14 @@ struct Configuration {
 
 /// Per rank, the position of each rank's run below which every access of that rank is known to
 /// be complete: call * (steps + 1) + step (accesses of earlier calls, and of earlier steps of
-/// that call).
-using Knowledge = std::vector<int64_t>;
-
-void join(Knowledge& into, const Knowledge& more) {
-  for (size_t r = 0; r < into.size(); ++r)
+/// that call). A rank's knowledge is a row of nranks positions; the rows of all ranks are kept
+/// flat ([rank * nranks + r]) in buffers a proof reuses from call to call.
+void join(int64_t* into, const int64_t* more, size_t n) {
+  for (size_t r = 0; r < n; ++r)
     into[r] = std::max(into[r], more[r]);
 }
-void meet(Knowledge& into, const Knowledge& more) {
-  for (size_t r = 0; r < into.size(); ++r)
+void meet(int64_t* into, const int64_t* more, size_t n) {
+  for (size_t r = 0; r < n; ++r)
     into[r] = std::min(into[r], more[r]);
 }
 
@@ -260,11 +267,25 @@ struct Access {
   llvm::SMLoc loc;
 };
 
+/// Every access of scratch by copy: [slot * copies + copy].
+using Log = std::vector<std::vector<Access>>;
+
 /// What calls 1..j left: each rank's knowledge when its next call starts, and every access of
-/// scratch by copy.
+/// scratch by copy. Only a call that logs changes the log, so states share it until then.
 struct State {
-  std::vector<Knowledge> start;
-  std::vector<std::vector<Access>> log; // [slot * copies + copy]
+  std::vector<int64_t> start; // [rank * nranks + r]
+  std::shared_ptr<const Log> log;
+  int logId = 0; // equal logs have equal ids (CallsProof::internLog)
+};
+
+/// A hash of a state's key (CallsProof::keyOf) for the states met before.
+struct KeyHash {
+  size_t operator()(const std::vector<int64_t>& key) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t v : key)
+      h = (h ^ uint64_t(v)) * 1099511628211ull;
+    return size_t(h ^ (h >> 29));
+  }
 };
 
 struct Overlap {
@@ -294,8 +315,10 @@ public:
       return false;
     visited_.assign(size_t(calls_), {});
     State initial;
-    initial.start.assign(size_t(nranks_), Knowledge(size_t(nranks_), 0));
-    initial.log.resize(slots_.size() * size_t(rotation_.copies));
+    initial.start.assign(size_t(nranks_) * size_t(nranks_), 0);
+    auto log = std::make_shared<Log>(slots_.size() * size_t(rotation_.copies));
+    initial.logId = internLog(*log);
+    initial.log = std::move(log);
     std::vector<int> chosen;
     const bool ok = explore(initial, 0, chosen);
     if (stats) {
@@ -371,10 +394,25 @@ private:
           residues.pop_back();
           const int64_t q = std::max(arith.threshold(), firstQ);
           record(root, period * q + residue, std::move(trace));
-          for (int64_t small = firstQ; small < arith.threshold(); ++small) {
-            Arith concrete(/*symbolic=*/false);
-            record(root, period * small + residue,
-                   walk(root, Affine::constant(period * small + residue), concrete));
+          // Every q below the threshold: a stretch of them a walk with q symbolic, each
+          // comparison decided as at the stretch's first q (Arith::from); with numbers where
+          // such a walk cannot be made.
+          for (int64_t small = firstQ; small < arith.threshold();) {
+            Arith from = Arith::from(small);
+            int64_t last = small;
+            std::optional<Trace> stretch;
+            try {
+              stretch = walk(root, Affine{period, residue}, from);
+              last = std::min(from.limit(), arith.threshold() - 1);
+            } catch (const SplitQ&) {
+            } catch (const AffineError&) {
+            }
+            if (!stretch) {
+              Arith concrete(/*symbolic=*/false);
+              stretch = walk(root, Affine::constant(period * small + residue), concrete);
+            }
+            record(root, period * small + residue, std::move(*stretch));
+            small = last + 1;
           }
         }
       }
@@ -453,6 +491,7 @@ private:
       ++sequences_;
       return true;
     }
+    State next;
     for (size_t c = 0; c < configurations_.size(); ++c) {
       ++callsRun_;
       work_ += int64_t(skeletons_[size_t(configurations_[c].root)].size());
@@ -465,9 +504,8 @@ private:
                                        "); collc refuses a variant it cannot prove in that");
         return false;
       }
-      State next = state;
       chosen.push_back(int(c));
-      if (!runCall(next, call, configurations_[c])) {
+      if (!runCall(state, next, call, configurations_[c])) {
         report(chosen);
         return false;
       }
@@ -478,41 +516,71 @@ private:
     return true;
   }
 
+  /// A state as the states met before are told apart: its log's id and every start.
   static std::vector<int64_t> keyOf(const State& state) {
     std::vector<int64_t> key;
-    for (const Knowledge& known : state.start)
-      key.insert(key.end(), known.begin(), known.end());
-    for (const auto& list : state.log) {
+    key.reserve(1 + state.start.size());
+    key.push_back(state.logId);
+    key.insert(key.end(), state.start.begin(), state.start.end());
+    return key;
+  }
+
+  /// The id of a log: equal logs (every list, entry by entry) have equal ids.
+  int internLog(const Log& log) {
+    std::vector<int64_t> key;
+    for (const auto& list : log) {
       key.push_back(-1 - int64_t(list.size()));
       for (const Access& a : list) {
         key.insert(key.end(), {a.rank, a.call, a.step, a.write ? 1 : 0});
         key.push_back(int64_t(reinterpret_cast<intptr_t>(a.loc.getPointer())));
       }
     }
-    return key;
+    return logIds_.emplace(std::move(key), int(logIds_.size())).first->second;
   }
 
-  /// Runs call `call` (0-based; epoch call + 1) on `state`; false at the first write that
-  /// nothing orders after an earlier call's access of the same scratch copy (in overlap_).
-  bool runCall(State& state, int call, const Configuration& config) {
+  int64_t* row(std::vector<int64_t>& rows, int rank) const {
+    return rows.data() + size_t(rank) * size_t(nranks_);
+  }
+
+  /// Runs call `call` (0-based; epoch call + 1) on `from`, leaving what it leaves in `next`;
+  /// false at the first write that nothing orders after an earlier call's access of the same
+  /// scratch copy (in overlap_).
+  bool runCall(const State& from, State& next, int call, const Configuration& config) {
+    const size_t n = size_t(nranks_);
     const int copy = int(epochOf(call) % uint64_t(rotation_.copies));
-    std::vector<Knowledge> known = state.start; // per rank, as its threads go: start, barriers
+    // Per rank, as its threads go: start, barriers.
+    known_ = from.start;
     for (int r = 0; r < nranks_; ++r)
-      known[size_t(r)][size_t(r)] = position(call, 0);
+      row(known_, r)[r] = position(call, 0);
     // What every rank knew at its start, joined once: a barrier passes all of it on.
-    Knowledge allStarts(size_t(nranks_), 0);
-    for (const Knowledge& start : known)
-      join(allStarts, start);
-    std::vector<Knowledge> gained = known;
+    allStarts_.assign(n, 0);
+    for (int r = 0; r < nranks_; ++r)
+      join(allStarts_.data(), row(known_, r), n);
+    gained_ = known_;
     const std::vector<Event>& skeleton = skeletons_[size_t(config.root)];
-    std::vector<Knowledge> writerKnew(skeleton.size()); // what each write's thread knew
-    std::map<std::string, Knowledge> registers;
+    writerKnew_.resize(skeleton.size() * n); // what each write's thread knew
+    value_.resize(n);
+    readKnown_.resize(n);
+    // The log this call adds to: the one it found until it logs something.
+    next.log = from.log;
+    next.logId = from.logId;
+    Log* written = nullptr;
+    auto logTo = [&](int slot, const Access& access) {
+      if (!written) {
+        auto copied = std::make_shared<Log>(*from.log);
+        written = copied.get();
+        next.log = std::move(copied);
+      }
+      log(*written, slot, copy, access);
+    };
+    registers_.clear(); // the registers of one rank's step: (name, knowledge)
     int registerStep = -1, registerRank = -1;
     for (size_t i = 0; i < skeleton.size(); ++i) {
       const Event& e = skeleton[i];
-      Knowledge& mine = known[size_t(e.rank)];
+      int64_t* mine = row(known_, e.rank);
+      int64_t* gained = row(gained_, e.rank);
       if (e.step != registerStep || e.rank != registerRank) {
-        registers.clear();
+        registers_.clear();
         registerStep = e.step;
         registerRank = e.rank;
       }
@@ -521,79 +589,91 @@ private:
         // (a kernel starts when the one before it has finished), and a full barrier says every
         // block has finished the steps before it. A per-block barrier says so of block b for
         // block b: once every block of this rank has passed it (at its next call), of all.
-        for (int r = 0; r < nranks_; ++r)
-          mine[size_t(r)] = std::max(mine[size_t(r)], position(call, e.fullBarrier ? e.step : 0));
-        join(mine, allStarts);
-        join(gained[size_t(e.rank)], mine);
-        for (int r = 0; r < nranks_; ++r)
-          gained[size_t(e.rank)][size_t(r)] =
-              std::max(gained[size_t(e.rank)][size_t(r)], position(call, e.step));
+        for (size_t r = 0; r < n; ++r)
+          mine[r] = std::max(mine[r], position(call, e.fullBarrier ? e.step : 0));
+        join(mine, allStarts_.data(), n);
+        join(gained, mine, n);
+        for (size_t r = 0; r < n; ++r)
+          gained[r] = std::max(gained[r], position(call, e.step));
         continue;
       }
       if (!config.nonEmpty[i])
         continue;
       // What the thread knows when it writes: its rank's, and what the data it read carries.
-      Knowledge value = mine;
-      for (const ReadRef& read : e.reads) {
+      int64_t* value = value_.data();
+      std::copy(mine, mine + n, value);
+      for (size_t k = 0; k < e.reads.size(); ++k) {
+        const ReadRef& read = e.reads[k];
         if (!read.reg.empty()) {
-          auto it = registers.find(read.reg);
-          if (it != registers.end())
-            join(value, it->second);
+          for (const auto& [name, known] : registers_)
+            if (*name == read.reg)
+              join(value, known.data(), n);
         } else if (read.slot >= 0) {
-          join(value, knowledgeOfRead(config, i, size_t(&read - e.reads.data()), writerKnew));
+          joinKnowledgeOfRead(config, i, k, value);
         }
       }
-      join(gained[size_t(e.rank)], value);
-      if (!e.keep.empty())
-        registers[e.keep] = value;
+      join(gained, value, n);
+      if (!e.keep.empty()) {
+        auto it = std::find_if(registers_.begin(), registers_.end(),
+                               [&](const auto& entry) { return *entry.first == e.keep; });
+        if (it == registers_.end())
+          registers_.push_back({&e.keep, value_});
+        else
+          it->second = value_;
+      }
       for (const ReadRef& read : e.reads) {
         if (read.slot < 0 || !isScratch(read.slot))
           continue;
         const bool clears =
             read.load == ir::LoadKind::PollSentinel || read.load == ir::LoadKind::TakeLine;
-        if (clears && !ordered(state, call, e, read.slot, copy, value, true))
+        if (clears && !ordered(*from.log, call, e, read.slot, copy, value, true))
           return false;
         if (checkedLater(call))
-          log(state, read.slot, copy, Access{e.rank, call, e.step, clears, e.loc});
+          logTo(read.slot, Access{e.rank, call, e.step, clears, e.loc});
       }
       if (e.writeSlot >= 0) {
         // User buffers are the caller's between calls; within one they carry what was known.
         if (isScratch(e.writeSlot)) {
-          if (!ordered(state, call, e, e.writeSlot, copy, value, false))
+          if (!ordered(*from.log, call, e, e.writeSlot, copy, value, false))
             return false;
           if (checkedLater(call))
-            log(state, e.writeSlot, copy, Access{e.rank, call, e.step, true, e.loc});
+            logTo(e.writeSlot, Access{e.rank, call, e.step, true, e.loc});
         }
-        writerKnew[i] = value;
+        std::copy(value, value + n, writerKnew_.data() + i * n);
       }
     }
-    for (int r = 0; r < nranks_; ++r) {
-      state.start[size_t(r)] = gained[size_t(r)];
-      state.start[size_t(r)][size_t(r)] = position(call + 1, 0);
-    }
+    if (written)
+      next.logId = internLog(*written);
+    next.start = gained_;
+    for (int r = 0; r < nranks_; ++r)
+      row(next.start, r)[r] = position(call + 1, 0);
     return true;
   }
 
-  /// What a read knows from the data it takes: what the writers of the elements it reads knew.
-  /// Of several writes it may take, only what all of them knew (a thread may take any one),
-  /// except of an accumulation line: its take waits for every rank's add.
-  Knowledge knowledgeOfRead(const Configuration& config, size_t event, size_t read,
-                            const std::vector<Knowledge>& writerKnew) const {
+  /// Joins into `value` what a read knows from the data it takes: what the writers of the
+  /// elements it reads knew (each an earlier write of this call, in writerKnew_). Of several
+  /// writes it may take, only what all of them knew (a thread may take any one), except of an
+  /// accumulation line: its take waits for every rank's add.
+  void joinKnowledgeOfRead(const Configuration& config, size_t event, size_t read,
+                           int64_t* value) {
     const std::vector<int>& sources = config.sources[event][read];
-    Knowledge known(size_t(nranks_), 0);
     if (sources.empty())
-      return known;
+      return;
+    const size_t n = size_t(nranks_);
     const ir::BufferId buffer =
         slots_[size_t(skeletons_[size_t(config.root)][event].reads[read].slot)].buffer;
     const bool lines = program_.buffers[size_t(buffer)].storage == ir::Storage::AtomicLines;
-    known = writerKnew[size_t(sources.front())];
+    int64_t* known = readKnown_.data();
+    const int64_t* first = writerKnew_.data() + size_t(sources.front()) * n;
+    std::copy(first, first + n, known);
     for (int source : sources) {
+      const int64_t* knew = writerKnew_.data() + size_t(source) * n;
       if (lines)
-        join(known, writerKnew[size_t(source)]);
+        join(known, knew, n);
       else
-        meet(known, writerKnew[size_t(source)]);
+        meet(known, knew, n);
     }
-    return known;
+    join(value, known, n);
   }
 
   /// Whether a later call of the sequence uses the copy this call does (call + copies, ...): only
@@ -606,8 +686,8 @@ private:
     return program_.buffers[size_t(slots_[size_t(slot)].buffer)].role == ir::BufferRole::Scratch;
   }
 
-  void log(State& state, int slot, int copy, const Access& access) {
-    auto& list = state.log[size_t(slot) * size_t(rotation_.copies) + size_t(copy)];
+  void log(Log& log, int slot, int copy, const Access& access) {
+    auto& list = log[size_t(slot) * size_t(rotation_.copies) + size_t(copy)];
     for (Access& a : list)
       if (a.rank == access.rank && a.call == access.call && a.write == access.write) {
         a.step = std::max(a.step, access.step);
@@ -620,10 +700,11 @@ private:
 
   /// A write of `slot` in this call must come after every access of the same copy by another
   /// rank in an earlier call: counts differ from call to call, so any element of the slot may be
-  /// one that access touched.
-  bool ordered(const State& state, int call, const Event& e, int slot, int copy,
-               const Knowledge& value, bool clearing) {
-    for (const Access& a : state.log[size_t(slot) * size_t(rotation_.copies) + size_t(copy)]) {
+  /// one that access touched. (The log is what the earlier calls left: this call's own accesses
+  /// are skipped anyway.)
+  bool ordered(const Log& log, int call, const Event& e, int slot, int copy, const int64_t* value,
+               bool clearing) {
+    for (const Access& a : log[size_t(slot) * size_t(rotation_.copies) + size_t(copy)]) {
       if (a.call >= call || a.rank == e.rank)
         continue;
       if (value[size_t(a.rank)] > position(a.call, a.step))
@@ -676,8 +757,13 @@ private:
   int64_t sequences_ = 0; // sequences run, or cut short at a state met before
   int64_t callsRun_ = 0;
   int64_t work_ = 0;
-  std::vector<std::set<std::vector<int64_t>>> visited_; // by call: the states it started from
+  /// By call: the states it started from (keyOf).
+  std::vector<std::unordered_set<std::vector<int64_t>, KeyHash>> visited_;
+  std::map<std::vector<int64_t>, int> logIds_; // internLog
   Overlap overlap_;
+  // runCall's buffers, reused from call to call: rows of every rank, one row, rows of each event.
+  std::vector<int64_t> known_, gained_, allStarts_, value_, readKnown_, writerKnew_;
+  std::vector<std::pair<const std::string*, std::vector<int64_t>>> registers_;
 };
 
 } // namespace

@@ -446,11 +446,12 @@ private:
 
   /// Adds `access` to `list`, replacing the entry of the same rank and thread (and kind): that one
   /// comes before it in program order, so whatever is ordered after the new one is after both.
+  /// The same thread is a decision of the run like any other (arith_), as it is with numbers.
   void remember(std::vector<Access>& list, const Access& access) {
     for (Access& a : list)
       if (a.rank == access.rank && a.accumulates == access.accumulates &&
-          a.thread.row == access.thread.row && a.thread.origin.identical(access.thread.origin) &&
-          a.thread.bound.identical(access.thread.bound)) {
+          a.thread.row == access.thread.row && arith_.equal(a.thread.origin, access.thread.origin) &&
+          arith_.equal(a.thread.bound, access.thread.bound)) {
         a.step = access.step;
         a.loc = access.loc;
         return;
@@ -918,13 +919,15 @@ private:
     for (size_t piece = 0; piece < cuts.size(); ++piece) {
       const Affine& at = cuts[piece];
       const Affine j = Arith::add(rows.offset, at);
-      const std::string row = "row " + number(rowOf(j)) + " of '" + rowsRegion.text + "' on rank " +
-                              std::to_string(rank_);
+      auto row = [&] {
+        return "row " + number(rowOf(j)) + " of '" + rowsRegion.text + "' on rank " +
+               std::to_string(rank_);
+      };
       Value value = s.rows.load == ir::LoadKind::Register ? fromRegister(s.rows, at)
                                                           : read(s.rows, rows, at, rowThread);
       const Cell& c = cellAt(rows, at);
       if (s.rows.load != ir::LoadKind::Register && c.writerRank != rank_)
-        fail(rowsRegion.loc, "'" + opName + "' reads " + row + ", whose element " + number(j) +
+        fail(rowsRegion.loc, "'" + opName + "' reads " + row() + ", whose element " + number(j) +
                                  " rank " + std::to_string(c.writerRank) +
                                  " wrote; a row-wise statement reads rows this rank computed: "
                                  "reduce into a local buffer first");
@@ -932,7 +935,7 @@ private:
       auto expected = expectedAt(rank_, j);
       if (expected && !sameInput(inputPart(absolute), *expected))
         failWithNote(rowsRegion.loc,
-                     "'" + opName + "' reads " + row + " before the row is complete: element " +
+                     "'" + opName + "' reads " + row() + " before the row is complete: element " +
                          number(j) + " holds " + describe(inputPart(absolute), j) +
                          "; every element of a row must be fully reduced before the row is "
                          "normalised",
@@ -1057,7 +1060,32 @@ private:
       for (const Contribution& b : expected)
         if (a.rank == b.rank && a.tag == b.tag)
           (void)arith_.equal(a.shift, b.shift);
-    return same;
+    return same || sameMultiset(got, expected, /*anyIndexMatters=*/false);
+  }
+
+  /// Whether `a` and `b` hold the same contributions, paired by equality rather than by their
+  /// sorted order. Sorted by (u, v), two values' order is their order as numbers for large q
+  /// (and with q fixed), where pairing in that order decides; a run from Arith::from(q) decides as
+  /// at q, where two shifts may be equal as numbers though not alike: paired one by one, every
+  /// equality decided is one the run records.
+  bool sameMultiset(const Value& a, const Value& b, bool anyIndexMatters) {
+    if (a.size() != b.size())
+      return false;
+    std::vector<bool> used(b.size(), false);
+    for (const Contribution& x : a) {
+      bool found = false;
+      for (size_t j = 0; j < b.size() && !found; ++j) {
+        const Contribution& y = b[j];
+        if (used[j] || x.rank != y.rank || x.tag != y.tag ||
+            (anyIndexMatters && x.anyIndex != y.anyIndex))
+          continue;
+        if ((anyIndexMatters && x.anyIndex) || arith_.equal(x.shift, y.shift))
+          used[j] = found = true;
+      }
+      if (!found)
+        return false;
+    }
+    return true;
   }
 
   /// Why the aux contributions of an output element on `rank` break the claim, or "": each is
@@ -1159,11 +1187,16 @@ private:
         auto expected = expectedAt(r, element);
         if (!expected)
           continue;
-        std::string message = "postcondition fails: " + out.name + "[" + number(element) +
-                              "] on rank " + std::to_string(r);
-        if (c.written && sameInput(inputPart(c.value), *expected)) {
-          std::string problem = auxProblem(c.value, r);
-          const std::set<int> tags = auxTags(c.value);
+        auto message = [&] {
+          return "postcondition fails: " + out.name + "[" + number(element) + "] on rank " +
+                 std::to_string(r);
+        };
+        // Most elements hold input alone: no part to split off, no aux rule to check.
+        const bool aux = std::any_of(c.value.begin(), c.value.end(),
+                                     [](const Contribution& k) { return k.tag > 0; });
+        if (c.written && sameInput(aux ? inputPart(c.value) : c.value, *expected)) {
+          std::string problem = aux ? auxProblem(c.value, r) : "";
+          const std::set<int> tags = aux ? auxTags(c.value) : std::set<int>();
           if (problem.empty() && !firstTags)
             firstTags = {tags, element, r};
           if (problem.empty() && std::get<0>(*firstTags) != tags) {
@@ -1181,20 +1214,21 @@ private:
           if (problem.empty())
             continue;
           failWithNote(program_.loc,
-                       message + " holds " + describe(c.value, element) + "; " + problem,
+                       message() + " holds " + describe(c.value, element) + "; " + problem,
                        c.writerLoc, "last written here");
         }
+        std::string text = message();
         if (!c.written) {
-          message += " is never written";
+          text += " is never written";
         } else {
-          message += " holds " + describe(c.value, element);
+          text += " holds " + describe(c.value, element);
           std::vector<collc::Contribution> plain;
           for (const Contribution& e : *expected)
             plain.push_back({e.rank, element.v + e.shift.v});
-          message += "; " + describeExpectedOutput(program_.kind,
-                                                   program_.buffer(program_.input()).name, plain);
+          text += "; " + describeExpectedOutput(program_.kind,
+                                                program_.buffer(program_.input()).name, plain);
         }
-        failWithNote(program_.loc, message, c.written ? c.writerLoc : llvm::SMLoc(),
+        failWithNote(program_.loc, text, c.written ? c.writerLoc : llvm::SMLoc(),
                      "last written here");
       }
     }
@@ -1270,7 +1304,7 @@ private:
     for (size_t i = 0; i < a.size(); ++i)
       same &= a[i].rank == b[i].rank && a[i].tag == b[i].tag && a[i].anyIndex == b[i].anyIndex &&
               (a[i].anyIndex || arith_.equal(a[i].shift, b[i].shift));
-    return same;
+    return same || sameMultiset(a, b, /*anyIndexMatters=*/true);
   }
 
   const RunConfig& config_;
