@@ -74,69 +74,88 @@ bool Arith::negative(const Affine& a) {
 
 namespace {
 
-std::optional<Affine> evaluateNode(const ir::Expr& e, const Bindings& env, Arith& arith,
-                                   std::string* why);
+/// evaluate() without the optional: false (with `why`) where it gives nullopt. Its recursion
+/// keeps values in registers rather than in optionals through memory: the verifier's runs
+/// evaluate every region of every statement.
+bool evaluateInto(const ir::Expr& e, const Bindings& env, Arith& arith, std::string* why,
+                  Affine& out);
+bool evaluateNode(const ir::Expr& e, const Bindings& env, Arith& arith, std::string* why,
+                  Affine& out);
 
 } // namespace
 
 std::optional<Affine> evaluate(const ir::Expr& e, const Bindings& env, Arith& arith,
                                std::string* why) {
-  auto value = evaluateNode(e, env, arith, why);
-  if (!value)
+  Affine value;
+  if (!evaluateInto(e, env, arith, why, value))
     return std::nullopt;
-  // The kernel computes e in its C type (ir::CType): the proof holds for the kernel only where
-  // that type holds every value. A value that depends on n is a u64, which must not be negative.
-  if (value->isConstant()) {
-    const ir::CRange range = ir::rangeOf(e->type);
-    if (value->v >= range.lo && value->v <= range.hi)
-      return value;
-    if (why)
-      *why = ir::outOfRange(e, value->v, "on rank " + std::to_string(env.rank));
-    return std::nullopt;
-  }
-  if (!arith.negative(*value))
-    return value;
-  if (why)
-    *why = "'" + ir::toText(e) +
-           "' is negative for large n, which the kernel's unsigned 64-bit arithmetic does not hold";
-  return std::nullopt;
+  return value;
 }
 
 namespace {
 
-std::optional<Affine> evaluateNode(const ir::Expr& e, const Bindings& env, Arith& arith,
-                                   std::string* why) {
-  auto fail = [&](const std::string& message) -> std::optional<Affine> {
+bool evaluateInto(const ir::Expr& e, const Bindings& env, Arith& arith, std::string* why,
+                  Affine& out) {
+  if (!evaluateNode(e, env, arith, why, out))
+    return false;
+  // The kernel computes e in its C type (ir::CType): the proof holds for the kernel only where
+  // that type holds every value. A value that depends on n is a u64, which must not be negative.
+  if (out.isConstant()) {
+    if (out.v >= 0 && out.v <= INT32_MAX) // in every C type's range
+      return true;
+    const ir::CRange range = ir::rangeOf(e->type);
+    if (out.v >= range.lo && out.v <= range.hi)
+      return true;
+    if (why)
+      *why = ir::outOfRange(e, out.v, "on rank " + std::to_string(env.rank));
+    return false;
+  }
+  if (!arith.negative(out))
+    return true;
+  if (why)
+    *why = "'" + ir::toText(e) +
+           "' is negative for large n, which the kernel's unsigned 64-bit arithmetic does not hold";
+  return false;
+}
+
+bool evaluateNode(const ir::Expr& e, const Bindings& env, Arith& arith, std::string* why,
+                  Affine& out) {
+  auto fail = [&](const std::string& message) {
     if (why)
       *why = message;
-    return std::nullopt;
+    return false;
+  };
+  auto give = [&](const Affine& value) {
+    out = value;
+    return true;
   };
   using ir::ExprKind;
   switch (e->kind) {
   case ExprKind::Const:
-    return Affine::constant(e->value);
+    return give(Affine::constant(e->value));
   case ExprKind::Rank:
-    return Affine::constant(env.rank);
+    return give(Affine::constant(env.rank));
   case ExprKind::NRanks:
-    return Affine::constant(env.nranks);
+    return give(Affine::constant(env.nranks));
   case ExprKind::Count:
-    return env.count;
+    return give(env.count);
   case ExprKind::Root:
-    return Affine::constant(env.root);
+    return give(Affine::constant(env.root));
   case ExprKind::RowLength:
-    return Affine::constant(env.rowLength);
+    return give(Affine::constant(env.rowLength));
   case ExprKind::Var: {
     const int64_t* value = env.vars.find(e->name);
     if (!value)
       return fail("unbound variable '" + e->name + "'");
-    return Affine::constant(*value);
+    return give(Affine::constant(*value));
   }
   case ExprKind::ChunkSize:
   case ExprKind::ChunkBegin:
   case ExprKind::ChunkLength: {
-    auto length = evaluate(e->a, env, arith, why);
-    if (!length)
-      return std::nullopt;
+    Affine lengthValue;
+    if (!evaluateInto(e->a, env, arith, why, lengthValue))
+      return false;
+    const Affine* length = &lengthValue;
     if (arith.less(*length, Affine::constant(0)) ||
         (length->isConstant() && length->v > (int64_t(1) << 50)))
       return fail("chunk of a negative or huge length");
@@ -146,10 +165,11 @@ std::optional<Affine> evaluateNode(const ir::Expr& e, const Bindings& env, Arith
     const Affine size{length->u / period * int64_t(kChunkAlignElems),
                       ceilDiv(length->v, period) * int64_t(kChunkAlignElems)};
     if (e->kind == ExprKind::ChunkSize)
-      return size;
-    auto index = evaluate(e->b, env, arith, why);
-    if (!index)
-      return std::nullopt;
+      return give(size);
+    Affine indexValue;
+    if (!evaluateInto(e->b, env, arith, why, indexValue))
+      return false;
+    const Affine* index = &indexValue;
     if (!index->isConstant())
       throw AffineError{"a chunk index that depends on n"};
     if (index->v < 0 || index->v >= env.nranks)
@@ -157,18 +177,20 @@ std::optional<Affine> evaluateNode(const ir::Expr& e, const Bindings& env, Arith
                   " does not exist: there are nranks = " + std::to_string(env.nranks) + " chunks");
     const Affine begin = arith.min(*length, Arith::mul(size, index->v));
     if (e->kind == ExprKind::ChunkBegin)
-      return begin;
-    return Arith::sub(arith.min(*length, Arith::mul(size, index->v + 1)), begin);
+      return give(begin);
+    return give(Arith::sub(arith.min(*length, Arith::mul(size, index->v + 1)), begin));
   }
   default:
     break;
   }
-  auto a = evaluate(e->a, env, arith, why);
-  if (!a)
-    return std::nullopt;
-  auto b = evaluate(e->b, env, arith, why);
-  if (!b)
-    return std::nullopt;
+  Affine aValue;
+  if (!evaluateInto(e->a, env, arith, why, aValue))
+    return false;
+  const Affine* a = &aValue;
+  Affine bValue;
+  if (!evaluateInto(e->b, env, arith, why, bValue))
+    return false;
+  const Affine* b = &bValue;
   if (a->isConstant() && b->isConstant() &&
       (e->kind == ExprKind::Add || e->kind == ExprKind::Sub || e->kind == ExprKind::Mul)) {
     // Numbers (a rank expression, or any with n fixed): an overflow is the spec's, at its place.
@@ -177,17 +199,17 @@ std::optional<Affine> evaluateNode(const ir::Expr& e, const Bindings& env, Arith
         : e->kind == ExprKind::Sub ? __builtin_sub_overflow(a->v, b->v, &r)
                                    : __builtin_mul_overflow(a->v, b->v, &r))
       return fail("'" + ir::toText(e) + "' overflows 64 bits");
-    return Affine::constant(r);
+    return give(Affine::constant(r));
   }
   switch (e->kind) {
   case ExprKind::Add:
-    return Arith::add(*a, *b);
+    return give(Arith::add(*a, *b));
   case ExprKind::Sub:
-    return Arith::sub(*a, *b);
+    return give(Arith::sub(*a, *b));
   case ExprKind::Mul:
     if (!a->isConstant() && !b->isConstant())
       throw AffineError{"n times n"};
-    return a->isConstant() ? Arith::mul(*b, a->v) : Arith::mul(*a, b->v);
+    return give(a->isConstant() ? Arith::mul(*b, a->v) : Arith::mul(*a, b->v));
   case ExprKind::Div:
   case ExprKind::Mod: {
     if (!b->isConstant())
@@ -199,8 +221,8 @@ std::optional<Affine> evaluateNode(const ir::Expr& e, const Bindings& env, Arith
     requireExactInQ(a->u, b->v);
     // (u q + v) / d = (u / d) q + v / d and (u q + v) % d = v % d when d divides u.
     if (e->kind == ExprKind::Div)
-      return Affine{a->u / b->v, floorDiv(a->v, b->v)};
-    return Affine::constant(a->v - floorDiv(a->v, b->v) * b->v);
+      return give(Affine{a->u / b->v, floorDiv(a->v, b->v)});
+    return give(Affine::constant(a->v - floorDiv(a->v, b->v) * b->v));
   }
   case ExprKind::CeilDiv:
   case ExprKind::RoundUp: {
@@ -214,19 +236,19 @@ std::optional<Affine> evaluateNode(const ir::Expr& e, const Bindings& env, Arith
     requireExactInQ(a->u, b->v);
     // ceil((u q + v) / d) = (u / d) q + ceil(v / d) when d divides u.
     const Affine quotient{a->u / b->v, ceilDiv(a->v, b->v)};
-    return e->kind == ExprKind::CeilDiv ? quotient : Arith::mul(quotient, b->v);
+    return give(e->kind == ExprKind::CeilDiv ? quotient : Arith::mul(quotient, b->v));
   }
   case ExprKind::Min:
     if (arith.negative(*a) || arith.negative(*b))
       return fail("min of a negative value, which the kernel's min_u64 takes for a huge one");
-    return arith.min(*a, *b);
+    return give(arith.min(*a, *b));
   case ExprKind::Eq:
   case ExprKind::Ne: {
     const bool unsignedCompare = e->a->type == ir::CType::U64 || e->b->type == ir::CType::U64;
     if (unsignedCompare && (arith.negative(*a) || arith.negative(*b)))
       return fail("a comparison in unsigned 64 bits of a negative value");
     const bool equal = arith.equal(*a, *b);
-    return Affine::constant(equal == (e->kind == ExprKind::Eq) ? 1 : 0);
+    return give(Affine::constant(equal == (e->kind == ExprKind::Eq) ? 1 : 0));
   }
   default:
     return fail("not a binary operator");

@@ -556,7 +556,9 @@ private:
     allStarts_.assign(n, 0);
     for (int r = 0; r < nranks_; ++r)
       join(allStarts_.data(), row(known_, r), n);
-    gained_ = known_;
+    // What each rank gains in the call, the start of its next: kept in `next` as it grows.
+    std::vector<int64_t>& gainedRows = next.start;
+    gainedRows = known_;
     const std::vector<Event>& skeleton = skeletons_[size_t(config.root)];
     writerKnew_.resize(skeleton.size() * n); // what each write's thread knew
     value_.resize(n);
@@ -578,7 +580,7 @@ private:
     for (size_t i = 0; i < skeleton.size(); ++i) {
       const Event& e = skeleton[i];
       int64_t* mine = row(known_, e.rank);
-      int64_t* gained = row(gained_, e.rank);
+      int64_t* gained = row(gainedRows, e.rank);
       if (e.step != registerStep || e.rank != registerRank) {
         registers_.clear();
         registerStep = e.step;
@@ -644,7 +646,6 @@ private:
     }
     if (written)
       next.logId = internLog(*written);
-    next.start = gained_;
     for (int r = 0; r < nranks_; ++r)
       row(next.start, r)[r] = position(call + 1, 0);
     return true;
@@ -762,7 +763,7 @@ private:
   std::map<std::vector<int64_t>, int> logIds_; // internLog
   Overlap overlap_;
   // runCall's buffers, reused from call to call: rows of every rank, one row, rows of each event.
-  std::vector<int64_t> known_, gained_, allStarts_, value_, readKnown_, writerKnew_;
+  std::vector<int64_t> known_, allStarts_, value_, readKnown_, writerKnew_;
   std::vector<std::pair<const std::string*, std::vector<int64_t>>> registers_;
 };
 
