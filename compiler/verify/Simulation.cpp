@@ -7,6 +7,7 @@
 #include "compiler/ir/Visitor.h"
 
 #include <algorithm>
+#include <llvm/ADT/SmallVector.h>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -34,7 +35,9 @@ bool orderedBefore(const Contribution& a, const Contribution& b) {
          std::tie(b.tag, b.rank, b.anyIndex, b.shift.u, b.shift.v);
 }
 
-using Value = std::vector<Contribution>; // sorted by orderedBefore
+/// Sorted by orderedBefore. Most elements hold one contribution (a peer's input on its way), kept
+/// in place: copying a segment's cell then allocates nothing.
+using Value = llvm::SmallVector<Contribution, 1>;
 
 /// Which thread touches an element: the element's index within the statement's element range
 /// (its position minus `origin`) in loops of `bound`; or, in a step split by rows, the block
@@ -53,6 +56,9 @@ struct Access {
   bool accumulates = false; // an atomic or line add: adds commute with one another
 };
 
+/// An element's recent accesses: most often one.
+using Accesses = llvm::SmallVector<Access, 1>;
+
 struct Cell {
   Value value;
   bool written = false;
@@ -64,7 +70,7 @@ struct Cell {
   /// The writes since the last plain one (that write, then the adds onto it) and the reads since
   /// then (the latest of each rank and thread): whatever conflicts with them later must be
   /// ordered after each one, since threads and ranks run concurrently.
-  std::vector<Access> recentWrites, recentReads;
+  Accesses recentWrites, recentReads;
   int remoteReads = 0; // reads of data another rank wrote, since that write
   int writes = 0;      // writes in this call (the lowered program's units are written once)
   int adds = 0;        // accumulation-line adds in this call
@@ -447,7 +453,7 @@ private:
   /// Adds `access` to `list`, replacing the entry of the same rank and thread (and kind): that one
   /// comes before it in program order, so whatever is ordered after the new one is after both.
   /// The same thread is a decision of the run like any other (arith_), as it is with numbers.
-  void remember(std::vector<Access>& list, const Access& access) {
+  void remember(Accesses& list, const Access& access) {
     for (Access& a : list)
       if (a.rank == access.rank && a.accumulates == access.accumulates &&
           a.thread.row == access.thread.row && arith_.equal(a.thread.origin, access.thread.origin) &&
