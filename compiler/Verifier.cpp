@@ -124,8 +124,8 @@ private:
     last = from;
     Arith arith = Arith::from(from);
     try {
-      record(proof::simulate(program_, steps_,
-                             configure(Affine{period, residue}, rowLength, root), arith, nullptr));
+      record(proof::simulate(program_, steps_, configure(Affine{period, residue}, rowLength, root),
+                             arith, nullptr));
       last = arith.limit();
       return true;
     } catch (const RunFailed&) {

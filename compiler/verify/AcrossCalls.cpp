@@ -235,8 +235,8 @@ private:
   std::map<SlotKey, int>& slotIds_;
   std::vector<SlotKey>& slots_;
   Trace trace_;
-  std::vector<std::vector<Range>> reads_; // per event, per read
-  std::vector<Range> writes_;             // per event (slot -1: none)
+  std::vector<std::vector<Range>> reads_;                         // per event, per read
+  std::vector<Range> writes_;                                     // per event (slot -1: none)
   std::vector<std::optional<std::pair<int64_t, Affine>>> shapes_; // shape()
 };
 
@@ -655,8 +655,7 @@ private:
   /// elements it reads knew (each an earlier write of this call, in writerKnew_). Of several
   /// writes it may take, only what all of them knew (a thread may take any one), except of an
   /// accumulation line: its take waits for every rank's add.
-  void joinKnowledgeOfRead(const Configuration& config, size_t event, size_t read,
-                           int64_t* value) {
+  void joinKnowledgeOfRead(const Configuration& config, size_t event, size_t read, int64_t* value) {
     const std::vector<int>& sources = config.sources[event][read];
     if (sources.empty())
       return;

@@ -456,7 +456,8 @@ private:
   void remember(Accesses& list, const Access& access) {
     for (Access& a : list)
       if (a.rank == access.rank && a.accumulates == access.accumulates &&
-          a.thread.row == access.thread.row && arith_.equal(a.thread.origin, access.thread.origin) &&
+          a.thread.row == access.thread.row &&
+          arith_.equal(a.thread.origin, access.thread.origin) &&
           arith_.equal(a.thread.bound, access.thread.bound)) {
         a.step = access.step;
         a.loc = access.loc;
