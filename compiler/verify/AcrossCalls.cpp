@@ -347,7 +347,7 @@ private:
   /// Every class a call can fall in over every count n >= 1 (its root, which statements touch no
   /// element, which writes each read may take): the verifier's residue classes of n with q
   /// symbolic (a class is decided by comparisons of affine positions, the same for every q from
-  /// the run's threshold on) and every smaller q with numbers.
+  /// the run's threshold on) and the smaller q, a stretch of them a walk (Arith::from).
   bool collectConfigurations() {
     const int roots = hasRoot(program_.kind) ? nranks_ : 1;
     skeletons_.assign(size_t(roots), {});
