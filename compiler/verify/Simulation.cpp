@@ -952,17 +952,27 @@ private:
       }
       write(s.loc, s.target, dst, at, rowThread, std::move(value), false, s.store);
     }
-    // A written parameter (a per-token scale): element t by row t's block, after the row's
-    // complete read above, from the row's values; no other statement names it (Sema).
+    // A written parameter (a per-token scale, NVFP4's block scales): row t's elements by row
+    // t's block, after the row's complete read above, from the row's values; no other statement
+    // names it (Sema). Row t's elements are the run of `per` at t * per (RowOps.h's
+    // writtenElementsPerRow: one scale, its blocks, or its padded blocks of the swizzled
+    // matrix); elements past the last row's are not written.
     for (size_t k : writtenParams) {
       const Resolved param = resolve(s.params[k].region, env);
+      const int64_t per = ir::writtenElementsPerRow(info.params[k].shape, config_.rowLength);
       std::vector<Affine> starts;
       for (const auto& [at, value] : paramWrites)
         if (arith_.less(Affine::constant(0), at))
-          starts.push_back(at);
+          starts.push_back(Arith::mul(at, per));
+      const Affine rowCount =
+          config_.rowLength == 1 ? dst.length : Affine::constant(dst.length.v / config_.rowLength);
+      const Affine end = Arith::mul(rowCount, per);
+      if (arith_.less(end, param.length))
+        starts.push_back(end);
       splitAt(param, starts);
       for (const auto& [at, value] : paramWrites)
-        write(s.loc, s.params[k].region, param, at, rowThread, value, false, ir::StoreKind::Plain);
+        write(s.loc, s.params[k].region, param, Arith::mul(at, per), rowThread, value, false,
+              ir::StoreKind::Plain);
     }
   }
 
