@@ -29,10 +29,10 @@ enum class RowParamShape {
   SwizzledBlocks,
 };
 
-/// The elements of a parameter of `shape` that row t writes, as the verifier places them: a run
-/// of this many starting at t times it (for SwizzledBlocks, the row's padded blocks in a linear
-/// order: the swizzle is a one-to-one renaming of those elements, so which block writes which
-/// element is the same up to it). 1 for OnePerRow; 0 for a shape that is read.
+/// The elements of a parameter of `shape` that row t writes: 1 for OnePerRow, the row's blocks,
+/// or for SwizzledBlocks its padded blocks (which the verifier places at their swizzled offsets
+/// where the count is a number, and as the run of this many at t times it where it is symbolic:
+/// the swizzle is a one-to-one renaming of those elements); 0 for a shape that is read.
 int64_t writtenElementsPerRow(RowParamShape shape, int64_t rowLength);
 
 /// Whether the statement reads a parameter (whole, by every row) or writes it: element t by the
