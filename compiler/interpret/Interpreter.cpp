@@ -288,9 +288,9 @@ void quantizeRowNvfp4(Tracked* row, int64_t h, double globalScale, Tracked* scal
     const double argument = globalScale * amax / kE2M1Max;
     if (std::isfinite(argument)) {
       const double spread =
-          globalScale * (largestBound + rounding.tiny) / kE2M1Max * (1 + kFloatUnit) +
-          argument * 2 * kFloatUnit;
-      for (double reach : {std::max(0.0, argument - spread), argument + spread}) {
+          std::fabs(globalScale) * (largestBound + rounding.tiny) / kE2M1Max * (1 + kFloatUnit) +
+          std::fabs(argument) * 2 * kFloatUnit;
+      for (double reach : {argument - spread, argument + spread}) {
         const uint8_t bits = toE4M3(reach);
         if (std::find(inReach.begin(), inReach.end(), bits) == inReach.end())
           inReach.push_back(bits);
@@ -313,8 +313,8 @@ void quantizeRowNvfp4(Tracked* row, int64_t h, double globalScale, Tracked* scal
           bound = std::max(bound, std::fabs(fromE2M1(toE2M1(y)) - q));
           continue;
         }
-        const double spread = ((std::isnan(xBound) ? kInfinity : xBound) + rounding.tiny) * factor *
-                                  (1 + kFloatUnit) +
+        const double spread = ((std::isnan(xBound) ? kInfinity : xBound) + rounding.tiny) *
+                                  std::fabs(factor) * (1 + kFloatUnit) +
                               std::fabs(y) * 2 * kFloatUnit;
         for (double reach : {y - spread, y + spread})
           bound = std::max(bound, std::fabs(fromE2M1(toE2M1(reach)) - q));
