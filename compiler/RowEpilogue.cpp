@@ -397,13 +397,6 @@ bool checkNvfp4RowLength(const ir::Program& program, const ir::RowLoop& loop, in
       if (row.op == ir::RowOp::RmsNormNvfp4 || row.op == ir::RowOp::RmsNormNvfp4Swizzled)
         nvfp4 = &row;
     }
-    if (inner->kind == ir::StmtKind::ElementLoop)
-      for (const auto& nested : inner->as<ir::ElementLoop>().body)
-        if (nested->kind == ir::StmtKind::Row) {
-          const auto& row = nested->as<ir::RowStmt>();
-          if (row.op == ir::RowOp::RmsNormNvfp4 || row.op == ir::RowOp::RmsNormNvfp4Swizzled)
-            nvfp4 = &row;
-        }
   }
   if (!nvfp4)
     return true;
