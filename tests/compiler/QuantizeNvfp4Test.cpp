@@ -236,8 +236,8 @@ uint64_t scaleOffset(bool swizzled, uint64_t t, uint64_t b, uint64_t blocks) {
 
 // Each row's codes and block scales are Float4.h's quantizeNvfp4 of its float64 rmsnorm, in
 // either layout; the swizzled matrix's padding blocks of each row are zero scales and its padding
-// rows keep what the caller had; a row without numbers has zero scales (a NaN poisons the norm's whole row;
-// an infinity leaves NaN where it was and zeros elsewhere: NaN becomes +6).
+// rows keep what the caller had; a row without numbers has zero scales (a NaN poisons the norm's
+// whole row; an infinity leaves NaN where it was and zeros elsewhere: NaN becomes +6).
 TEST(QuantizeNvfp4Interpreted, EachBlocksScaleAndCodesAreFloat4sInEitherLayout) {
   const int64_t h = 48; // three blocks: the swizzled matrix pads each row with one
   const int64_t blocks = 3;
