@@ -552,11 +552,11 @@ def _fused_add_rms_norm_nvfp4_impl(c, x, residual, weight, global_scale, eps, la
     tokens = x.numel() // hidden
     q_shape, scale_shape = _nvfp4_shapes(tokens, hidden, layout)
     q = torch.empty(q_shape, dtype=torch.uint8, device=x.device).view(_FP4_DTYPE)
-    # The kernel writes the scales of the rows' blocks; the swizzled layout's padding must be 0
-    # for the GEMM that reads whole tiles.
-    padded = scale_shape[0] * scale_shape[1] != tokens * (hidden // 16)
-    scales = (torch.zeros if padded else torch.empty)(scale_shape, dtype=torch.uint8,
-                                                      device=x.device).view(torch.float8_e4m3fn)
+    # The GEMM reads whole 128x4 tiles: their padding must be 0. The swizzled spec writes each
+    # row's padding blocks as 0 but no padding row: those are zeroed here.
+    padding_rows = layout == "swizzled" and tokens % 128 != 0
+    scales = (torch.zeros if padding_rows else torch.empty)(
+        scale_shape, dtype=torch.uint8, device=x.device).view(torch.float8_e4m3fn)
     residual_out = torch.empty_like(residual)
     if x.numel():
         instance = _nvfp4_instance(c, _DTYPES[x.dtype], hidden, layout)

@@ -29,12 +29,12 @@ Scenarios (`all` runs every one but `kill`):
              100 replays of a CUDA graph of each, fresh inputs each time, against float64 rounded
              to E4M3 (within one code where float rounding may differ); per-token scales within
              a relative 1e-5 of float64's (per-token for bfloat16 only with --reduced). Then
-             NVFP4 in both scale layouts (swizzled, linear), eagerly for every dtype at 1, 7, 32
-             and 130 rows and 7 rows of 1040, then 100 graph replays of each layout: every block
-             scale and element bit for bit against float64 (collc._nvfp4), except where the
-             float64 argument lies within the kernel's float error of a rounding boundary (either
-             side accepted, counted); the swizzled padding 0 (NVFP4 for bfloat16 only with
-             --reduced; SKIP where the stdlib has no NVFP4 spec)
+             NVFP4 in both scale layouts (swizzled, linear), eagerly for every dtype at 1, 7,
+             32 and 130 rows, and 7 and 128 rows of 1040 (bfloat16), then 100 graph replays of
+             each layout: every block scale and element bit for bit against float64
+             (collc._nvfp4), except where the float64 argument lies within the kernel's float
+             error of a rounding boundary (either side accepted, counted); the swizzled padding 0
+             (NVFP4 for bfloat16 only with --reduced; SKIP where the stdlib has no NVFP4 spec)
   refusals   every refusal (type, layout, alignment, size, split, op, root, the fused op's
              buffers, a closed communicator) raises collc.Error with the Python path's words
   kill       the last rank kills itself in the middle of calls; the others must raise
@@ -596,10 +596,10 @@ def nvfp4_call(comm, layout, x, residual, weight, scale):
 
 def quant_nvfp4(ranks, replays):
     """quant="nvfp4" in both layouts: eagerly for every dtype (bfloat16 only with --reduced) at
-    1, 7, 32 and 130 rows (two tiles of swizzled rows) of HIDDEN, and 7 rows of 1040 (65 blocks:
-    swizzled columns padded), a zero row among them; then `replays` replays of a CUDA graph of
-    each layout, fresh inputs each time. Returns the tally, or None where the stdlib has no NVFP4
-    spec (said as SKIP)."""
+    1, 7, 32 and 130 rows (two tiles of swizzled rows) of HIDDEN, and 7 and 128 rows of 1040 (65
+    blocks: swizzled columns padded, which the kernel zeroes; padding rows the op zeroes), a zero
+    row among them; then `replays` replays of a CUDA graph of each layout, fresh inputs each
+    time. Returns the tally, or None where the stdlib has no NVFP4 spec (said as SKIP)."""
     r = ranks.rank
     comm = ranks.comm(BIG)
     scale = torch.tensor([NVFP4_GLOBAL_SCALE], device="cuda", dtype=torch.float32)
@@ -607,7 +607,7 @@ def quant_nvfp4(ranks, replays):
     cases = [(dtype, hidden, rows)
              for dtype in (DTYPES if not ranks.reduced else (torch.bfloat16,))
              for hidden, rows in ((HIDDEN, 1), (HIDDEN, 7), (HIDDEN, 32), (HIDDEN, 130))]
-    cases.append((torch.bfloat16, 1040, 7))
+    cases += [(torch.bfloat16, 1040, 7), (torch.bfloat16, 1040, 128)]
     for layout in NVFP4_LAYOUTS:
         for dtype, hidden, rows in cases:
             weight = (values(0, hidden, torch.float32, 5) / 8 + 1).to(dtype)
