@@ -834,7 +834,8 @@ def _fused_add_rms_norm_fp8_per_token_fake(x, residual, weight, comm, eps):
 
 @torch.library.register_fake("collc::fused_add_rms_norm_nvfp4")
 def _fused_add_rms_norm_nvfp4_fake(x, residual, weight, global_scale, comm, eps, scale_layout):
-    q_shape, scale_shape = _nvfp4_shapes(x.numel() // weight.numel(), weight.numel(),
+    hidden = weight.numel()
+    q_shape, scale_shape = _nvfp4_shapes(x.numel() // hidden if hidden else 0, hidden,
                                          scale_layout)
     return (torch.empty(q_shape, dtype=_FP4_DTYPE, device=x.device),
             torch.empty(scale_shape, dtype=torch.float8_e4m3fn, device=x.device),
