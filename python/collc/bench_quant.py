@@ -79,13 +79,11 @@ def quantize_per_token(normed):
 
 def quantize_nvfp4(normed, global_scale):
     """NVFP4 with swizzled block scales, as the fused op returns it, in float32 torch ops:
-    (packed [rows, hidden / 2], scales [round_up(rows, 128), round_up(hidden / 16, 4)])."""
+    (packed [rows, hidden / 2] as uint8, whose bytes are the fused op's float4_e2m1fn_x2 ones
+    (torch.compile's code generators lack that type), float8_e4m3fn scales
+    [round_up(rows, 128), round_up(hidden / 16, 4)])."""
     codes, scale_bits = _nvfp4.quantize(normed.float(), global_scale)
-    return (_nvfp4.pack(codes).view(_FP4_DTYPE),
-            _nvfp4.swizzle(scale_bits).view(torch.float8_e4m3fn))
-
-
-_FP4_DTYPE = getattr(torch, "float4_e2m1fn_x2", torch.uint8)
+    return _nvfp4.pack(codes), _nvfp4.swizzle(scale_bits).view(torch.float8_e4m3fn)
 
 
 def make_epilogue(quant, compiled):
