@@ -104,6 +104,7 @@ def test_smoke_run_on_the_gpu():
                          timeout=300)
     assert run.returncode == 0, run.stdout[-6000:]
     assert "| fp8 | 4096 | 32 |" in run.stdout, run.stdout[-6000:]
+    assert "| nvfp4 | 4096 | 32 |" in run.stdout, run.stdout[-6000:]
 
 
 def test_the_nvfp4_check_takes_the_torch_quantization_and_finds_what_is_wrong():
