@@ -541,6 +541,17 @@ def _nvfp4_instance(c, dtype, hidden, layout):
             from None
 
 
+def _check_nvfp4_declared(compiled, layout, tokens, hidden, scale_count):
+    """The kernel writes what the spec declares: never past the tensors the op made."""
+    declared = (compiled.output_dtype, compiled.aux_dtypes[_NVFP4_BLOCK_SCALE_AUX:],
+                compiled.aux_count(_NVFP4_BLOCK_SCALE_AUX, tokens * hidden))
+    if declared != ("float4_e2m1fn_x2", ["float8_e4m3fn", "float32"], scale_count):
+        raise Error(f"the stdlib spec {_SPECS['rmsnorm_nvfp4_' + layout]} declares an output of "
+                    f"{declared[0]} and scales of {declared[1]}, {declared[2]} block scales for "
+                    f"{tokens} rows of {hidden} elements; expected float4_e2m1fn_x2, "
+                    f"[float8_e4m3fn, float32] and {scale_count}")
+
+
 def _fused_add_rms_norm_nvfp4_impl(c, x, residual, weight, global_scale, eps, layout):
     if layout not in _SCALE_LAYOUTS:
         raise Error(f"scale_layout={layout!r} is not one collc makes: {', '.join(_SCALE_LAYOUTS)}")
@@ -560,15 +571,7 @@ def _fused_add_rms_norm_nvfp4_impl(c, x, residual, weight, global_scale, eps, la
     residual_out = torch.empty_like(residual)
     if x.numel():
         instance = _nvfp4_instance(c, _DTYPES[x.dtype], hidden, layout)
-        compiled = instance.compiled
-        # The kernel writes what the spec declares: never past these tensors.
-        declared = (compiled.output_dtype, compiled.aux_dtypes[_NVFP4_BLOCK_SCALE_AUX:],
-                    compiled.aux_count(_NVFP4_BLOCK_SCALE_AUX, x.numel()))
-        if declared != ("float4_e2m1fn_x2", ["float8_e4m3fn", "float32"], scales.numel()):
-            raise Error(f"the stdlib spec {_SPECS['rmsnorm_nvfp4_' + layout]} declares an output "
-                        f"of {declared[0]} and scales of {declared[1]}, {declared[2]} block "
-                        f"scales for {tokens} rows of {hidden} elements; expected "
-                        f"float4_e2m1fn_x2, [float8_e4m3fn, float32] and {scales.numel()}")
+        _check_nvfp4_declared(instance.compiled, layout, tokens, hidden, scales.numel())
         c._launch(instance, x, q, x.numel(),
                   aux=(residual, residual_out, weight, scales, global_scale))
     return q, scales, residual_out

@@ -171,6 +171,29 @@ def test_nvfp4_refuses_what_it_cannot_make(offline_comm):
     assert "a tensor on cpu" in refusal(lambda: impl(c, x, x, x[:16], gs, 1e-6, "linear"))
 
 
+@pytest.mark.parametrize("layout", ["swizzled", "linear"])
+def test_the_nvfp4_specs_declare_the_tensors_the_op_makes(layout):
+    """The stdlib spec the op runs writes exactly the scales the op allocates (no GPU: the
+    compiled variant's declared sizes), and a spec declaring other sizes is refused."""
+    import collc
+    spec = ct._SPECS[f"rmsnorm_nvfp4_{layout}"]
+    try:
+        compiled = collc.compile(spec, nranks=2, dtype="bfloat16", row_length=1040)
+    except collc.Error as error:
+        if "the standard library has no spec of that name" in str(error):
+            pytest.skip(f"this collc library's stdlib has no {spec}")
+        raise
+    for tokens in (1, 7, 128, 130):
+        q_shape, scale_shape = ct._nvfp4_shapes(tokens, 1040, layout)
+        assert q_shape == (tokens, 520)
+        ct._check_nvfp4_declared(compiled, layout, tokens, 1040,
+                                 scale_shape[0] * scale_shape[1])
+    other = "linear" if layout == "swizzled" else "swizzled"
+    _, wrong = ct._nvfp4_shapes(7, 1040, other)
+    assert "declares an output of float4_e2m1fn_x2" in refusal(
+        lambda: ct._check_nvfp4_declared(compiled, layout, 7, 1040, wrong[0] * wrong[1]))
+
+
 def test_nvfp4_traces_under_torch_compile(offline_comm):
     """torch.compile(fullgraph=True) traces quant="nvfp4" in both layouts through the fake (no
     graph break), and the compiled graph calls the op, which has a CUDA kernel only."""
