@@ -36,7 +36,8 @@ Scenarios (`all` runs every one but `kill`):
              error of a rounding boundary (either side accepted, counted); the swizzled padding 0
              (NVFP4 for bfloat16 only with --reduced; SKIP where the stdlib has no NVFP4 spec)
   refusals   every refusal (type, layout, alignment, size, split, op, root, the fused op's
-             buffers, a closed communicator) raises collc.Error with the Python path's words
+             buffers, NVFP4's rows, global scale and scale_layout, a closed communicator) raises
+             collc.Error with the Python path's words
   kill       the last rank kills itself in the middle of calls; the others must raise
 
 COLLC_HOST_PATH=python or =native picks the path of the ops (docs/python.md); each rank prints
@@ -436,6 +437,7 @@ def scenario_refusals(ranks):
     comm = ranks.comm(4096)
     x = values(ranks.rank, 64, torch.bfloat16, 0)
     big = torch.zeros(4096, dtype=torch.float32, device="cuda")
+    global_scale = torch.ones(1, dtype=torch.float32, device="cuda")
     cases = [
         ("dtype", lambda: comm.all_reduce(x.to(torch.int32)),
          ("for allreduce", "dtype torch.int32; collc takes float32")),
@@ -454,6 +456,16 @@ def scenario_refusals(ranks):
          ("whole rows of weight.numel() = 48",)),
         ("fused eps", lambda: comm.fused_add_rms_norm(x, x.clone(), x[:16].clone(), eps=1e-5),
          ("eps = 1e-6 only",)),
+        ("nvfp4 rows", lambda: comm.fused_add_rms_norm_quant(
+            x, x.clone(), x[:8].clone(), quant="nvfp4", scale=global_scale),
+         ("weight.numel() = 8 is not a multiple of 16",)),
+        ("nvfp4 global scale", lambda: comm.fused_add_rms_norm_quant(
+            x, x.clone(), x[:16].clone(), quant="nvfp4", scale=global_scale.half()),
+         ("scale (the global scale) must be a float32 tensor of one element on cuda:",)),
+        ("nvfp4 layout for fp8", lambda: comm.fused_add_rms_norm_quant(
+            x, x.clone(), x[:16].clone(), quant="fp8", scale=global_scale,
+            scale_layout="linear"),
+         ("scale_layout= is NVFP4's",)),
     ]
     for name, action, needles in cases:
         expect_error(ranks, f"refusals {name}", action, *needles)
