@@ -138,6 +138,10 @@ def test_the_nvfp4_check_takes_the_torch_quantization_and_finds_what_is_wrong():
     assert any("1 of 15 NVFP4 block scales" in f for f in failures(
         q, raw.view(torch.float8_e4m3fn)))
     raw = scales.view(torch.uint8).clone()
+    raw.view(-1)[_nvfp4.swizzled_offset(0, 0, 3)] = 0x7F  # NaN: the bits after 448's
+    assert any("1 of 15 NVFP4 block scales" in f for f in failures(
+        q, raw.view(torch.float8_e4m3fn)))
+    raw = scales.view(torch.uint8).clone()
     raw.view(-1)[3] = 1  # row 0's fourth block: padding (3 blocks a row)
     assert "1 bytes of the swizzled scales' padding are not 0" in failures(
         q, raw.view(torch.float8_e4m3fn))[0]
