@@ -705,6 +705,12 @@ private:
     case ir::RowOp::RmsNormFp8PerToken:
       printRmsNormPerToken(stmt);
       return;
+    case ir::RowOp::RmsNormNvfp4:
+      printRmsNormNvfp4(stmt, false);
+      return;
+    case ir::RowOp::RmsNormNvfp4Swizzled:
+      printRmsNormNvfp4(stmt, true);
+      return;
     }
   }
 
@@ -717,45 +723,39 @@ private:
     line("x[e] = to_float({}.bits[e]) * scale * to_float({}.bits[e]);", y, w);
   }
 
-  /// out = quantize(rmsnorm(y, weight), token_scale=S) over one row: the norm's scale as
-  /// printRmsNorm, then the row's amax of rmsnorm's float values (a second pass), the row's scale
-  /// (rows_fp8_per_token.cuh) stored by thread 0 into S[row], and the codes (a third pass).
-  void printRmsNormPerToken(const ir::RowStmt& stmt) {
-    const ir::Region& rows = stmt.rows.region;
-    const ir::Region& weight = stmt.params.at(0).region;
-    const ir::Region& tokenScale = stmt.params.at(1).region;
-    if (stmt.store != ir::StoreKind::Plain)
-      internalError("a quantized row statement stores into memory peers read");
-    line("// {} = quantize(rmsnorm({}, {}), token_scale={}) ({})", stmt.target.text, rows.text,
-         weight.text, tokenScale.text, where(stmt.loc));
-    line("{{");
-    const bool cached = stmt.rows.load == ir::LoadKind::Register;
-    // Each pass over the row's vectors, from the registers or from memory.
-    auto eachVector = [&](const std::function<void(const std::string&, const std::string&)>& body) {
-      if (cached) {
-        line("#pragma unroll");
-        line("for (int j = 0; j < kRowIters; ++j) {{");
-        line("const u64 i = row_begin + (u64(j) * kThreads + threadIdx.x) * kVec;");
-        line("if (i < row_end) {{");
-        body(stmt.rows.reg + "[j]", "w[j]");
-        line("}}");
-        line("}}");
-      } else {
-        line("for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{");
-        line("const Vec y = {};", load(stmt.rows, "row_end"));
-        line("const Vec w = load_plain({}, i - row_begin, kHidden);", pointer(weight));
-        body("y", "w");
-        line("}}");
-      }
-    };
+  /// Each pass over the row's vectors of a quantizing statement, from the registers the reduce
+  /// kept the row in, or from memory; body(y, w) sees the vector's rows and weight.
+  void eachRowVector(const ir::RowStmt& stmt,
+                     const std::function<void(const std::string&, const std::string&)>& body) {
+    if (stmt.rows.load == ir::LoadKind::Register) {
+      line("#pragma unroll");
+      line("for (int j = 0; j < kRowIters; ++j) {{");
+      line("const u64 i = row_begin + (u64(j) * kThreads + threadIdx.x) * kVec;");
+      line("if (i < row_end) {{");
+      body(stmt.rows.reg + "[j]", "w[j]");
+      line("}}");
+      line("}}");
+    } else {
+      line("for (u64 i = row_begin + threadIdx.x * kVec; i < row_end; i += kThreads * kVec) {{");
+      line("const Vec y = {};", load(stmt.rows, "row_end"));
+      line("const Vec w = load_plain({}, i - row_begin, kHidden);",
+           pointer(stmt.params.at(0).region));
+      body("y", "w");
+      line("}}");
+    }
+  }
+
+  /// The norm's scale of the row (`scale`), as printRmsNorm computes it: the row's complete read
+  /// (from the registers, loading the weight beside them, or from memory).
+  void printRowNormScale(const ir::RowStmt& stmt) {
     line("float sum_sq = 0.0f;");
-    if (cached) {
+    if (stmt.rows.load == ir::LoadKind::Register) {
       line("Vec w[kRowIters];");
       line("#pragma unroll");
       line("for (int j = 0; j < kRowIters; ++j) {{");
       line("const u64 i = row_begin + (u64(j) * kThreads + threadIdx.x) * kVec;");
       line("if (i < row_end) {{");
-      line("w[j] = load_plain({}, i - row_begin, kHidden);", pointer(weight));
+      line("w[j] = load_plain({}, i - row_begin, kHidden);", pointer(stmt.params.at(0).region));
       line("rmsnorm_add_squares(sum_sq, {}[j]);", stmt.rows.reg);
       line("}}");
       line("}}");
@@ -768,18 +768,64 @@ private:
       line("}}");
     }
     line("const float scale = rmsnorm_scale(sum_sq);");
+  }
+
+  /// out = quantize(rmsnorm(y, weight), token_scale=S) over one row: the norm's scale as
+  /// printRmsNorm, then the row's amax of rmsnorm's float values (a second pass), the row's scale
+  /// (rows_fp8_per_token.cuh) stored by thread 0 into S[row], and the codes (a third pass).
+  void printRmsNormPerToken(const ir::RowStmt& stmt) {
+    const ir::Region& tokenScale = stmt.params.at(1).region;
+    if (stmt.store != ir::StoreKind::Plain)
+      internalError("a quantized row statement stores into memory peers read");
+    line("// {} = quantize(rmsnorm({}, {}), token_scale={}) ({})", stmt.target.text,
+         stmt.rows.region.text, stmt.params.at(0).region.text, tokenScale.text, where(stmt.loc));
+    line("{{");
+    printRowNormScale(stmt);
     line("float amax = 0.0f;");
-    eachVector([&](const std::string& y, const std::string& w) {
+    eachRowVector(stmt, [&](const std::string& y, const std::string& w) {
       printNormValues(y, w);
       line("fp8_token_amax_add(amax, x);");
     });
     line("const float token_scale = fp8_token_scale(block_amax(amax));");
     line("if (threadIdx.x == 0)");
     line("{}[row] = token_scale;", pointer(tokenScale));
-    eachVector([&](const std::string& y, const std::string& w) {
+    eachRowVector(stmt, [&](const std::string& y, const std::string& w) {
       printNormValues(y, w);
       line("fp8_token_store({}, i, x, token_scale);", pointer(stmt.target));
     });
+    line("}}");
+  }
+
+  /// out = quantize(rmsnorm(y, weight), block_scale=BS, global_scale=GS) over one row (or
+  /// swizzled_block_scale=BS): the norm's scale as printRmsNorm, then one pass in which the lanes
+  /// of each 16-element block share its amax and store its codes and its scale
+  /// (rows_nvfp4.cuh). A swizzled matrix's padding blocks of the row (past ceil_div(hidden, 16),
+  /// up to a multiple of 4) are written as zero scales; its padding rows are left as they are.
+  void printRmsNormNvfp4(const ir::RowStmt& stmt, bool swizzled) {
+    const ir::Region& blockScale = stmt.params.at(1).region;
+    const ir::Region& globalScale = stmt.params.at(2).region;
+    if (stmt.store != ir::StoreKind::Plain)
+      internalError("a quantized row statement stores into memory peers read");
+    line("// {} = quantize(rmsnorm({}, {}), {}={}, global_scale={}) ({})", stmt.target.text,
+         stmt.rows.region.text, stmt.params.at(0).region.text,
+         swizzled ? "swizzled_block_scale" : "block_scale", blockScale.text, globalScale.text,
+         where(stmt.loc));
+    line("{{");
+    line("const float global_scale = {}[0]; // the caller's per-tensor global scale",
+         pointer(globalScale));
+    printRowNormScale(stmt);
+    line("unsigned char* const packed_row = {} + row_begin / 2;", pointer(stmt.target));
+    eachRowVector(stmt, [&](const std::string& y, const std::string& w) {
+      printNormValues(y, w);
+      line("nvfp4_store_vector<{}>(packed_row, {}, row, i - row_begin, x, global_scale);",
+           swizzled ? "true" : "false", pointer(blockScale));
+    });
+    if (swizzled) {
+      line("// The row's padding blocks of the swizzled matrix: zero scales.");
+      line("for (u64 b = kNvfp4BlocksPerRow + threadIdx.x; b < (kNvfp4BlocksPerRow + 3) / 4 * 4;");
+      line("     b += kThreads)");
+      line("{}[nvfp4_swizzled_offset(row, b, kNvfp4BlocksPerRow)] = 0;", pointer(blockScale));
+    }
     line("}}");
   }
 

@@ -185,6 +185,37 @@ void checkRowStmt(const ir::Program& program, const ir::RowStmt& stmt, Diagnosti
                                    typeText(info.params[k].type) + "[n / " + program.rowLengthName +
                                    "]'");
       break;
+    case ir::RowParamShape::BlocksPerRow:
+    case ir::RowParamShape::SwizzledBlocks: {
+      const bool swizzled = info.params[k].shape == ir::RowParamShape::SwizzledBlocks;
+      using ir::ExprKind;
+      using ir::ExprNode;
+      const ir::Expr rowCount =
+          ExprNode::binary(ExprKind::Div, ExprNode::count(), ExprNode::rowLength());
+      const ir::Expr blocks =
+          ExprNode::binary(ExprKind::CeilDiv, ExprNode::rowLength(), ExprNode::constant(16));
+      const ir::Expr size =
+          swizzled ? ExprNode::binary(
+                         ExprKind::Mul,
+                         ExprNode::binary(ExprKind::RoundUp, rowCount, ExprNode::constant(128)),
+                         ExprNode::binary(ExprKind::RoundUp, blocks, ExprNode::constant(4)))
+                   : ExprNode::binary(ExprKind::Mul, rowCount, blocks);
+      const std::string& h = program.rowLengthName;
+      if (!ir::structurallyEqual(param.length, size) ||
+          !ir::structurallyEqual(param.offset, ir::ExprNode::constant(0)))
+        diags.error(
+            param.loc,
+            "the " + std::string(info.params[k].name) + " '" + param.text + "' must hold " +
+                (swizzled
+                     ? "the 128x4-swizzled matrix of every row's scales of 16 "
+                       "elements: declare it as '" +
+                           program.buffer(param).name + ": " + typeText(info.params[k].type) +
+                           "[round_up(n / " + h + ", 128) * round_up(ceil_div(" + h + ", 16), 4)]'"
+                     : "one scale per 16 elements of every row: declare it as '" +
+                           program.buffer(param).name + ": " + typeText(info.params[k].type) +
+                           "[n / " + h + " * ceil_div(" + h + ", 16)]'"));
+      break;
+    }
     }
   }
   if (program.buffer(stmt.target).role == ir::BufferRole::Scratch)
@@ -351,6 +382,40 @@ private:
   Diagnostics& diags_;
 };
 
+/// NVFP4's kernel quantizes whole blocks of 16 elements, each in 16 / kVec adjacent lanes
+/// (device/rows_nvfp4.cuh): a row length that is no multiple of 16, or a vector that does not
+/// divide 16 elements, is refused at the variant.
+bool checkNvfp4RowLength(const ir::Program& program, const ir::RowLoop& loop, int64_t rowLength,
+                         llvm::SMLoc loc, Diagnostics& diags) {
+  int vectorElems = 0;
+  const ir::RowStmt* nvfp4 = nullptr;
+  for (const auto& inner : loop.body) {
+    if (inner->kind == ir::StmtKind::ElementLoop)
+      vectorElems = inner->as<ir::ElementLoop>().vectorElems;
+    if (inner->kind == ir::StmtKind::Row) {
+      const auto& row = inner->as<ir::RowStmt>();
+      if (row.op == ir::RowOp::RmsNormNvfp4 || row.op == ir::RowOp::RmsNormNvfp4Swizzled)
+        nvfp4 = &row;
+    }
+  }
+  if (!nvfp4)
+    return true;
+  const std::string opName(ir::rowOpInfo(nvfp4->op).displayName);
+  if (rowLength % 16 != 0) {
+    diags.error(loc, "row length " + std::to_string(rowLength) + " is not a multiple of 16: '" +
+                         opName + "' (" + program.name +
+                         ") quantizes whole NVFP4 blocks of 16 elements");
+    return false;
+  }
+  if (vectorElems > 0 && 16 % vectorElems != 0) {
+    diags.error(loc, "a vector of " + std::to_string(vectorElems) +
+                         " elements does not divide an NVFP4 block of 16 ('" + opName +
+                         "'); choose a smaller --vector");
+    return false;
+  }
+  return true;
+}
+
 } // namespace
 
 std::vector<AuxBuffer> describeAuxBuffers(const ir::Program& program, int nranks,
@@ -487,6 +552,8 @@ bool checkRowLength(const ir::Program& program, int64_t rowLength, Diagnostics& 
     for (const auto& stmt : step.body) {
       if (stmt->kind != ir::StmtKind::RowLoop)
         continue;
+      if (!checkNvfp4RowLength(program, stmt->as<ir::RowLoop>(), rowLength, loc, diags))
+        return false;
       for (const auto& inner : stmt->as<ir::RowLoop>().body) {
         if (inner->kind != ir::StmtKind::ElementLoop)
           continue;

@@ -6,6 +6,7 @@
 #include "compiler/ir/RowOps.h"
 #include "compiler/ir/Visitor.h"
 
+#include <algorithm>
 #include <set>
 
 namespace collc {
@@ -413,15 +414,23 @@ private:
                                           std::move(addends));
     }
     case ast::Stmt::Kind::RowNorm: {
-      // The rows, then the op's parameters in the order RowOps.h lists them (the parser took
-      // exactly that many).
-      const ir::RowOpInfo* info = ir::findRowOp(
-          stmt.function, stmt.quantize.empty()
-                             ? ir::RowQuant::None
-                             : ir::findQuantKeyword(stmt.quantize).value_or(ir::RowQuant::None));
+      // The rows, then the op's parameters in the order RowOps.h lists them: the weight, then
+      // the quantization's keyword arguments in the order of its keywords.
+      const std::optional<ir::RowQuant> quant = quantizationOf(stmt);
+      if (!quant)
+        return nullptr;
+      const ir::RowOpInfo* info = ir::findRowOp(stmt.function, *quant);
       auto target = lowerRegion(stmt.target, scope, /*remote=*/false);
       std::vector<ir::Operand> operands;
-      for (const ast::RegionRef& source : stmt.sources) {
+      const std::vector<std::string_view> keywords = ir::quantKeywords(*quant);
+      for (size_t k = 0; k < stmt.sources.size(); ++k) {
+        // Sources 0 and 1 are the rows and the weight; keyword argument j is source 2 + j.
+        size_t from = k;
+        if (k >= 2)
+          for (size_t j = 0; j < stmt.quantize.size(); ++j)
+            if (stmt.quantize[j].keyword == keywords.at(k - 2))
+              from = 2 + j;
+        const ast::RegionRef& source = stmt.sources[from];
         auto region = lowerRegion(source, scope, /*remote=*/false);
         if (!region)
           return nullptr;
@@ -440,6 +449,59 @@ private:
     }
     }
     return nullptr;
+  }
+
+  /// The quantization a row statement's keyword arguments name (RowQuant::None for none), or
+  /// nullopt after an error at the keyword that does not fit: an unknown one, one of another
+  /// quantization, or a missing one.
+  std::optional<ir::RowQuant> quantizationOf(const ast::Stmt& stmt) {
+    if (stmt.quantize.empty())
+      return ir::RowQuant::None;
+    std::vector<std::string_view> given;
+    for (const ast::Stmt::QuantArg& arg : stmt.quantize) {
+      if (ir::quantsTaking(arg.keyword).empty()) {
+        diags_.error(arg.loc, "unknown keyword '" + arg.keyword + "' in 'quantize'; it takes " +
+                                  ir::allQuantKeywords());
+        return std::nullopt;
+      }
+      given.push_back(arg.keyword);
+    }
+    if (auto quant = ir::findQuant(given))
+      return quant;
+    // The quantizations the first keyword belongs to: what is missing from, or foreign to, the
+    // first of them.
+    const std::vector<ir::RowQuant> candidates = ir::quantsTaking(given.front());
+    for (ir::RowQuant candidate : candidates) {
+      const std::vector<std::string_view> wanted = ir::quantKeywords(candidate);
+      bool foreign = false;
+      for (const ast::Stmt::QuantArg& arg : stmt.quantize)
+        foreign |= std::find(wanted.begin(), wanted.end(), arg.keyword) == wanted.end();
+      if (foreign && candidate != candidates.back())
+        continue;
+      auto spelled = [](const std::vector<std::string_view>& keywords) {
+        std::string text;
+        for (size_t k = 0; k < keywords.size(); ++k)
+          text += (k ? ", " : "") + std::string(keywords[k]) + "=...";
+        return text;
+      };
+      for (const ast::Stmt::QuantArg& arg : stmt.quantize)
+        if (std::find(wanted.begin(), wanted.end(), arg.keyword) == wanted.end()) {
+          diags_.error(arg.loc, "'" + arg.keyword + "' does not go with '" +
+                                    stmt.quantize.front().keyword +
+                                    "' in 'quantize': give 'quantize(rmsnorm(...), " +
+                                    spelled(wanted) + ")'");
+          return std::nullopt;
+        }
+      for (std::string_view keyword : wanted)
+        if (std::find(given.begin(), given.end(), keyword) == given.end()) {
+          diags_.error(stmt.quantizeLoc, "'quantize' with '" + stmt.quantize.front().keyword +
+                                             "' needs '" + std::string(keyword) +
+                                             "=...' too: 'quantize(rmsnorm(...), " +
+                                             spelled(wanted) + ")'");
+          return std::nullopt;
+        }
+    }
+    internalError("a set of quantization keywords neither found nor refused");
   }
 
   std::vector<ir::Stmt> lowerBody(const std::vector<ast::StmtPtr>& body,

@@ -55,9 +55,15 @@ struct Stmt {
   std::vector<RegionRef> sources; // Put/AtomicAdd/Copy: one; Reduce: the operands;
                                   // RowNorm: the rows to normalise, then the weight
   std::string function;           // RowNorm: the row operation's name ("rmsnorm")
-  /// RowNorm inside `quantize(..., KEYWORD=S)`: the keyword ("scale"), S the last source; empty:
-  /// not quantized.
-  std::string quantize;
+  /// RowNorm inside `quantize(..., KEY=S, ...)`: each keyword argument as written ("scale", or
+  /// "block_scale" and "global_scale"), its S a source after the weight in the same order; empty:
+  /// not quantized. Which keywords go together is the compiler's (compiler/ir/RowOps.h).
+  struct QuantArg {
+    std::string keyword;
+    llvm::SMLoc loc;
+  };
+  std::vector<QuantArg> quantize;
+  llvm::SMLoc quantizeLoc; // of the word 'quantize'
   /// Copy/Reduce: `target = x + a + b` / `target = reduce(...) + a`: regions added elementwise
   /// (always with '+', whatever the reduction operator) after the copy or the reduce.
   std::vector<RegionRef> addends;

@@ -91,11 +91,12 @@ void printStmt(const Stmt& stmt, unsigned indent, llvm::raw_ostream& out) {
     out << ", ";
     printRegion(stmt.sources[1], out);
     out << ")";
-    if (!stmt.quantize.empty()) {
-      out << ", " << stmt.quantize << "=";
-      printRegion(stmt.sources[2], out);
-      out << ")";
+    for (size_t k = 0; k < stmt.quantize.size(); ++k) {
+      out << ", " << stmt.quantize[k].keyword << "=";
+      printRegion(stmt.sources[2 + k], out);
     }
+    if (!stmt.quantize.empty())
+      out << ")";
     out << "\n";
     return;
   case Stmt::Kind::Reduce:

@@ -448,6 +448,7 @@ ast::StmtPtr Parser::parseRowNorm(ast::StmtPtr stmt) {
 }
 
 ast::StmtPtr Parser::parseQuantize(ast::StmtPtr stmt) {
+  const llvm::SMLoc quantizeLoc = tok_.loc;
   advance(); // 'quantize'
   if (!expect(TokenKind::LParen, "after 'quantize'"))
     return nullptr;
@@ -459,21 +460,28 @@ ast::StmtPtr Parser::parseQuantize(ast::StmtPtr stmt) {
   stmt = parseRowNorm(std::move(stmt));
   if (!stmt || !expect(TokenKind::Comma, "before the scale in 'quantize(rmsnorm(...), scale=S)'"))
     return nullptr;
-  // The quantizations compiler/ir/RowOps.h knows (findQuantKeyword).
-  if (!tok_.isWord("scale") && !tok_.isWord("token_scale"))
-    return fail(tok_.loc, "expected 'scale=S' (a per-tensor f32[1] scale) or 'token_scale=S' (an "
-                          "f32 per row, written) in 'quantize', found '" +
-                              tok_.text + "'"),
-           nullptr;
-  stmt->quantize = tok_.text.str();
-  advance();
-  if (!expect(TokenKind::Assign,
-              stmt->quantize == "scale" ? "after 'scale'" : "after 'token_scale'"))
-    return nullptr;
-  ast::RegionRef scale;
-  if (!parseRegion(scale, /*allowSlotSet=*/false))
-    return nullptr;
-  stmt->sources.push_back(std::move(scale));
+  stmt->quantizeLoc = quantizeLoc;
+  // Keyword arguments `KEY=S`; which keywords exist and go together is the compiler's
+  // (compiler/ir/RowOps.h), checked where the statement is analyzed.
+  do {
+    if (!tok_.is(TokenKind::Identifier))
+      return fail(tok_.loc, "expected a keyword argument 'KEY=S' in 'quantize' (such as "
+                            "'scale=S'), found '" +
+                                tok_.text + "'"),
+             nullptr;
+    for (const ast::Stmt::QuantArg& earlier : stmt->quantize)
+      if (earlier.keyword == tok_.text)
+        return fail(tok_.loc, "'" + tok_.text + "' is given twice in 'quantize'"), nullptr;
+    stmt->quantize.push_back({tok_.text.str(), tok_.loc});
+    advance();
+    const std::string afterKeyword = "after '" + stmt->quantize.back().keyword + "'";
+    if (!expect(TokenKind::Assign, afterKeyword.c_str()))
+      return nullptr;
+    ast::RegionRef scale;
+    if (!parseRegion(scale, /*allowSlotSet=*/false))
+      return nullptr;
+    stmt->sources.push_back(std::move(scale));
+  } while (tok_.is(TokenKind::Comma) && (advance(), true));
   if (!expect(TokenKind::RParen, "to close 'quantize(...)'"))
     return nullptr;
   return stmt;

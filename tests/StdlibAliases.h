@@ -40,6 +40,11 @@ inline constexpr StdlibAliasFacts kStdlibAliases[] = {
     // As the static one; its written scale is no other buffer's memory (refused in the spec).
     {"allreduce_rmsnorm_fp8_per_token", 0, bit(SyncKind::Barrier) | kArrival,
      bit(SyncKind::Barrier) | kArrival},
+    // As the per-token one: its written block scales are no other buffer's memory.
+    {"allreduce_rmsnorm_nvfp4", 0, bit(SyncKind::Barrier) | kArrival,
+     bit(SyncKind::Barrier) | kArrival},
+    {"allreduce_rmsnorm_nvfp4_linear", 0, bit(SyncKind::Barrier) | kArrival,
+     bit(SyncKind::Barrier) | kArrival},
     {"allreduce_ring", bit(SyncKind::Barrier), 0, 0},
     {"allreduce_twoshot", kEveryGpuStrategy, 0, 0},
     {"alltoall_direct", bit(SyncKind::Barrier) | kArrival, 0, 0},

@@ -1,6 +1,7 @@
 #include "compiler/interpret/Interpreter.h"
 
 #include "compiler/execute/Walker.h"
+#include "compiler/interpret/Float4.h"
 #include "compiler/interpret/Float8.h"
 #include "compiler/ir/RowOps.h"
 
@@ -234,6 +235,93 @@ void quantizeRowPerToken(Tracked* row, int64_t h, Tracked& scaleOut, const Round
       }
     }
     row[k] = Tracked{q, std::fabs(q), float(bound), 1};
+  }
+}
+
+/// The value of element k of a packed NVFP4 row.
+double nvfp4Element(const Nvfp4Row& q, int64_t k) {
+  return fromE2M1(uint8_t(q.packed[size_t(k / 2)] >> (k % 2 * 4)));
+}
+
+/// A row of rmsnorm's values quantized in place as NVFP4 (interpret/Float4.h's quantizeNvfp4
+/// with the global scale G): each element becomes its E2M1 code's value, scales[b] block b's
+/// E4M3 scale's.
+void quantizeRowNvfp4(double* row, int64_t h, double globalScale, double* scales, const Rounding&,
+                      int64_t&) {
+  const Nvfp4Row q = quantizeNvfp4(std::vector<double>(row, row + h), globalScale);
+  for (int64_t k = 0; k < h; ++k)
+    row[k] = nvfp4Element(q, k);
+  for (size_t b = 0; b < q.scales.size(); ++b)
+    scales[b] = fromE4M3(q.scales[b]);
+}
+
+/// The same with bounds. The device's block amax is of its own float values, each off by up to
+/// its bound, so its scale argument G * amax / 6 is off by up to G times the block's largest bound
+/// over 6, plus its three float roundings: where every argument in reach rounds to one E4M3 code
+/// the scale is the reference's (bound 0); otherwise either neighbour may be the device's (the
+/// bound spans them; counted). Each element is then x * G / SF under every scale in reach, off by
+/// its own bound times the factor plus two float roundings: where every value in reach rounds to
+/// the reference's code, bound 0; otherwise the bound spans the codes in reach (counted).
+void quantizeRowNvfp4(Tracked* row, int64_t h, double globalScale, Tracked* scales,
+                      const Rounding& rounding, int64_t& nearBoundary) {
+  constexpr double kFloatUnit = 0x1p-23; // twice float's unit roundoff: one more rounding, safely
+  std::vector<double> values(static_cast<size_t>(h));
+  for (int64_t k = 0; k < h; ++k)
+    values[size_t(k)] = row[k].value;
+  const Nvfp4Row reference = quantizeNvfp4(values, globalScale);
+  auto factorOf = [&](uint8_t scaleBits) {
+    const double scale = fromE4M3(scaleBits);
+    return scale != 0 ? globalScale / scale : 0.0;
+  };
+  for (int64_t begin = 0, b = 0; begin < h; begin += kNvfp4BlockSize, ++b) {
+    const int64_t end = std::min(h, begin + kNvfp4BlockSize);
+    double amax = 0, largestBound = 0;
+    for (int64_t k = begin; k < end; ++k) {
+      const double v = row[k].value, bound = boundOf(row[k], rounding);
+      if (!std::isnan(v))
+        amax = std::max(amax, std::fabs(v));
+      if (std::isfinite(v))
+        largestBound = std::max(largestBound, std::isnan(bound) ? kInfinity : bound);
+    }
+    const uint8_t scaleBits = reference.scales[size_t(b)];
+    std::vector<uint8_t> inReach = {scaleBits};
+    const double argument = globalScale * amax / kE2M1Max;
+    if (std::isfinite(argument)) {
+      const double spread =
+          std::fabs(globalScale) * (largestBound + rounding.tiny) / kE2M1Max * (1 + kFloatUnit) +
+          std::fabs(argument) * 2 * kFloatUnit;
+      for (double reach : {argument - spread, argument + spread}) {
+        const uint8_t bits = toE4M3(reach);
+        if (std::find(inReach.begin(), inReach.end(), bits) == inReach.end())
+          inReach.push_back(bits);
+      }
+    }
+    const double scale = fromE4M3(scaleBits);
+    double scaleBound = 0;
+    for (uint8_t bits : inReach)
+      scaleBound = std::max(scaleBound, std::fabs(fromE4M3(bits) - scale));
+    nearBoundary += scaleBound > 0;
+    scales[b] = Tracked{scale, std::fabs(scale), float(scaleBound), 1};
+    for (int64_t k = begin; k < end; ++k) {
+      const double q = nvfp4Element(reference, k);
+      const double x = row[k].value, xBound = boundOf(row[k], rounding);
+      double bound = 0;
+      for (uint8_t bits : inReach) {
+        const double factor = factorOf(bits);
+        const double y = x * factor;
+        if (!std::isfinite(y)) { // NaN and infinities: one code whatever the error
+          bound = std::max(bound, std::fabs(fromE2M1(toE2M1(y)) - q));
+          continue;
+        }
+        const double spread = ((std::isnan(xBound) ? kInfinity : xBound) + rounding.tiny) *
+                                  std::fabs(factor) * (1 + kFloatUnit) +
+                              std::fabs(y) * 2 * kFloatUnit;
+        for (double reach : {y - spread, y + spread})
+          bound = std::max(bound, std::fabs(fromE2M1(toE2M1(reach)) - q));
+      }
+      nearBoundary += bound > 0;
+      row[k] = Tracked{q, std::fabs(q), float(bound), 1};
+    }
   }
 }
 
@@ -564,8 +652,55 @@ private:
       write(s.params.at(1).region, scales.data(), length / h, ir::StoreKind::Plain, false, env);
       break;
     }
+    case ir::RowOp::RmsNormNvfp4:
+    case ir::RowOp::RmsNormNvfp4Swizzled: {
+      bool asWritten = false;
+      rows = rowsAsWritten(s.rows, length, env, takenRows, rows, asWritten);
+      const Element* weight = read(s.params.at(0), h, env, takenParam);
+      Values takenGlobal;
+      const double globalScale = valueOf(*read(s.params.at(2), 1, env, takenGlobal));
+      Rounding inFloat = rounding_;
+      inFloat.normUnit = rounding_.floatNormUnit;
+      if (asWritten) // exact rows, no sum in T: only float steps remain
+        inFloat.tiny = rounding_.floatTiny;
+      const int64_t blocks = (h + kNvfp4BlockSize - 1) / kNvfp4BlockSize;
+      std::vector<Element> scales(size_t(length / h * blocks));
+      for (int64_t row = 0; row < length / h; ++row) {
+        Element* out = &result[size_t(row * h)];
+        normalizeRow(rows + row * h, weight, out, h, call_.eps, inFloat);
+        quantizeRowNvfp4(out, h, globalScale, &scales[size_t(row * blocks)], inFloat,
+                         nearBoundary_);
+      }
+      // The second output, row t's blocks from row t (the statement's only access of it).
+      writeBlockScales(s.params.at(1).region, scales, length / h, blocks,
+                       s.op == ir::RowOp::RmsNormNvfp4Swizzled, env);
+      break;
+    }
     }
     write(s.target, result.data(), length, s.store, false, env);
+  }
+
+  /// NVFP4's block scales (`rowCount` rows of `blocks`) into `target`: linear, row t's block b at
+  /// t * blocks + b; or swizzled (interpret/Float4.h's nvfp4SwizzledOffset), each row's padding
+  /// blocks up to a multiple of 4 written as zero scales, the padding rows left as they are.
+  void writeBlockScales(const ir::Region& target, const std::vector<Element>& scales,
+                        int64_t rowCount, int64_t blocks, bool swizzled, const execute::Env& env) {
+    if (!swizzled) {
+      write(target, scales.data(), rowCount * blocks, ir::StoreKind::Plain, false, env);
+      return;
+    }
+    Place place = resolve(target, env);
+    const int64_t padded = (blocks + 3) / 4 * 4;
+    if (uint64_t(place.length) < nvfp4SwizzledBytes(uint64_t(rowCount), uint64_t(blocks)))
+      throw InterpretError(
+          "'" + target.text + "' holds " + std::to_string(place.length) +
+          " elements; the swizzled scales of " + std::to_string(rowCount) + " rows need " +
+          std::to_string(nvfp4SwizzledBytes(uint64_t(rowCount), uint64_t(blocks))));
+    Element* out = place.slot->data() + place.offset;
+    for (int64_t t = 0; t < rowCount; ++t)
+      for (int64_t b = 0; b < padded; ++b)
+        out[nvfp4SwizzledOffset(uint64_t(t), uint64_t(b), uint64_t(blocks))] =
+            b < blocks ? scales[size_t(t * blocks + b)] : zeroElement<Element>();
   }
 
   /// The rows a quantizing statement normalizes: the kernel's own values of the aux buffer it

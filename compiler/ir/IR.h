@@ -216,6 +216,13 @@ enum class RowOp {
   /// |rmsnorm(rows, weight)[t, i]| / 448, 1 / (448 * 512)), written by the statement
   /// (`quantize(rmsnorm(rows, weight), token_scale=S)`, interpret/Float8.h)
   RmsNormFp8PerToken,
+  /// target[t, i] = e2m1(rmsnorm(rows, weight)[t, i] * G / SF[t, b]) for i in block b (16
+  /// elements), SF[t, b] = e4m3(G * amax_{i in b} |rmsnorm(...)[t, i]| / 6) written by the
+  /// statement, G = global_scale[0] read (`quantize(rmsnorm(rows, weight), block_scale=BS,
+  /// global_scale=G)`, interpret/Float4.h); BS linear, SF[t, b] at t * ceil_div(ROWS, 16) + b
+  RmsNormNvfp4,
+  /// The same with BS in the 128x4-swizzled layout (`swizzled_block_scale=BS`)
+  RmsNormNvfp4Swizzled,
 };
 
 /// target[t, :] = op(rows[t, :], params...), per row t: a statement that needs a whole row at

@@ -7,7 +7,9 @@
 
 #include "compiler/ir/IR.h"
 
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,7 +20,20 @@ enum class RowParamShape {
   OneRow,     // a row long (rmsnorm's weight): `NAME: T[ROWS]` in the header
   OneElement, // one element (a per-tensor quantization scale): `NAME: f32[1]`
   OnePerRow,  // one element per row of the target (a per-token scale): `NAME: f32[n / ROWS]`
+  /// ceil_div(ROWS, 16) elements per row, row t's block b at t * ceil_div(ROWS, 16) + b (NVFP4's
+  /// block scales, linear): `NAME: fp8e4m3[n / ROWS * ceil_div(ROWS, 16)]`
+  BlocksPerRow,
+  /// The 128x4-swizzled matrix of those blocks the block-scaled GEMMs read: rows padded to 128,
+  /// blocks per row to 4 (interpret/Float4.h's nvfp4SwizzledOffset):
+  /// `NAME: fp8e4m3[round_up(n / ROWS, 128) * round_up(ceil_div(ROWS, 16), 4)]`
+  SwizzledBlocks,
 };
+
+/// The elements of a parameter of `shape` that row t writes: 1 for OnePerRow, the row's blocks,
+/// or for SwizzledBlocks its padded blocks (which the verifier places at their swizzled offsets
+/// where the count is a number, and as the run of this many at t times it where it is symbolic:
+/// the swizzle is a one-to-one renaming of those elements); 0 for a shape that is read.
+int64_t writtenElementsPerRow(RowParamShape shape, int64_t rowLength);
 
 /// Whether the statement reads a parameter (whole, by every row) or writes it: element t by the
 /// block that owns row t, from row t's values, after the row's complete read. A written
@@ -39,6 +54,10 @@ enum class RowQuant {
   None,
   PerTensorScale, // q = e4m3(x / S[0]), S a caller's f32[1] (read only)
   PerTokenScale,  // q = e4m3(x / S[t]), S[t] from row t's values, written (f32[n / ROWS])
+  /// NVFP4 (interpret/Float4.h): q = e2m1(x * GS / SF), SF = e4m3(GS * amax(block) / 6) per 16
+  /// elements of a row, written; GS a caller's f32[1] (read only)
+  Nvfp4BlockScale,         // the block scales linear (`block_scale=BS, global_scale=GS`)
+  Nvfp4SwizzledBlockScale, // 128x4-swizzled (`swizzled_block_scale=BS, global_scale=GS`)
 };
 
 struct RowOpInfo {
@@ -62,11 +81,18 @@ const RowOpInfo& rowOpInfo(RowOp op);
 /// The op a spec names (its row function and its quantization), or nullptr.
 const RowOpInfo* findRowOp(std::string_view name, RowQuant quant = RowQuant::None);
 
-/// The spelling of a quantization's keyword argument ("scale"), or "" for RowQuant::None.
-std::string_view quantKeyword(RowQuant quant);
+/// The keyword arguments of a quantization, naming the op's parameters after the first (the
+/// weight) in their order: {"scale"}, {"block_scale", "global_scale"}; none for RowQuant::None.
+std::vector<std::string_view> quantKeywords(RowQuant quant);
 
-/// The quantization a keyword names, or nullopt.
-std::optional<RowQuant> findQuantKeyword(std::string_view keyword);
+/// The quantization whose keywords are exactly `keywords` (in any order), or nullopt.
+std::optional<RowQuant> findQuant(const std::vector<std::string_view>& keywords);
+
+/// Every quantization that takes `keyword`.
+std::vector<RowQuant> quantsTaking(std::string_view keyword);
+
+/// Every quantization keyword, for messages: "'scale', 'token_scale', ...".
+std::string allQuantKeywords();
 
 } // namespace collc::ir
 

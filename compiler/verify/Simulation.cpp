@@ -3,6 +3,7 @@
 #include "compiler/Postcondition.h"
 #include "compiler/RowEpilogue.h"
 #include "compiler/execute/Walker.h"
+#include "compiler/interpret/Float4.h"
 #include "compiler/ir/RowOps.h"
 #include "compiler/ir/Visitor.h"
 
@@ -962,18 +963,63 @@ private:
       }
       write(s.loc, s.target, dst, at, rowThread, std::move(value), false, s.store);
     }
-    // A written parameter (a per-token scale): element t by row t's block, after the row's
-    // complete read above, from the row's values; no other statement names it (Sema).
+    // A written parameter (a per-token scale, NVFP4's block scales): row t's elements by row
+    // t's block, after the row's complete read above, from the row's values; no other statement
+    // names it (Sema). Row t's elements are the run of `per` at t * per (RowOps.h's
+    // writtenElementsPerRow: one scale, or its blocks); the swizzled matrix's are its padded
+    // blocks at their swizzled offsets where the count is a number, and the run of them at
+    // t * per where it is symbolic (a one-to-one renaming of the same elements). Elements past
+    // the last row's are not written.
+    const Affine rowCount =
+        config_.rowLength == 1 ? dst.length : Affine::constant(dst.length.v / config_.rowLength);
     for (size_t k : writtenParams) {
       const Resolved param = resolve(s.params[k].region, env);
+      const int64_t per = ir::writtenElementsPerRow(info.params[k].shape, config_.rowLength);
+      if (info.params[k].shape == ir::RowParamShape::SwizzledBlocks && rowCount.isConstant()) {
+        writeSwizzled(s.loc, s.params[k].region, param, paramWrites, rowCount.v, per, rowThread);
+        continue;
+      }
       std::vector<Affine> starts;
       for (const auto& [at, value] : paramWrites)
         if (arith_.less(Affine::constant(0), at))
-          starts.push_back(at);
+          starts.push_back(Arith::mul(at, per));
+      const Affine end = Arith::mul(rowCount, per);
+      if (arith_.less(end, param.length))
+        starts.push_back(end);
       splitAt(param, starts);
       for (const auto& [at, value] : paramWrites)
-        write(s.loc, s.params[k].region, param, at, rowThread, value, false, ir::StoreKind::Plain);
+        write(s.loc, s.params[k].region, param, Arith::mul(at, per), rowThread, value, false,
+              ir::StoreKind::Plain);
     }
+  }
+
+  /// Rows [0, rows)'s padded blocks (`padded` a row) of a swizzled block-scale matrix, each
+  /// element at its offset (interpret/Float4.h's nvfp4SwizzledOffset): writes[i] holds the value
+  /// of the rows from its row to the next entry's.
+  void writeSwizzled(llvm::SMLoc loc, const ir::Region& region, const Resolved& param,
+                     const std::vector<std::pair<Affine, Value>>& writes, int64_t rows,
+                     int64_t padded, const Thread& thread) {
+    const uint64_t blocks =
+        uint64_t(ir::writtenElementsPerRow(ir::RowParamShape::BlocksPerRow, config_.rowLength));
+    std::vector<std::pair<int64_t, const Value*>> cells;
+    for (size_t i = 0; i < writes.size(); ++i) {
+      const int64_t first = writes[i].first.v;
+      const int64_t last = i + 1 < writes.size() ? writes[i + 1].first.v : rows;
+      for (int64_t t = first; t < last; ++t)
+        for (int64_t b = 0; b < padded; ++b)
+          cells.push_back(
+              {int64_t(nvfp4SwizzledOffset(uint64_t(t), uint64_t(b), blocks)), &writes[i].second});
+    }
+    std::vector<Affine> cuts;
+    for (const auto& [at, value] : cells) {
+      if (at > 0)
+        cuts.push_back(Affine::constant(at));
+      if (arith_.less(Affine::constant(at + 1), param.length))
+        cuts.push_back(Affine::constant(at + 1));
+    }
+    splitAt(param, cuts);
+    for (const auto& [at, value] : cells)
+      write(loc, region, param, Affine::constant(at), thread, *value, false, ir::StoreKind::Plain);
   }
 
   Affine rowOf(const Affine& element) const {

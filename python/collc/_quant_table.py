@@ -56,6 +56,9 @@ def build_parser():
     parser.add_argument("--iters", type=int, default=20, help="replays per timed round")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds; the median is kept")
     parser.add_argument("--scale", type=float, default=0.01, help="the static FP8 scale")
+    parser.add_argument("--global-scale", type=float, default=600.0,
+                        help="NVFP4's global scale (default 600: blocks whose amax is over "
+                             "448 * 6 / 600 take the largest block scale)")
     parser.add_argument("--compile-epilogue", action="store_true",
                         help="the torch epilogue (add, rms_norm, quantization) through "
                              "torch.compile instead of eager torch ops")
@@ -80,6 +83,8 @@ def parse_args(argv=None):
             parser.error(f"--{name} must be at least 1")
     if args.scale <= 0:
         parser.error("--scale must be positive")
+    if args.global_scale <= 0:
+        parser.error("--global-scale must be positive")
     if args.smoke:
         # Few replays: on a shared GPU each flag exchange waits for a time slice.
         args.calls, args.iters, args.rounds = min(args.calls, 4), min(args.iters, 4), min(

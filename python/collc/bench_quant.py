@@ -6,8 +6,9 @@ collc's one fused kernel against the unfused step engines run, one process per G
 
 Paths (collc._quant_table.PATHS), each timed as graphs of --calls back-to-back calls replayed
 --iters times, the median of --rounds rounds, the slowest rank's:
-  fused       comm.fused_add_rms_norm_quant (quant "fp8", static scale; "fp8_per_token" where the
-              installed collc offers it);
+  fused       comm.fused_add_rms_norm_quant (quant "fp8", static scale; "fp8_per_token" and
+              "nvfp4", swizzled block scales with --global-scale, where the installed collc
+              offers them);
   nccl        dist.all_reduce (NCCL, in place) + residual add + rms_norm + quantization in torch:
               the baseline every ratio is to;
   collc_ar    collc's all_reduce + the same torch epilogue;
@@ -18,7 +19,10 @@ Paths (collc._quant_table.PATHS), each timed as graphs of --calls back-to-back c
 Every path's first call is checked against one float64 reference before it is timed: the
 residual sum exactly (the inputs are small multiples of 1/4), the FP8 codes within one code of the
 float64 value rounded (the torch epilogue rounds the norm to the input type first; the fused
-kernel rounds only once), and the fused codes within one code of each unfused path's. The timed
+kernel rounds only once), and the fused codes within one code of each unfused path's; NVFP4's
+block scales within one E4M3 code of float64's, each element within one E2M1 code of its float64
+value over the scale the path wrote, and the swizzled padding zero. The torch quantization of
+NVFP4 is collc._nvfp4's in float32 (blocks, scales, packing and the swizzle in torch ops). The timed
 graphs run on zeros, so in-place all-reduces replayed many times stay finite (no path's work
 depends on the values). Ranks that share a GPU (COLLC_SHARE_GPU=1) run over a gloo group: NCCL
 refuses two ranks on one GPU, so its path and torch's symmetric memory are not run, and the
@@ -32,6 +36,7 @@ import sys
 import torch
 import torch.distributed as dist
 
+from . import _nvfp4
 from ._errors import Error
 from ._quant_table import BASELINE, SHARED_WARNING, Results, chosen_quants, csv_text, markdown, \
     parse_args
@@ -40,7 +45,7 @@ E4M3_MAX = 448.0
 EPS = 1e-6
 _DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 # The quantizations this benchmark can check, and so time.
-_CHECKED_QUANTS = ("fp8", "fp8_per_token")
+_CHECKED_QUANTS = ("fp8", "fp8_per_token", "nvfp4")
 
 
 def _rms_norm():
@@ -72,11 +77,24 @@ def quantize_per_token(normed):
     return (f / scales).clamp_(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn), scales
 
 
+def quantize_nvfp4(normed, global_scale):
+    """NVFP4 with swizzled block scales, as the fused op returns it, in float32 torch ops:
+    (packed [rows, hidden / 2] as uint8, whose bytes are the fused op's float4_e2m1fn_x2 ones
+    (torch.compile's code generators lack that type), float8_e4m3fn scales
+    [round_up(rows, 128), round_up(hidden / 16, 4)])."""
+    codes, scale_bits = _nvfp4.quantize(normed.float(), global_scale)
+    return _nvfp4.pack(codes), _nvfp4.swizzle(scale_bits).view(torch.float8_e4m3fn)
+
+
 def make_epilogue(quant, compiled):
     """(reduced, residual, weight, scale) -> (q, scales, residual_out), and the quantization alone
     (normed, scale) -> (q, scales), in torch ops (or through torch.compile)."""
     def quantize(normed, scale):
-        return quantize_static(normed, scale) if quant == "fp8" else quantize_per_token(normed)
+        if quant == "fp8":
+            return quantize_static(normed, scale)
+        if quant == "nvfp4":
+            return quantize_nvfp4(normed, scale)
+        return quantize_per_token(normed)
 
     def epilogue(reduced, residual, weight, scale):
         residual_out = reduced.view_as(residual) + residual
@@ -161,6 +179,50 @@ class Check:
                       "one code from the float64 value")
 
 
+    def nvfp4(self, path, q, scales, normed, tokens, global_scale):
+        """Swizzled scales within one E4M3 code of float64's (their padding zero), and each
+        element within one E2M1 code of its float64 value times GS over the scale the path wrote.
+        Returns (element ordinals, scale bits) for the comparison between paths. The layout is
+        nvfp4_layout's."""
+        normed = normed.cpu()
+        hidden = normed.shape[1]
+        bits, padding = _nvfp4.unswizzle(scales.view(torch.uint8).cpu(), tokens,
+                                         hidden // _nvfp4.BLOCK)
+        if bool(padding.any()):
+            self.fail(f"{path}: {int((padding != 0).sum())} bytes of the swizzled scales' padding "
+                      "are not 0")
+        want = _nvfp4.e4m3_bits(global_scale * _nvfp4.block_amax(normed) / _nvfp4.E2M1_MAX)
+        # E4M3 bits of non-negative values are in value order, but NaN (0x7f) follows 448.
+        far = int((((bits.to(torch.int32) - want.to(torch.int32)).abs() > 1)
+                   | (bits & 0x7F == 0x7F)).sum())
+        if far:
+            self.fail(f"{path}: {far} of {bits.numel()} NVFP4 block scales are more than one code "
+                      "from the float64 value rounded")
+        got = _nvfp4.e2m1_ordinals(_nvfp4.unpack(q.view(torch.uint8).cpu()))
+        factor = _nvfp4.factors(_nvfp4.e4m3_values(bits), global_scale)
+        element = normed.view(tokens, -1, _nvfp4.BLOCK) * factor.unsqueeze(-1)
+        want = _nvfp4.e2m1_ordinals(_nvfp4.e2m1_codes(element)).view(tokens, hidden)
+        far = int(((got - want).abs() > 1).sum())
+        if far:
+            self.fail(f"{path}: {far} of {got.numel()} NVFP4 elements are more than one code from "
+                      "the float64 value rounded")
+        return got, bits
+
+
+def nvfp4_layout(q, scales, tokens, hidden):
+    """Why an NVFP4 result is not in the layout this benchmark checks (two E2M1 values a byte,
+    [tokens, hidden / 2]; swizzled float8_e4m3fn scales), or None."""
+    if not (isinstance(q, torch.Tensor) and isinstance(scales, torch.Tensor)):
+        return "its result is not (q, scales, residual_out) tensors"
+    want_scales = _nvfp4.swizzled_shape(tokens, hidden // _nvfp4.BLOCK)
+    if (q.element_size() != 1 or tuple(q.shape) != (tokens, hidden // 2)
+            or scales.dtype != torch.float8_e4m3fn or tuple(scales.shape) != want_scales):
+        return (f"it returned {q.dtype} of {tuple(q.shape)} with {scales.dtype} scales of "
+                f"{tuple(scales.shape)}, not packed E2M1 of {(tokens, hidden // 2)} with "
+                f"float8_e4m3fn scales of {want_scales}, the layout this benchmark checks")
+    return None
+
+
 def per_token_layout(q, scales, elements, tokens):
     """Why a per-token result is not in the layout this benchmark checks (float8_e4m3fn values
     of the input's size, one float32 scale per row), or None."""
@@ -228,8 +290,8 @@ class Paths:
 
     def call(self, path, x, residual, weight, scale):
         if path == "fused":
-            if self.quant == "fp8":
-                return self.comm.fused_add_rms_norm_quant(x, residual, weight, quant="fp8",
+            if self.quant in ("fp8", "nvfp4"):
+                return self.comm.fused_add_rms_norm_quant(x, residual, weight, quant=self.quant,
                                                           scale=scale)
             return self.comm.fused_add_rms_norm_quant(x, residual, weight, quant=self.quant)
         if path == "nccl":
@@ -274,7 +336,8 @@ class Communicators:
 
 def run_shape(paths, args, quant, hidden, tokens, dtype, rank, n, device, results):
     ref = Reference(n, tokens, hidden, dtype)
-    scale = torch.tensor([args.scale], dtype=torch.float32, device="cuda")
+    scale = torch.tensor([args.global_scale if quant == "nvfp4" else args.scale],
+                         dtype=torch.float32, device="cuda")
     weight = ref.weight
     residual_want, normed = ref.normed(rank)
     want_codes = None
@@ -282,6 +345,7 @@ def run_shape(paths, args, quant, hidden, tokens, dtype, rank, n, device, result
         v = (normed / float(scale.item())).clamp(-E4M3_MAX, E4M3_MAX)  # the float32 scale
         want_codes = codes(v.float().to(torch.float8_e4m3fn)).view(-1)
     check, fused_codes, unfused_codes = Check(), None, {}
+    fused_nvfp4, unfused_nvfp4 = None, {}
     for path in args.paths:
         reason = paths.why_not(path)
         if reason:
@@ -298,8 +362,10 @@ def run_shape(paths, args, quant, hidden, tokens, dtype, rank, n, device, result
             # What this torch or collc may lack (symmetric memory, a newer quantization's API):
             # said in the table, not fatal.
             error = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
-        if error is None and quant != "fp8":
+        if error is None and quant == "fp8_per_token":
             error = per_token_layout(q, scales, normed.numel(), tokens)
+        if error is None and quant == "nvfp4":
+            error = nvfp4_layout(q, scales, tokens, hidden)
         if not _agree(error is None, device):
             results.skip(quant, hidden, tokens, path, error or "failed on another rank")
             continue
@@ -310,6 +376,12 @@ def run_shape(paths, args, quant, hidden, tokens, dtype, rank, n, device, result
                 fused_codes = got
             elif got is not None:
                 unfused_codes[path] = got
+        elif quant == "nvfp4":
+            got = check.nvfp4(path, q, scales, normed, tokens, float(scale.item()))
+            if path == "fused":
+                fused_nvfp4 = got
+            else:
+                unfused_nvfp4[path] = got
         else:
             check.fp8_per_token(path, q, scales, normed, tokens)
         if not _agree(not check.failures, device):
@@ -324,6 +396,16 @@ def run_shape(paths, args, quant, hidden, tokens, dtype, rank, n, device, result
             far = int(((got - fused_codes).abs() > 1).sum())
             if far:
                 check.fail(f"fused and {path}: {far} FP8 codes differ by more than one")
+    if fused_nvfp4 is not None:
+        for path, (codes_, bits) in unfused_nvfp4.items():
+            scales_far = int(((bits.to(torch.int32) - fused_nvfp4[1].to(torch.int32)).abs()
+                              > 1).sum())
+            # Elements compare where both paths chose the same block scale.
+            same = (bits == fused_nvfp4[1]).repeat_interleave(_nvfp4.BLOCK, dim=1)
+            far = int((((codes_ - fused_nvfp4[0]).abs() > 1) & same).sum())
+            if scales_far or far:
+                check.fail(f"fused and {path}: {scales_far} NVFP4 block scales and {far} elements "
+                           "(of blocks with the same scale) differ by more than one code")
     if not _agree(not check.failures, device):
         raise Error(f"rank {rank}: " + ("; ".join(check.failures) or "wrong on another rank"))
 
@@ -334,7 +416,8 @@ def _notes(args, n, shared, missing):
              f"{torch.__version__}, {args.dtype}; graphs of {args.calls} calls x {args.iters} "
              f"replays, median of {args.rounds} rounds, the slowest rank; µs per call",
              f"torch epilogue: {'torch.compile' if args.compile_epilogue else 'eager torch ops'}, "
-             f"{RMS_NORM_NAME}; static scale {args.scale}; timed on zeros (checked first on "
+             f"{RMS_NORM_NAME}; static scale {args.scale}, NVFP4 global scale "
+             f"{args.global_scale}; timed on zeros (checked first on "
              "values)"]
     notes += [f"quant={q}: not run: {why}" for q, why in missing.items()]
     if shared:

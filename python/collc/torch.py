@@ -30,12 +30,20 @@ _SPECS = {"allgather": "allgather_direct", "reducescatter": "reducescatter_direc
           "broadcast": "broadcast_direct", "reduce": "reduce_direct",
           "alltoall": "alltoall_direct", "rmsnorm": "allreduce_rmsnorm",
           "rmsnorm_fp8": "allreduce_rmsnorm_fp8",
-          "rmsnorm_fp8_per_token": "allreduce_rmsnorm_fp8_per_token"}
+          "rmsnorm_fp8_per_token": "allreduce_rmsnorm_fp8_per_token",
+          "rmsnorm_nvfp4_swizzled": "allreduce_rmsnorm_nvfp4",
+          "rmsnorm_nvfp4_linear": "allreduce_rmsnorm_nvfp4_linear"}
 # The quantized outputs fused_add_rms_norm_quant makes (dsl/README.md, Quantized outputs and
 # Per-token scales).
-_QUANTS = ("fp8", "fp8_per_token")
+_QUANTS = ("fp8", "fp8_per_token", "nvfp4")
+# NVFP4's block scales: the 128x4-swizzled layout the block-scaled GEMMs read, or row-major.
+_SCALE_LAYOUTS = ("swizzled", "linear")
 # The per-token spec's aux buffers are residual, residual_out, weight, scale: the scale's index.
 _PER_TOKEN_SCALE_AUX = 3
+# The NVFP4 specs' are residual, residual_out, weight, block_scale, global_scale.
+_NVFP4_BLOCK_SCALE_AUX = 3
+# NVFP4 packs two E2M1 values a byte: torch's type for such a byte where this torch has it.
+_FP4_DTYPE = getattr(torch, "float4_e2m1fn_x2", torch.uint8)
 _ONESHOT_LIMIT = 1 << 20
 # Instances a default heap holds at max_bytes (each op, type and operator used takes one).
 _DEFAULT_INSTANCES = 8
@@ -295,17 +303,35 @@ class Communicator:
             return _fused_add_rms_norm_eager(self, x, residual, weight, eps)
         return torch.ops.collc.fused_add_rms_norm(x, residual, weight, self.handle, eps)
 
-    def fused_add_rms_norm_quant(self, x, residual, weight, eps=1e-6, quant="fp8", scale=None):
+    def fused_add_rms_norm_quant(self, x, residual, weight, eps=1e-6, quant="fp8", scale=None,
+                                 scale_layout=None):
         """fused_add_rms_norm whose normalized rows are stored quantized for the next GEMM, in
-        one kernel: returns (q, scale, allreduce(x) + residual). quant="fp8": q is
+        one kernel: returns (q, scales, allreduce(x) + residual). quant="fp8": q is
         torch.float8_e4m3fn, e4m3(rmsnorm(...) * weight / scale[0]) rounded to nearest even and
         saturating at +-448, with the caller's per-tensor scale (a float32 tensor of one element
         on this GPU), which is returned as given. quant="fp8_per_token": the kernel computes each
         row's scale, max(amax / 448, 1 / (448 * 512)), and returns them as a float32 tensor of
-        [rows, 1]; q is e4m3(row / its scale). It takes no scale=."""
+        [rows, 1]; q is e4m3(row / its scale). It takes no scale=. quant="nvfp4": scale= is the
+        global scale GS (float32, one element); each block of 16 elements of a row gets the scale
+        SF = e4m3(GS * amax / 6) and its elements e2m1(x * GS / SF); q is [rows, hidden / 2]
+        bytes of two E2M1 values (torch.float4_e2m1fn_x2, or uint8 where torch lacks it), scales
+        torch.float8_e4m3fn, in scale_layout "swizzled" (the default: the 128x4 tiles the
+        block-scaled GEMMs read, [round_up(rows, 128), round_up(hidden / 16, 4)], padding 0) or
+        "linear" ([rows, hidden / 16])."""
         if quant not in _QUANTS:
-            raise Error(f"quant={quant!r} is not one collc makes: {', '.join(_QUANTS)} (NVFP4 is "
-                        "not in this version)")
+            raise Error(f"quant={quant!r} is not one collc makes: {', '.join(_QUANTS)}")
+        if quant == "nvfp4":
+            layout = "swizzled" if scale_layout is None else scale_layout
+            if layout not in _SCALE_LAYOUTS:
+                raise Error(f"scale_layout={scale_layout!r} is not one collc makes: "
+                            f"{', '.join(_SCALE_LAYOUTS)}")
+            if scale is None:
+                raise Error("quant='nvfp4' needs scale=, the global scale: a float32 tensor of "
+                            "one element")
+            return torch.ops.collc.fused_add_rms_norm_nvfp4(x, residual, weight, scale,
+                                                            self.handle, eps, layout)
+        if scale_layout is not None:
+            raise Error(f"scale_layout= is NVFP4's (quant='nvfp4'); quant={quant!r} takes none")
         if quant == "fp8_per_token":
             if scale is not None:
                 raise Error("quant='fp8_per_token' computes each row's scale and returns it: "
@@ -457,11 +483,15 @@ def _check_fused_rows(c, x, residual, weight, eps):
     return hidden
 
 
-def _fused_add_rms_norm_fp8_impl(c, x, residual, weight, scale, eps):
-    hidden = _check_fused_rows(c, x, residual, weight, eps)
+def _check_scale(scale, x, what="scale"):
     if (not isinstance(scale, torch.Tensor) or scale.dtype != torch.float32 or scale.numel() != 1
             or scale.device != x.device):
-        raise Error(f"scale must be a float32 tensor of one element on {x.device}")
+        raise Error(f"{what} must be a float32 tensor of one element on {x.device}")
+
+
+def _fused_add_rms_norm_fp8_impl(c, x, residual, weight, scale, eps):
+    hidden = _check_fused_rows(c, x, residual, weight, eps)
+    _check_scale(scale, x)
     out = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device)
     residual_out = torch.empty_like(residual)
     if x.numel():
@@ -487,6 +517,66 @@ def _fused_add_rms_norm_fp8_per_token_impl(c, x, residual, weight, eps):
     return out, scales, residual_out
 
 
+def _round_up(a, b):
+    return -(-a // b) * b
+
+
+def _nvfp4_shapes(tokens, hidden, layout):
+    """(packed values, block scales) of `tokens` rows of `hidden` elements quantized to NVFP4."""
+    blocks = hidden // 16
+    scales = ((_round_up(tokens, 128), _round_up(blocks, 4)) if layout == "swizzled"
+              else (tokens, blocks))
+    return (tokens, hidden // 2), scales
+
+
+def _nvfp4_instance(c, dtype, hidden, layout):
+    kind = f"rmsnorm_nvfp4_{layout}"
+    try:
+        return c._instance(kind, dtype, row_length=hidden)
+    except Error as error:
+        if "the standard library has no spec of that name" not in str(error):
+            raise
+        raise Error(f"quant='nvfp4' with scale_layout={layout!r} runs the stdlib spec "
+                    f"{_SPECS[kind]}, which this collc library does not have", error.status) \
+            from None
+
+
+def _check_nvfp4_declared(compiled, layout, tokens, hidden, scale_count):
+    """The kernel writes what the spec declares: never past the tensors the op made."""
+    declared = (compiled.output_dtype, compiled.aux_dtypes[_NVFP4_BLOCK_SCALE_AUX:],
+                compiled.aux_count(_NVFP4_BLOCK_SCALE_AUX, tokens * hidden))
+    if declared != ("float4_e2m1fn_x2", ["float8_e4m3fn", "float32"], scale_count):
+        raise Error(f"the stdlib spec {_SPECS['rmsnorm_nvfp4_' + layout]} declares an output of "
+                    f"{declared[0]} and scales of {declared[1]}, {declared[2]} block scales for "
+                    f"{tokens} rows of {hidden} elements; expected float4_e2m1fn_x2, "
+                    f"[float8_e4m3fn, float32] and {scale_count}")
+
+
+def _fused_add_rms_norm_nvfp4_impl(c, x, residual, weight, global_scale, eps, layout):
+    if layout not in _SCALE_LAYOUTS:
+        raise Error(f"scale_layout={layout!r} is not one collc makes: {', '.join(_SCALE_LAYOUTS)}")
+    if isinstance(weight, torch.Tensor) and weight.numel() % 16:
+        raise Error(f"quant='nvfp4' quantizes rows in blocks of 16 elements: weight.numel() = "
+                    f"{weight.numel()} is not a multiple of 16")
+    hidden = _check_fused_rows(c, x, residual, weight, eps)
+    _check_scale(global_scale, x, "scale (the global scale)")
+    tokens = x.numel() // hidden
+    q_shape, scale_shape = _nvfp4_shapes(tokens, hidden, layout)
+    q = torch.empty(q_shape, dtype=torch.uint8, device=x.device).view(_FP4_DTYPE)
+    # The GEMM reads whole 128x4 tiles: their padding must be 0. The swizzled spec writes each
+    # row's padding blocks as 0 but no padding row: those are zeroed here.
+    padding_rows = layout == "swizzled" and tokens % 128 != 0
+    scales = (torch.zeros if padding_rows else torch.empty)(
+        scale_shape, dtype=torch.uint8, device=x.device).view(torch.float8_e4m3fn)
+    residual_out = torch.empty_like(residual)
+    if x.numel():
+        instance = _nvfp4_instance(c, _DTYPES[x.dtype], hidden, layout)
+        _check_nvfp4_declared(instance.compiled, layout, tokens, hidden, scales.numel())
+        c._launch(instance, x, q, x.numel(),
+                  aux=(residual, residual_out, weight, scales, global_scale))
+    return q, scales, residual_out
+
+
 # ---- the custom ops
 _LIB = torch.library.Library("collc", "DEF")
 _LIB.define("all_reduce(Tensor x, int comm, str op) -> Tensor")
@@ -502,6 +592,9 @@ _LIB.define("fused_add_rms_norm_fp8(Tensor x, Tensor residual, Tensor weight, Te
             "int comm, float eps) -> (Tensor, Tensor)")
 _LIB.define("fused_add_rms_norm_fp8_per_token(Tensor x, Tensor residual, Tensor weight, "
             "int comm, float eps) -> (Tensor, Tensor, Tensor)")
+_LIB.define("fused_add_rms_norm_nvfp4(Tensor x, Tensor residual, Tensor weight, "
+            "Tensor global_scale, int comm, float eps, str scale_layout) "
+            "-> (Tensor, Tensor, Tensor)")
 
 
 def _nranks(handle):
@@ -547,9 +640,16 @@ def _fused_add_rms_norm_fp8_per_token_kernel(x, residual, weight, comm, eps):
     return _fused_add_rms_norm_fp8_per_token_impl(_communicator(comm), x, residual, weight, eps)
 
 
+def _fused_add_rms_norm_nvfp4_kernel(x, residual, weight, global_scale, comm, eps,
+                                     scale_layout):
+    return _fused_add_rms_norm_nvfp4_impl(_communicator(comm), x, residual, weight, global_scale,
+                                          eps, scale_layout)
+
+
 # The C++ kernels (torchops/) do not include the quantized ops: they run on the Python path on both.
 _LIB.impl("fused_add_rms_norm_fp8", _fused_add_rms_norm_fp8_kernel, "CUDA")
 _LIB.impl("fused_add_rms_norm_fp8_per_token", _fused_add_rms_norm_fp8_per_token_kernel, "CUDA")
+_LIB.impl("fused_add_rms_norm_nvfp4", _fused_add_rms_norm_nvfp4_kernel, "CUDA")
 
 
 def _make_instance(comm, kind, dtype, op, root, row_length, instance, in_place, status,
@@ -732,4 +832,14 @@ def _fused_add_rms_norm_fp8_per_token_fake(x, residual, weight, comm, eps):
     tokens = x.numel() // weight.numel()
     return (torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device),
             torch.empty((tokens, 1), dtype=torch.float32, device=x.device),
+            torch.empty_like(residual))
+
+
+@torch.library.register_fake("collc::fused_add_rms_norm_nvfp4")
+def _fused_add_rms_norm_nvfp4_fake(x, residual, weight, global_scale, comm, eps, scale_layout):
+    hidden = weight.numel()
+    q_shape, scale_shape = _nvfp4_shapes(x.numel() // hidden if hidden else 0, hidden,
+                                         scale_layout)
+    return (torch.empty(q_shape, dtype=_FP4_DTYPE, device=x.device),
+            torch.empty(scale_shape, dtype=torch.float8_e4m3fn, device=x.device),
             torch.empty_like(residual))

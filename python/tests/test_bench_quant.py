@@ -1,6 +1,7 @@
 """python -m collc.bench_quant: its options, the quantizations it picks, and its tables (no torch
-needed); on a GPU machine, with COLLC_BENCH_TESTS=1, its smoke run at 2 ranks (sharing GPU 0 where
-there is one GPU), every path checked before it is timed."""
+needed); its NVFP4 check on the CPU (where torch is installed); on a GPU machine, with
+COLLC_BENCH_TESTS=1, its smoke run at 2 ranks (sharing GPU 0 where there is one GPU), every path
+checked before it is timed."""
 
 import csv
 import io
@@ -33,6 +34,7 @@ def test_smoke_shortens_the_graphs_but_keeps_the_shapes():
     (["--tokens", "0"], "positive integers"),
     (["--calls", "0"], "--calls must be at least 1"),
     (["--scale", "-1"], "--scale must be positive"),
+    (["--global-scale", "0"], "--global-scale must be positive"),
 ])
 def test_bad_options_are_refused_with_their_name(argv, words, capsys):
     with pytest.raises(SystemExit):
@@ -102,3 +104,45 @@ def test_smoke_run_on_the_gpu():
                          timeout=300)
     assert run.returncode == 0, run.stdout[-6000:]
     assert "| fp8 | 4096 | 32 |" in run.stdout, run.stdout[-6000:]
+    assert "| nvfp4 | 4096 | 32 |" in run.stdout, run.stdout[-6000:]
+
+
+def test_the_nvfp4_check_takes_the_torch_quantization_and_finds_what_is_wrong():
+    """The NVFP4 path's check (CPU): the torch quantization of the norm rounded to bf16 passes
+    (within one code of float64), a value two codes off, a scale two codes off and a nonzero
+    padding byte each fail, and a layout other than the swizzled one is named."""
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    from collc import bench_quant as bq
+    tokens, hidden, gs = 5, 48, 600.0
+    normed = torch.randn(tokens, hidden, dtype=torch.float64,
+                         generator=torch.Generator().manual_seed(11)) * 2
+    q, scales = bq.quantize_nvfp4(normed.to(torch.bfloat16), torch.tensor([gs]))
+    assert bq.nvfp4_layout(q, scales, tokens, hidden) is None
+    check = bq.Check()
+    codes, bits = check.nvfp4("nccl", q, scales, normed, tokens, gs)
+    assert check.failures == [] and codes.shape == (tokens, hidden) and bits.shape == (tokens, 3)
+
+    def failures(q, scales):
+        check = bq.Check()
+        check.nvfp4("fused", q, scales, normed, tokens, gs)
+        return check.failures
+
+    raw = q.view(torch.uint8).clone()
+    low = int(raw[2, 3]) & 0xF
+    raw[2, 3] = (raw[2, 3] & 0xF0) | (low + 2 if low % 8 < 5 else low - 2)
+    assert "1 of 240 NVFP4 elements are more than one code" in failures(
+        raw.view(q.dtype), scales)[0]
+    from collc import _nvfp4
+    raw = scales.view(torch.uint8).clone()
+    raw.view(-1)[_nvfp4.swizzled_offset(4, 1, 3)] += 2
+    assert any("1 of 15 NVFP4 block scales" in f for f in failures(
+        q, raw.view(torch.float8_e4m3fn)))
+    raw = scales.view(torch.uint8).clone()
+    raw.view(-1)[_nvfp4.swizzled_offset(0, 0, 3)] = 0x7F  # NaN: the bits after 448's
+    assert any("1 of 15 NVFP4 block scales" in f for f in failures(
+        q, raw.view(torch.float8_e4m3fn)))
+    raw = scales.view(torch.uint8).clone()
+    raw.view(-1)[3] = 1  # row 0's fourth block: padding (3 blocks a row)
+    assert "1 bytes of the swizzled scales' padding are not 0" in failures(
+        q, raw.view(torch.float8_e4m3fn))[0]
+    assert "not packed E2M1 of (5, 24)" in bq.nvfp4_layout(q, scales[:5, :3], tokens, hidden)

@@ -74,6 +74,35 @@ def test_the_per_token_spec_writes_one_scale_a_row():
         tokens * 1024, tokens * 1024, 1024, tokens]
 
 
+# The NVFP4 stdlib specs collc.torch's quant="nvfp4" runs, by scale layout.
+NVFP4_SPECS = {"swizzled": "allreduce_rmsnorm_nvfp4", "linear": "allreduce_rmsnorm_nvfp4_linear"}
+
+
+def compile_stdlib_or_skip(spec, **options):
+    try:
+        return collc.compile(spec, **options)
+    except collc.Error as error:
+        if "the standard library has no spec of that name" in str(error):
+            pytest.skip(f"this collc library's stdlib has no {spec}")
+        raise
+
+
+@pytest.mark.parametrize("layout", sorted(NVFP4_SPECS))
+def test_the_nvfp4_specs_declare_the_buffers_collc_torch_passes(layout):
+    """residual, residual_out, weight, then the block scales (aux 3: one E4M3 per 16 elements of
+    a row, linear or padded to 128 rows x 4 blocks) and the global scale (aux 4, one float32);
+    the output two E2M1 values a byte. 1040 elements a row: 65 blocks, padded to 68."""
+    compiled = compile_stdlib_or_skip(NVFP4_SPECS[layout], nranks=2, dtype="bfloat16",
+                                      row_length=1040)
+    assert compiled.output_dtype == "float4_e2m1fn_x2"
+    assert compiled.aux_dtypes == ["bfloat16"] * 3 + ["float8_e4m3fn", "float32"]
+    assert not compiled.in_place
+    for tokens in (1, 7, 130):
+        scales = tokens * 65 if layout == "linear" else -(-tokens // 128) * 128 * 68
+        assert [compiled.aux_count(k, tokens * 1040) for k in range(compiled.naux)] == [
+            tokens * 1040, tokens * 1040, 1040, scales, 1]
+
+
 PER_ROW_SPEC = """collective per_row kind allreduce
   rows hidden = 64
   buffers in: T[n], out: T[n], y: T[n], weight: T[hidden], token_scale: f32[n / hidden], swizzled: fp8e4m3[round_up(n / hidden, 128) * round_up(ceil_div(hidden, 16), 4)]

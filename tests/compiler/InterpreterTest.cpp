@@ -67,6 +67,18 @@ std::vector<int> rankCounts(const ir::Program& spec) {
   return counts;
 }
 
+/// The row length to interpret a spec with rows at: 8, or 16 where a statement quantizes NVFP4
+/// (whole blocks of 16 elements).
+int64_t rowLengthFor(const ir::Program& spec) {
+  for (const ir::Step& step : spec.steps)
+    for (const ir::Stmt& stmt : step.body)
+      if (stmt->kind == ir::StmtKind::Row &&
+          (stmt->as<ir::RowStmt>().op == ir::RowOp::RmsNormNvfp4 ||
+           stmt->as<ir::RowStmt>().op == ir::RowOp::RmsNormNvfp4Swizzled))
+        return 16;
+  return 8;
+}
+
 class Interpreter : public testing::TestWithParam<SpecCase> {};
 
 TEST_P(Interpreter, SpecGivesItsKindAndEveryLoweringGivesTheSpec) {
@@ -91,7 +103,7 @@ TEST_P(Interpreter, SpecGivesItsKindAndEveryLoweringGivesTheSpec) {
         options.sync = sync;
         options.op = op;
         options.experimentalLL128 = true;
-        options.rowLength = rows ? 8 : 0;
+        options.rowLength = rows ? rowLengthFor(*first->spec) : 0;
         std::ostream refusedSink(nullptr);
         auto programs =
             lowerVariantPrograms(spec.source, options, refusedSink, op == ReduceOp::Sum);

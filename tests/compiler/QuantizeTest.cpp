@@ -103,11 +103,12 @@ TEST(Quantize, MismatchedElementTypesAreRefusedAtTheirPlace) {
        reduce,
        "error: unknown element type 'fp8e5m2'; expected 'T' (the variant's, chosen with "
        "--dtype) or f32, f16, bf16, fp8e4m3 or fp4e2m1"},
-      // No statement stores fp4e2m1 yet: a buffer of it is refused wherever it is named.
+      // Only NVFP4's quantization stores fp4e2m1.
       {"rmsnorm into an fp4 target",
        "out: fp4e2m1[n], residual: T[n], residual_out: T[n], weight: T[hidden], scale: f32[1]",
        reduce + "    out = rmsnorm(residual_out, weight)\n",
-       "q.coll:11:5: error: the target 'out' holds fp4e2m1 elements, but 'rmsnorm' writes T\n"},
+       "q.coll:11:5: error: the target 'out' holds fp4e2m1 elements, but 'rmsnorm' writes T; "
+       "quantize the result to store it as fp4e2m1\n"},
       {"an fp8 quantization into an fp4 target",
        "out: fp4e2m1[n], residual: T[n], residual_out: T[n], weight: T[hidden], scale: f32[1]",
        reduce + "    out = quantize(rmsnorm(residual_out, weight), scale=scale)\n",
@@ -116,10 +117,14 @@ TEST(Quantize, MismatchedElementTypesAreRefusedAtTheirPlace) {
       {"a put of an fp8 buffer", kBuffers,
        reduce + "    for p in peers { put out -> p.slot[rank] }\n",
        "error: 'out' holds fp8e4m3 elements, but the source of 'put' must hold T"},
-      {"another quantization keyword", kBuffers,
+      {"an unknown quantization keyword", kBuffers,
+       reduce + "    out = quantize(rmsnorm(residual_out, weight), tensor_scale=scale)\n",
+       "q.coll:11:51: error: unknown keyword 'tensor_scale' in 'quantize'; it takes 'scale', "
+       "'token_scale', 'block_scale', 'global_scale', 'swizzled_block_scale'"},
+      {"another quantization's keyword", kBuffers,
        reduce + "    out = quantize(rmsnorm(residual_out, weight), block_scale=scale)\n",
-       "error: expected 'scale=S' (a per-tensor f32[1] scale) or 'token_scale=S' (an f32 per "
-       "row, written) in 'quantize', found 'block_scale'"},
+       "q.coll:11:11: error: 'quantize' with 'block_scale' needs 'global_scale=...' too: "
+       "'quantize(rmsnorm(...), block_scale=..., global_scale=...)'"},
   };
   for (const Refusal& c : cases) {
     const std::string d = check(quantSpec(c.buffers, c.step));

@@ -65,8 +65,10 @@ TEST(RowOps, EveryOpHasOneEntryFoundByItsNameWithEmbeddedDeviceFiles) {
     ASSERT_NE(ir::findRowOp(info.name, info.quant), nullptr) << info.displayName;
     EXPECT_EQ(ir::findRowOp(info.name, info.quant)->op, info.op) << info.displayName;
     EXPECT_EQ(&ir::rowOpInfo(info.op), &info) << info.displayName;
+    // Its quantization's keywords name the parameters after the weight, and find it back.
+    EXPECT_EQ(ir::quantKeywords(info.quant).size() + 1, info.params.size()) << info.displayName;
     if (info.quant != ir::RowQuant::None) {
-      EXPECT_EQ(ir::findQuantKeyword(ir::quantKeyword(info.quant)), info.quant);
+      EXPECT_EQ(ir::findQuant(ir::quantKeywords(info.quant)), info.quant) << info.displayName;
     }
     EXPECT_FALSE(info.helperFiles.empty()) << info.displayName;
     for (std::string_view helper : info.helperFiles) {

@@ -172,6 +172,43 @@ TEST(Parser, RowsAddendsAndRmsNorm) {
       << r.printed;
 }
 
+// quantize's keyword arguments in the order written, each with its source after the weight; which
+// keywords go together is the compiler's (an unknown one parses).
+TEST(Parser, QuantizeTakesKeywordArguments) {
+  auto r = parse(R"(collective q kind allreduce
+  rows hidden
+  buffers in: T[n], out: fp4e2m1[n], y: T[n], w: T[hidden], bs: fp8e4m3[n], gs: f32[1]
+{
+  step a {
+    out = quantize(rmsnorm(y, w), swizzled_block_scale=bs, global_scale=gs)
+    out = quantize(rmsnorm(y, w), whatever=gs)
+  }
+}
+)");
+  ASSERT_TRUE(r.spec) << r.diagnostics;
+  const auto& stmt = *r.spec->steps[0].body[0];
+  ASSERT_EQ(stmt.quantize.size(), 2u);
+  EXPECT_EQ(stmt.quantize[0].keyword, "swizzled_block_scale");
+  EXPECT_EQ(stmt.quantize[1].keyword, "global_scale");
+  ASSERT_EQ(stmt.sources.size(), 4u);
+  EXPECT_EQ(stmt.sources[2].name, "bs");
+  EXPECT_EQ(stmt.sources[3].name, "gs");
+  EXPECT_NE(r.printed.find("RowNorm out = quantize(rmsnorm(y, w), swizzled_block_scale=bs, "
+                           "global_scale=gs)\n"),
+            std::string::npos)
+      << r.printed;
+  EXPECT_EQ(r.spec->steps[0].body[1]->quantize.at(0).keyword, "whatever");
+  for (const char* bad : {"quantize(rmsnorm(y, w), block_scale=bs, block_scale=bs)",
+                          "quantize(rmsnorm(y, w), 3=bs)", "quantize(rmsnorm(y, w), scale)"}) {
+    auto refused = parse(std::string("collective q kind allreduce\n  rows hidden\n  buffers "
+                                     "in: T[n], out: T[n], w: T[hidden], bs: f32[1]\n{\n  step a "
+                                     "{ out = ") +
+                         bad + " }\n}\n");
+    EXPECT_FALSE(refused.spec) << bad;
+    EXPECT_NE(refused.diagnostics.find("error: "), std::string::npos) << bad;
+  }
+}
+
 TEST(Parser, RowsWithoutDefaultLength) {
   auto r = parse("collective c kind allreduce rows h buffers in: T[n], out: T[n] "
                  "{ step a: out = in }");

@@ -51,7 +51,8 @@ void PrintTo(const CoResidentCase& c, std::ostream* os) {
 
 bool hasRows(const std::string& spec) {
   return spec == "allreduce_rmsnorm" || spec == "allreduce_rmsnorm_fp8" ||
-         spec == "allreduce_rmsnorm_fp8_per_token";
+         spec == "allreduce_rmsnorm_fp8_per_token" || spec == "allreduce_rmsnorm_nvfp4" ||
+         spec == "allreduce_rmsnorm_nvfp4_linear";
 }
 
 CoResidentVariant compileCoResident(const CoResidentCase& c, int multiprocessors) {

@@ -58,7 +58,9 @@ template <typename Visit> void forEachVariant(Visit visit) {
     // special values, every op) does not give; RmsNormGpuTest.cpp and QuantGpuTest.cpp cover them.
     if (std::string(facts.name) == "allreduce_rmsnorm" ||
         std::string(facts.name) == "allreduce_rmsnorm_fp8" ||
-        std::string(facts.name) == "allreduce_rmsnorm_fp8_per_token")
+        std::string(facts.name) == "allreduce_rmsnorm_fp8_per_token" ||
+        std::string(facts.name) == "allreduce_rmsnorm_nvfp4" ||
+        std::string(facts.name) == "allreduce_rmsnorm_nvfp4_linear")
       continue;
     for (SyncKind sync : tests::kGpuStrategies)
       for (ReduceOp op : kAllReduceOps)

@@ -7,6 +7,10 @@
 // The per-token spec (allreduce_rmsnorm_fp8_per_token.coll, suite PerToken) runs the same check
 // at 2, 4 and 8 ranks under each strategy it accepts, the hidden sizes taken in turn, 1, 7 and 64
 // tokens: its written scales are checked with the outputs (each within the reference's bound).
+// The NVFP4 specs (allreduce_rmsnorm_nvfp4.coll, swizzled block scales, and _linear, suite Nvfp4)
+// run the same check at 2, 4 and 8 ranks under each strategy, the layouts and hidden sizes taken
+// in turn, 1, 7 and 64 tokens: the e2m1 codes and the written block scales bit for bit except
+// within the fp32 computation's error of a rounding boundary (counted), then a graph of calls.
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
 #include "runtime/SharedGpuWorld.h"
@@ -24,6 +28,7 @@ namespace {
 
 constexpr const char* kSpec = "allreduce_rmsnorm_fp8";
 constexpr const char* kPerTokenSpec = "allreduce_rmsnorm_fp8_per_token";
+constexpr const char* kNvfp4Specs[] = {"allreduce_rmsnorm_nvfp4", "allreduce_rmsnorm_nvfp4_linear"};
 constexpr int64_t kHiddenSizes[] = {2048, 4096, 5120, 8192};
 constexpr uint64_t kTokens[] = {1, 3, 17, 64};
 constexpr uint64_t kPerTokenTokens[] = {1, 7, 64};
@@ -69,9 +74,36 @@ std::vector<QuantCase> perTokenCases() {
   return cases;
 }
 
+/// The NVFP4 specs at 2, 4 and 8 ranks under each strategy they accept, the layout (swizzled or
+/// linear) and the hidden size a case in turn: 9 kernel compiles, both layouts under every
+/// strategy across the rank counts.
+std::vector<QuantCase> nvfp4Cases() {
+  std::vector<QuantCase> cases;
+  size_t next = 0;
+  for (int nranks : {2, 4, 8})
+    for (SyncKind sync : tests::kGpuStrategies) {
+      const char* spec = kNvfp4Specs[next % std::size(kNvfp4Specs)];
+      const tests::StdlibSpecFacts* facts = tests::findStdlibSpec(spec);
+      if (!facts || !tests::specAccepts(*facts, sync, ReduceOp::Sum))
+        continue;
+      const int64_t hidden = kHiddenSizes[next % std::size(kHiddenSizes)];
+      const DType dtype = kAllDTypes[next % std::size(kAllDTypes)];
+      ++next;
+      cases.push_back({nranks, spec, sync, dtype, ReduceOp::Sum, 0, hidden});
+    }
+  return cases;
+}
+
+bool isNvfp4(const QuantCase& c) {
+  return std::string(c.spec) == kNvfp4Specs[0] || std::string(c.spec) == kNvfp4Specs[1];
+}
+
 const gputest::CoResidentVariant& variantFor(const QuantCase& c) {
   static gputest::CoResidentVariants variants(quantCases);
   static gputest::CoResidentVariants perToken(perTokenCases);
+  static gputest::CoResidentVariants nvfp4(nvfp4Cases);
+  if (isNvfp4(c))
+    return nvfp4.of(c);
   return std::string(c.spec) == kPerTokenSpec ? perToken.of(c) : variants.of(c);
 }
 
@@ -83,11 +115,11 @@ TEST_P(QuantOneGpu, EveryCallMatchesFloat64ReferenceBitForBit) {
   ASSERT_TRUE(variant.error.empty()) << variant.error;
   const CompiledCollective& compiled = variant.compiled;
   ASSERT_EQ(compiled.rowLength, c.rowLength);
-  ASSERT_EQ(compiled.outputType(), ElementType::F8E4M3);
-  const bool perToken = std::string(c.spec) == kPerTokenSpec;
+  ASSERT_EQ(compiled.outputType(), isNvfp4(c) ? ElementType::F4E2M1 : ElementType::F8E4M3);
+  const bool fewerTokens = std::string(c.spec) == kPerTokenSpec || isNvfp4(c);
   const std::vector<uint64_t> tokenCounts =
-      perToken ? std::vector<uint64_t>(std::begin(kPerTokenTokens), std::end(kPerTokenTokens))
-               : std::vector<uint64_t>(std::begin(kTokens), std::end(kTokens));
+      fewerTokens ? std::vector<uint64_t>(std::begin(kPerTokenTokens), std::end(kPerTokenTokens))
+                  : std::vector<uint64_t>(std::begin(kTokens), std::end(kTokens));
   const uint64_t maxCount = tokenCounts.back() * uint64_t(c.rowLength);
   Expected<std::unique_ptr<CollectiveInstance>> instance =
       CollectiveInstance::create(*world_, compiled, variant.cubin, maxCount);
@@ -128,6 +160,10 @@ INSTANTIATE_TEST_SUITE_P(Stdlib, QuantOneGpu, ::testing::ValuesIn(quantCases()),
                            return gputest::caseName(info.param);
                          });
 INSTANTIATE_TEST_SUITE_P(PerToken, QuantOneGpu, ::testing::ValuesIn(perTokenCases()),
+                         [](const ::testing::TestParamInfo<QuantCase>& info) {
+                           return gputest::caseName(info.param);
+                         });
+INSTANTIATE_TEST_SUITE_P(Nvfp4, QuantOneGpu, ::testing::ValuesIn(nvfp4Cases()),
                          [](const ::testing::TestParamInfo<QuantCase>& info) {
                            return gputest::caseName(info.param);
                          });

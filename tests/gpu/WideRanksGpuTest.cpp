@@ -4,7 +4,7 @@
 // queue each, and CUDA has 32); at 64 and 72 every call of every rank is one cooperative launch of
 // the kernel's <kernel>_ranks entry point (runtime/RankLaunch.h). A rank count past the range a
 // spec declares is compiled from a copy of the spec that declares it alone, proved at that count
-// (tests/SpecForRanks.h); eight specs stop short of 72 (mostRanksRunHere says where and why). One
+// (tests/SpecForRanks.h); ten specs stop short of 72 (mostRanksRunHere says where and why). One
 // element type per case (it goes round the specs and strategies), the three counts of
 // tests/ManyRankCounts.h (1: every chunk but the first empty; one element in the last chunk; a
 // partial last chunk, long at 16 ranks), three eager calls each, then a CUDA graph of four
@@ -34,10 +34,10 @@ constexpr int kGraphCalls = 4;
 /// more than 50000000 steps of work"; chunk(n) makes the proof run 8 R classes of n, each with work
 /// growing as R^2). broadcast_direct and reduce_direct (2..52 and 2..48, each spec says why):
 /// copies at 64 ranks took over 5 minutes to prove, and at 72 were refused after 4, against 9 s
-/// at 32. allreduce_rmsnorm and the two allreduce_rmsnorm_fp8 specs (the specs with rows): their
-/// counts are whole rows of 4096, R + 1 of them for a partial last chunk, and the reference
-/// interpreted on the host for that at 32 ranks and more (about R^2 n a call) would take minutes a
-/// case.
+/// at 32. allreduce_rmsnorm and the two allreduce_rmsnorm_fp8 and two allreduce_rmsnorm_nvfp4
+/// specs (the specs with rows): their counts are whole rows of 4096, R + 1 of them for a partial
+/// last chunk, and the reference interpreted on the host for that at 32 ranks and more (about
+/// R^2 n a call) would take minutes a case.
 int mostRanksRunHere(const std::string& spec) {
   if (spec == "allreduce_ring" || spec == "allreduce_twoshot" || gputest::hasRows(spec))
     return 16;

@@ -101,7 +101,9 @@ TEST(GeneratedKernels, CompileWithNoHeaderForEveryArchitecture) {
                         {"allreduce_rmsnorm_fp8", SyncKind::LL},
                         {"allreduce_rmsnorm_fp8", SyncKind::Barrier},
                         {"allreduce_rmsnorm_fp8_per_token", SyncKind::LL},
-                        {"allreduce_rmsnorm_fp8_per_token", SyncKind::Sentinel}};
+                        {"allreduce_rmsnorm_fp8_per_token", SyncKind::Sentinel},
+                        {"allreduce_rmsnorm_nvfp4", SyncKind::LL},
+                        {"allreduce_rmsnorm_nvfp4_linear", SyncKind::Sentinel}};
   for (const char* arch : {"sm_80", "sm_89", "sm_90", "sm_100"})
     for (DType dtype : kAllDTypes)
       for (const Case& c : cases) {

@@ -275,17 +275,18 @@ uint64_t checkedElements(const CompiledCollective& compiled, uint64_t count) {
   return elements;
 }
 
-/// Rank `rank`'s quantized (E4M3) elements that the reference holds to either neighbouring code:
-/// those whose bound is above 0 (interpret::BoundedResult::nearRoundingBoundary).
+/// Rank `rank`'s quantized (E4M3, E2M1) elements that the reference holds to either neighbouring
+/// code: those whose bound is above 0 (interpret::BoundedResult::nearRoundingBoundary), NVFP4's
+/// block scales among them.
 uint64_t nearBoundaryOf(const CompiledCollective& compiled, const InterpretedReference& expected,
                         int rank) {
   auto count = [](const std::vector<double>& bound) {
     return uint64_t(std::count_if(bound.begin(), bound.end(), [](double b) { return b > 0; }));
   };
   uint64_t near =
-      compiled.outputType() == ElementType::F8E4M3 ? count(expected.bound.output[size_t(rank)]) : 0;
+      isQuantized(compiled.outputType()) ? count(expected.bound.output[size_t(rank)]) : 0;
   for (size_t k = 0; k < compiled.aux.size(); ++k)
-    if (compiled.aux[k].written && compiled.auxType(k) == ElementType::F8E4M3)
+    if (compiled.aux[k].written && isQuantized(compiled.auxType(k)))
       near += count(expected.bound.aux[size_t(rank)][k]);
   return near;
 }

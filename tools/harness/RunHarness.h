@@ -60,7 +60,7 @@ struct RunReport {
   /// computation's error of a rounding boundary (as the reference finds them): held to either
   /// neighbouring code there, bit for bit everywhere else.
   uint64_t nearRoundingBoundary = 0;
-  bool quantized = false; // the variant has an E4M3 output or aux buffer
+  bool quantized = false; // the variant has an E4M3 or E2M1 output or aux buffer
 };
 
 /// Checks `options.checks` eager calls, then (if options.time) times a graph of

@@ -28,9 +28,16 @@ Scenarios (`all` runs every one but `kill`):
              among them: the scale's floor), eagerly for every dtype and 1, 7 and 32 rows, then
              100 replays of a CUDA graph of each, fresh inputs each time, against float64 rounded
              to E4M3 (within one code where float rounding may differ); per-token scales within
-             a relative 1e-5 of float64's (per-token for bfloat16 only with --reduced)
+             a relative 1e-5 of float64's (per-token for bfloat16 only with --reduced). Then
+             NVFP4 in both scale layouts (swizzled, linear), eagerly for every dtype at 1, 7,
+             32 and 130 rows, and 7 and 128 rows of 1040 (bfloat16), then 100 graph replays of
+             each layout: every block scale and element bit for bit against float64
+             (collc._nvfp4), except where the float64 argument lies within the kernel's float
+             error of a rounding boundary (either side accepted, counted); the swizzled padding 0
+             (NVFP4 for bfloat16 only with --reduced; SKIP where the stdlib has no NVFP4 spec)
   refusals   every refusal (type, layout, alignment, size, split, op, root, the fused op's
-             buffers, a closed communicator) raises collc.Error with the Python path's words
+             buffers, NVFP4's rows, global scale and scale_layout, a closed communicator) raises
+             collc.Error with the Python path's words
   kill       the last rank kills itself in the middle of calls; the others must raise
 
 COLLC_HOST_PATH=python or =native picks the path of the ops (docs/python.md); each rank prints
@@ -49,6 +56,7 @@ import torch.distributed as dist
 
 import collc
 import collc.torch as ct
+from collc import _nvfp4 as nvfp4
 
 OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -56,7 +64,8 @@ COUNTS = (1, 7, 4097, 65541, 1_000_003)
 BIG = 4 << 20      # bytes per call: the largest count in float32
 SMALL = 1 << 20    # one-shot AllReduce up to here
 HIDDEN = 4096      # Llama-3-8B's hidden size, the fused op's row
-QUANTS = ("fp8", "fp8_per_token")  # fused_add_rms_norm_quant's quantized outputs, each checked
+# fused_add_rms_norm_quant's quantized outputs, each checked: the FP8 ones alike, then NVFP4.
+FP8_QUANTS = ("fp8", "fp8_per_token")
 
 
 class Ranks:
@@ -428,6 +437,7 @@ def scenario_refusals(ranks):
     comm = ranks.comm(4096)
     x = values(ranks.rank, 64, torch.bfloat16, 0)
     big = torch.zeros(4096, dtype=torch.float32, device="cuda")
+    global_scale = torch.ones(1, dtype=torch.float32, device="cuda")
     cases = [
         ("dtype", lambda: comm.all_reduce(x.to(torch.int32)),
          ("for allreduce", "dtype torch.int32; collc takes float32")),
@@ -446,6 +456,16 @@ def scenario_refusals(ranks):
          ("whole rows of weight.numel() = 48",)),
         ("fused eps", lambda: comm.fused_add_rms_norm(x, x.clone(), x[:16].clone(), eps=1e-5),
          ("eps = 1e-6 only",)),
+        ("nvfp4 rows", lambda: comm.fused_add_rms_norm_quant(
+            x, x.clone(), x[:8].clone(), quant="nvfp4", scale=global_scale),
+         ("weight.numel() = 8 is not a multiple of 16",)),
+        ("nvfp4 global scale", lambda: comm.fused_add_rms_norm_quant(
+            x, x.clone(), x[:16].clone(), quant="nvfp4", scale=global_scale.half()),
+         ("scale (the global scale) must be a float32 tensor of one element on cuda:",)),
+        ("nvfp4 layout for fp8", lambda: comm.fused_add_rms_norm_quant(
+            x, x.clone(), x[:16].clone(), quant="fp8", scale=global_scale,
+            scale_layout="linear"),
+         ("scale_layout= is NVFP4's",)),
     ]
     for name, action, needles in cases:
         expect_error(ranks, f"refusals {name}", action, *needles)
@@ -458,12 +478,12 @@ E4M3_MAX = 448.0
 FP8_NEAR = 1e-4  # the kernel's float norm and division, relative, with a wide margin
 
 
-def want_normed(x, residual, weight, rows):
+def want_normed(x, residual, weight, rows, hidden=HIDDEN):
     """float64 reference of the fused op: (residual_out, rmsnorm(residual_out) * weight) as
-    [rows, HIDDEN]."""
+    [rows, hidden]."""
     total = x.detach().cpu().double()
     dist.all_reduce(total)
-    residual_out = (total + residual.cpu().double()).view(rows, HIDDEN)
+    residual_out = (total + residual.cpu().double()).view(rows, hidden)
     rms = (residual_out.pow(2).mean(dim=1, keepdim=True) + 1e-6).sqrt()
     return residual_out.reshape(-1), residual_out / rms * weight.cpu().double()
 
@@ -538,13 +558,115 @@ def check_quant(tally, what, quant, outputs, x, residual, weight, scale, rows):
     tally.same(f"{what} residual", residual_out, want_residual)
 
 
+# NVFP4's global scale: blocks whose amax is over 448 * 6 / 600 = 4.48 take the largest scale,
+# and their elements over 4.48 * 5 / 6 saturate.
+NVFP4_GLOBAL_SCALE = 600.0
+NVFP4_NEAR = 1e-4  # the kernel's float norm, scale and product, relative, with a wide margin
+NVFP4_LAYOUTS = ("swizzled", "linear")
+
+
+class Nvfp4Tally(Tally):
+    """A Tally that also counts the blocks and elements compared and those near a boundary."""
+
+    def __init__(self):
+        super().__init__()
+        self.agreement = nvfp4.Agreement()
+
+    def nvfp4(self, what, layout, outputs, x, residual, weight, rows, hidden):
+        """fused_add_rms_norm_quant(quant="nvfp4") against float64 (collc._nvfp4.compare): the
+        packed values [rows, hidden / 2] and block scales in `layout` (the swizzled padding 0),
+        and residual_out exactly."""
+        q, scales, residual_out = outputs
+        want_residual, normed = want_normed(x, residual, weight, rows, hidden)
+        self.same(f"{what} residual", residual_out, want_residual)
+        self.calls += 1
+        blocks = hidden // nvfp4.BLOCK
+        scale_shape = (nvfp4.swizzled_shape(rows, blocks) if layout == "swizzled"
+                       else (rows, blocks))
+        if (q.dtype != ct._FP4_DTYPE or tuple(q.shape) != (rows, hidden // 2)
+                or scales.dtype != torch.float8_e4m3fn or tuple(scales.shape) != scale_shape):
+            self.wrong.append(f"{what}: q {q.dtype} {tuple(q.shape)}, scales {scales.dtype} "
+                              f"{tuple(scales.shape)}; expected {ct._FP4_DTYPE} "
+                              f"{(rows, hidden // 2)}, torch.float8_e4m3fn {scale_shape}")
+            return
+        bits = scales.detach().view(torch.uint8).cpu()
+        if layout == "swizzled":
+            bits, padding = nvfp4.unswizzle(bits, rows, blocks)
+            if bool(padding.any()):
+                self.wrong.append(f"{what}: {int((padding != 0).sum())} bytes of the swizzled "
+                                  "scales' padding are not 0")
+        codes = nvfp4.unpack(q.detach().view(torch.uint8).cpu())
+        before = len(self.agreement.wrong)
+        nvfp4.compare(normed, NVFP4_GLOBAL_SCALE, codes, bits, NVFP4_NEAR, self.agreement, what)
+        self.wrong += self.agreement.wrong[before:]
+
+
+def nvfp4_call(comm, layout, x, residual, weight, scale):
+    return comm.fused_add_rms_norm_quant(x, residual, weight, quant="nvfp4", scale=scale,
+                                         scale_layout=layout)
+
+
+def quant_nvfp4(ranks, replays):
+    """quant="nvfp4" in both layouts: eagerly for every dtype (bfloat16 only with --reduced) at
+    1, 7, 32 and 130 rows (two tiles of swizzled rows) of HIDDEN, and 7 and 128 rows of 1040 (65
+    blocks: swizzled columns padded, which the kernel zeroes; padding rows the op zeroes), a zero
+    row among them; then `replays` replays of a CUDA graph of each layout, fresh inputs each
+    time. Returns the tally, or None where the stdlib has no NVFP4 spec (said as SKIP)."""
+    r = ranks.rank
+    comm = ranks.comm(BIG)
+    scale = torch.tensor([NVFP4_GLOBAL_SCALE], device="cuda", dtype=torch.float32)
+    tally = Nvfp4Tally()
+    cases = [(dtype, hidden, rows)
+             for dtype in (DTYPES if not ranks.reduced else (torch.bfloat16,))
+             for hidden, rows in ((HIDDEN, 1), (HIDDEN, 7), (HIDDEN, 32), (HIDDEN, 130))]
+    cases += [(torch.bfloat16, 1040, 7), (torch.bfloat16, 1040, 128)]
+    for layout in NVFP4_LAYOUTS:
+        for dtype, hidden, rows in cases:
+            weight = (values(0, hidden, torch.float32, 5) / 8 + 1).to(dtype)
+            x = values(r, rows * hidden, dtype, rows)
+            residual = values(r + 3, rows * hidden, dtype, rows + 1)
+            if rows > 1:  # a zero row on every rank: its blocks' scale is 0
+                x.view(rows, hidden)[1].zero_()
+                residual.view(rows, hidden)[1].zero_()
+            try:
+                outputs = nvfp4_call(comm, layout, x, residual, weight, scale)
+            except collc.Error as error:
+                if "which this collc library does not have" not in str(error):
+                    raise
+                ranks.say("SKIP", "quant nvfp4", str(error))
+                comm.close()
+                return None
+            tally.nvfp4(f"quant nvfp4 {layout} {str(dtype)[6:]} {rows} rows of {hidden}",
+                        layout, outputs, x, residual, weight, rows, hidden)
+        rows, dtype = 4, torch.bfloat16
+        x = values(r, rows * HIDDEN, dtype, 0)
+        residual = values(r + 3, rows * HIDDEN, dtype, 1)
+        weight = torch.ones(HIDDEN, device="cuda", dtype=dtype)
+        nvfp4_call(comm, layout, x, residual, weight, scale)  # ready outside the capture
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            outputs = nvfp4_call(comm, layout, x, residual, weight, scale)
+        for i in range(replays):
+            x.copy_(values(r, rows * HIDDEN, dtype, i))
+            residual.copy_(values(r + 3, rows * HIDDEN, dtype, i + 1))
+            graph.replay()
+            torch.cuda.synchronize()
+            tally.nvfp4(f"quant nvfp4 {layout} graph replay {i}", layout, outputs, x, residual,
+                        weight, rows, HIDDEN)
+        comm.synchronize()
+        del graph
+    comm.close()
+    return tally
+
+
 def scenario_quant(ranks, replays=100):
     r = ranks.rank
     comm = ranks.comm(BIG)
     scale = torch.tensor([0.004], device="cuda", dtype=torch.float32)  # some values saturate
     tally = Tally()
     start = time.monotonic()
-    for quant in QUANTS:
+    for quant in FP8_QUANTS:
         # --reduced JITs per-token FP8 for bfloat16 alone: each variant compiles per rank count.
         for dtype in DTYPES if quant == "fp8" or not ranks.reduced else (torch.bfloat16,):
             weight = (values(0, HIDDEN, torch.float32, 5) / 8 + 1).to(dtype)
@@ -576,8 +698,18 @@ def scenario_quant(ranks, replays=100):
         comm.synchronize()
         del graph
     comm.close()
-    tally.report(ranks, "quant", f" ({', '.join(QUANTS)}) against float64, {replays} of "
+    tally.report(ranks, "quant", f" ({', '.join(FP8_QUANTS)}) against float64, {replays} of "
                  f"them graph replays each, {time.monotonic() - start:.1f} s")
+    start = time.monotonic()
+    nvfp4_tally = quant_nvfp4(ranks, replays)
+    if nvfp4_tally is not None:
+        a = nvfp4_tally.agreement
+        nvfp4_tally.report(
+            ranks, "quant nvfp4", f" ({', '.join(NVFP4_LAYOUTS)} scales) against float64, "
+            f"{replays} of them graph replays each layout; {a.blocks} block scales and "
+            f"{a.elements} elements compared, {a.blocks_near} scales and {a.elements_near} "
+            f"elements within the float error of a rounding boundary (either side accepted), "
+            f"{time.monotonic() - start:.1f} s")
 
 
 def scenario_graphs_for(ranks):
