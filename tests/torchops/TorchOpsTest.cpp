@@ -81,15 +81,17 @@ protected:
 };
 
 TEST_F(TorchOps, EveryOpHasACudaAndACpuKernel) {
-  ASSERT_EQ(schemas_->size(), 9u) << "torch.py defines 9 ops";
+  ASSERT_EQ(schemas_->size(), 11u) << "torch.py defines 11 ops";
   for (const char* name : {"all_reduce", "all_reduce_", "all_gather", "reduce_scatter", "broadcast",
                            "reduce", "all_to_all", "fused_add_rms_norm"}) {
     EXPECT_TRUE(op(name).hasKernelForDispatchKey(c10::DispatchKey::CUDA)) << name;
     EXPECT_TRUE(op(name).hasKernelForDispatchKey(c10::DispatchKey::CPU)) << name;
   }
-  // The quantized op runs on the Python path on both host paths (docs/python.md): this library
-  // gives it no kernel.
-  EXPECT_FALSE(op("fused_add_rms_norm_fp8").hasKernelForDispatchKey(c10::DispatchKey::CUDA));
+  // The quantized ops run on the Python path on both host paths (docs/python.md): this library
+  // gives them no kernel.
+  for (const char* name : {"fused_add_rms_norm_fp8", "fused_add_rms_norm_fp8_per_token",
+                           "fused_add_rms_norm_nvfp4"})
+    EXPECT_FALSE(op(name).hasKernelForDispatchKey(c10::DispatchKey::CUDA)) << name;
 }
 
 TEST_F(TorchOps, ACpuTensorIsRefusedWithThePythonPathsWords) {
