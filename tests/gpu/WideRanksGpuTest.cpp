@@ -4,7 +4,8 @@
 // queue each, and CUDA has 32); at 64 and 72 every call of every rank is one cooperative launch of
 // the kernel's <kernel>_ranks entry point (runtime/RankLaunch.h). A rank count past the range a
 // spec declares is compiled from a copy of the spec that declares it alone, proved at that count
-// (tests/SpecForRanks.h); ten specs stop short of 72 (mostRanksRunHere says where and why). One
+// (tests/SpecForRanks.h); the ring and the two-shot stop at 16 (mostRanksRunHere says why), and the
+// specs with rows run past 16 with shorter rows and one strategy a count (rowsCaseRuns). One
 // element type per case (it goes round the specs and strategies), the three counts of
 // tests/ManyRankCounts.h (1: every chunk but the first empty; one element in the last chunk; a
 // partial last chunk, long at 16 ranks), three eager calls each, then a CUDA graph of four
@@ -28,22 +29,38 @@ namespace {
 constexpr int kWideRankCounts[] = {16, 32, 64, 72};
 constexpr int kGraphCalls = 4;
 
-/// The most ranks a spec runs at here, with the reason; the proof times were measured on two cores
-/// before the proof across calls was made faster, not since. allreduce_ring and allreduce_twoshot
-/// (stdlib ranges 2..9 and 2..10): copies at 32 ranks exceeded the verifier's default work ("takes
+/// The most ranks a spec runs at here, with the reason. allreduce_ring and allreduce_twoshot
+/// (stdlib ranges 2..10 and 2..9): copies at 32 ranks exceed the verifier's default work ("takes
 /// more than 50000000 steps of work"; chunk(n) makes the proof run 8 R classes of n, each with work
-/// growing as R^2). broadcast_direct and reduce_direct (2..52 and 2..48, each spec says why):
-/// copies at 64 ranks took over 5 minutes to prove, and at 72 were refused after 4, against 9 s
-/// at 32. allreduce_rmsnorm and the two allreduce_rmsnorm_fp8 and two allreduce_rmsnorm_nvfp4
-/// specs (the specs with rows): their counts are whole rows of 4096, R + 1 of them for a partial
-/// last chunk, and the reference interpreted on the host for that at 32 ranks and more (about
-/// R^2 n a call) would take minutes a case.
+/// growing as R^2). Every other spec runs at every count.
 int mostRanksRunHere(const std::string& spec) {
-  if (spec == "allreduce_ring" || spec == "allreduce_twoshot" || gputest::hasRows(spec))
+  if (spec == "allreduce_ring" || spec == "allreduce_twoshot")
     return 16;
-  if (spec == "broadcast_direct" || spec == "reduce_direct")
-    return 32;
   return COLLC_MAX_RANKS;
+}
+
+/// Past 16 ranks a spec with rows runs with rows of this length instead of its 4096: its counts
+/// are R + 1 whole rows for a partial last chunk, and the float64 reference of rows of 4096 (about
+/// R^2 n a call) would take minutes a case. The proof covers every row length (dsl/README.md).
+constexpr int64_t kWideRowLength = 256;
+
+/// Whether a spec with rows runs `sync` at `nranks`: every strategy it accepts at 16; past 16 one a
+/// count, in turn, so that 32, 64 and 72 between them run each of its (three) strategies once.
+bool rowsCaseRuns(const tests::StdlibSpecFacts& facts, SyncKind sync, int nranks) {
+  if (nranks <= 16)
+    return true;
+  std::vector<SyncKind> accepted;
+  for (SyncKind each : tests::kGpuStrategies)
+    if (tests::specAccepts(facts, each, ReduceOp::Sum))
+      accepted.push_back(each);
+  const int turn = nranks == 32 ? 0 : nranks == 64 ? 1 : 2;
+  return !accepted.empty() && accepted[size_t(turn) % accepted.size()] == sync;
+}
+
+/// Whether the suite runs `facts` under `sync` at `nranks`.
+bool caseRuns(const tests::StdlibSpecFacts& facts, SyncKind sync, int nranks) {
+  return tests::specAccepts(facts, sync, ReduceOp::Sum) && nranks <= mostRanksRunHere(facts.name) &&
+         (!gputest::hasRows(facts.name) || rowsCaseRuns(facts, sync, nranks));
 }
 
 using WideRankCase = gputest::CoResidentCase;
@@ -57,11 +74,13 @@ std::vector<WideRankCase> wideRankCases() {
     for (const tests::StdlibSpecFacts& facts : tests::kStdlibSpecs)
       for (SyncKind sync : tests::kGpuStrategies) {
         const DType dtype = kAllDTypes[turn++ % std::size(kAllDTypes)];
-        if (!tests::specAccepts(facts, sync, ReduceOp::Sum) ||
-            nranks > mostRanksRunHere(facts.name))
+        if (!caseRuns(facts, sync, nranks))
           continue;
         const int root = hasRoot(facts.kind) ? nranks - 1 - int(turn % 3) : 0;
-        cases.push_back({nranks, facts.name, sync, dtype, ReduceOp::Sum, root});
+        WideRankCase c{nranks, facts.name, sync, dtype, ReduceOp::Sum, root};
+        if (hasRows(facts.name) && nranks > 16)
+          c.rowLength = kWideRowLength;
+        cases.push_back(c);
       }
   return cases;
 }
@@ -94,26 +113,39 @@ INSTANTIATE_TEST_SUITE_P(Stdlib, WideRanksOneGpu, ::testing::ValuesIn(wideRankCa
                          });
 
 // Every stdlib spec runs at every wide rank count up to mostRanksRunHere, with every strategy
-// the GPU matrices run that it accepts; every other at all four.
+// the GPU matrices run that it accepts (a spec with rows: all at 16, one a count past it, each of
+// them once over 32, 64 and 72).
 TEST(WideRanksOneGpuCases, CoverEverySpecAtEveryWideRankCount) {
   const std::vector<WideRankCase> cases = wideRankCases();
-  int restricted = 0;
-  for (int nranks : kWideRankCounts)
-    for (const tests::StdlibSpecFacts& facts : tests::kStdlibSpecs)
-      for (SyncKind sync : tests::kGpuStrategies) {
-        const bool runs = tests::specAccepts(facts, sync, ReduceOp::Sum) &&
-                          nranks <= mostRanksRunHere(facts.name);
-        restricted += nranks > mostRanksRunHere(facts.name);
-        EXPECT_EQ(std::any_of(cases.begin(), cases.end(),
-                              [&](const WideRankCase& c) {
-                                return c.nranks == nranks && c.spec == facts.name && c.sync == sync;
-                              }),
-                  runs)
-            << nranks << " " << facts.name << " " << name(sync);
+  auto runs = [&](int nranks, const std::string& spec, SyncKind sync) {
+    return std::any_of(cases.begin(), cases.end(), [&](const WideRankCase& c) {
+      return c.nranks == nranks && c.spec == spec && c.sync == sync;
+    });
+  };
+  int specsWithRows = 0;
+  for (const tests::StdlibSpecFacts& facts : tests::kStdlibSpecs) {
+    const bool ringOrTwoShot = facts.name == std::string("allreduce_ring") ||
+                               facts.name == std::string("allreduce_twoshot");
+    specsWithRows += hasRows(facts.name);
+    for (SyncKind sync : tests::kGpuStrategies) {
+      const bool accepted = tests::specAccepts(facts, sync, ReduceOp::Sum);
+      int wideCountsRun = 0;
+      for (int nranks : kWideRankCounts) {
+        if (nranks == 16 || !hasRows(facts.name)) {
+          EXPECT_EQ(runs(nranks, facts.name, sync), accepted && (nranks == 16 || !ringOrTwoShot))
+              << nranks << " " << facts.name << " " << name(sync);
+        } else {
+          wideCountsRun += runs(nranks, facts.name, sync);
+        }
       }
-  // Five specs at three rank counts (the ring, the two-shot and the three with rows) and two at
-  // two, four strategies each: nothing else is left out.
-  EXPECT_EQ(restricted, (5 * 3 + 2 * 2) * 4);
+      if (hasRows(facts.name)) {
+        EXPECT_EQ(wideCountsRun, accepted ? 1 : 0) << facts.name << " " << name(sync);
+      }
+    }
+  }
+  EXPECT_EQ(specsWithRows, 5);
+  for (const WideRankCase& c : cases)
+    EXPECT_EQ(c.rowLength, hasRows(c.spec) && c.nranks > 16 ? kWideRowLength : 0) << caseName(c);
 }
 
 } // namespace
