@@ -314,10 +314,10 @@ class Communicators:
 
     def __init__(self, ct, shared, n, largest):
         self.ct, self.shared, self.largest = ct, shared, largest
-        # Instances each: the AllReduce and, per hidden size, the fused op with and without
-        # quantization, per-token too: more than a default heap holds.
+        # Instances each: the AllReduce and, per hidden size, the fused op without quantization
+        # and with each of the three: more than a default heap holds.
         probe = ct._compiled("allreduce_oneshot", "float32", "sum", n, 0, 0)
-        self.heap = lambda max_bytes: 16 * probe.heap_bytes(max(1, max_bytes // 4))
+        self.heap = lambda max_bytes: 32 * probe.heap_bytes(max(1, max_bytes // 4))
         self.made = {}
 
     def fitting(self, nbytes):

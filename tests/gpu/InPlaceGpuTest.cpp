@@ -40,7 +40,9 @@ std::vector<BufferSharing> sharingsOf(const tests::StdlibAliasFacts& claims, Syn
     sharings.push_back({true, false});
   if (claims.auxAliased & bit)
     sharings.push_back({false, true});
-  if (claims.together & bit)
+  // Together: every pair the variant allows at once, in place among them only where it is one.
+  // Without in place that is the aux sharing above, already run.
+  if ((claims.together & bit) && (claims.inPlace & bit) && (claims.auxAliased & bit))
     sharings.push_back({true, true});
   return sharings;
 }
