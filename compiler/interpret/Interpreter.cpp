@@ -623,10 +623,7 @@ private:
       Values takenScale;
       const double scale = valueOf(*read(s.params.at(1), 1, env, takenScale));
       // The norm in float, never rounded to T before its quantization.
-      Rounding inFloat = rounding_;
-      inFloat.normUnit = rounding_.floatNormUnit;
-      if (asWritten) // exact rows, no sum in T: only float steps remain
-        inFloat.tiny = rounding_.floatTiny;
+      const Rounding inFloat = normInFloat(asWritten);
       for (int64_t row = 0; row < length / h; ++row) {
         Element* out = &result[size_t(row * h)];
         normalizeRow(rows + row * h, weight, out, h, call_.eps, inFloat);
@@ -638,10 +635,7 @@ private:
       bool asWritten = false;
       rows = rowsAsWritten(s.rows, length, env, takenRows, rows, asWritten);
       const Element* weight = read(s.params.at(0), h, env, takenParam);
-      Rounding inFloat = rounding_;
-      inFloat.normUnit = rounding_.floatNormUnit;
-      if (asWritten) // exact rows, no sum in T: only float steps remain
-        inFloat.tiny = rounding_.floatTiny;
+      const Rounding inFloat = normInFloat(asWritten);
       std::vector<Element> scales(size_t(length / h));
       for (int64_t row = 0; row < length / h; ++row) {
         Element* out = &result[size_t(row * h)];
@@ -659,10 +653,7 @@ private:
       const Element* weight = read(s.params.at(0), h, env, takenParam);
       Values takenGlobal;
       const double globalScale = valueOf(*read(s.params.at(2), 1, env, takenGlobal));
-      Rounding inFloat = rounding_;
-      inFloat.normUnit = rounding_.floatNormUnit;
-      if (asWritten) // exact rows, no sum in T: only float steps remain
-        inFloat.tiny = rounding_.floatTiny;
+      const Rounding inFloat = normInFloat(asWritten);
       const int64_t blocks = (h + kNvfp4BlockSize - 1) / kNvfp4BlockSize;
       std::vector<Element> scales(size_t(length / h * blocks));
       for (int64_t row = 0; row < length / h; ++row) {
@@ -727,6 +718,17 @@ private:
                    taken.begin(), givenElement<Element>);
     asWritten = true;
     return taken.data();
+  }
+
+  /// The rounding of a quantizing statement's norm: in float, never rounded to T before its
+  /// quantization; from rows as the kernel wrote them (exact, no sum in T) only float steps
+  /// remain.
+  Rounding normInFloat(bool rowsAsWritten) const {
+    Rounding inFloat = rounding_;
+    inFloat.normUnit = rounding_.floatNormUnit;
+    if (rowsAsWritten)
+      inFloat.tiny = rounding_.floatTiny;
+    return inFloat;
   }
 
 public:
