@@ -1,7 +1,7 @@
 // What every stdlib spec is: its kind, and the implemented strategies the compiler refuses for it
 // (with the data-flow rule it names; see dsl/README.md, "Synchronization strategies"). The matrix
-// tests (NVRTC, GPU) compile every spec with every strategy it accepts; KindsVerifierTest checks that
-// each refusal listed here is a refusal with a message, so neither list can drift.
+// tests (NVRTC, GPU) compile every spec with every strategy it accepts; KindsVerifierTest checks
+// that each refusal listed here is a refusal with a message, so neither list can drift.
 #ifndef COLLC_TESTS_STDLIBAPPLICABILITY_H
 #define COLLC_TESTS_STDLIBAPPLICABILITY_H
 
