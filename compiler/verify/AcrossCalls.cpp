@@ -5,6 +5,8 @@
 #include "compiler/Verifier.h"
 #include "compiler/execute/Walker.h"
 #include "compiler/ir/RowOps.h"
+#include "compiler/verify/CallTrace.h"
+#include "compiler/verify/RootSymmetry.h"
 
 #include <algorithm>
 #include <map>
@@ -23,32 +25,11 @@ using execute::Arith;
 using execute::splitClasses;
 using execute::SplitQ;
 
-/// A scratch slot of one rank, numbered in the order a walk first meets it.
-struct SlotKey {
-  int owner;
-  ir::BufferId buffer;
-  int64_t slot;
-  bool operator<(const SlotKey& o) const {
-    return std::tie(owner, buffer, slot) < std::tie(o.owner, o.buffer, o.slot);
-  }
-};
-
-struct ReadRef {
-  int slot = -1; // slot id (of scratch or a user buffer); -1: a register
-  ir::LoadKind load = ir::LoadKind::Plain;
-  std::string reg; // a register's name
-};
-
-/// One thing a rank does in one call: a barrier, or a statement with what it reads and writes.
-/// Whether a statement touches any element depends on the count (its bit in a pattern).
-struct Event {
-  int step = 0, rank = 0;
-  llvm::SMLoc loc;
-  bool barrier = false, fullBarrier = false;
-  std::vector<ReadRef> reads;
-  int writeSlot = -1;
-  std::string keep; // the register the statement fills (Let, Assign::keep)
-};
+using calls::Configuration;
+using calls::Event;
+using calls::ReadRef;
+using calls::SlotKey;
+using calls::Sources;
 
 /// Which elements of a slot a statement touches in one walk.
 struct Range {
@@ -61,7 +42,7 @@ struct Trace {
   std::vector<bool> nonEmpty; // per event
   /// [event][read]: the earlier statements of the call whose writes overlap what the read reads
   /// (the data it may take, and with it what their writers knew).
-  std::vector<std::vector<std::vector<int>>> sources;
+  Sources sources;
 };
 
 /// Walks one call of the lowered program for one root and count and records its events.
@@ -240,14 +221,6 @@ private:
   std::vector<std::optional<std::pair<int64_t, Affine>>> shapes_; // shape()
 };
 
-/// One call's class: its root and which of its statements touch elements, with a count of it.
-struct Configuration {
-  int root = 0;
-  int64_t count = 1;
-  std::vector<bool> nonEmpty;
-  std::vector<std::vector<std::vector<int>>> sources;
-};
-
 /// Per rank, the position of each rank's run below which every access of that rank is known to
 /// be complete: call * (steps + 1) + step (accesses of earlier calls, and of earlier steps of
 /// that call). A rank's knowledge is a row of nranks positions; the rows of all ranks are kept
@@ -304,8 +277,8 @@ constexpr int64_t kMaxWork = 50000000;
 class CallsProof {
 public:
   CallsProof(const ir::Program& program, int nranks, const CallRotation& rotation,
-             Diagnostics& diags)
-      : program_(program), nranks_(nranks), rotation_(rotation), diags_(diags),
+             Diagnostics& diags, const AcrossCallsOptions& options)
+      : program_(program), nranks_(nranks), rotation_(rotation), diags_(diags), options_(options),
         calls_(rotation.copies + 1) {}
 
   bool run(AcrossCallsStats* stats) {
@@ -313,6 +286,7 @@ public:
       return false;
     if (!checkFlags())
       return false;
+    chooseFirstCalls();
     visited_.assign(size_t(calls_), {});
     State initial;
     initial.start.assign(size_t(nranks_) * size_t(nranks_), 0);
@@ -326,6 +300,7 @@ public:
       stats->configurations = int(configurations_.size());
       stats->sequences += sequences_;
       stats->callsRun += callsRun_;
+      stats->firstCallRoots = firstCallRoots_;
     }
     return ok;
   }
@@ -476,6 +451,22 @@ private:
     return true;
   }
 
+  // ------------------------------------------------------------------ the first call's classes
+  /// The classes a sequence starts with: every class, or root 0's alone where every root's are
+  /// root 0's with the ranks renamed (RootSymmetry.h): a sequence from root r0, renamed back by
+  /// r0, is one from root 0, and nothing in runCall tells one rank or slot from another but the
+  /// events.
+  void chooseFirstCalls() {
+    const bool fromRootZero =
+        options_.rootSymmetry && hasRoot(program_.kind) &&
+        calls::rootsAreRotations(nranks_, skeletons_, configurations_, slots_);
+    firstCalls_.clear();
+    for (size_t c = 0; c < configurations_.size(); ++c)
+      if (!fromRootZero || configurations_[c].root == 0)
+        firstCalls_.push_back(c);
+    firstCallRoots_ = fromRootZero || !hasRoot(program_.kind) ? 1 : nranks_;
+  }
+
   // ------------------------------------------------------------------ sequences of calls
   /// Every sequence of classes from `state` on. What the later calls find depends on nothing
   /// but the state a call leaves (and its number), so a state met before at the same call is
@@ -492,7 +483,9 @@ private:
       return true;
     }
     State next;
-    for (size_t c = 0; c < configurations_.size(); ++c) {
+    const size_t choices = call == 0 ? firstCalls_.size() : configurations_.size();
+    for (size_t choice = 0; choice < choices; ++choice) {
+      const size_t c = call == 0 ? firstCalls_[choice] : choice;
       ++callsRun_;
       work_ += int64_t(skeletons_[size_t(configurations_[c].root)].size());
       if (work_ > kMaxWork) {
@@ -749,11 +742,14 @@ private:
   const int nranks_;
   const CallRotation& rotation_;
   Diagnostics& diags_;
+  const AcrossCallsOptions options_;
   const int calls_;
   std::map<SlotKey, int> slotIds_;
   std::vector<SlotKey> slots_;
   std::vector<std::vector<Event>> skeletons_; // by root: what a call runs
   std::vector<Configuration> configurations_;
+  std::vector<size_t> firstCalls_; // the classes a sequence starts with (chooseFirstCalls)
+  int firstCallRoots_ = 0;
   int64_t sequences_ = 0; // sequences run, or cut short at a state met before
   int64_t callsRun_ = 0;
   int64_t work_ = 0;
@@ -781,10 +777,11 @@ CallRotation rotationOf(const ir::Program& lowered) {
 }
 
 bool proveAcrossCalls(const ir::Program& lowered, int nranks, const CallRotation& rotation,
-                      Diagnostics& diags, AcrossCallsStats* stats) {
+                      Diagnostics& diags, AcrossCallsStats* stats,
+                      const AcrossCallsOptions& options) {
   if (rotation.copies < 1)
     internalError("a rotation through no scratch copy");
-  CallsProof proof(lowered, nranks, rotation, diags);
+  CallsProof proof(lowered, nranks, rotation, diags, options);
   return proof.run(stats);
 }
 

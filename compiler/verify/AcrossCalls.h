@@ -44,13 +44,21 @@ struct AcrossCallsStats {
   int configurations = 0; // (root, which regions are empty) classes of one call, over every n
   int64_t sequences = 0;  // sequences of k such classes covered
   int64_t callsRun = 0;   // calls run to cover them (a state met twice is run from once)
+  int firstCallRoots = 0; // roots a sequence starts with (1 where every root is root 0 rotated)
+};
+
+struct AcrossCallsOptions {
+  /// Start sequences only with root 0's classes where every root's are root 0's with the ranks
+  /// renamed (dsl/README.md, "Across calls"); tests turn it off to compare the two.
+  bool rootSymmetry = true;
 };
 
 /// Proves, for `nranks` ranks, that consecutive calls of `lowered` (its steps expanded for
 /// nranks) keep each other's scratch intact under `rotation`; false after reporting the first
 /// pair of calls that does not. The single call must be proved already (verifyLowered).
 bool proveAcrossCalls(const ir::Program& lowered, int nranks, const CallRotation& rotation,
-                      Diagnostics& diags, AcrossCallsStats* stats = nullptr);
+                      Diagnostics& diags, AcrossCallsStats* stats = nullptr,
+                      const AcrossCallsOptions& options = {});
 
 } // namespace collc
 
