@@ -3,6 +3,7 @@
 #include "abi/CollectiveShapes.h"
 #include "compiler/ExpandSteps.h"
 #include "compiler/RowEpilogue.h"
+#include "compiler/execute/PaddedRows.h"
 #include "compiler/ir/Visitor.h"
 #include "compiler/verify/Simulation.h"
 
@@ -330,6 +331,21 @@ void proveAliases(const ir::Program& program, Diagnostics& diags, VerifyResult& 
   result.aliasesTogether = allowed.size() < 2 || holds(allowed, nullptr);
 }
 
+/// The proof takes a buffer a row statement writes as a parameter as written by each row's block
+/// alone, from its row (and a swizzled matrix as its rows alone where n is symbolic:
+/// execute/PaddedRows.h): refused where another statement names it. Sema refuses that in a spec
+/// (RowEpilogue.cpp); this holds every program proved, lowered ones too, to it.
+bool writtenParamsAlone(const ir::Program& program, Diagnostics& diags) {
+  std::string writer;
+  const ir::Region* other = execute::writtenParamNamedElsewhere(program, &writer);
+  if (!other)
+    return true;
+  diags.error(other->loc, "'" + program.buffer(*other).name + "' is written by '" + writer +
+                              "' as a parameter, which the proof takes as the row's own; no "
+                              "other statement may read or write it");
+  return false;
+}
+
 /// Whether every wait of `program` is among `used`.
 bool everyWaitUsed(const ir::Program& program, const std::set<std::pair<int, const char*>>& used) {
   std::set<const char*> usedLocations;
@@ -355,6 +371,8 @@ RankSpan spanOf(const ir::Program& program, int onlyRanks) {
 VerifyResult verify(const ir::Program& program, Diagnostics& diags, int64_t workLimit,
                     int onlyRanks) {
   VerifyResult result;
+  if (!writtenParamsAlone(program, diags))
+    return result;
   const RankSpan span = spanOf(program, onlyRanks);
   std::set<std::pair<int, const char*>> usedWaits;
   if (!proveAll(program, RunConfig{}, &diags, diags, result, usedWaits, workLimit, span))
@@ -418,6 +436,8 @@ VerifyResult proofForRanks(const VerifyResult& proof, int nranks) {
 
 bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
                    Diagnostics& diags, int64_t workLimit, int64_t* work) {
+  if (!writtenParamsAlone(lowered, diags))
+    return false;
   int64_t done = 0;
   Sweep sweep(lowered, lowered.steps, loweredConfig(spec, nranks, dtype), &diags, done, workLimit);
   const bool ok = sweep.run();

@@ -17,8 +17,10 @@
 #define COLLC_COMPILER_EXECUTE_WALKER_H
 
 #include "compiler/execute/Affine.h"
+#include "compiler/execute/PaddedRows.h"
 #include "compiler/ir/IR.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -55,7 +57,17 @@ template <typename Domain, typename Register> class Walker {
 protected:
   Walker(const ir::Program& program, const std::vector<ir::Step>& steps, const Shape& shape,
          Arith& arith)
-      : program_(program), steps_(steps), shape_(shape), arith_(arith) {}
+      : program_(program), steps_(steps), shape_(shape), arith_(arith) {
+    // With n symbolic a swizzled block-scale matrix is its rows alone (PaddedRows.h); a buffer
+    // that shares memory with another keeps its declared size.
+    if (!shape_.count.isConstant()) {
+      unpadded_ = unpaddedSizes(program_);
+      for (const auto& [alias, original] : shape_.aliases)
+        for (ir::BufferId b : {alias, original})
+          if (size_t(b) < unpadded_.size())
+            unpadded_[size_t(b)] = nullptr;
+    }
+  }
 
   // ------------------------------------------------------------------ running
   /// Runs every step on every rank; the domain's beginStep(step) and beginRank() come first.
@@ -189,11 +201,26 @@ protected:
   }
 
   // ------------------------------------------------------------------ memory
+  /// `size`, a size of `buffer` (its elements, a region's length or bound), as this run takes
+  /// it: a swizzled matrix's declared size is its rows alone where n is symbolic.
+  const ir::Expr& sized(ir::BufferId buffer, const ir::Expr& size) const {
+    if (buffer >= 0 && size_t(buffer) < unpadded_.size() && unpadded_[size_t(buffer)] &&
+        ir::structurallyEqual(size, program_.buffer(buffer).slotElems))
+      return unpadded_[size_t(buffer)];
+    return size;
+  }
+
   /// Slots and elements a slot of `buffer` has in this configuration.
   std::pair<int64_t, Affine> shapeOf(const ir::Buffer& buffer) {
     const Env env = baseEnv(0);
     const int64_t slots = evalInt(buffer.slots, env, buffer.loc);
-    const Affine elems = evalAffine(buffer.slotElems, env, buffer.loc);
+    const std::less<const ir::Buffer*> before;
+    const ir::Buffer* first = program_.buffers.data();
+    const ir::BufferId id =
+        !before(&buffer, first) && before(&buffer, first + program_.buffers.size())
+            ? ir::BufferId(&buffer - first)
+            : -1;
+    const Affine elems = evalAffine(sized(id, buffer.slotElems), env, buffer.loc);
     if (slots < 1 || arith_.less(elems, Affine::constant(0)))
       domain().fail(buffer.loc, "buffer '" + buffer.name + "' has a negative or empty size");
     if (slots > kMaxSlots)
@@ -231,8 +258,8 @@ protected:
     p.buffer = region.buffer;
     p.slot = evalInt(region.slot, env, region.loc);
     p.offset = evalAffine(region.offset, env, region.loc);
-    p.length = evalAffine(region.length, env, region.loc);
-    p.bound = evalAffine(region.bound, env, region.loc);
+    p.length = evalAffine(sized(region.buffer, region.length), env, region.loc);
+    p.bound = evalAffine(sized(region.buffer, region.bound), env, region.loc);
     const int64_t slots = domain().slotCount(p.owner, p.buffer);
     if (p.slot < 0 || p.slot >= slots)
       domain().fail(region.loc, "slot " + std::to_string(p.slot) + " of '" + region.text +
@@ -260,6 +287,8 @@ protected:
   bool inRowLoop_ = false;
   /// The registers the running thread holds (see the file's comment for how long).
   std::map<std::string, Register> registers_;
+  /// Per buffer, the size it has in place of its declared one (PaddedRows.h), or null.
+  std::vector<ir::Expr> unpadded_;
 
 private:
   Domain& domain() { return static_cast<Domain&>(*this); }

@@ -984,6 +984,7 @@ private:
         if (arith_.less(Affine::constant(0), at))
           starts.push_back(Arith::mul(at, per));
       const Affine end = Arith::mul(rowCount, per);
+      checkParamWrites(s.params[k].region, param, end);
       if (arith_.less(end, param.length))
         starts.push_back(end);
       splitAt(param, starts);
@@ -991,6 +992,14 @@ private:
         write(s.loc, s.params[k].region, param, Arith::mul(at, per), rowThread, value, false,
               ir::StoreKind::Plain);
     }
+  }
+
+  /// A row statement's written parameter holds every element its rows write: [0, end).
+  void checkParamWrites(const ir::Region& region, const Resolved& param, const Affine& end) {
+    if (arith_.less(param.length, end))
+      fail(region.loc, "the rows write elements [0, " + number(end) + ") of '" + region.text +
+                           "' on rank " + std::to_string(rank_) + ", which holds " +
+                           number(param.length));
   }
 
   /// Rows [0, rows)'s padded blocks (`padded` a row) of a swizzled block-scale matrix, each
@@ -1010,6 +1019,10 @@ private:
           cells.push_back(
               {int64_t(nvfp4SwizzledOffset(uint64_t(t), uint64_t(b), blocks)), &writes[i].second});
     }
+    int64_t end = 0;
+    for (const auto& [at, value] : cells)
+      end = std::max(end, at + 1);
+    checkParamWrites(region, param, Affine::constant(end));
     std::vector<Affine> cuts;
     for (const auto& [at, value] : cells) {
       if (at > 0)
