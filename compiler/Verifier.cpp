@@ -384,8 +384,10 @@ VerifyResult verify(const ir::Program& program, Diagnostics& diags, int64_t work
 
 namespace {
 
-RunConfig loweredConfig(const ir::Program& spec, int nranks, DType dtype) {
+RunConfig loweredConfig(const ir::Program& spec, int nranks, DType dtype,
+                        proof::SpecRuns* specRuns) {
   RunConfig config;
+  config.specRuns = specRuns;
   config.nranks = nranks;
   config.lowered = true;
   config.packetElems = int(8 / sizeOf(dtype));
@@ -417,9 +419,11 @@ VerifyResult proofForRanks(const VerifyResult& proof, int nranks) {
 }
 
 bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
-                   Diagnostics& diags, int64_t workLimit, int64_t* work) {
+                   Diagnostics& diags, int64_t workLimit, int64_t* work,
+                   proof::SpecRuns* specRuns) {
   int64_t done = 0;
-  Sweep sweep(lowered, lowered.steps, loweredConfig(spec, nranks, dtype), &diags, done, workLimit);
+  Sweep sweep(lowered, lowered.steps, loweredConfig(spec, nranks, dtype, specRuns), &diags, done,
+              workLimit);
   const bool ok = sweep.run();
   if (work)
     *work += done;
@@ -428,7 +432,8 @@ bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nran
 
 LoweredAliases proveLoweredAliases(const ir::Program& spec, const VerifyResult& proof,
                                    const ir::Program& lowered, int nranks, DType dtype,
-                                   Diagnostics& diags, int64_t workLimit, int64_t* workDone) {
+                                   Diagnostics& diags, int64_t workLimit, int64_t* workDone,
+                                   proof::SpecRuns* specRuns) {
   std::vector<std::pair<std::string, std::string>> pairs;
   if (proof.inPlace)
     pairs.push_back({spec.buffer(spec.output()).name, spec.buffer(spec.input()).name});
@@ -438,7 +443,7 @@ LoweredAliases proveLoweredAliases(const ir::Program& spec, const VerifyResult& 
   // Whether the lowered program holds with these pairs as one memory; the diagnostics if not.
   auto holds = [&](const std::vector<std::pair<std::string, std::string>>& aliased,
                    std::string& why) {
-    RunConfig config = loweredConfig(spec, nranks, dtype);
+    RunConfig config = loweredConfig(spec, nranks, dtype, specRuns);
     for (const auto& [written, read] : aliased) {
       // Both runs share the configuration: user buffers keep their place in the lowered program.
       if (lowered.find(written) != spec.find(written) || lowered.find(read) != spec.find(read))

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <unordered_map>
 
 namespace collc::proof {
 namespace {
@@ -112,6 +113,43 @@ execute::Shape runShape(const RunConfig& config) {
 struct Read {
   const ir::Operand* operand;
   Resolved where;
+};
+
+/// What a lowered run compares with of the spec's run of its configuration (Run::compareWith):
+/// every output and aux buffer's first slot on every rank, each segment's start, whether it is
+/// written, its value and the bytes its cell counts for (Run::bytesOf), which a split copies.
+struct SpecSegment {
+  Affine start;
+  int64_t bytes = 0;
+  uint32_t value = 0; // in SpecResult::values
+  bool written = false;
+};
+
+struct SpecSlot {
+  Affine size;
+  std::vector<SpecSegment> segments;
+};
+
+struct SpecResult {
+  /// Values, each once: an allreduce's elements all hold the same one.
+  std::vector<Value> values;
+  /// The slots; slotOf[buffer][rank] (-1: not kept) indexes them, one index for buffers that
+  /// are one memory.
+  std::vector<SpecSlot> slots;
+  std::vector<std::vector<int>> slotOf;
+  /// What the run recorded (Arith::fresh, Arith::adopt) and the work it did.
+  int64_t threshold = 0, limit = INT64_MAX, work = 0;
+
+  int64_t bytes() const {
+    int64_t total = int64_t(sizeof(SpecResult));
+    for (const Value& value : values)
+      total += int64_t(sizeof(Value) + value.size() * sizeof(Contribution));
+    for (const SpecSlot& slot : slots)
+      total += int64_t(sizeof(SpecSlot) + slot.segments.size() * sizeof(SpecSegment));
+    for (const auto& ranks : slotOf)
+      total += int64_t(ranks.size() * sizeof(int));
+    return total;
+  }
 };
 
 /// The proof's domain of the executor: every element holds its contributions, n is affine, and
@@ -279,7 +317,7 @@ private:
   }
 
   /// The index of the segment holding position p (0 <= p < size).
-  size_t locate(const Slot& slot, const Affine& p) {
+  template <typename AnySlot> size_t locate(const AnySlot& slot, const Affine& p) {
     size_t lo = 0, hi = slot.segments.size();
     while (hi - lo > 1) {
       const size_t mid = (lo + hi) / 2;
@@ -301,6 +339,20 @@ private:
     spend(1 + int64_t(slot.segments[i].cell.value.size()));
     account(bytesOf(slot.segments[i].cell));
     Segment copy = slot.segments[i];
+    copy.start = p;
+    slot.segments.insert(slot.segments.begin() + long(i) + 1, copy);
+  }
+
+  /// split() of a kept spec slot: the same comparisons, work and memory as of the run's own.
+  void split(SpecSlot& slot, const Affine& p, const std::vector<Value>& values) {
+    if (arith_.lessEqual(p, Affine::constant(0)) || arith_.lessEqual(slot.size, p))
+      return;
+    const size_t i = locate(slot, p);
+    if (arith_.equal(slot.segments[i].start, p))
+      return;
+    spend(1 + int64_t(values[slot.segments[i].value].size()));
+    account(slot.segments[i].bytes);
+    SpecSegment copy = slot.segments[i];
     copy.start = p;
     slot.segments.insert(slot.segments.begin() + long(i) + 1, copy);
   }
@@ -1288,32 +1340,95 @@ private:
   }
 
 public:
+  /// After the spec's run of this configuration: what compareWith compares with.
+  SpecResult result() const {
+    SpecResult kept;
+    std::map<const Slot*, int> indexOf;
+    // Values by a hash of their contributions, so that each is kept once.
+    std::unordered_multimap<size_t, uint32_t> valuesByHash;
+    kept.slotOf.assign(program_.buffers.size(), {});
+    for (size_t id = 0; id < program_.buffers.size(); ++id) {
+      const ir::BufferRole role = program_.buffers[id].role;
+      if (role != ir::BufferRole::Output && role != ir::BufferRole::Aux)
+        continue;
+      for (int r = 0; r < config_.nranks; ++r) {
+        const Slot* slot = memory_[size_t(r)][id][0].get();
+        auto [at, added] = indexOf.insert({slot, int(kept.slots.size())});
+        kept.slotOf[id].push_back(at->second);
+        if (!added)
+          continue;
+        SpecSlot& copy = kept.slots.emplace_back();
+        copy.size = slot->size;
+        copy.segments.reserve(slot->segments.size());
+        for (const Segment& segment : slot->segments) {
+          const Value& value = segment.cell.value;
+          const size_t hash = hashOf(value);
+          uint32_t index = uint32_t(kept.values.size());
+          const auto [first, last] = valuesByHash.equal_range(hash);
+          for (auto it = first; it != last; ++it)
+            if (identical(kept.values[it->second], value)) {
+              index = it->second;
+              break;
+            }
+          if (index == kept.values.size()) {
+            kept.values.push_back(value);
+            valuesByHash.insert({hash, index});
+          }
+          copy.segments.push_back(
+              SpecSegment{segment.start, bytesOf(segment.cell), index, segment.cell.written});
+        }
+      }
+    }
+    return kept;
+  }
+
+  static size_t hashOf(const Value& value) {
+    size_t hash = value.size();
+    for (const Contribution& c : value)
+      for (int64_t part :
+           {int64_t(c.rank), int64_t(c.tag), c.shift.u, c.shift.v, int64_t(c.anyIndex)})
+        hash = hash * 1000003 ^ size_t(part);
+    return hash;
+  }
+
+  /// The same contributions, written alike (not a decision of the run: a copy).
+  static bool identical(const Value& a, const Value& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const Contribution& x, const Contribution& y) {
+                        return x.rank == y.rank && x.tag == y.tag && x.shift.identical(y.shift) &&
+                               x.anyIndex == y.anyIndex;
+                      });
+  }
+
   /// After both have run: every user buffer the spec writes holds in this run what it holds in
-  /// `spec`'s (the lowered program computes what the spec does). Reports the first difference.
-  void compareWith(Run& spec) {
+  /// `spec`'s run of the configuration (the lowered program computes what the spec does). Reports
+  /// the first difference.
+  void compareWith(const SpecResult& spec) {
+    std::vector<SpecSlot> slots = spec.slots; // cut below, as the spec's run's own would be
     for (size_t id = 0; id < program_.buffers.size(); ++id) {
       const ir::Buffer& buffer = program_.buffers[id];
       if (buffer.role != ir::BufferRole::Output && buffer.role != ir::BufferRole::Aux)
         continue;
       for (int r = 0; r < config_.nranks; ++r) {
         Slot& mine = *memory_[size_t(r)][id][0];
-        Slot& theirs = *spec.memory_[size_t(r)][id][0];
+        SpecSlot& theirs = slots[size_t(spec.slotOf[id][size_t(r)])];
         // Cut both at each other's boundaries, then compare segment by segment.
-        for (const Segment& segment : theirs.segments)
+        for (const SpecSegment& segment : theirs.segments)
           split(mine, segment.start);
         for (const Segment& segment : mine.segments)
-          split(theirs, segment.start);
+          split(theirs, segment.start, spec.values);
         for (size_t i = 0; i < mine.segments.size(); ++i) {
           const Cell& got = mine.segments[i].cell;
-          const Cell& want = theirs.segments[locate(theirs, mine.segments[i].start)].cell;
-          if (got.written == want.written && sameValue(got.value, want.value))
+          const SpecSegment& want = theirs.segments[locate(theirs, mine.segments[i].start)];
+          const Value& wantValue = spec.values[want.value];
+          if (got.written == want.written && sameValue(got.value, wantValue))
             continue;
           const Affine element = mine.segments[i].start;
           fail(program_.loc, buffer.name + "[" + number(element) + "] on rank " +
                                  std::to_string(r) + " holds " +
                                  (got.written ? describe(got.value, element) : "nothing") +
                                  ", but the spec computes " +
-                                 (want.written ? describe(want.value, element) : "nothing"));
+                                 (want.written ? describe(wantValue, element) : "nothing"));
         }
       }
     }
@@ -1383,6 +1498,36 @@ FinalSources finalSources(const ir::Program& program, const std::vector<ir::Step
   return run.sources();
 }
 
+namespace {
+
+/// A kept run's configuration: the spec (its location, its steps expanded for the rank count),
+/// everything of RunConfig its run reads, and how its Arith decides.
+struct SpecRunKey {
+  const char* spec;
+  size_t steps;
+  int nranks, root;
+  int64_t countU, countV, rowLength;
+  std::vector<std::pair<ir::BufferId, ir::BufferId>> aliases;
+  bool symbolic;
+  std::optional<int64_t> start;
+
+  bool operator<(const SpecRunKey& o) const {
+    return std::tie(spec, steps, nranks, root, countU, countV, rowLength, aliases, symbolic,
+                    start) < std::tie(o.spec, o.steps, o.nranks, o.root, o.countU, o.countV,
+                                      o.rowLength, o.aliases, o.symbolic, o.start);
+  }
+};
+
+} // namespace
+
+struct SpecRuns::Store {
+  std::map<SpecRunKey, SpecResult> runs;
+  int64_t bytes = 0;
+};
+
+SpecRuns::SpecRuns() : store_(std::make_unique<Store>()) {}
+SpecRuns::~SpecRuns() = default;
+
 RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps,
                   const RunConfig& config, Arith& arith, Diagnostics* diags) {
   Run run(program, steps, config, arith, diags);
@@ -1391,14 +1536,54 @@ RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps
   RunConfig specConfig = config;
   specConfig.lowered = false;
   specConfig.reference = nullptr;
-  Run spec(*config.reference, *config.referenceSteps, specConfig, arith, nullptr);
-  try {
-    spec.run();
-  } catch (const RunFailed&) {
-    internalError("the spec breaks a rule in a configuration its proof covers");
+  specConfig.specRuns = nullptr;
+  const SpecRunKey key{config.reference->loc.getPointer(),
+                       config.referenceSteps->size(),
+                       config.nranks,
+                       config.root,
+                       config.count.u,
+                       config.count.v,
+                       config.rowLength,
+                       config.aliases,
+                       arith.symbolic(),
+                       arith.start()};
+  SpecRuns::Store* store = config.specRuns ? &config.specRuns->store() : nullptr;
+  const auto kept = store ? store->runs.find(key) : std::map<SpecRunKey, SpecResult>::iterator();
+  const SpecResult* spec = nullptr;
+  SpecResult made;
+  if (store && kept != store->runs.end()) {
+    // The run would make the same comparisons and do the same work: past the budget it stops.
+    if (config.budget > 0 && kept->second.work > config.budget)
+      throw AffineError{"budget"};
+    arith.adopt(kept->second.threshold, kept->second.limit);
+    spec = &kept->second;
+  } else {
+    // Its comparisons are recorded apart, then here: the same record as when made here.
+    Arith specArith = arith.fresh();
+    Run specRun(*config.reference, *config.referenceSteps, specConfig, specArith, nullptr);
+    int64_t work = 0;
+    try {
+      work = specRun.run().work;
+    } catch (const RunFailed&) {
+      internalError("the spec breaks a rule in a configuration its proof covers");
+    } catch (...) {
+      arith.adopt(specArith.threshold(), specArith.limit());
+      throw;
+    }
+    arith.adopt(specArith.threshold(), specArith.limit());
+    made = specRun.result();
+    made.threshold = specArith.threshold();
+    made.limit = specArith.limit();
+    made.work = work;
+    spec = &made;
+    const int64_t bytes = made.bytes();
+    if (store && store->bytes + bytes <= SpecRuns::kMaxBytes) {
+      store->bytes += bytes;
+      spec = &store->runs.emplace(key, std::move(made)).first->second;
+    }
   }
   RunFacts facts = run.run();
-  run.compareWith(spec);
+  run.compareWith(*spec);
   return facts;
 }
 
