@@ -79,15 +79,21 @@ struct Cell {
   int takes = 0;       // takes of an accumulation line in this call (each zeroes the line)
 };
 
-/// Elements [start, next segment's start) that fare alike.
+/// Elements [start, next segment's start) that fare alike: their cell is Slot::cells[cell]. Kept
+/// apart from the cells, segments are small to move when a split inserts one.
 struct Segment {
   Affine start;
-  Cell cell;
+  uint32_t cell = 0;
 };
 
 struct Slot {
   Affine size;
-  std::vector<Segment> segments; // the first starts at 0
+  // Most slots keep one segment (a peer's inbox): inline, a slot is one allocation.
+  llvm::SmallVector<Segment, 2> segments; // the first starts at 0
+  llvm::SmallVector<Cell, 1> cells;       // each segment's own
+
+  Cell& cellOf(size_t segment) { return cells[segments[segment].cell]; }
+  const Cell& cellOf(size_t segment) const { return cells[segments[segment].cell]; }
 };
 using SlotPtr = std::shared_ptr<Slot>;
 
@@ -98,6 +104,9 @@ struct Resolved {
   Affine offset, length, bound;
   Slot* slot = nullptr;
 };
+
+/// Relative positions where a statement's pieces begin: a few, kept off the heap.
+using Cuts = llvm::SmallVector<Affine, 8>;
 
 /// Elements a register holds, by the element index of the statement that filled it.
 struct Register {
@@ -170,8 +179,9 @@ public:
     for (int r = 0; r < config_.nranks; ++r)
       for (const auto& slots : memory_[size_t(r)])
         for (const auto& slot : slots)
-          for (const Segment& segment : slot->segments) {
-            const Cell& c = segment.cell;
+          for (size_t i = 0; i < slot->segments.size(); ++i) {
+            const Segment& segment = slot->segments[i];
+            const Cell& c = slot->cellOf(i);
             if (c.writerStep >= 0 && c.writerRank != r && c.remoteReads == 0)
               facts_.remoteDataReadOnce = false;
             // A take zeroes its line for the next call of its copy; a line left holding adds
@@ -234,7 +244,8 @@ private:
       throw AffineError{"memory"};
   }
   static int64_t bytesOf(const Cell& c) {
-    return int64_t(sizeof(Segment)) + int64_t(c.value.size() * sizeof(Contribution)) +
+    // A segment: its start and its cell.
+    return int64_t(sizeof(Affine) + sizeof(Cell)) + int64_t(c.value.size() * sizeof(Contribution)) +
            int64_t((c.recentWrites.size() + c.recentReads.size()) * sizeof(Access));
   }
 
@@ -289,12 +300,17 @@ private:
   void allocate() {
     const std::vector<ir::BufferId> memoryOfBuffer = memoryOf();
     memory_.assign(size_t(config_.nranks), {});
+    // Every rank's buffers have the shapes rank 0's have (shapeOf evaluates them as rank 0).
+    std::vector<std::pair<int64_t, Affine>> shapes;
     for (int r = 0; r < config_.nranks; ++r) {
       auto& buffers = memory_[size_t(r)];
       buffers.resize(program_.buffers.size());
       for (size_t b = 0; b < program_.buffers.size(); ++b) {
         const ir::Buffer& buffer = program_.buffers[b];
-        const auto [slots, elems] = shapeOf(buffer);
+        if (r == 0)
+          shapes.push_back(shapeOf(buffer));
+        const auto [slots, elems] = shapes[b];
+        buffers[b].reserve(size_t(slots));
         for (int64_t s = 0; s < slots; ++s) {
           auto slot = std::make_shared<Slot>();
           slot->size = elems;
@@ -307,7 +323,8 @@ private:
             cell.writerRank = r;
           }
           account(bytesOf(cell));
-          slot->segments.push_back(Segment{Affine::constant(0), cell});
+          slot->cells.push_back(std::move(cell));
+          slot->segments.push_back(Segment{Affine::constant(0), 0});
           buffers[b].push_back(slot);
         }
       }
@@ -336,11 +353,11 @@ private:
     const size_t i = locate(slot, p);
     if (arith_.equal(slot.segments[i].start, p))
       return;
-    spend(1 + int64_t(slot.segments[i].cell.value.size()));
-    account(bytesOf(slot.segments[i].cell));
-    Segment copy = slot.segments[i];
-    copy.start = p;
-    slot.segments.insert(slot.segments.begin() + long(i) + 1, copy);
+    spend(1 + int64_t(slot.cellOf(i).value.size()));
+    account(bytesOf(slot.cellOf(i)));
+    slot.cells.push_back(slot.cellOf(i));
+    slot.segments.insert(slot.segments.begin() + long(i) + 1,
+                         Segment{p, uint32_t(slot.cells.size() - 1)});
   }
 
   /// split() of a kept spec slot: the same comparisons, work and memory as of the run's own.
@@ -385,13 +402,13 @@ private:
 
   /// Splits the slot so that [offset + a, offset + b) for each relative boundary is whole
   /// segments.
-  void splitAt(const Resolved& r, const std::vector<Affine>& relative) {
+  void splitAt(const Resolved& r, llvm::ArrayRef<Affine> relative) {
     for (const Affine& a : relative)
       split(*r.slot, Arith::add(r.offset, a));
   }
 
   /// The relative positions in (0, length) where some segment of `r` begins.
-  void boundariesOf(const Resolved& r, const Affine& length, std::vector<Affine>& out) {
+  void boundariesOf(const Resolved& r, const Affine& length, Cuts& out) {
     split(*r.slot, r.offset);
     split(*r.slot, Arith::add(r.offset, length));
     const size_t first = locate(*r.slot, r.offset);
@@ -404,13 +421,13 @@ private:
   }
 
   /// The relative boundaries of all `regions` over [0, length), sorted and without repeats.
-  std::vector<Affine> pieces(const std::vector<Resolved>& regions, const Affine& length) {
-    std::vector<Affine> cuts;
+  Cuts pieces(llvm::ArrayRef<Resolved> regions, const Affine& length) {
+    Cuts cuts;
     for (const Resolved& r : regions)
       boundariesOf(r, length, cuts);
     std::sort(cuts.begin(), cuts.end(),
               [&](const Affine& a, const Affine& b) { return arith_.less(a, b); });
-    std::vector<Affine> unique;
+    Cuts unique;
     for (const Affine& c : cuts)
       if (unique.empty() || !arith_.equal(unique.back(), c))
         unique.push_back(c);
@@ -423,7 +440,7 @@ private:
 
   Cell& cellAt(const Resolved& r, const Affine& relative) {
     Slot& slot = *r.slot;
-    return slot.segments[locate(slot, Arith::add(r.offset, relative))].cell;
+    return slot.cellOf(locate(slot, Arith::add(r.offset, relative)));
   }
 
   /// A statement that reads and writes one slot at different offsets races with itself: one
@@ -731,7 +748,7 @@ private:
   }
 
   // ------------------------------------------------------------------ statements
-  void keep(const std::string& reg, const std::vector<Affine>& cuts, const Affine& length,
+  void keep(const std::string& reg, llvm::ArrayRef<Affine> cuts, const Affine& length,
             const std::vector<Value>& values) {
     Register& r = registers_[reg];
     r.length = length;
@@ -756,7 +773,7 @@ private:
   }
 
   /// Register pieces must line up with the statement's pieces: cut the statement at them.
-  void registerCuts(const ir::Operand& operand, std::vector<Affine>& cuts) {
+  void registerCuts(const ir::Operand& operand, Cuts& cuts) {
     auto it = registers_.find(operand.reg);
     if (it == registers_.end())
       return;
@@ -764,10 +781,10 @@ private:
       cuts.push_back(piece.first);
   }
 
-  std::vector<Affine> normalize(std::vector<Affine> cuts, const Affine& length) {
+  Cuts normalize(Cuts cuts, const Affine& length) {
     std::sort(cuts.begin(), cuts.end(),
               [&](const Affine& a, const Affine& b) { return arith_.less(a, b); });
-    std::vector<Affine> unique;
+    Cuts unique;
     for (const Affine& c : cuts)
       if (arith_.less(c, length) && (unique.empty() || !arith_.equal(unique.back(), c)))
         unique.push_back(c);
@@ -790,10 +807,10 @@ private:
     const bool fromReg = source.load == ir::LoadKind::Register;
     if (!fromReg)
       checkSelfOverlap(src, dst, length, from);
-    std::vector<Resolved> regions = {dst};
+    llvm::SmallVector<Resolved, 4> regions = {dst};
     if (!fromReg)
       regions.push_back(src);
-    std::vector<Affine> cuts = pieces(regions, length);
+    Cuts cuts = pieces(regions, length);
     if (fromReg) {
       registerCuts(source, cuts);
       cuts = normalize(cuts, length);
@@ -832,7 +849,7 @@ private:
     Resolved dst = resolve(s.target, env);
     const Affine length = dst.length;
     // Operands (a slot set's once for each rank of the set), then addends.
-    std::vector<std::pair<const ir::Operand*, Resolved>> inputs;
+    llvm::SmallVector<std::pair<const ir::Operand*, Resolved>, 8> inputs;
     size_t operandCount = 0;
     forEachOperand(s, env, [&](const ir::Operand& operand, bool addend) {
       Resolved r = resolve(operand.region, env);
@@ -845,13 +862,13 @@ private:
     });
     if (arith_.lessEqual(length, Affine::constant(0)))
       return;
-    std::vector<Resolved> regions = {dst};
+    llvm::SmallVector<Resolved, 4> regions = {dst};
     for (const auto& [operand, r] : inputs)
       if (operand->load != ir::LoadKind::Register) {
         checkSelfOverlap(r, dst, length, operand->region);
         regions.push_back(r);
       }
-    std::vector<Affine> cuts = pieces(regions, length);
+    Cuts cuts = pieces(regions, length);
     bool registers = false;
     for (const auto& [operand, r] : inputs)
       if (operand->load == ir::LoadKind::Register) {
@@ -906,7 +923,7 @@ private:
     const Affine length = r.length;
     if (arith_.lessEqual(length, Affine::constant(0)))
       return;
-    std::vector<Affine> cuts = pieces({r}, length);
+    Cuts cuts = pieces({r}, length);
     std::vector<Value> values;
     const Thread reader{false, r.offset, r.bound};
     for (const Affine& at : cuts)
@@ -965,7 +982,7 @@ private:
       return;
     // The expected contributions change at block boundaries for some kinds: cut there too.
     splitAtBlocks(rows);
-    std::vector<Affine> cuts = pieces({dst, rows}, dst.length);
+    Cuts cuts = pieces({dst, rows}, dst.length);
     if (s.rows.load == ir::LoadKind::Register) {
       registerCuts(s.rows, cuts);
       cuts = normalize(cuts, dst.length);
@@ -1266,8 +1283,8 @@ private:
         continue;
       bool written = false;
       for (int r = 0; r < config_.nranks; ++r)
-        for (const Segment& segment : memory_[size_t(r)][id][0]->segments)
-          written |= segment.cell.writerStep >= 0;
+        for (const Cell& cell : memory_[size_t(r)][id][0]->cells)
+          written |= cell.writerStep >= 0;
       if (written && arith_.equal(memory_[0][id][0]->size, config_.count))
         checkOutput(ir::BufferId(id));
     }
@@ -1287,7 +1304,7 @@ private:
         if (arith_.lessEqual(segmentEnd(slot, i), slot.segments[i].start))
           continue; // empty
         const Segment& segment = slot.segments[i];
-        const Cell& c = segment.cell;
+        const Cell& c = slot.cellOf(i);
         const Affine element = segment.start;
         auto expected = expectedAt(r, element);
         if (!expected)
@@ -1360,8 +1377,10 @@ public:
         SpecSlot& copy = kept.slots.emplace_back();
         copy.size = slot->size;
         copy.segments.reserve(slot->segments.size());
-        for (const Segment& segment : slot->segments) {
-          const Value& value = segment.cell.value;
+        for (size_t i = 0; i < slot->segments.size(); ++i) {
+          const Segment& segment = slot->segments[i];
+          const Cell& cell = slot->cellOf(i);
+          const Value& value = cell.value;
           const size_t hash = hashOf(value);
           uint32_t index = uint32_t(kept.values.size());
           const auto [first, last] = valuesByHash.equal_range(hash);
@@ -1374,8 +1393,7 @@ public:
             kept.values.push_back(value);
             valuesByHash.insert({hash, index});
           }
-          copy.segments.push_back(
-              SpecSegment{segment.start, bytesOf(segment.cell), index, segment.cell.written});
+          copy.segments.push_back(SpecSegment{segment.start, bytesOf(cell), index, cell.written});
         }
       }
     }
@@ -1418,7 +1436,7 @@ public:
         for (const Segment& segment : mine.segments)
           split(theirs, segment.start, spec.values);
         for (size_t i = 0; i < mine.segments.size(); ++i) {
-          const Cell& got = mine.segments[i].cell;
+          const Cell& got = mine.cellOf(i);
           const SpecSegment& want = theirs.segments[locate(theirs, mine.segments[i].start)];
           const Value& wantValue = spec.values[want.value];
           if (got.written == want.written && sameValue(got.value, wantValue))
@@ -1446,7 +1464,7 @@ public:
         const Slot& slot = *memory_[size_t(r)][id][0];
         std::vector<ElementSources>& elements = ranks.emplace_back();
         for (size_t i = 0; i < slot.segments.size(); ++i) {
-          const Cell& c = slot.segments[i].cell;
+          const Cell& c = slot.cellOf(i);
           for (int64_t e = slot.segments[i].start.v; e < segmentEnd(slot, i).v; ++e) {
             if (!c.written) {
               elements.emplace_back();
