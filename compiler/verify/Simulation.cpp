@@ -1113,11 +1113,12 @@ private:
   }
 
   /// What element `element` of the output must hold on `rank` (shifts relative to the element),
-  /// or nullopt where the kind leaves it unspecified. Valid for a whole segment that does not
-  /// cross a block boundary (splitAtBlocks).
-  std::optional<Value> expectedAt(int rank, const Affine& element) {
+  /// or null where the kind leaves it unspecified. Valid for a whole segment that does not
+  /// cross a block boundary (splitAtBlocks), and until the next call (one buffer serves them all).
+  const Value* expectedAt(int rank, const Affine& element) {
     const Affine n = config_.count;
-    Value expected;
+    Value& expected = expected_;
+    expected.clear();
     auto every = [&](const Affine& shift) {
       for (int q = 0; q < config_.nranks; ++q)
         expected.push_back(Contribution{q, 0, shift, false});
@@ -1125,7 +1126,7 @@ private:
     switch (program_.kind) {
     case CollectiveKind::Reduce:
       if (rank != config_.root)
-        return std::nullopt;
+        return nullptr;
       [[fallthrough]];
     case CollectiveKind::AllReduce:
       every(Affine::constant(0));
@@ -1147,14 +1148,25 @@ private:
     }
     }
     std::sort(expected.begin(), expected.end(), orderedBefore);
-    return expected;
+    return &expected;
   }
 
-  /// The block k (k * n <= element < (k + 1) * n) of an element of a buffer of n * nranks.
+  /// The block k (k * n <= element < (k + 1) * n) of an element of a buffer of n * nranks. Every
+  /// rank's output has the same elements to ask about: each is answered once a run, its
+  /// comparisons recorded then (asking again would record them again, to no effect).
   int blockOf(const Affine& element) {
+    const auto [known, added] = blocks_.insert({{element.u, element.v}, 0});
+    if (!added)
+      return known->second;
     int k = 0;
-    while (k + 1 < config_.nranks && arith_.lessEqual(Arith::mul(config_.count, k + 1), element))
-      ++k;
+    try {
+      while (k + 1 < config_.nranks && arith_.lessEqual(Arith::mul(config_.count, k + 1), element))
+        ++k;
+    } catch (...) {
+      blocks_.erase(known);
+      throw;
+    }
+    known->second = k;
     return k;
   }
 
@@ -1499,7 +1511,9 @@ private:
   int64_t bytes_ = 0; // live memory of the run's elements (account)
   bool rowStep_ = false;
   std::set<int> waited_;
-  std::optional<ir::BarrierScope> barrier_; // the lowered step's barrier, if it has one
+  Value expected_;                                    // expectedAt's answer
+  std::map<std::pair<int64_t, int64_t>, int> blocks_; // blockOf's answers, by element
+  std::optional<ir::BarrierScope> barrier_;           // the lowered step's barrier, if it has one
   // memory_[rank][buffer][slot]
   std::vector<std::vector<std::vector<SlotPtr>>> memory_;
 };
