@@ -30,10 +30,11 @@ struct RankSpan {
 /// the symbolic run's bound, a stretch of them a run (execute/Affine.h).
 class Sweep {
 public:
+  /// `keepFacts`: whether facts() is wanted (a lowered program's proof folds no facts).
   Sweep(const ir::Program& program, const std::vector<ir::Step>& steps, RunConfig base,
-        Diagnostics* diags, int64_t& work, int64_t workLimit)
+        Diagnostics* diags, int64_t& work, int64_t workLimit, bool keepFacts = true)
       : program_(program), steps_(steps), base_(std::move(base)), diags_(diags), work_(work),
-        workLimit_(workLimit) {}
+        workLimit_(workLimit), keepFacts_(keepFacts) {}
 
   /// False (after reporting, unless quiet) at the first configuration that breaks a rule.
   bool run() {
@@ -155,10 +156,11 @@ private:
     }
   }
 
-  void record(const RunFacts& facts) {
+  void record(RunFacts facts) {
     ++runs_;
     work_ += facts.work;
-    facts_.push_back(facts);
+    if (keepFacts_)
+      facts_.push_back(std::move(facts));
   }
 
   bool limit(const AffineError& error) {
@@ -190,6 +192,7 @@ private:
   Diagnostics* diags_;
   int64_t& work_;
   const int64_t workLimit_;
+  const bool keepFacts_;
   int64_t runs_ = 0;
   std::vector<RunFacts> facts_;
 };
@@ -423,7 +426,7 @@ bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nran
                    proof::SpecRuns* specRuns) {
   int64_t done = 0;
   Sweep sweep(lowered, lowered.steps, loweredConfig(spec, nranks, dtype, specRuns), &diags, done,
-              workLimit);
+              workLimit, /*keepFacts=*/false);
   const bool ok = sweep.run();
   if (work)
     *work += done;
@@ -453,7 +456,7 @@ LoweredAliases proveLoweredAliases(const ir::Program& spec, const VerifyResult& 
     // Reported into a string of its own: a pair that is not allowed is no error of the spec.
     llvm::raw_string_ostream out(why);
     Diagnostics quiet(diags.sources(), out);
-    Sweep sweep(lowered, lowered.steps, config, &quiet, work, workLimit);
+    Sweep sweep(lowered, lowered.steps, config, &quiet, work, workLimit, /*keepFacts=*/false);
     return sweep.run();
   };
   std::vector<std::pair<std::string, std::string>> allowed;
