@@ -1192,10 +1192,21 @@ private:
       const Contribution& b = expected[i];
       same &= a.rank == b.rank && a.tag == b.tag && arith_.equal(a.shift, b.shift);
     }
-    for (const Contribution& a : got)
-      for (const Contribution& b : expected)
-        if (a.rank == b.rank && a.tag == b.tag)
-          (void)arith_.equal(a.shift, b.shift);
+    // Every pair of the same rank and tag, found through expected's contributions ordered by
+    // (tag, rank) rather than by trying each pair.
+    auto key = [&](uint32_t j) { return std::pair{expected[j].tag, expected[j].rank}; };
+    std::vector<uint32_t>& order = byTagRank_;
+    order.resize(expected.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return key(x) < key(y); });
+    for (const Contribution& a : got) {
+      const std::pair<int, int> wanted{a.tag, a.rank};
+      auto first =
+          std::lower_bound(order.begin(), order.end(), wanted,
+                           [&](uint32_t j, const std::pair<int, int>& k) { return key(j) < k; });
+      for (auto j = first; j != order.end() && key(*j) == wanted; ++j)
+        (void)arith_.equal(a.shift, expected[*j].shift);
+    }
     return same || sameMultiset(got, expected, /*anyIndexMatters=*/false);
   }
 
@@ -1513,7 +1524,8 @@ private:
   int64_t bytes_ = 0; // live memory of the run's elements (account)
   bool rowStep_ = false;
   std::set<int> waited_;
-  Value expected_;                                    // expectedAt's answer
+  std::vector<uint32_t> byTagRank_; // sameInput's order of the expected contributions
+  Value expected_;                  // expectedAt's answer
   std::map<std::pair<int64_t, int64_t>, int> blocks_; // blockOf's answers, by element
   std::optional<ir::BarrierScope> barrier_;           // the lowered step's barrier, if it has one
   // memory_[rank][buffer][slot]
