@@ -1569,10 +1569,17 @@ struct SpecRunKey {
 struct SpecRuns::Store {
   std::map<SpecRunKey, SpecResult> runs;
   int64_t bytes = 0;
+  int64_t reused = 0;
 };
 
 SpecRuns::SpecRuns() : store_(std::make_unique<Store>()) {}
 SpecRuns::~SpecRuns() = default;
+size_t SpecRuns::kept() const {
+  return store_->runs.size();
+}
+int64_t SpecRuns::reused() const {
+  return store_->reused;
+}
 
 RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps,
                   const RunConfig& config, Arith& arith, Diagnostics* diags) {
@@ -1603,6 +1610,7 @@ RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps
       throw AffineError{"budget"};
     arith.adopt(kept->second.threshold, kept->second.limit);
     spec = &kept->second;
+    ++store->reused;
   } else {
     // Its comparisons are recorded apart, then here: the same record as when made here.
     Arith specArith = arith.fresh();

@@ -93,6 +93,9 @@ public:
 
   struct Store;
   Store& store() { return *store_; }
+  /// Runs kept, and runs that a lowered run found kept rather than made.
+  size_t kept() const;
+  int64_t reused() const;
 
   static constexpr int64_t kMaxBytes = int64_t(256) << 20;
 
