@@ -11,6 +11,7 @@
 #include "compiler/Sema.h"
 #include "compiler/Verifier.h"
 #include "compiler/ir/Visitor.h"
+#include "compiler/verify/Simulation.h"
 #include "dsl/Parser.h"
 
 #include <algorithm>
@@ -164,7 +165,8 @@ struct Lowered {
 std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult& proof,
                                     const CompileOptions& options, Diagnostics& diags,
                                     const ir::LineOf& lineOf, bool proveAliases,
-                                    int64_t* work = nullptr, bool verify = true) {
+                                    int64_t* work = nullptr, bool verify = true,
+                                    proof::SpecRuns* specRuns = nullptr) {
   // The variant's choices, each checked against what the spec allows.
   if (options.nranks < spec.minRanks || options.nranks > spec.maxRanks)
     diags.error(spec.loc, "cannot compile for " + std::to_string(options.nranks) +
@@ -212,6 +214,7 @@ std::optional<Lowered> lowerVariant(const ir::Program& spec, const VerifyResult&
   lowerOptions.verifyWorkLimit = workLimitOf(options);
   lowerOptions.verifyLowered = verify;
   lowerOptions.proveAliases = proveAliases;
+  lowerOptions.specRuns = specRuns;
   lowerOptions.lineOf = lineOf;
   std::optional<llvm::raw_os_ostream> printIr;
   if (options.printIr && options.printIrAfterAll)
@@ -297,6 +300,8 @@ Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* 
   // The lowering sees only the element size of a type: where a 16-bit program prints the same as
   // one already checked (bf16 as f16), it is the same program, and its check is that one.
   std::map<std::pair<size_t, int>, std::string> checkedPrograms; // (element bytes, nranks): IR
+  // Every lowered program is compared with the spec's runs: each is made once for all of them.
+  proof::SpecRuns specRuns;
   auto printed = [&](const ir::Program& program) {
     std::string text;
     llvm::raw_string_ostream out(text);
@@ -348,11 +353,12 @@ Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* 
         const auto key = std::pair{size_t(sizeOf(dtype)), nranks};
         const auto checkedTwin = own ? checkedPrograms.find(key) : checkedPrograms.end();
         const bool twin = checkedTwin != checkedPrograms.end() && !reportAliases;
-        auto lowered = lowerVariant(verified, checked.proof, options, variantDiags,
-                                    lineOfIn(sources), reportAliases, &work, /*verify=*/!twin);
+        auto lowered =
+            lowerVariant(verified, checked.proof, options, variantDiags, lineOfIn(sources),
+                         reportAliases, &work, /*verify=*/!twin, &specRuns);
         if (lowered && twin && printed(lowered->variant.program) != checkedTwin->second)
           lowered = lowerVariant(verified, checked.proof, options, variantDiags, lineOfIn(sources),
-                                 reportAliases, &work);
+                                 reportAliases, &work, /*verify=*/true, &specRuns);
         if (lowered && own && !twin)
           checkedPrograms.emplace(key, printed(lowered->variant.program));
         budget -= work;

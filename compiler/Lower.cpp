@@ -97,7 +97,7 @@ std::optional<LoweredVariant> lower(const ir::Program& spec, const VerifyResult&
   checked("row length check");
   if (options.verifyLowered) {
     const bool proved = verifyLowered(variant.spec, *program, options.nranks, options.dtype, diags,
-                                      options.verifyWorkLimit, &done);
+                                      options.verifyWorkLimit, &done, options.specRuns);
     if (!proved) {
       addWork();
       return std::nullopt;
@@ -119,9 +119,9 @@ std::optional<LoweredVariant> lower(const ir::Program& spec, const VerifyResult&
   }
   checked("size limits check");
   if (options.proveAliases) {
-    variant.aliases =
-        proveLoweredAliases(variant.spec, proof, *program, options.nranks, options.dtype, diags,
-                            std::max<int64_t>(1, options.verifyWorkLimit - done), &done);
+    variant.aliases = proveLoweredAliases(
+        variant.spec, proof, *program, options.nranks, options.dtype, diags,
+        std::max<int64_t>(1, options.verifyWorkLimit - done), &done, options.specRuns);
     checked("alias proofs");
   }
   addWork();

@@ -32,6 +32,9 @@ struct LowerOptions {
   bool verifyLowered = true;
   /// Also prove which pairs of buffers the lowered program allows as one memory.
   bool proveAliases = false;
+  /// If set, the spec's runs the lowered program's proofs compare with are kept there for the next
+  /// variant of the same spec (verify/Simulation.h).
+  proof::SpecRuns* specRuns = nullptr;
   /// If set, the IR is printed here after every step of the list.
   llvm::raw_ostream* printAfterEach = nullptr;
   ir::LineOf lineOf;

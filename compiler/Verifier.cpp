@@ -31,10 +31,11 @@ struct RankSpan {
 /// the symbolic run's bound, a stretch of them a run (execute/Affine.h).
 class Sweep {
 public:
+  /// `keepFacts`: whether facts() is wanted (a lowered program's proof folds no facts).
   Sweep(const ir::Program& program, const std::vector<ir::Step>& steps, RunConfig base,
-        Diagnostics* diags, int64_t& work, int64_t workLimit)
+        Diagnostics* diags, int64_t& work, int64_t workLimit, bool keepFacts = true)
       : program_(program), steps_(steps), base_(std::move(base)), diags_(diags), work_(work),
-        workLimit_(workLimit) {}
+        workLimit_(workLimit), keepFacts_(keepFacts) {}
 
   /// False (after reporting, unless quiet) at the first configuration that breaks a rule.
   bool run() {
@@ -156,10 +157,11 @@ private:
     }
   }
 
-  void record(const RunFacts& facts) {
+  void record(RunFacts facts) {
     ++runs_;
     work_ += facts.work;
-    facts_.push_back(facts);
+    if (keepFacts_)
+      facts_.push_back(std::move(facts));
   }
 
   bool limit(const AffineError& error) {
@@ -191,6 +193,7 @@ private:
   Diagnostics* diags_;
   int64_t& work_;
   const int64_t workLimit_;
+  const bool keepFacts_;
   int64_t runs_ = 0;
   std::vector<RunFacts> facts_;
 };
@@ -402,8 +405,10 @@ VerifyResult verify(const ir::Program& program, Diagnostics& diags, int64_t work
 
 namespace {
 
-RunConfig loweredConfig(const ir::Program& spec, int nranks, DType dtype) {
+RunConfig loweredConfig(const ir::Program& spec, int nranks, DType dtype,
+                        proof::SpecRuns* specRuns) {
   RunConfig config;
+  config.specRuns = specRuns;
   config.nranks = nranks;
   config.lowered = true;
   config.packetElems = int(8 / sizeOf(dtype));
@@ -435,11 +440,13 @@ VerifyResult proofForRanks(const VerifyResult& proof, int nranks) {
 }
 
 bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
-                   Diagnostics& diags, int64_t workLimit, int64_t* work) {
+                   Diagnostics& diags, int64_t workLimit, int64_t* work,
+                   proof::SpecRuns* specRuns) {
   if (!writtenParamsAlone(lowered, diags))
     return false;
   int64_t done = 0;
-  Sweep sweep(lowered, lowered.steps, loweredConfig(spec, nranks, dtype), &diags, done, workLimit);
+  Sweep sweep(lowered, lowered.steps, loweredConfig(spec, nranks, dtype, specRuns), &diags, done,
+              workLimit, /*keepFacts=*/false);
   const bool ok = sweep.run();
   if (work)
     *work += done;
@@ -448,7 +455,8 @@ bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nran
 
 LoweredAliases proveLoweredAliases(const ir::Program& spec, const VerifyResult& proof,
                                    const ir::Program& lowered, int nranks, DType dtype,
-                                   Diagnostics& diags, int64_t workLimit, int64_t* workDone) {
+                                   Diagnostics& diags, int64_t workLimit, int64_t* workDone,
+                                   proof::SpecRuns* specRuns) {
   std::vector<std::pair<std::string, std::string>> pairs;
   if (proof.inPlace)
     pairs.push_back({spec.buffer(spec.output()).name, spec.buffer(spec.input()).name});
@@ -458,7 +466,7 @@ LoweredAliases proveLoweredAliases(const ir::Program& spec, const VerifyResult& 
   // Whether the lowered program holds with these pairs as one memory; the diagnostics if not.
   auto holds = [&](const std::vector<std::pair<std::string, std::string>>& aliased,
                    std::string& why) {
-    RunConfig config = loweredConfig(spec, nranks, dtype);
+    RunConfig config = loweredConfig(spec, nranks, dtype, specRuns);
     for (const auto& [written, read] : aliased) {
       // Both runs share the configuration: user buffers keep their place in the lowered program.
       if (lowered.find(written) != spec.find(written) || lowered.find(read) != spec.find(read))
@@ -468,7 +476,7 @@ LoweredAliases proveLoweredAliases(const ir::Program& spec, const VerifyResult& 
     // Reported into a string of its own: a pair that is not allowed is no error of the spec.
     llvm::raw_string_ostream out(why);
     Diagnostics quiet(diags.sources(), out);
-    Sweep sweep(lowered, lowered.steps, config, &quiet, work, workLimit);
+    Sweep sweep(lowered, lowered.steps, config, &quiet, work, workLimit, /*keepFacts=*/false);
     return sweep.run();
   };
   std::vector<std::pair<std::string, std::string>> allowed;

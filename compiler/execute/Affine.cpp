@@ -43,8 +43,13 @@ int Arith::compareDependent(const Affine& d) {
       limit_ = std::min(limit_, ceilDiv(-d.v, d.u) - 1);
     return sign;
   }
-  // u * q + v has the sign of u for every q > -v / u.
-  threshold_ = std::max(threshold_, floorDiv(-d.v, d.u) + 1);
+  // u * q + v has the sign of u for every q > -v / u. Most comparisons hold from the threshold
+  // already recorded on: floor(-v / u) + 1 <= threshold_ exactly when -v / u < threshold_, which
+  // needs no division.
+  const __int128 bound = __int128(threshold_) * d.u;
+  const bool covered = d.u > 0 ? -__int128(d.v) < bound : -__int128(d.v) > bound;
+  if (!covered)
+    threshold_ = std::max(threshold_, floorDiv(-d.v, d.u) + 1);
   return d.u < 0 ? -1 : 1;
 }
 
@@ -68,7 +73,12 @@ bool Arith::negative(const Affine& a) {
     return isNegative;
   }
   // u > 0: u * q + v >= 0 from q = ceil(-v / u) on; u < 0: negative from floor(v / -u) + 1 on.
-  threshold_ = std::max(threshold_, a.u > 0 ? ceilDiv(-a.v, a.u) : floorDiv(a.v, -a.u) + 1);
+  // Where the threshold recorded already is as large (u > 0: -v / u <= threshold_; u < 0:
+  // v / -u < threshold_), it stays as it is, and no division is needed to see that.
+  const __int128 bound = __int128(threshold_) * (a.u > 0 ? a.u : -__int128(a.u));
+  const bool covered = a.u > 0 ? -__int128(a.v) <= bound : __int128(a.v) < bound;
+  if (!covered)
+    threshold_ = std::max(threshold_, a.u > 0 ? ceilDiv(-a.v, a.u) : floorDiv(a.v, -a.u) + 1);
   return a.u < 0;
 }
 

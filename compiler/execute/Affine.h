@@ -18,6 +18,7 @@
 
 #include "compiler/ir/Expr.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -66,6 +67,21 @@ public:
     return arith;
   }
   bool symbolic() const { return symbolic_; }
+  /// Arith::from's q, if this is such a run.
+  const std::optional<int64_t>& start() const { return from_; }
+  /// An Arith that decides every comparison as this one does, with nothing recorded yet: a
+  /// comparison's outcome depends only on symbolic() and start().
+  Arith fresh() const {
+    Arith arith(symbolic_);
+    arith.from_ = from_;
+    return arith;
+  }
+  /// Records the threshold() and limit() of a fresh() of this one, as if its comparisons had been
+  /// made here.
+  void adopt(int64_t threshold, int64_t limit) {
+    threshold_ = std::max(threshold_, threshold);
+    limit_ = std::min(limit_, limit);
+  }
 
   /// -1, 0 or 1: the sign of a - b, for every q >= threshold() (symbolic), for every q from
   /// from(q) to limit(), or now (concrete).

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <unordered_map>
 
 namespace collc::proof {
 namespace {
@@ -78,15 +79,21 @@ struct Cell {
   int takes = 0;       // takes of an accumulation line in this call (each zeroes the line)
 };
 
-/// Elements [start, next segment's start) that fare alike.
+/// Elements [start, next segment's start) that fare alike: their cell is Slot::cells[cell]. Kept
+/// apart from the cells, segments are small to move when a split inserts one.
 struct Segment {
   Affine start;
-  Cell cell;
+  uint32_t cell = 0;
 };
 
 struct Slot {
   Affine size;
-  std::vector<Segment> segments; // the first starts at 0
+  // Most slots keep one segment (a peer's inbox): inline, a slot is one allocation.
+  llvm::SmallVector<Segment, 2> segments; // the first starts at 0
+  llvm::SmallVector<Cell, 1> cells;       // each segment's own
+
+  Cell& cellOf(size_t segment) { return cells[segments[segment].cell]; }
+  const Cell& cellOf(size_t segment) const { return cells[segments[segment].cell]; }
 };
 using SlotPtr = std::shared_ptr<Slot>;
 
@@ -97,6 +104,9 @@ struct Resolved {
   Affine offset, length, bound;
   Slot* slot = nullptr;
 };
+
+/// Relative positions where a statement's pieces begin: a few, kept off the heap.
+using Cuts = llvm::SmallVector<Affine, 8>;
 
 /// Elements a register holds, by the element index of the statement that filled it.
 struct Register {
@@ -112,6 +122,43 @@ execute::Shape runShape(const RunConfig& config) {
 struct Read {
   const ir::Operand* operand;
   Resolved where;
+};
+
+/// What a lowered run compares with of the spec's run of its configuration (Run::compareWith):
+/// every output and aux buffer's first slot on every rank, each segment's start, whether it is
+/// written, its value and the bytes its cell counts for (Run::bytesOf), which a split copies.
+struct SpecSegment {
+  Affine start;
+  int64_t bytes = 0;
+  uint32_t value = 0; // in SpecResult::values
+  bool written = false;
+};
+
+struct SpecSlot {
+  Affine size;
+  std::vector<SpecSegment> segments;
+};
+
+struct SpecResult {
+  /// Values, each once: an allreduce's elements all hold the same one.
+  std::vector<Value> values;
+  /// The slots; slotOf[buffer][rank] (-1: not kept) indexes them, one index for buffers that
+  /// are one memory.
+  std::vector<SpecSlot> slots;
+  std::vector<std::vector<int>> slotOf;
+  /// What the run recorded (Arith::fresh, Arith::adopt) and the work it did.
+  int64_t threshold = 0, limit = INT64_MAX, work = 0;
+
+  int64_t bytes() const {
+    int64_t total = int64_t(sizeof(SpecResult));
+    for (const Value& value : values)
+      total += int64_t(sizeof(Value) + value.size() * sizeof(Contribution));
+    for (const SpecSlot& slot : slots)
+      total += int64_t(sizeof(SpecSlot) + slot.segments.size() * sizeof(SpecSegment));
+    for (const auto& ranks : slotOf)
+      total += int64_t(ranks.size() * sizeof(int));
+    return total;
+  }
 };
 
 /// The proof's domain of the executor: every element holds its contributions, n is affine, and
@@ -132,8 +179,9 @@ public:
     for (int r = 0; r < config_.nranks; ++r)
       for (const auto& slots : memory_[size_t(r)])
         for (const auto& slot : slots)
-          for (const Segment& segment : slot->segments) {
-            const Cell& c = segment.cell;
+          for (size_t i = 0; i < slot->segments.size(); ++i) {
+            const Segment& segment = slot->segments[i];
+            const Cell& c = slot->cellOf(i);
             if (c.writerStep >= 0 && c.writerRank != r && c.remoteReads == 0)
               facts_.remoteDataReadOnce = false;
             // A take zeroes its line for the next call of its copy; a line left holding adds
@@ -144,7 +192,9 @@ public:
                                     " receives adds but is never taken in the call, so it is not "
                                     "zeroed for the next call that uses its scratch copy");
           }
-    return facts_;
+    // Moved out: what the run does after it (compareWith) adds only to the work, which a move
+    // leaves in place for the budget.
+    return std::move(facts_);
   }
 
 private:
@@ -196,7 +246,8 @@ private:
       throw AffineError{"memory"};
   }
   static int64_t bytesOf(const Cell& c) {
-    return int64_t(sizeof(Segment)) + int64_t(c.value.size() * sizeof(Contribution)) +
+    // A segment: its start and its cell.
+    return int64_t(sizeof(Affine) + sizeof(Cell)) + int64_t(c.value.size() * sizeof(Contribution)) +
            int64_t((c.recentWrites.size() + c.recentReads.size()) * sizeof(Access));
   }
 
@@ -251,12 +302,17 @@ private:
   void allocate() {
     const std::vector<ir::BufferId> memoryOfBuffer = memoryOf();
     memory_.assign(size_t(config_.nranks), {});
+    // Every rank's buffers have the shapes rank 0's have (shapeOf evaluates them as rank 0).
+    std::vector<std::pair<int64_t, Affine>> shapes;
     for (int r = 0; r < config_.nranks; ++r) {
       auto& buffers = memory_[size_t(r)];
       buffers.resize(program_.buffers.size());
       for (size_t b = 0; b < program_.buffers.size(); ++b) {
         const ir::Buffer& buffer = program_.buffers[b];
-        const auto [slots, elems] = shapeOf(buffer);
+        if (r == 0)
+          shapes.push_back(shapeOf(buffer));
+        const auto [slots, elems] = shapes[b];
+        buffers[b].reserve(size_t(slots));
         for (int64_t s = 0; s < slots; ++s) {
           auto slot = std::make_shared<Slot>();
           slot->size = elems;
@@ -269,7 +325,8 @@ private:
             cell.writerRank = r;
           }
           account(bytesOf(cell));
-          slot->segments.push_back(Segment{Affine::constant(0), cell});
+          slot->cells.push_back(std::move(cell));
+          slot->segments.push_back(Segment{Affine::constant(0), 0});
           buffers[b].push_back(slot);
         }
       }
@@ -279,7 +336,7 @@ private:
   }
 
   /// The index of the segment holding position p (0 <= p < size).
-  size_t locate(const Slot& slot, const Affine& p) {
+  template <typename AnySlot> size_t locate(const AnySlot& slot, const Affine& p) {
     size_t lo = 0, hi = slot.segments.size();
     while (hi - lo > 1) {
       const size_t mid = (lo + hi) / 2;
@@ -298,9 +355,23 @@ private:
     const size_t i = locate(slot, p);
     if (arith_.equal(slot.segments[i].start, p))
       return;
-    spend(1 + int64_t(slot.segments[i].cell.value.size()));
-    account(bytesOf(slot.segments[i].cell));
-    Segment copy = slot.segments[i];
+    spend(1 + int64_t(slot.cellOf(i).value.size()));
+    account(bytesOf(slot.cellOf(i)));
+    slot.cells.push_back(slot.cellOf(i));
+    slot.segments.insert(slot.segments.begin() + long(i) + 1,
+                         Segment{p, uint32_t(slot.cells.size() - 1)});
+  }
+
+  /// split() of a kept spec slot: the same comparisons, work and memory as of the run's own.
+  void split(SpecSlot& slot, const Affine& p, const std::vector<Value>& values) {
+    if (arith_.lessEqual(p, Affine::constant(0)) || arith_.lessEqual(slot.size, p))
+      return;
+    const size_t i = locate(slot, p);
+    if (arith_.equal(slot.segments[i].start, p))
+      return;
+    spend(1 + int64_t(values[slot.segments[i].value].size()));
+    account(slot.segments[i].bytes);
+    SpecSegment copy = slot.segments[i];
     copy.start = p;
     slot.segments.insert(slot.segments.begin() + long(i) + 1, copy);
   }
@@ -333,13 +404,13 @@ private:
 
   /// Splits the slot so that [offset + a, offset + b) for each relative boundary is whole
   /// segments.
-  void splitAt(const Resolved& r, const std::vector<Affine>& relative) {
+  void splitAt(const Resolved& r, llvm::ArrayRef<Affine> relative) {
     for (const Affine& a : relative)
       split(*r.slot, Arith::add(r.offset, a));
   }
 
   /// The relative positions in (0, length) where some segment of `r` begins.
-  void boundariesOf(const Resolved& r, const Affine& length, std::vector<Affine>& out) {
+  void boundariesOf(const Resolved& r, const Affine& length, Cuts& out) {
     split(*r.slot, r.offset);
     split(*r.slot, Arith::add(r.offset, length));
     const size_t first = locate(*r.slot, r.offset);
@@ -352,13 +423,13 @@ private:
   }
 
   /// The relative boundaries of all `regions` over [0, length), sorted and without repeats.
-  std::vector<Affine> pieces(const std::vector<Resolved>& regions, const Affine& length) {
-    std::vector<Affine> cuts;
+  Cuts pieces(llvm::ArrayRef<Resolved> regions, const Affine& length) {
+    Cuts cuts;
     for (const Resolved& r : regions)
       boundariesOf(r, length, cuts);
     std::sort(cuts.begin(), cuts.end(),
               [&](const Affine& a, const Affine& b) { return arith_.less(a, b); });
-    std::vector<Affine> unique;
+    Cuts unique;
     for (const Affine& c : cuts)
       if (unique.empty() || !arith_.equal(unique.back(), c))
         unique.push_back(c);
@@ -371,7 +442,7 @@ private:
 
   Cell& cellAt(const Resolved& r, const Affine& relative) {
     Slot& slot = *r.slot;
-    return slot.segments[locate(slot, Arith::add(r.offset, relative))].cell;
+    return slot.cellOf(locate(slot, Arith::add(r.offset, relative)));
   }
 
   /// A statement that reads and writes one slot at different offsets races with itself: one
@@ -679,7 +750,7 @@ private:
   }
 
   // ------------------------------------------------------------------ statements
-  void keep(const std::string& reg, const std::vector<Affine>& cuts, const Affine& length,
+  void keep(const std::string& reg, llvm::ArrayRef<Affine> cuts, const Affine& length,
             const std::vector<Value>& values) {
     Register& r = registers_[reg];
     r.length = length;
@@ -704,7 +775,7 @@ private:
   }
 
   /// Register pieces must line up with the statement's pieces: cut the statement at them.
-  void registerCuts(const ir::Operand& operand, std::vector<Affine>& cuts) {
+  void registerCuts(const ir::Operand& operand, Cuts& cuts) {
     auto it = registers_.find(operand.reg);
     if (it == registers_.end())
       return;
@@ -712,10 +783,10 @@ private:
       cuts.push_back(piece.first);
   }
 
-  std::vector<Affine> normalize(std::vector<Affine> cuts, const Affine& length) {
+  Cuts normalize(Cuts cuts, const Affine& length) {
     std::sort(cuts.begin(), cuts.end(),
               [&](const Affine& a, const Affine& b) { return arith_.less(a, b); });
-    std::vector<Affine> unique;
+    Cuts unique;
     for (const Affine& c : cuts)
       if (arith_.less(c, length) && (unique.empty() || !arith_.equal(unique.back(), c)))
         unique.push_back(c);
@@ -738,10 +809,10 @@ private:
     const bool fromReg = source.load == ir::LoadKind::Register;
     if (!fromReg)
       checkSelfOverlap(src, dst, length, from);
-    std::vector<Resolved> regions = {dst};
+    llvm::SmallVector<Resolved, 4> regions = {dst};
     if (!fromReg)
       regions.push_back(src);
-    std::vector<Affine> cuts = pieces(regions, length);
+    Cuts cuts = pieces(regions, length);
     if (fromReg) {
       registerCuts(source, cuts);
       cuts = normalize(cuts, length);
@@ -780,7 +851,7 @@ private:
     Resolved dst = resolve(s.target, env);
     const Affine length = dst.length;
     // Operands (a slot set's once for each rank of the set), then addends.
-    std::vector<std::pair<const ir::Operand*, Resolved>> inputs;
+    llvm::SmallVector<std::pair<const ir::Operand*, Resolved>, 8> inputs;
     size_t operandCount = 0;
     forEachOperand(s, env, [&](const ir::Operand& operand, bool addend) {
       Resolved r = resolve(operand.region, env);
@@ -793,13 +864,13 @@ private:
     });
     if (arith_.lessEqual(length, Affine::constant(0)))
       return;
-    std::vector<Resolved> regions = {dst};
+    llvm::SmallVector<Resolved, 4> regions = {dst};
     for (const auto& [operand, r] : inputs)
       if (operand->load != ir::LoadKind::Register) {
         checkSelfOverlap(r, dst, length, operand->region);
         regions.push_back(r);
       }
-    std::vector<Affine> cuts = pieces(regions, length);
+    Cuts cuts = pieces(regions, length);
     bool registers = false;
     for (const auto& [operand, r] : inputs)
       if (operand->load == ir::LoadKind::Register) {
@@ -854,7 +925,7 @@ private:
     const Affine length = r.length;
     if (arith_.lessEqual(length, Affine::constant(0)))
       return;
-    std::vector<Affine> cuts = pieces({r}, length);
+    Cuts cuts = pieces({r}, length);
     std::vector<Value> values;
     const Thread reader{false, r.offset, r.bound};
     for (const Affine& at : cuts)
@@ -913,7 +984,7 @@ private:
       return;
     // The expected contributions change at block boundaries for some kinds: cut there too.
     splitAtBlocks(rows);
-    std::vector<Affine> cuts = pieces({dst, rows}, dst.length);
+    Cuts cuts = pieces({dst, rows}, dst.length);
     if (s.rows.load == ir::LoadKind::Register) {
       registerCuts(s.rows, cuts);
       cuts = normalize(cuts, dst.length);
@@ -1057,11 +1128,12 @@ private:
   }
 
   /// What element `element` of the output must hold on `rank` (shifts relative to the element),
-  /// or nullopt where the kind leaves it unspecified. Valid for a whole segment that does not
-  /// cross a block boundary (splitAtBlocks).
-  std::optional<Value> expectedAt(int rank, const Affine& element) {
+  /// or null where the kind leaves it unspecified. Valid for a whole segment that does not
+  /// cross a block boundary (splitAtBlocks), and until the next call (one buffer serves them all).
+  const Value* expectedAt(int rank, const Affine& element) {
     const Affine n = config_.count;
-    Value expected;
+    Value& expected = expected_;
+    expected.clear();
     auto every = [&](const Affine& shift) {
       for (int q = 0; q < config_.nranks; ++q)
         expected.push_back(Contribution{q, 0, shift, false});
@@ -1069,7 +1141,7 @@ private:
     switch (program_.kind) {
     case CollectiveKind::Reduce:
       if (rank != config_.root)
-        return std::nullopt;
+        return nullptr;
       [[fallthrough]];
     case CollectiveKind::AllReduce:
       every(Affine::constant(0));
@@ -1091,14 +1163,25 @@ private:
     }
     }
     std::sort(expected.begin(), expected.end(), orderedBefore);
-    return expected;
+    return &expected;
   }
 
-  /// The block k (k * n <= element < (k + 1) * n) of an element of a buffer of n * nranks.
+  /// The block k (k * n <= element < (k + 1) * n) of an element of a buffer of n * nranks. Every
+  /// rank's output has the same elements to ask about: each is answered once a run, its
+  /// comparisons recorded then (asking again would record them again, to no effect).
   int blockOf(const Affine& element) {
+    const auto [known, added] = blocks_.insert({{element.u, element.v}, 0});
+    if (!added)
+      return known->second;
     int k = 0;
-    while (k + 1 < config_.nranks && arith_.lessEqual(Arith::mul(config_.count, k + 1), element))
-      ++k;
+    try {
+      while (k + 1 < config_.nranks && arith_.lessEqual(Arith::mul(config_.count, k + 1), element))
+        ++k;
+    } catch (...) {
+      blocks_.erase(known);
+      throw;
+    }
+    known->second = k;
     return k;
   }
 
@@ -1122,10 +1205,21 @@ private:
       const Contribution& b = expected[i];
       same &= a.rank == b.rank && a.tag == b.tag && arith_.equal(a.shift, b.shift);
     }
-    for (const Contribution& a : got)
-      for (const Contribution& b : expected)
-        if (a.rank == b.rank && a.tag == b.tag)
-          (void)arith_.equal(a.shift, b.shift);
+    // Every pair of the same rank and tag, found through expected's contributions ordered by
+    // (tag, rank) rather than by trying each pair.
+    auto key = [&](uint32_t j) { return std::pair{expected[j].tag, expected[j].rank}; };
+    std::vector<uint32_t>& order = byTagRank_;
+    order.resize(expected.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return key(x) < key(y); });
+    for (const Contribution& a : got) {
+      const std::pair<int, int> wanted{a.tag, a.rank};
+      auto first =
+          std::lower_bound(order.begin(), order.end(), wanted,
+                           [&](uint32_t j, const std::pair<int, int>& k) { return key(j) < k; });
+      for (auto j = first; j != order.end() && key(*j) == wanted; ++j)
+        (void)arith_.equal(a.shift, expected[*j].shift);
+    }
     return same || sameMultiset(got, expected, /*anyIndexMatters=*/false);
   }
 
@@ -1227,8 +1321,8 @@ private:
         continue;
       bool written = false;
       for (int r = 0; r < config_.nranks; ++r)
-        for (const Segment& segment : memory_[size_t(r)][id][0]->segments)
-          written |= segment.cell.writerStep >= 0;
+        for (const Cell& cell : memory_[size_t(r)][id][0]->cells)
+          written |= cell.writerStep >= 0;
       if (written && arith_.equal(memory_[0][id][0]->size, config_.count))
         checkOutput(ir::BufferId(id));
     }
@@ -1248,7 +1342,7 @@ private:
         if (arith_.lessEqual(segmentEnd(slot, i), slot.segments[i].start))
           continue; // empty
         const Segment& segment = slot.segments[i];
-        const Cell& c = segment.cell;
+        const Cell& c = slot.cellOf(i);
         const Affine element = segment.start;
         auto expected = expectedAt(r, element);
         if (!expected)
@@ -1301,32 +1395,96 @@ private:
   }
 
 public:
+  /// After the spec's run of this configuration: what compareWith compares with.
+  SpecResult result() const {
+    SpecResult kept;
+    std::map<const Slot*, int> indexOf;
+    // Values by a hash of their contributions, so that each is kept once.
+    std::unordered_multimap<size_t, uint32_t> valuesByHash;
+    kept.slotOf.assign(program_.buffers.size(), {});
+    for (size_t id = 0; id < program_.buffers.size(); ++id) {
+      const ir::BufferRole role = program_.buffers[id].role;
+      if (role != ir::BufferRole::Output && role != ir::BufferRole::Aux)
+        continue;
+      for (int r = 0; r < config_.nranks; ++r) {
+        const Slot* slot = memory_[size_t(r)][id][0].get();
+        auto [at, added] = indexOf.insert({slot, int(kept.slots.size())});
+        kept.slotOf[id].push_back(at->second);
+        if (!added)
+          continue;
+        SpecSlot& copy = kept.slots.emplace_back();
+        copy.size = slot->size;
+        copy.segments.reserve(slot->segments.size());
+        for (size_t i = 0; i < slot->segments.size(); ++i) {
+          const Segment& segment = slot->segments[i];
+          const Cell& cell = slot->cellOf(i);
+          const Value& value = cell.value;
+          const size_t hash = hashOf(value);
+          uint32_t index = uint32_t(kept.values.size());
+          const auto [first, last] = valuesByHash.equal_range(hash);
+          for (auto it = first; it != last; ++it)
+            if (identical(kept.values[it->second], value)) {
+              index = it->second;
+              break;
+            }
+          if (index == kept.values.size()) {
+            kept.values.push_back(value);
+            valuesByHash.insert({hash, index});
+          }
+          copy.segments.push_back(SpecSegment{segment.start, bytesOf(cell), index, cell.written});
+        }
+      }
+    }
+    return kept;
+  }
+
+  static size_t hashOf(const Value& value) {
+    size_t hash = value.size();
+    for (const Contribution& c : value)
+      for (int64_t part :
+           {int64_t(c.rank), int64_t(c.tag), c.shift.u, c.shift.v, int64_t(c.anyIndex)})
+        hash = hash * 1000003 ^ size_t(part);
+    return hash;
+  }
+
+  /// The same contributions, written alike (not a decision of the run: a copy).
+  static bool identical(const Value& a, const Value& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const Contribution& x, const Contribution& y) {
+                        return x.rank == y.rank && x.tag == y.tag && x.shift.identical(y.shift) &&
+                               x.anyIndex == y.anyIndex;
+                      });
+  }
+
   /// After both have run: every user buffer the spec writes holds in this run what it holds in
-  /// `spec`'s (the lowered program computes what the spec does). Reports the first difference.
-  void compareWith(Run& spec) {
+  /// `spec`'s run of the configuration (the lowered program computes what the spec does). Reports
+  /// the first difference.
+  void compareWith(const SpecResult& spec) {
+    std::vector<SpecSlot> slots = spec.slots; // cut below, as the spec's run's own would be
     for (size_t id = 0; id < program_.buffers.size(); ++id) {
       const ir::Buffer& buffer = program_.buffers[id];
       if (buffer.role != ir::BufferRole::Output && buffer.role != ir::BufferRole::Aux)
         continue;
       for (int r = 0; r < config_.nranks; ++r) {
         Slot& mine = *memory_[size_t(r)][id][0];
-        Slot& theirs = *spec.memory_[size_t(r)][id][0];
+        SpecSlot& theirs = slots[size_t(spec.slotOf[id][size_t(r)])];
         // Cut both at each other's boundaries, then compare segment by segment.
-        for (const Segment& segment : theirs.segments)
+        for (const SpecSegment& segment : theirs.segments)
           split(mine, segment.start);
         for (const Segment& segment : mine.segments)
-          split(theirs, segment.start);
+          split(theirs, segment.start, spec.values);
         for (size_t i = 0; i < mine.segments.size(); ++i) {
-          const Cell& got = mine.segments[i].cell;
-          const Cell& want = theirs.segments[locate(theirs, mine.segments[i].start)].cell;
-          if (got.written == want.written && sameValue(got.value, want.value))
+          const Cell& got = mine.cellOf(i);
+          const SpecSegment& want = theirs.segments[locate(theirs, mine.segments[i].start)];
+          const Value& wantValue = spec.values[want.value];
+          if (got.written == want.written && sameValue(got.value, wantValue))
             continue;
           const Affine element = mine.segments[i].start;
           fail(program_.loc, buffer.name + "[" + number(element) + "] on rank " +
                                  std::to_string(r) + " holds " +
                                  (got.written ? describe(got.value, element) : "nothing") +
                                  ", but the spec computes " +
-                                 (want.written ? describe(want.value, element) : "nothing"));
+                                 (want.written ? describe(wantValue, element) : "nothing"));
         }
       }
     }
@@ -1344,7 +1502,7 @@ public:
         const Slot& slot = *memory_[size_t(r)][id][0];
         std::vector<ElementSources>& elements = ranks.emplace_back();
         for (size_t i = 0; i < slot.segments.size(); ++i) {
-          const Cell& c = slot.segments[i].cell;
+          const Cell& c = slot.cellOf(i);
           for (int64_t e = slot.segments[i].start.v; e < segmentEnd(slot, i).v; ++e) {
             if (!c.written) {
               elements.emplace_back();
@@ -1379,7 +1537,10 @@ private:
   int64_t bytes_ = 0; // live memory of the run's elements (account)
   bool rowStep_ = false;
   std::set<int> waited_;
-  std::optional<ir::BarrierScope> barrier_; // the lowered step's barrier, if it has one
+  std::vector<uint32_t> byTagRank_; // sameInput's order of the expected contributions
+  Value expected_;                  // expectedAt's answer
+  std::map<std::pair<int64_t, int64_t>, int> blocks_; // blockOf's answers, by element
+  std::optional<ir::BarrierScope> barrier_;           // the lowered step's barrier, if it has one
   // memory_[rank][buffer][slot]
   std::vector<std::vector<std::vector<SlotPtr>>> memory_;
 };
@@ -1396,6 +1557,43 @@ FinalSources finalSources(const ir::Program& program, const std::vector<ir::Step
   return run.sources();
 }
 
+namespace {
+
+/// A kept run's configuration: the spec (its location, its steps expanded for the rank count),
+/// everything of RunConfig its run reads, and how its Arith decides.
+struct SpecRunKey {
+  const char* spec;
+  size_t steps;
+  int nranks, root;
+  int64_t countU, countV, rowLength;
+  std::vector<std::pair<ir::BufferId, ir::BufferId>> aliases;
+  bool symbolic;
+  std::optional<int64_t> start;
+
+  bool operator<(const SpecRunKey& o) const {
+    return std::tie(spec, steps, nranks, root, countU, countV, rowLength, aliases, symbolic,
+                    start) < std::tie(o.spec, o.steps, o.nranks, o.root, o.countU, o.countV,
+                                      o.rowLength, o.aliases, o.symbolic, o.start);
+  }
+};
+
+} // namespace
+
+struct SpecRuns::Store {
+  std::map<SpecRunKey, SpecResult> runs;
+  int64_t bytes = 0;
+  int64_t reused = 0;
+};
+
+SpecRuns::SpecRuns() : store_(std::make_unique<Store>()) {}
+SpecRuns::~SpecRuns() = default;
+size_t SpecRuns::kept() const {
+  return store_->runs.size();
+}
+int64_t SpecRuns::reused() const {
+  return store_->reused;
+}
+
 RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps,
                   const RunConfig& config, Arith& arith, Diagnostics* diags) {
   Run run(program, steps, config, arith, diags);
@@ -1404,14 +1602,55 @@ RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps
   RunConfig specConfig = config;
   specConfig.lowered = false;
   specConfig.reference = nullptr;
-  Run spec(*config.reference, *config.referenceSteps, specConfig, arith, nullptr);
-  try {
-    spec.run();
-  } catch (const RunFailed&) {
-    internalError("the spec breaks a rule in a configuration its proof covers");
+  specConfig.specRuns = nullptr;
+  const SpecRunKey key{config.reference->loc.getPointer(),
+                       config.referenceSteps->size(),
+                       config.nranks,
+                       config.root,
+                       config.count.u,
+                       config.count.v,
+                       config.rowLength,
+                       config.aliases,
+                       arith.symbolic(),
+                       arith.start()};
+  SpecRuns::Store* store = config.specRuns ? &config.specRuns->store() : nullptr;
+  const auto kept = store ? store->runs.find(key) : std::map<SpecRunKey, SpecResult>::iterator();
+  const SpecResult* spec = nullptr;
+  SpecResult made;
+  if (store && kept != store->runs.end()) {
+    // The run would make the same comparisons and do the same work: past the budget it stops.
+    if (config.budget > 0 && kept->second.work > config.budget)
+      throw AffineError{"budget"};
+    arith.adopt(kept->second.threshold, kept->second.limit);
+    spec = &kept->second;
+    ++store->reused;
+  } else {
+    // Its comparisons are recorded apart, then here: the same record as when made here.
+    Arith specArith = arith.fresh();
+    Run specRun(*config.reference, *config.referenceSteps, specConfig, specArith, nullptr);
+    int64_t work = 0;
+    try {
+      work = specRun.run().work;
+    } catch (const RunFailed&) {
+      internalError("the spec breaks a rule in a configuration its proof covers");
+    } catch (...) {
+      arith.adopt(specArith.threshold(), specArith.limit());
+      throw;
+    }
+    arith.adopt(specArith.threshold(), specArith.limit());
+    made = specRun.result();
+    made.threshold = specArith.threshold();
+    made.limit = specArith.limit();
+    made.work = work;
+    spec = &made;
+    const int64_t bytes = made.bytes();
+    if (store && store->bytes + bytes <= SpecRuns::kMaxBytes) {
+      store->bytes += bytes;
+      spec = &store->runs.emplace(key, std::move(made)).first->second;
+    }
   }
   RunFacts facts = run.run();
-  run.compareWith(spec);
+  run.compareWith(*spec);
   return facts;
 }
 

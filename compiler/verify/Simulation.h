@@ -18,6 +18,7 @@
 #include "dsl/Diagnostics.h"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <vector>
@@ -37,6 +38,8 @@ inline constexpr int64_t kMaxRunBytes = int64_t(512) << 20;
 /// Thrown when a run has found (and, in a run that reports, reported) a broken rule.
 struct RunFailed {};
 
+class SpecRuns;
+
 struct RunConfig {
   int nranks = 2;
   int root = 0;
@@ -55,6 +58,8 @@ struct RunConfig {
   /// whose results it must reproduce.
   const ir::Program* reference = nullptr;
   const std::vector<ir::Step>* referenceSteps = nullptr;
+  /// A lowered run: where the spec's run of this configuration may already be (SpecRuns).
+  SpecRuns* specRuns = nullptr;
 };
 
 /// What one run found out about the data flow (VerifyResult's facts, for this configuration).
@@ -70,6 +75,32 @@ struct RunFacts {
   llvm::SMLoc sumOnlyAt;
   std::string sumOnlyWhy;
   int64_t work = 0;
+};
+
+/// The spec's runs that lowered programs are compared with, each kept after it is made. Every
+/// lowered program of a spec (each element type, each strategy, with or without aliases) is
+/// compared, configuration by configuration, with the spec's run of the same configuration, which
+/// does not depend on the program compared: a kept run stands for running it again, with the same
+/// outcome, the same comparisons recorded (Arith) and the same work against the budget. Kept runs
+/// are those of one spec: its steps expanded for each rank count, as the lowering expands them
+/// (the key holds the spec's location and rank count). Runs past kMaxBytes are not kept.
+class SpecRuns {
+public:
+  SpecRuns();
+  ~SpecRuns();
+  SpecRuns(const SpecRuns&) = delete;
+  SpecRuns& operator=(const SpecRuns&) = delete;
+
+  struct Store;
+  Store& store() { return *store_; }
+  /// Runs kept, and runs that a lowered run found kept rather than made.
+  size_t kept() const;
+  int64_t reused() const;
+
+  static constexpr int64_t kMaxBytes = int64_t(256) << 20;
+
+private:
+  std::unique_ptr<Store> store_;
 };
 
 /// Runs `steps` (the program's, expanded for config.nranks) once. `diags` null: quiet (a symbolic
