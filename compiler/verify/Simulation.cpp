@@ -179,7 +179,7 @@ public:
     for (int r = 0; r < config_.nranks; ++r)
       for (const auto& slots : memory_[size_t(r)])
         for (const auto& slot : slots)
-          for (size_t i = 0; i < slot->segments.size(); ++i) {
+          for (size_t i = 0; slot && i < slot->segments.size(); ++i) {
             const Segment& segment = slot->segments[i];
             const Cell& c = slot->cellOf(i);
             if (c.writerStep >= 0 && c.writerRank != r && c.remoteReads == 0)
@@ -289,50 +289,56 @@ private:
   void atomicAdd(const ir::AtomicAdd& s, const execute::Env& env) {
     transfer(s.loc, s.source, s.target, true, ir::StoreKind::Plain, env);
   }
-  int64_t slotCount(int owner, ir::BufferId buffer) const {
-    return int64_t(memory_[size_t(owner)][size_t(buffer)].size());
+  int64_t slotCount(int, ir::BufferId buffer) const {
+    return shapes_[size_t(memoryOf_[size_t(buffer)])].first;
   }
-  Affine slotSize(int owner, ir::BufferId buffer, int64_t slot) const {
-    return memory_[size_t(owner)][size_t(buffer)][size_t(slot)]->size;
+  Affine slotSize(int, ir::BufferId buffer, int64_t) const {
+    return shapes_[size_t(memoryOf_[size_t(buffer)])].second;
   }
   /// Whether this statement's threads are a row's: a spec's step split by rows, or a row loop.
   bool rowThreads() const { return rowStep_ || inRowLoop_; }
 
   // ------------------------------------------------------------------ memory
+  /// Every rank's buffers, their slots made when first touched (slotAt): a buffer with a slot per
+  /// rank on every rank (a root's inbox) would otherwise cost nranks^2 slots a run.
   void allocate() {
-    const std::vector<ir::BufferId> memoryOfBuffer = memoryOf();
-    memory_.assign(size_t(config_.nranks), {});
+    memoryOf_ = memoryOf();
     // Every rank's buffers have the shapes rank 0's have (shapeOf evaluates them as rank 0).
-    std::vector<std::pair<int64_t, Affine>> shapes;
-    for (int r = 0; r < config_.nranks; ++r) {
-      auto& buffers = memory_[size_t(r)];
+    shapes_.clear();
+    for (const ir::Buffer& buffer : program_.buffers)
+      shapes_.push_back(shapeOf(buffer));
+    memory_.assign(size_t(config_.nranks), {});
+    for (auto& buffers : memory_) {
       buffers.resize(program_.buffers.size());
-      for (size_t b = 0; b < program_.buffers.size(); ++b) {
-        const ir::Buffer& buffer = program_.buffers[b];
-        if (r == 0)
-          shapes.push_back(shapeOf(buffer));
-        const auto [slots, elems] = shapes[b];
-        buffers[b].reserve(size_t(slots));
-        for (int64_t s = 0; s < slots; ++s) {
-          auto slot = std::make_shared<Slot>();
-          slot->size = elems;
-          Cell cell;
-          if (buffer.role == ir::BufferRole::Input || buffer.role == ir::BufferRole::Aux) {
-            const int tag = buffer.role == ir::BufferRole::Input ? 0 : buffer.auxIndex + 1;
-            cell.value = {Contribution{r, tag, Affine::constant(0), false}};
-            cell.written = true;
-            cell.writerStep = -1;
-            cell.writerRank = r;
-          }
-          account(bytesOf(cell));
-          slot->cells.push_back(std::move(cell));
-          slot->segments.push_back(Segment{Affine::constant(0), 0});
-          buffers[b].push_back(slot);
-        }
-      }
-      for (size_t b = 0; b < buffers.size(); ++b)
-        buffers[b] = buffers[size_t(memoryOfBuffer[b])];
+      for (size_t b = 0; b < program_.buffers.size(); ++b)
+        if (size_t(memoryOf_[b]) == b)
+          buffers[b].resize(size_t(shapes_[b].first));
     }
+  }
+
+  /// Slot `index` of `buffer` on `owner` (a buffer that is another's memory: that one's), made
+  /// as it starts a call where first touched: an input or aux slot holds the rank's own elements,
+  /// any other nothing.
+  Slot& slotAt(int owner, size_t buffer, int64_t index) {
+    const size_t memory = size_t(memoryOf_[buffer]);
+    SlotPtr& slot = memory_[size_t(owner)][memory][size_t(index)];
+    if (slot)
+      return *slot;
+    const ir::Buffer& declared = program_.buffers[memory];
+    slot = std::make_shared<Slot>();
+    slot->size = shapes_[memory].second;
+    Cell cell;
+    if (declared.role == ir::BufferRole::Input || declared.role == ir::BufferRole::Aux) {
+      const int tag = declared.role == ir::BufferRole::Input ? 0 : declared.auxIndex + 1;
+      cell.value = {Contribution{owner, tag, Affine::constant(0), false}};
+      cell.written = true;
+      cell.writerStep = -1;
+      cell.writerRank = owner;
+    }
+    account(bytesOf(cell));
+    slot->cells.push_back(std::move(cell));
+    slot->segments.push_back(Segment{Affine::constant(0), 0});
+    return *slot;
   }
 
   /// The index of the segment holding position p (0 <= p < size).
@@ -383,7 +389,7 @@ private:
   Resolved resolve(const ir::Region& region, const execute::Env& env) {
     const execute::Place p = place(region, env);
     Resolved r{p.owner, p.buffer, p.slot, p.offset, p.length, p.bound, nullptr};
-    r.slot = memory_[size_t(r.owner)][size_t(r.buffer)][size_t(r.slotIndex)].get();
+    r.slot = &slotAt(r.owner, size_t(r.buffer), r.slotIndex);
     const ir::Buffer& buffer = program_.buffer(region);
     if (config_.lowered && buffer.storage == ir::Storage::Packets &&
         arith_.less(Affine::constant(0), r.length)) {
@@ -1321,9 +1327,9 @@ private:
         continue;
       bool written = false;
       for (int r = 0; r < config_.nranks; ++r)
-        for (const Cell& cell : memory_[size_t(r)][id][0]->cells)
+        for (const Cell& cell : slotAt(r, id, 0).cells)
           written |= cell.writerStep >= 0;
-      if (written && arith_.equal(memory_[0][id][0]->size, config_.count))
+      if (written && arith_.equal(slotAt(0, id, 0).size, config_.count))
         checkOutput(ir::BufferId(id));
     }
   }
@@ -1334,7 +1340,7 @@ private:
     // fused residual added to some elements only is no result of any collective).
     std::optional<std::tuple<std::set<int>, Affine, int>> firstTags;
     for (int r = 0; r < config_.nranks; ++r) {
-      Slot& slot = *memory_[size_t(r)][size_t(id)][0];
+      Slot& slot = slotAt(r, size_t(id), 0);
       if (outputIsPerRankBlocks(program_.kind))
         for (int k = 1; k < config_.nranks; ++k)
           split(slot, Arith::mul(config_.count, k));
@@ -1396,7 +1402,7 @@ private:
 
 public:
   /// After the spec's run of this configuration: what compareWith compares with.
-  SpecResult result() const {
+  SpecResult result() {
     SpecResult kept;
     std::map<const Slot*, int> indexOf;
     // Values by a hash of their contributions, so that each is kept once.
@@ -1407,7 +1413,7 @@ public:
       if (role != ir::BufferRole::Output && role != ir::BufferRole::Aux)
         continue;
       for (int r = 0; r < config_.nranks; ++r) {
-        const Slot* slot = memory_[size_t(r)][id][0].get();
+        const Slot* slot = &slotAt(r, id, 0);
         auto [at, added] = indexOf.insert({slot, int(kept.slots.size())});
         kept.slotOf[id].push_back(at->second);
         if (!added)
@@ -1466,7 +1472,7 @@ public:
       if (buffer.role != ir::BufferRole::Output && buffer.role != ir::BufferRole::Aux)
         continue;
       for (int r = 0; r < config_.nranks; ++r) {
-        Slot& mine = *memory_[size_t(r)][id][0];
+        Slot& mine = slotAt(r, id, 0);
         SpecSlot& theirs = slots[size_t(spec.slotOf[id][size_t(r)])];
         // Cut both at each other's boundaries, then compare segment by segment.
         for (const SpecSegment& segment : theirs.segments)
@@ -1499,7 +1505,7 @@ public:
         continue;
       auto& ranks = all[ir::BufferId(id)];
       for (int r = 0; r < config_.nranks; ++r) {
-        const Slot& slot = *memory_[size_t(r)][id][0];
+        const Slot& slot = slotAt(r, id, 0);
         std::vector<ElementSources>& elements = ranks.emplace_back();
         for (size_t i = 0; i < slot.segments.size(); ++i) {
           const Cell& c = slot.cellOf(i);
@@ -1541,8 +1547,11 @@ private:
   Value expected_;                  // expectedAt's answer
   std::map<std::pair<int64_t, int64_t>, int> blocks_; // blockOf's answers, by element
   std::optional<ir::BarrierScope> barrier_;           // the lowered step's barrier, if it has one
-  // memory_[rank][buffer][slot]
+  // memory_[rank][buffer][slot], null until touched (slotAt); a buffer that is another's memory
+  // (memoryOf_) has no slots of its own.
   std::vector<std::vector<std::vector<SlotPtr>>> memory_;
+  std::vector<ir::BufferId> memoryOf_;
+  std::vector<std::pair<int64_t, Affine>> shapes_; // per buffer: slots, elements a slot
 };
 
 } // namespace
