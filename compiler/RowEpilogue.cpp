@@ -382,34 +382,38 @@ private:
   Diagnostics& diags_;
 };
 
-/// NVFP4's kernel quantizes whole blocks of 16 elements, each in 16 / kVec adjacent lanes
-/// (device/rows_nvfp4.cuh): a row length that is no multiple of 16, or a vector that does not
-/// divide 16 elements, is refused at the variant.
-bool checkNvfp4RowLength(const ir::Program& program, const ir::RowLoop& loop, int64_t rowLength,
-                         llvm::SMLoc loc, Diagnostics& diags) {
+/// An op that quantizes blocks of a row (ir::RowOpInfo::quantBlock) does each whole in adjacent
+/// lanes: a row length that is no multiple of the block, or a vector that does not divide it, is
+/// refused at the variant.
+bool checkQuantBlockRowLength(const ir::Program& program, const ir::RowLoop& loop,
+                              int64_t rowLength, llvm::SMLoc loc, Diagnostics& diags) {
   int vectorElems = 0;
-  const ir::RowStmt* nvfp4 = nullptr;
+  const ir::RowStmt* blocked = nullptr;
   for (const auto& inner : loop.body) {
     if (inner->kind == ir::StmtKind::ElementLoop)
       vectorElems = inner->as<ir::ElementLoop>().vectorElems;
     if (inner->kind == ir::StmtKind::Row) {
       const auto& row = inner->as<ir::RowStmt>();
-      if (row.op == ir::RowOp::RmsNormNvfp4 || row.op == ir::RowOp::RmsNormNvfp4Swizzled)
-        nvfp4 = &row;
+      if (ir::rowOpInfo(row.op).quantBlock.elems > 0)
+        blocked = &row;
     }
   }
-  if (!nvfp4)
+  if (!blocked)
     return true;
-  const std::string opName(ir::rowOpInfo(nvfp4->op).displayName);
-  if (rowLength % 16 != 0) {
-    diags.error(loc, "row length " + std::to_string(rowLength) + " is not a multiple of 16: '" +
-                         opName + "' (" + program.name +
-                         ") quantizes whole NVFP4 blocks of 16 elements");
+  const ir::RowOpInfo& info = ir::rowOpInfo(blocked->op);
+  const std::string opName(info.displayName), format(info.quantBlock.format);
+  const int64_t blockElems = info.quantBlock.elems;
+  if (rowLength % blockElems != 0) {
+    diags.error(loc, "row length " + std::to_string(rowLength) + " is not a multiple of " +
+                         std::to_string(blockElems) + ": '" + opName + "' (" + program.name +
+                         ") quantizes whole " + format + " blocks of " +
+                         std::to_string(blockElems) + " elements");
     return false;
   }
-  if (vectorElems > 0 && 16 % vectorElems != 0) {
+  if (vectorElems > 0 && blockElems % vectorElems != 0) {
     diags.error(loc, "a vector of " + std::to_string(vectorElems) +
-                         " elements does not divide an NVFP4 block of 16 ('" + opName +
+                         " elements does not divide an " + format + " block of " +
+                         std::to_string(blockElems) + " ('" + opName +
                          "'); choose a smaller --vector");
     return false;
   }
@@ -552,7 +556,7 @@ bool checkRowLength(const ir::Program& program, int64_t rowLength, Diagnostics& 
     for (const auto& stmt : step.body) {
       if (stmt->kind != ir::StmtKind::RowLoop)
         continue;
-      if (!checkNvfp4RowLength(program, stmt->as<ir::RowLoop>(), rowLength, loc, diags))
+      if (!checkQuantBlockRowLength(program, stmt->as<ir::RowLoop>(), rowLength, loc, diags))
         return false;
       for (const auto& inner : stmt->as<ir::RowLoop>().body) {
         if (inner->kind != ir::StmtKind::ElementLoop)

@@ -6,6 +6,11 @@
 
 namespace collc::ir {
 
+namespace {
+/// device/rows_nvfp4.cuh quantizes a block of 16 elements in 16 / kVec adjacent lanes.
+constexpr RowQuantBlock kNvfp4Block = {16, "NVFP4"};
+} // namespace
+
 const std::vector<RowOpInfo>& allRowOps() {
   static const std::vector<RowOpInfo> ops = {
       {RowOp::RmsNorm,
@@ -39,7 +44,8 @@ const std::vector<RowOpInfo>& allRowOps() {
         {"block scale", RowParamShape::BlocksPerRow, ElementType::F8E4M3, RowParamAccess::Written},
         {"global scale", RowParamShape::OneElement, ElementType::F32}},
        {"rows_rmsnorm.cuh", "fp8_e4m3.cuh", "quant_nvfp4.cuh", "rows_nvfp4.cuh"},
-       ElementType::F4E2M1},
+       ElementType::F4E2M1,
+       kNvfp4Block},
       {RowOp::RmsNormNvfp4Swizzled,
        "rmsnorm",
        RowQuant::Nvfp4SwizzledBlockScale,
@@ -49,7 +55,8 @@ const std::vector<RowOpInfo>& allRowOps() {
          RowParamAccess::Written},
         {"global scale", RowParamShape::OneElement, ElementType::F32}},
        {"rows_rmsnorm.cuh", "fp8_e4m3.cuh", "quant_nvfp4.cuh", "rows_nvfp4.cuh"},
-       ElementType::F4E2M1},
+       ElementType::F4E2M1,
+       kNvfp4Block},
   };
   return ops;
 }

@@ -60,6 +60,13 @@ enum class RowQuant {
   Nvfp4SwizzledBlockScale, // 128x4-swizzled (`swizzled_block_scale=BS, global_scale=GS`)
 };
 
+/// The blocks a quantizing op cuts each row into, each quantized whole by adjacent lanes of a
+/// kernel: the row length must be a multiple of `elems`, and a vector must divide a block.
+struct RowQuantBlock {
+  int64_t elems = 0;       // elements of a block; 0: the op quantizes no blocks
+  std::string_view format; // the format's name in messages ("NVFP4")
+};
+
 struct RowOpInfo {
   RowOp op;
   std::string_view name;                     // the spec's row function ("rmsnorm")
@@ -70,6 +77,7 @@ struct RowOpInfo {
                                              // files outside the strategies' lists go in name
                                              // order)
   std::optional<ElementType> targetType;     // the element type its target must have; nullopt: `T`
+  RowQuantBlock quantBlock = {};             // its blocks, if it quantizes blocks of a row
 };
 
 /// Every entry, in the order of ir::RowOp.

@@ -5,11 +5,10 @@
 // hardware's bits). Every code and block scale must lie within the interpreter's bound of its
 // value (interpret::BoundedResult), as the harness requires of a kernel: a bound too tight for
 // float's rounding fails here before a GPU runs.
-#include "compiler/Compile.h"
-#include "compiler/DiagnosticText.h"
 #include "compiler/interpret/Float4.h"
 #include "compiler/interpret/Float8.h"
 #include "compiler/interpret/Interpreter.h"
+#include "tests/compiler/QuantizeSpecs.h"
 
 #include <cmath>
 #include <cstdint>
@@ -33,19 +32,7 @@ namespace collc {
 namespace {
 
 using namespace nvfp4_emulated;
-using Values = std::vector<double>;
-
-std::shared_ptr<const ir::Program> specProgram(const char* name, int64_t h) {
-  auto source = loadSpec(name);
-  EXPECT_TRUE(bool(source)) << toString(source.takeError());
-  CompileOptions options;
-  options.rowLength = h;
-  std::string diagnostics;
-  DiagnosticText sink(diagnostics);
-  auto programs = lowerVariantPrograms(*source, options, sink);
-  EXPECT_TRUE(bool(programs)) << toString(programs.takeError()) << "\n" << diagnostics;
-  return programs ? programs->spec : nullptr;
-}
+using namespace tests;
 
 /// One kernel's row in float: rmsnorm's values, then NVFP4 codes (as their values) and scales.
 void kernelRow(const std::vector<float>& y, const std::vector<float>& w, float globalScale,
@@ -81,7 +68,7 @@ TEST(QuantizeNvfp4Emulated, TheKernelsFloatArithmeticIsWithinTheBoundedReference
   for (const char* name : {"allreduce_rmsnorm_nvfp4_linear", "allreduce_rmsnorm_nvfp4"}) {
     SCOPED_TRACE(name);
     const bool swizzled = std::string(name) == "allreduce_rmsnorm_nvfp4";
-    auto spec = specProgram(name, h);
+    auto spec = stdlibSpec(name, h);
     ASSERT_TRUE(spec);
     std::mt19937_64 rng(7);
     std::uniform_real_distribution<double> unit(1.0, 2.0);

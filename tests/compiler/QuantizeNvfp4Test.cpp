@@ -4,7 +4,6 @@
 // the proof of both stdlib specs, and their float64 meaning: each block's scale and codes as
 // interpret/Float4.h's quantizeNvfp4 defines them, in either layout.
 #include "compiler/Compile.h"
-#include "compiler/DiagnosticText.h"
 #include "compiler/Sema.h"
 #include "compiler/Verifier.h"
 #include "compiler/execute/PaddedRows.h"
@@ -12,6 +11,7 @@
 #include "compiler/interpret/Float8.h"
 #include "compiler/interpret/Interpreter.h"
 #include "dsl/Parser.h"
+#include "tests/compiler/QuantizeSpecs.h"
 
 #include <cmath>
 #include <gtest/gtest.h>
@@ -20,22 +20,7 @@
 namespace collc {
 namespace {
 
-using Values = std::vector<double>;
-
-std::string nvfp4Spec(const std::string& buffers, const std::string& reduceStep) {
-  return "collective q kind allreduce\n"
-         "  ranks 2..4\n"
-         "  rows hidden\n"
-         "  buffers in: T[n], " +
-         buffers +
-         "\n"
-         "  scratch slot[nranks]: T[n]\n"
-         "{\n"
-         "  step push: for p in peers { put in -> p.slot[rank] }\n"
-         "  step reduce {\n"
-         "    wait push\n" +
-         reduceStep + "  }\n}\n";
-}
+using namespace tests;
 
 const char* const kLinear = "out: fp4e2m1[n], residual: T[n], residual_out: T[n], "
                             "weight: T[hidden], bs: fp8e4m3[n / hidden * ceil_div(hidden, 16)], "
@@ -49,24 +34,10 @@ const char* const kQuantize =
 const char* const kQuantizeSwizzled = "    out = quantize(rmsnorm(residual_out, weight), "
                                       "swizzled_block_scale=bs, global_scale=gs)\n";
 
-/// Parses, analyzes and proves `text`; the diagnostics, empty when it is proved.
-std::string check(const std::string& text) {
-  std::string diagnostics;
-  llvm::SourceMgr sources;
-  llvm::raw_string_ostream out(diagnostics);
-  Diagnostics diags(sources, out);
-  auto ast = parseSpecText(diags, text, "q.coll");
-  if (ast)
-    if (auto program = analyze(*ast, diags))
-      verify(*program, diags);
-  out.flush();
-  return diagnostics;
-}
-
 TEST(QuantizeNvfp4, SpecsAreProvedInEitherLayoutAndKeywordOrder) {
-  EXPECT_EQ(check(nvfp4Spec(kLinear, std::string(kReduce) + kQuantize)), "");
-  EXPECT_EQ(check(nvfp4Spec(kSwizzled, std::string(kReduce) + kQuantizeSwizzled)), "");
-  EXPECT_EQ(check(nvfp4Spec(kLinear, std::string(kReduce) +
+  EXPECT_EQ(check(quantSpec(kLinear, std::string(kReduce) + kQuantize)), "");
+  EXPECT_EQ(check(quantSpec(kSwizzled, std::string(kReduce) + kQuantizeSwizzled)), "");
+  EXPECT_EQ(check(quantSpec(kLinear, std::string(kReduce) +
                                          "    out = quantize(rmsnorm(residual_out, weight), "
                                          "global_scale=gs, block_scale=bs)\n")),
             "");
@@ -80,16 +51,11 @@ TEST(QuantizeNvfp4, SpecsAreProvedInEitherLayoutAndKeywordOrder) {
 TEST(QuantizeNvfp4, AnIncompleteRowIsRefusedAsForRmsNorm) {
   for (const char* quantize : {kQuantize, kQuantizeSwizzled}) {
     const std::string d =
-        check(nvfp4Spec(quantize == kQuantize ? kLinear : kSwizzled,
+        check(quantSpec(quantize == kQuantize ? kLinear : kSwizzled,
                         std::string("    residual_out = in + residual\n") + quantize));
     EXPECT_NE(d.find("before the row is complete"), std::string::npos) << d;
   }
 }
-
-struct Refusal {
-  const char* what;
-  std::string buffers, step, message;
-};
 
 TEST(QuantizeNvfp4, TheBlockScaleIsTheStatementsOwnAndRefusedAtItsPlace) {
   const std::string reduce = kReduce;
@@ -162,7 +128,7 @@ TEST(QuantizeNvfp4, TheBlockScaleIsTheStatementsOwnAndRefusedAtItsPlace) {
        "q.coll:11:68: error: 'global_scale' is given twice in 'quantize'"},
   };
   for (const Refusal& c : cases) {
-    const std::string d = check(nvfp4Spec(c.buffers, c.step));
+    const std::string d = check(quantSpec(c.buffers, c.step));
     EXPECT_NE(d.find(c.message), std::string::npos) << c.what << ":\n" << d;
   }
 }
@@ -186,7 +152,7 @@ TEST(QuantizeNvfp4, TheSwizzledMatrixsPaddingRowsSplitNoClassOfN) {
     llvm::SourceMgr sources;
     llvm::raw_string_ostream out(text);
     Diagnostics diags(sources, out);
-    auto program = analyzed(nvfp4Spec(buffers, std::string(kReduce) + quantize), diags);
+    auto program = analyzed(quantSpec(buffers, std::string(kReduce) + quantize), diags);
     const VerifyResult result = verify(*program, diags);
     EXPECT_TRUE(result.ok) << out.str();
     const ir::BufferId bs = program->find("bs");
@@ -207,7 +173,7 @@ TEST(QuantizeNvfp4, TheVerifierRefusesTheMatrixNamedByAnotherStatement) {
   llvm::SourceMgr sources;
   llvm::raw_string_ostream out(text);
   Diagnostics diags(sources, out);
-  auto program = analyzed(nvfp4Spec(kSwizzled, std::string(kReduce) + kQuantizeSwizzled), diags);
+  auto program = analyzed(quantSpec(kSwizzled, std::string(kReduce) + kQuantizeSwizzled), diags);
   ASSERT_TRUE(program);
   const ir::BufferId bs = program->find("bs");
   std::vector<ir::Stmt>& body = program->steps.back().body;
@@ -240,7 +206,7 @@ TEST(QuantizeNvfp4, AMatrixShortOnlyAtOneResidueOf128IsRefusedThere) {
   llvm::SourceMgr sources;
   llvm::raw_string_ostream out(text);
   Diagnostics diags(sources, out);
-  auto program = analyzed(nvfp4Spec(kSwizzled, std::string(kReduce) + kQuantizeSwizzled), diags);
+  auto program = analyzed(quantSpec(kSwizzled, std::string(kReduce) + kQuantizeSwizzled), diags);
   ASSERT_TRUE(program);
   const ir::BufferId bs = program->find("bs");
   ir::Buffer& buffer = program->buffers[size_t(bs)];
@@ -260,31 +226,6 @@ TEST(QuantizeNvfp4, AMatrixShortOnlyAtOneResidueOf128IsRefusedThere) {
                            "holds 511 (nranks=2, n=128)"),
             std::string::npos)
       << out.str();
-}
-
-/// The stdlib spec's programs for 2 ranks and rows of h.
-std::shared_ptr<const ir::Program> stdlibSpec(const char* name, int64_t h) {
-  auto source = loadSpec(name);
-  EXPECT_TRUE(bool(source)) << toString(source.takeError());
-  CompileOptions options;
-  options.rowLength = h;
-  std::string diagnostics;
-  DiagnosticText sink(diagnostics);
-  auto programs = lowerVariantPrograms(*source, options, sink);
-  EXPECT_TRUE(bool(programs)) << toString(programs.takeError()) << "\n" << diagnostics;
-  return programs->spec;
-}
-
-/// rmsnorm of one row in float64 (weight 1, eps 1e-6), as the interpreter computes it.
-Values rmsnorm(const Values& row) {
-  double squares = 0;
-  for (double v : row)
-    squares += v * v;
-  const double factor = 1 / std::sqrt(squares / double(row.size()) + 1e-6);
-  Values norm;
-  for (double v : row)
-    norm.push_back(v * factor);
-  return norm;
 }
 
 /// The rows of the interpreted calls: mixed magnitudes (with the global scale below, some blocks'

@@ -3,12 +3,9 @@
 // other statement naming it, never in place), the proof of the stdlib spec, and its float64
 // meaning: each row's scale and codes as interpret/Float8.h defines them.
 #include "compiler/Compile.h"
-#include "compiler/DiagnosticText.h"
-#include "compiler/Sema.h"
-#include "compiler/Verifier.h"
 #include "compiler/interpret/Float8.h"
 #include "compiler/interpret/Interpreter.h"
-#include "dsl/Parser.h"
+#include "tests/compiler/QuantizeSpecs.h"
 
 #include <cmath>
 #include <gtest/gtest.h>
@@ -16,25 +13,7 @@
 namespace collc {
 namespace {
 
-using Values = std::vector<double>;
-
-std::string tokenSpec(const std::string& buffers, const std::string& reduceStep,
-                      const std::string& scratch = "") {
-  return "collective q kind allreduce\n"
-         "  ranks 2..4\n"
-         "  rows hidden\n"
-         "  buffers in: T[n], " +
-         buffers +
-         "\n"
-         "  scratch slot[nranks]: T[n]" +
-         scratch +
-         "\n"
-         "{\n"
-         "  step push: for p in peers { put in -> p.slot[rank] }\n"
-         "  step reduce {\n"
-         "    wait push\n" +
-         reduceStep + "  }\n}\n";
-}
+using namespace tests;
 
 const char* const kBuffers = "out: fp8e4m3[n], residual: T[n], residual_out: T[n], "
                              "weight: T[hidden], scale: f32[n / hidden]";
@@ -42,22 +21,8 @@ const char* const kReduce = "    residual_out = reduce(in, slot[peers]) + residu
 const char* const kQuantize =
     "    out = quantize(rmsnorm(residual_out, weight), token_scale=scale)\n";
 
-/// Parses, analyzes and proves `text`; the diagnostics, empty when it is proved.
-std::string check(const std::string& text) {
-  std::string diagnostics;
-  llvm::SourceMgr sources;
-  llvm::raw_string_ostream out(diagnostics);
-  Diagnostics diags(sources, out);
-  auto ast = parseSpecText(diags, text, "q.coll");
-  if (ast)
-    if (auto program = analyze(*ast, diags))
-      verify(*program, diags);
-  out.flush();
-  return diagnostics;
-}
-
 TEST(QuantizePerToken, SpecIsProved) {
-  EXPECT_EQ(check(tokenSpec(kBuffers, std::string(kReduce) + kQuantize)), "");
+  EXPECT_EQ(check(quantSpec(kBuffers, std::string(kReduce) + kQuantize)), "");
   auto source = loadSpec("allreduce_rmsnorm_fp8_per_token");
   ASSERT_TRUE(bool(source)) << toString(source.takeError());
   EXPECT_EQ(check(source->text), "");
@@ -65,14 +30,9 @@ TEST(QuantizePerToken, SpecIsProved) {
 
 TEST(QuantizePerToken, AnIncompleteRowIsRefusedAsForRmsNorm) {
   const std::string d =
-      check(tokenSpec(kBuffers, std::string("    residual_out = in + residual\n") + kQuantize));
+      check(quantSpec(kBuffers, std::string("    residual_out = in + residual\n") + kQuantize));
   EXPECT_NE(d.find("before the row is complete"), std::string::npos) << d;
 }
-
-struct Refusal {
-  const char* what;
-  std::string buffers, step, message;
-};
 
 TEST(QuantizePerToken, TheScaleIsTheStatementsOwnAndRefusedAtItsPlace) {
   const std::string reduce = kReduce;
@@ -118,11 +78,11 @@ TEST(QuantizePerToken, TheScaleIsTheStatementsOwnAndRefusedAtItsPlace) {
        "target, its rows or another parameter (never in place)"},
   };
   for (const Refusal& c : cases) {
-    const std::string d = check(tokenSpec(c.buffers, c.step));
+    const std::string d = check(quantSpec(c.buffers, c.step));
     EXPECT_NE(d.find(c.message), std::string::npos) << c.what << ":\n" << d;
   }
   const std::string scratch =
-      check(tokenSpec(kBuffers,
+      check(quantSpec(kBuffers,
                       reduce + "    out = quantize(rmsnorm(residual_out, weight), "
                                "token_scale=tmp)\n",
                       "\n  scratch tmp: T[n]"));
@@ -132,24 +92,11 @@ TEST(QuantizePerToken, TheScaleIsTheStatementsOwnAndRefusedAtItsPlace) {
       << scratch;
 }
 
-/// The stdlib spec's programs for 2 ranks and rows of h.
-std::shared_ptr<const ir::Program> perTokenSpec(int64_t h) {
-  auto source = loadSpec("allreduce_rmsnorm_fp8_per_token");
-  EXPECT_TRUE(bool(source)) << toString(source.takeError());
-  CompileOptions options;
-  options.rowLength = h;
-  std::string diagnostics;
-  DiagnosticText sink(diagnostics);
-  auto programs = lowerVariantPrograms(*source, options, sink);
-  EXPECT_TRUE(bool(programs)) << toString(programs.takeError()) << "\n" << diagnostics;
-  return programs->spec;
-}
-
 // Rows of 2 ranks (rank 1 adds nothing), weight 1: a row of mixed magnitudes, a row of zeros (the
 // floor scale), a row with a NaN (passed over by the amax), each scale and code as Float8.h's.
 TEST(QuantizePerTokenInterpreted, EachRowsScaleAndCodesAreFloat8s) {
   const int64_t h = 12;
-  auto spec = perTokenSpec(h);
+  auto spec = stdlibSpec("allreduce_rmsnorm_fp8_per_token", h);
   ASSERT_TRUE(spec);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   Values mixed, zeros(size_t(h), 0.0), withNaN;
@@ -176,13 +123,7 @@ TEST(QuantizePerTokenInterpreted, EachRowsScaleAndCodesAreFloat8s) {
   const Values& scales = result.aux[0][3];
   ASSERT_EQ(scales.size(), size_t(rows));
   // Row 0: rmsnorm in float64, its amax over 448.
-  double squares = 0;
-  for (double v : mixed)
-    squares += v * v;
-  const double factor = 1 / std::sqrt(squares / double(h) + 1e-6);
-  Values norm;
-  for (double v : mixed)
-    norm.push_back(v * factor);
+  const Values norm = rmsnorm(mixed);
   const double scale0 = tokenScaleE4M3(amaxOfNumbers(norm.data(), h));
   EXPECT_EQ(scales[0], scale0);
   EXPECT_GT(scales[0], kE4M3MinTokenScale);

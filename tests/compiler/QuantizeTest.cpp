@@ -2,13 +2,9 @@
 // every statement but the one that quantizes; `quantize(rmsnorm(...), scale=S)` proved from the
 // complete row; and its float64 meaning (round to nearest even, saturating, as the device), with
 // the elements near a rounding boundary counted, from the interpreted rows or the kernel's own.
-#include "compiler/Compile.h"
-#include "compiler/DiagnosticText.h"
-#include "compiler/Sema.h"
-#include "compiler/Verifier.h"
 #include "compiler/interpret/Float8.h"
 #include "compiler/interpret/Interpreter.h"
-#include "dsl/Parser.h"
+#include "tests/compiler/QuantizeSpecs.h"
 
 #include <cmath>
 #include <gtest/gtest.h>
@@ -17,39 +13,10 @@
 namespace collc {
 namespace {
 
-using Values = std::vector<double>;
-
-std::string quantSpec(const std::string& buffers, const std::string& reduceStep) {
-  return "collective q kind allreduce\n"
-         "  ranks 2..4\n"
-         "  rows hidden\n"
-         "  buffers in: T[n], " +
-         buffers +
-         "\n"
-         "  scratch slot[nranks]: T[n]\n"
-         "{\n"
-         "  step push: for p in peers { put in -> p.slot[rank] }\n"
-         "  step reduce {\n"
-         "    wait push\n" +
-         reduceStep + "  }\n}\n";
-}
+using namespace tests;
 
 const char* const kBuffers = "out: fp8e4m3[n], residual: T[n], residual_out: T[n], "
                              "weight: T[hidden], scale: f32[1]";
-
-/// Parses, analyzes and proves `text`; the diagnostics, empty when it is proved.
-std::string check(const std::string& text) {
-  std::string diagnostics;
-  llvm::SourceMgr sources;
-  llvm::raw_string_ostream out(diagnostics);
-  Diagnostics diags(sources, out);
-  auto ast = parseSpecText(diags, text, "q.coll");
-  if (ast)
-    if (auto program = analyze(*ast, diags))
-      verify(*program, diags);
-  out.flush();
-  return diagnostics;
-}
 
 TEST(Quantize, StaticFp8SpecIsProved) {
   EXPECT_EQ(check(quantSpec(kBuffers, "    residual_out = reduce(in, slot[peers]) + residual\n"
@@ -67,11 +34,6 @@ TEST(Quantize, AnIncompleteRowIsRefusedAsForRmsNorm) {
             std::string::npos)
       << d;
 }
-
-struct Refusal {
-  const char* what;
-  std::string buffers, step, message;
-};
 
 TEST(Quantize, MismatchedElementTypesAreRefusedAtTheirPlace) {
   const std::string reduce = "    residual_out = reduce(in, slot[peers]) + residual\n";
@@ -139,19 +101,6 @@ TEST(Quantize, MismatchedElementTypesAreRefusedAtTheirPlace) {
       << scratch;
 }
 
-/// The stdlib spec's programs for 2 ranks and rows of h.
-std::shared_ptr<const ir::Program> fp8Spec(int64_t h) {
-  auto source = loadSpec("allreduce_rmsnorm_fp8");
-  EXPECT_TRUE(bool(source)) << toString(source.takeError());
-  CompileOptions options;
-  options.rowLength = h;
-  std::string diagnostics;
-  DiagnosticText sink(diagnostics);
-  auto programs = lowerVariantPrograms(*source, options, sink);
-  EXPECT_TRUE(bool(programs)) << toString(programs.takeError()) << "\n" << diagnostics;
-  return programs->spec;
-}
-
 /// A call of 2 ranks, rows of h: in[r] as given, residual 0, weight 1, the scale S.
 interpret::Call fp8Call(int64_t h, const std::vector<Values>& in, double scale) {
   interpret::Call call;
@@ -167,23 +116,11 @@ interpret::Call fp8Call(int64_t h, const std::vector<Values>& in, double scale) 
   return call;
 }
 
-/// rmsnorm of one row (weight 1) in float64.
-Values normalized(const Values& y) {
-  double squares = 0;
-  for (double v : y)
-    squares += v * v;
-  const double factor = 1 / std::sqrt(squares / double(y.size()) + 1e-6);
-  Values out;
-  for (double v : y)
-    out.push_back(v * factor);
-  return out;
-}
-
 // Rows of 12 (not a multiple of 16): an ordinary row, an all-zero row, a row with a NaN and one
 // with an infinity, quantized with a small scale (so the largest values saturate).
 TEST(QuantizeInterpreted, RoundsAsTheDeviceWithSaturationNaNInfinityAndZeroRows) {
   const int64_t h = 12;
-  auto spec = fp8Spec(h);
+  auto spec = stdlibSpec("allreduce_rmsnorm_fp8", h);
   ASSERT_TRUE(spec);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
@@ -201,7 +138,7 @@ TEST(QuantizeInterpreted, RoundsAsTheDeviceWithSaturationNaNInfinityAndZeroRows)
   const interpret::Result result =
       interpret::interpret(*spec, spec->steps, fp8Call(h, {in0, in1}, scale));
   const Values& out = result.output[0];
-  const Values norm = normalized(row0);
+  const Values norm = rmsnorm(row0);
   int saturated = 0;
   for (int64_t k = 0; k < h; ++k) {
     const double want = fromE4M3(toE4M3(norm[size_t(k)] / scale));
@@ -225,7 +162,7 @@ TEST(QuantizeInterpreted, RoundsAsTheDeviceWithSaturationNaNInfinityAndZeroRows)
 // and is counted; a value far from every boundary is held bit for bit (bound 0).
 TEST(QuantizeInterpreted, CountsValuesNearARoundingBoundary) {
   const int64_t h = 16;
-  auto spec = fp8Spec(h);
+  auto spec = stdlibSpec("allreduce_rmsnorm_fp8", h);
   ASSERT_TRUE(spec);
   // One row of equal values normalizes to (almost) 1 each; scale 1/1.0625 puts 1 at 1.0625, the
   // midpoint of 1 and 1.125; another row at 1 / 1.03 sits well inside 1's interval.
@@ -249,7 +186,7 @@ TEST(QuantizeInterpreted, CountsValuesNearARoundingBoundary) {
 // 1.055 within reach of the midpoint 1.0625; the kernel's exact rows do not.
 TEST(QuantizeInterpreted, RowsAsWrittenLeaveOnlyTheNormsFloatSteps) {
   const int64_t h = 16;
-  auto spec = fp8Spec(h);
+  auto spec = stdlibSpec("allreduce_rmsnorm_fp8", h);
   ASSERT_TRUE(spec);
   const Values in0(size_t(h), 3.0), in1(size_t(h), 0.0);
   const interpret::Rounding bf16Units{0x1p-8, 0x1p-126, 0x1p-7, 1e-5};
@@ -274,7 +211,7 @@ TEST(QuantizeInterpreted, RowsAsWrittenLeaveOnlyTheNormsFloatSteps) {
   call.rowsAsWritten[0][1] = other;
   call.rowsAsWritten[1][1].clear(); // rank 1: the interpreted rows
   const interpret::Result result = interpret::interpret(*spec, spec->steps, call);
-  const Values norm = normalized(other);
+  const Values norm = rmsnorm(other);
   for (int64_t k = 0; k < h; ++k) {
     EXPECT_EQ(result.output[0][size_t(k)], fromE4M3(toE4M3(norm[size_t(k)] / scale))) << k;
     EXPECT_EQ(result.aux[0][1][size_t(k)], 3.0) << k;
