@@ -3,6 +3,9 @@
 #include "compiler/ir/RowOps.h"
 #include "compiler/ir/Visitor.h"
 
+#include <map>
+#include <tuple>
+
 namespace collc::execute {
 namespace {
 
@@ -36,41 +39,31 @@ struct Named {
   size_t k;
 };
 
-class NamedRegions : public ir::Visitor {
+/// The row statements' parameters, for namedRegions.
+class RowParams : public ir::Visitor {
 public:
-  std::vector<Named> regions;
+  std::map<const ir::Region*, std::pair<const ir::RowStmt*, size_t>> of;
 
 private:
-  void add(const ir::Region& region) { regions.push_back({&region, nullptr, 0}); }
-  void visitPut(const ir::Put& s) override {
-    add(s.source.region);
-    add(s.target);
-  }
-  void visitAtomicAdd(const ir::AtomicAdd& s) override {
-    add(s.source.region);
-    add(s.target);
-  }
-  void visitAssign(const ir::Assign& s) override {
-    add(s.target);
-    for (const auto& o : s.operands)
-      add(o.region);
-    for (const auto& o : s.addends)
-      add(o.region);
-  }
   void visitRow(const ir::RowStmt& s) override {
-    add(s.target);
-    add(s.rows.region);
     for (size_t k = 0; k < s.params.size(); ++k)
-      regions.push_back({&s.params[k].region, &s, k});
+      of[&s.params[k].region] = {&s, k};
   }
-  void visitLet(const ir::Let& s) override { add(s.value.region); }
 };
 
 std::vector<Named> namedRegions(const ir::Program& program) {
-  NamedRegions named;
-  for (const auto& step : program.steps)
-    named.visitAll(step.body);
-  return std::move(named.regions);
+  RowParams params;
+  std::vector<Named> named;
+  for (const auto& step : program.steps) {
+    params.visitAll(step.body);
+    ir::forEachRegion(step.body, [&](const ir::Region& region) {
+      named.push_back({&region, nullptr, 0});
+    });
+  }
+  for (Named& each : named)
+    if (auto it = params.of.find(each.region); it != params.of.end())
+      std::tie(each.row, each.k) = it->second;
+  return named;
 }
 
 const ir::RowParam* paramOf(const Named& named) {
