@@ -20,7 +20,6 @@
 #include "compiler/execute/PaddedRows.h"
 #include "compiler/ir/IR.h"
 
-#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -210,16 +209,11 @@ protected:
     return size;
   }
 
-  /// Slots and elements a slot of `buffer` has in this configuration.
-  std::pair<int64_t, Affine> shapeOf(const ir::Buffer& buffer) {
+  /// Slots and elements a slot of buffer `id` has in this configuration.
+  std::pair<int64_t, Affine> shapeOf(ir::BufferId id) {
+    const ir::Buffer& buffer = program_.buffer(id);
     const Env env = baseEnv(0);
     const int64_t slots = evalInt(buffer.slots, env, buffer.loc);
-    const std::less<const ir::Buffer*> before;
-    const ir::Buffer* first = program_.buffers.data();
-    const ir::BufferId id =
-        !before(&buffer, first) && before(&buffer, first + program_.buffers.size())
-            ? ir::BufferId(&buffer - first)
-            : -1;
     const Affine elems = evalAffine(sized(id, buffer.slotElems), env, buffer.loc);
     if (slots < 1 || arith_.less(elems, Affine::constant(0)))
       domain().fail(buffer.loc, "buffer '" + buffer.name + "' has a negative or empty size");

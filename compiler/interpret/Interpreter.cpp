@@ -392,9 +392,10 @@ public:
     return collect();
   }
 
-  /// Elements of one slot of `buffer` for the call.
-  int64_t elementsOf(const ir::Buffer& buffer) {
-    const auto [slots, elems] = shapeOf(buffer);
+  /// Elements of one slot of buffer `id` for the call.
+  int64_t elementsOf(ir::BufferId id) {
+    const ir::Buffer& buffer = program_.buffer(id);
+    const auto [slots, elems] = shapeOf(id);
     if (elems.v > (int64_t(1) << 32))
       throw InterpretError("buffer '" + buffer.name + "' has " + std::to_string(slots) +
                            " slots of " + std::to_string(elems.v) + " elements");
@@ -431,8 +432,8 @@ private:
     for (const auto& [user, owner] : shape_.aliases) {
       const ir::Buffer& a = program_.buffer(user);
       const ir::Buffer& b = program_.buffer(owner);
-      const auto [slotsA, elemsA] = shapeOf(a);
-      const auto [slotsB, elemsB] = shapeOf(b);
+      const auto [slotsA, elemsA] = shapeOf(user);
+      const auto [slotsB, elemsB] = shapeOf(owner);
       if (slotsA != 1 || slotsB != 1 || elemsA.v != elemsB.v)
         throw InterpretError("'" + a.name + "' and '" + b.name +
                              "' are passed as one memory but differ in size");
@@ -443,8 +444,8 @@ private:
         if (size_t(storage_[b]) != b)
           continue; // another buffer's memory
         const ir::Buffer& buffer = program_.buffers[b];
-        const int64_t slots = shapeOf(buffer).first;
-        const int64_t elems = elementsOf(buffer);
+        const int64_t slots = shapeOf(ir::BufferId(b)).first;
+        const int64_t elems = elementsOf(ir::BufferId(b));
         // What no statement writes reads as NaN: an output element a kind leaves unspecified.
         Slots& memory = memory_[size_t(r)][b];
         memory.assign(size_t(slots), Values(size_t(elems), unwrittenElement<Element>()));
@@ -771,17 +772,20 @@ Result project(const Memory<Tracked>& memory, double (*of)(const Tracked&, const
 
 int64_t inputElements(const ir::Program& program, const Call& call) {
   const ir::BufferId in = program.input();
-  return in < 0 ? 0 : Machine<double>(program, kNoSteps, call).elementsOf(program.buffer(in));
+  return in < 0 ? 0 : Machine<double>(program, kNoSteps, call).elementsOf(in);
 }
 
 std::vector<int64_t> auxElements(const ir::Program& program, const Call& call) {
   std::vector<int64_t> sizes;
-  for (const ir::Buffer& buffer : program.buffers)
+  for (size_t b = 0; b < program.buffers.size(); ++b) {
+    const ir::Buffer& buffer = program.buffers[b];
     if (buffer.role == ir::BufferRole::Aux) {
       if (sizes.size() <= size_t(buffer.auxIndex))
         sizes.resize(size_t(buffer.auxIndex) + 1);
-      sizes[size_t(buffer.auxIndex)] = Machine<double>(program, kNoSteps, call).elementsOf(buffer);
+      sizes[size_t(buffer.auxIndex)] =
+          Machine<double>(program, kNoSteps, call).elementsOf(ir::BufferId(b));
     }
+  }
   return sizes;
 }
 

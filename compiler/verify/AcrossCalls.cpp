@@ -96,7 +96,7 @@ private:
       shapes_.resize(program_.buffers.size());
     auto& known = shapes_[size_t(buffer)];
     if (!known)
-      known = shapeOf(program_.buffers[size_t(buffer)]);
+      known = shapeOf(buffer);
     return *known;
   }
 

@@ -305,8 +305,8 @@ private:
     memoryOf_ = memoryOf();
     // Every rank's buffers have the shapes rank 0's have (shapeOf evaluates them as rank 0).
     shapes_.clear();
-    for (const ir::Buffer& buffer : program_.buffers)
-      shapes_.push_back(shapeOf(buffer));
+    for (size_t b = 0; b < program_.buffers.size(); ++b)
+      shapes_.push_back(shapeOf(ir::BufferId(b)));
     memory_.assign(size_t(config_.nranks), {});
     for (auto& buffers : memory_) {
       buffers.resize(program_.buffers.size());
