@@ -3,6 +3,7 @@
 #include "abi/CollectiveShapes.h"
 #include "compiler/ExpandSteps.h"
 #include "compiler/RowEpilogue.h"
+#include "compiler/execute/CountCover.h"
 #include "compiler/execute/PaddedRows.h"
 #include "compiler/ir/Visitor.h"
 #include "compiler/verify/Simulation.h"
@@ -26,9 +27,8 @@ struct RankSpan {
 };
 
 /// Every run of one program for one rank count: the counts an earlier verifier tried first (so
-/// their diagnostics read as before; up to 8 ranks), then every residue of n with q symbolic
-/// (split into residues of a multiple of it where a division needs it: SplitQ), then every q below
-/// the symbolic run's bound, a stretch of them a run (execute/Affine.h).
+/// their diagnostics read as before; up to 8 ranks), then the runs with n symbolic that decide
+/// every count (execute/CountCover.h).
 class Sweep {
 public:
   /// `keepFacts`: whether facts() is wanted (a lowered program's proof folds no facts).
@@ -52,48 +52,37 @@ public:
     // A spec with rows is proved for rows of one element: sizes cannot use the row length but as
     // a weight that is only read, so every other row length is n = rows * length of these.
     const int64_t rowLength = rows ? 1 : 0;
-    // Classes of n modulo a period, first 1: the runs split it where a division needs it. Where a
-    // division is not exact in q (SplitQ), the other classes of that period meet it too (n decides
-    // nothing but sizes), so every class yet to run is split into classes of the longer period,
-    // which cover the same counts, and later roots start from it: a run is cut short only where the
-    // period grows.
+    // Classes of n modulo a period, first 1, split where a division needs it (the classes that
+    // replace one hold exactly its counts), a range of residues a run, then the smaller counts
+    // (execute/CountCover.h).
     int64_t period = 1;
-    for (int root = 0; root < roots; ++root) {
-      std::vector<int64_t> residues; // to run, the next last
-      for (int64_t residue = period - 1; residue >= 0; --residue)
-        residues.push_back(residue);
-      while (!residues.empty()) {
-        const int64_t residue = residues.back();
-        const int64_t firstQ = residue == 0 ? 1 : 0; // n >= 1
-        Arith arith(/*symbolic=*/true);
-        RunConfig config = configure(Affine{period, residue}, rowLength, root);
-        try {
-          record(proof::simulate(program_, steps_, config, arith, nullptr));
-          residues.pop_back();
-        } catch (const proof::SplitQ& split) {
-          if (period > kMaxPeriod / split.factor)
-            return limit(AffineError{"n would have to be taken modulo more than " +
-                                     std::to_string(kMaxPeriod)});
-          execute::splitClasses(residues, period, split.factor);
-          continue;
-        } catch (const RunFailed&) {
-          // Broken for every large q: report it with numbers at the first q the run holds for.
-          const int64_t q = std::max(arith.threshold(), firstQ);
-          if (concrete(period * q + residue, rowLength, root))
-            internalError("the verifier's run with n symbolic broke a rule that n = " +
-                          std::to_string(period * q + residue) + " keeps");
-          return false;
-        } catch (const AffineError& error) {
-          return limit(error);
-        }
-        // Every q below the threshold, a stretch of them a run.
-        for (int64_t q = firstQ; q < arith.threshold();) {
-          int64_t last = q;
-          if (!stretch(period, residue, q, rowLength, root, last))
+    try {
+      for (int root = 0; root < roots; ++root) {
+        auto large = [&](const Affine& count, Arith& arith) {
+          try {
+            record(proof::simulate(program_, steps_, configure(count, rowLength, root), arith,
+                                   nullptr));
+            return true;
+          } catch (const RunFailed&) {
+            // Broken for every large q: report it with numbers at the first count the run holds
+            // for.
+            const int64_t first = execute::firstCountOf(count, arith);
+            if (concrete(first, rowLength, root))
+              internalError("the verifier's run with n symbolic broke a rule that n = " +
+                            std::to_string(first) + " keeps");
             return false;
-          q = std::min(last, arith.threshold() - 1) + 1;
-        }
+          } catch (const AffineError& error) {
+            return limit(error);
+          }
+        };
+        auto stretch = [&](const Affine& count, Arith& arith, int64_t first) {
+          return this->stretch(count, arith, first, rowLength, root);
+        };
+        if (!execute::coverCounts(period, large, stretch))
+          return false;
       }
+    } catch (const AffineError& error) {
+      return limit(error);
     }
     return true;
   }
@@ -104,9 +93,6 @@ public:
 private:
   /// Rank counts up to which the counts an earlier verifier tried run first.
   static constexpr int kFirstCountsUpTo = 8;
-  /// The largest period a residue class may be split to: far beyond what blocks, chunks and
-  /// packets need (8 * nranks * nranks, dsl/README.md), a bound on the runs.
-  static constexpr int64_t kMaxPeriod = int64_t(1) << 20;
 
   RunConfig configure(Affine count, int64_t rowLength, int root) const {
     RunConfig config = base_;
@@ -117,31 +103,30 @@ private:
     return config;
   }
 
-  /// Every n = period * q + residue for q from `from` to `last`, in one run with q symbolic whose
-  /// every comparison is decided as at q = from (Arith::from): for each q up to its limit, the
+  /// The counts of a stretch from `first` on, in one run with n symbolic whose every comparison
+  /// is decided as at `first` (Arith::from, Arith::residues): for each count up to its limit, the
   /// run with numbers makes the same comparisons with the same outcomes. Where that run cannot
-  /// be made (a division it would split, an internal limit), q = from alone, with numbers.
-  bool stretch(int64_t period, int64_t residue, int64_t from, int64_t rowLength, int root,
-               int64_t& last) {
-    last = from;
-    Arith arith = Arith::from(from);
+  /// be made (a division it would split, an internal limit), `first` alone, with numbers.
+  execute::Covered stretch(const Affine& count, Arith& arith, int64_t first, int64_t rowLength,
+                           int root) {
+    using execute::Covered;
     try {
-      record(proof::simulate(program_, steps_, configure(Affine{period, residue}, rowLength, root),
-                             arith, nullptr));
-      last = arith.limit();
-      return true;
+      record(proof::simulate(program_, steps_, configure(count, rowLength, root), arith, nullptr));
+      return Covered::Stretch;
     } catch (const RunFailed&) {
-      // Broken for every q of the stretch: report it with numbers at its first.
-      if (concrete(period * from + residue, rowLength, root))
+      // Broken for every count of the stretch: report it with numbers at its first.
+      if (concrete(first, rowLength, root))
         internalError("the verifier's run with n symbolic broke a rule that n = " +
-                      std::to_string(period * from + residue) + " keeps");
-      return false;
+                      std::to_string(first) + " keeps");
+      return Covered::Stop;
     } catch (const proof::SplitQ&) {
     } catch (const AffineError& error) {
-      if (error.why == "budget" || error.why == "memory")
-        return limit(error);
+      if (error.why == "budget" || error.why == "memory") {
+        limit(error);
+        return Covered::Stop;
+      }
     }
-    return concrete(period * from + residue, rowLength, root);
+    return concrete(first, rowLength, root) ? Covered::FirstOnly : Covered::Stop;
   }
 
   bool concrete(int64_t count, int64_t rowLength, int root) {

@@ -27,29 +27,51 @@ void requireExactInQ(int64_t u, int64_t d) {
 
 } // namespace
 
+int64_t Arith::boundingPart(const Affine& d) const {
+  if (d.w == 0)
+    return d.v;
+  if (!residueFrom_)
+    throw AffineError{"a value that depends on the residue of n in a run with it fixed"};
+  // u > 0: the bound -(w s + v) / u is largest where w s + v is least; u < 0: where it is most.
+  // Linear in s, so at one end of the range.
+  const __int128 first = __int128(d.w) * *residueFrom_ + d.v;
+  const __int128 last = __int128(d.w) * residueLast_ + d.v;
+  const __int128 bounding = d.u > 0 ? std::min(first, last) : std::max(first, last);
+  if (bounding < INT64_MIN || bounding > INT64_MAX)
+    overflow();
+  return int64_t(bounding);
+}
+
+void Arith::fixedResidue() {
+  throw AffineError{"a value that depends on the residue of n in a run with it fixed"};
+}
+
 int Arith::compareDependent(const Affine& d) {
   if (!symbolic_)
     throw AffineError{"a value that depends on n in a run with n fixed"};
-  if (from_) {
-    // Its sign at q = from_, kept as q grows while u * q + v does not reach 0: for every q if
-    // the sign is u's, else for every q < -v / u; a 0 only at from_ itself.
-    const __int128 value = at(d, *from_);
+  if (const auto stretch = stretchOf(d)) {
+    // Its sign at x0, kept as x grows while k * x + c does not reach 0: for every x if the sign
+    // is k's, else for every x < -c / k; a 0 only at x0 itself.
+    const int64_t k = stretch->k, c = d.v;
+    const __int128 value = __int128(k) * stretch->x0 + c;
+    int64_t& limit = *stretch->limit;
     if (value == 0) {
-      limit_ = std::min(limit_, *from_);
+      limit = std::min(limit, stretch->x0);
       return 0;
     }
     const int sign = value < 0 ? -1 : 1;
-    if (sign != (d.u < 0 ? -1 : 1))
-      limit_ = std::min(limit_, ceilDiv(-d.v, d.u) - 1);
+    if (sign != (k < 0 ? -1 : 1))
+      limit = std::min(limit, ceilDiv(-c, k) - 1);
     return sign;
   }
-  // u * q + v has the sign of u for every q > -v / u. Most comparisons hold from the threshold
-  // already recorded on: floor(-v / u) + 1 <= threshold_ exactly when -v / u < threshold_, which
-  // needs no division.
+  // u * q + v has the sign of u for every q > -v / u (v: the part free of q at the residue that
+  // bounds it). Most comparisons hold from the threshold already recorded on:
+  // floor(-v / u) + 1 <= threshold_ exactly when -v / u < threshold_, which needs no division.
+  const int64_t v = d.w == 0 ? d.v : boundingPart(d);
   const __int128 bound = __int128(threshold_) * d.u;
-  const bool covered = d.u > 0 ? -__int128(d.v) < bound : -__int128(d.v) > bound;
+  const bool covered = d.u > 0 ? -__int128(v) < bound : -__int128(v) > bound;
   if (!covered)
-    threshold_ = std::max(threshold_, floorDiv(-d.v, d.u) + 1);
+    threshold_ = std::max(threshold_, floorDiv(-v, d.u) + 1);
   return d.u < 0 ? -1 : 1;
 }
 
@@ -58,28 +80,60 @@ void Arith::overflow() {
 }
 
 bool Arith::negative(const Affine& a) {
-  if (a.u == 0)
+  if (a.isConstant())
     return a.v < 0;
   if (!symbolic_)
     throw AffineError{"a value that depends on n in a run with n fixed"};
-  if (from_) {
-    // Negative at from_ and u > 0: up to q = ceil(-v / u) - 1; not negative and u < 0: up to
-    // q = floor(v / -u); otherwise for every larger q.
-    const bool isNegative = at(a, *from_) < 0;
-    if (isNegative && a.u > 0)
-      limit_ = std::min(limit_, ceilDiv(-a.v, a.u) - 1);
-    else if (!isNegative && a.u < 0)
-      limit_ = std::min(limit_, floorDiv(a.v, -a.u));
+  if (const auto stretch = stretchOf(a)) {
+    // Negative at x0 and k > 0: up to x = ceil(-c / k) - 1; not negative and k < 0: up to
+    // x = floor(c / -k); otherwise for every larger x.
+    const int64_t k = stretch->k, c = a.v;
+    int64_t& limit = *stretch->limit;
+    const bool isNegative = __int128(k) * stretch->x0 + c < 0;
+    if (isNegative && k > 0)
+      limit = std::min(limit, ceilDiv(-c, k) - 1);
+    else if (!isNegative && k < 0)
+      limit = std::min(limit, floorDiv(c, -k));
     return isNegative;
   }
   // u > 0: u * q + v >= 0 from q = ceil(-v / u) on; u < 0: negative from floor(v / -u) + 1 on.
   // Where the threshold recorded already is as large (u > 0: -v / u <= threshold_; u < 0:
   // v / -u < threshold_), it stays as it is, and no division is needed to see that.
+  const int64_t v = a.w == 0 ? a.v : boundingPart(a);
   const __int128 bound = __int128(threshold_) * (a.u > 0 ? a.u : -__int128(a.u));
-  const bool covered = a.u > 0 ? -__int128(a.v) <= bound : __int128(a.v) < bound;
+  const bool covered = a.u > 0 ? -__int128(v) <= bound : __int128(v) < bound;
   if (!covered)
-    threshold_ = std::max(threshold_, a.u > 0 ? ceilDiv(-a.v, a.u) : floorDiv(a.v, -a.u) + 1);
+    threshold_ = std::max(threshold_, a.u > 0 ? ceilDiv(-v, a.u) : floorDiv(v, -a.u) + 1);
   return a.u < 0;
+}
+
+Affine Arith::floorDivide(const Affine& a, int64_t d) {
+  requireExactInQ(a.u, d);
+  Affine quotient{a.u / d, 0, 0};
+  if (a.w % d == 0) {
+    quotient.w = a.w / d;
+    quotient.v = floorDiv(a.v, d);
+    return quotient;
+  }
+  if (!residueFrom_)
+    throw AffineError{"a value that depends on the residue of n in a run with it fixed"};
+  // floor((w s + v) / d) = wq * s + floor((wr * s + v) / d) with w = wq * d + wr, wr of w's sign
+  // and |wr| < d (chunk(n)'s ceil(s / 8R) has wq = 0): the last term is c at the first s, and
+  // stays c while wr * s + v stays in [d * c, d * (c + 1)), which s moves it out of one way only.
+  const int64_t wq = a.w / d, wr = a.w - wq * d;
+  const __int128 first = __int128(wr) * *residueFrom_ + a.v;
+  __int128 c = first / d;
+  if (first % d != 0 && first < 0)
+    --c;
+  // Both numerators are at least |wr| * s0 >= 0, so the divisions are floors.
+  const __int128 lastS =
+      wr > 0 ? (__int128(d) * (c + 1) - 1 - a.v) / wr : (a.v - __int128(d) * c) / -__int128(wr);
+  if (c < INT64_MIN || c > INT64_MAX)
+    overflow();
+  residueLimit_ = int64_t(std::min<__int128>(residueLimit_, lastS));
+  quotient.w = wq;
+  quotient.v = int64_t(c);
+  return quotient;
 }
 
 namespace {
@@ -171,9 +225,7 @@ bool evaluateNode(const ir::Expr& e, const Bindings& env, Arith& arith, std::str
       return fail("chunk of a negative or huge length");
     // chunk_size(x) = ceil(ceil(x / R) / 8) * 8 = 8 * ceil(x / 8R).
     const int64_t period = int64_t(kChunkAlignElems) * env.nranks;
-    requireExactInQ(length->u, period);
-    const Affine size{length->u / period * int64_t(kChunkAlignElems),
-                      ceilDiv(length->v, period) * int64_t(kChunkAlignElems)};
+    const Affine size = Arith::mul(arith.ceilDivide(*length, period), kChunkAlignElems);
     if (e->kind == ExprKind::ChunkSize)
       return give(size);
     Affine indexValue;
@@ -228,11 +280,10 @@ bool evaluateNode(const ir::Expr& e, const Bindings& env, Arith& arith, std::str
       return fail("division by zero");
     if (arith.less(*a, Affine::constant(0)) || b->v < 0)
       return fail("division of a negative value");
-    requireExactInQ(a->u, b->v);
-    // (u q + v) / d = (u / d) q + v / d and (u q + v) % d = v % d when d divides u.
+    // Not negative: the kernel's unsigned division is the floor.
     if (e->kind == ExprKind::Div)
-      return give(Affine{a->u / b->v, floorDiv(a->v, b->v)});
-    return give(Affine::constant(a->v - floorDiv(a->v, b->v) * b->v));
+      return give(arith.floorDivide(*a, b->v));
+    return give(arith.remainder(*a, b->v));
   }
   case ExprKind::CeilDiv:
   case ExprKind::RoundUp: {
@@ -243,9 +294,7 @@ bool evaluateNode(const ir::Expr& e, const Bindings& env, Arith& arith, std::str
                                                : "round_up to a multiple that is not positive");
     if (arith.less(*a, Affine::constant(0)))
       return fail("rounding of a negative value");
-    requireExactInQ(a->u, b->v);
-    // ceil((u q + v) / d) = (u / d) q + ceil(v / d) when d divides u.
-    const Affine quotient{a->u / b->v, ceilDiv(a->v, b->v)};
+    const Affine quotient = arith.ceilDivide(*a, b->v);
     return give(e->kind == ExprKind::CeilDiv ? quotient : Arith::mul(quotient, b->v));
   }
   case ExprKind::Min:
@@ -266,14 +315,5 @@ bool evaluateNode(const ir::Expr& e, const Bindings& env, Arith& arith, std::str
 }
 
 } // namespace
-
-void splitClasses(std::vector<int64_t>& pending, int64_t& period, int64_t factor) {
-  std::vector<int64_t> finer;
-  for (auto r = pending.rbegin(); r != pending.rend(); ++r)
-    for (int64_t t = 0; t < factor; ++t)
-      finer.push_back(*r + period * t);
-  pending.assign(finer.rbegin(), finer.rend());
-  period *= factor;
-}
 
 } // namespace collc::execute

@@ -3,6 +3,7 @@
 #include "abi/CollectiveShapes.h"
 #include "abi/collc_abi.h"
 #include "compiler/Verifier.h"
+#include "compiler/execute/CountCover.h"
 #include "compiler/execute/Walker.h"
 #include "compiler/ir/RowOps.h"
 #include "compiler/verify/CallTrace.h"
@@ -22,7 +23,6 @@ namespace {
 using execute::Affine;
 using execute::AffineError;
 using execute::Arith;
-using execute::splitClasses;
 using execute::SplitQ;
 
 using calls::Configuration;
@@ -320,9 +320,9 @@ private:
 
   // ------------------------------------------------------------------ one call's classes
   /// Every class a call can fall in over every count n >= 1 (its root, which statements touch no
-  /// element, which writes each read may take): the verifier's residue classes of n with q
-  /// symbolic (a class is decided by comparisons of affine positions, the same for every q from
-  /// the run's threshold on) and the smaller q, a stretch of them a walk (Arith::from).
+  /// element, which writes each read may take): the verifier's runs with n symbolic
+  /// (execute/CountCover.h; a class is decided by comparisons of affine positions, the same for
+  /// every count a run decides).
   bool collectConfigurations() {
     const int roots = hasRoot(program_.kind) ? nranks_ : 1;
     skeletons_.assign(size_t(roots), {});
@@ -343,53 +343,31 @@ private:
       Tracer tracer(program_, shape, arith, slotIds_, slots_);
       return tracer.run();
     };
-    // Classes of n modulo a period, first 1, split where a division needs it, as the one-call
-    // proof does (Verifier.cpp's Sweep): the classes a split leaves cover exactly the counts of
-    // the class they replace, so starting from the smallest period covers every n >= 1 and runs
-    // one class where a spec free of chunk(n) needs no more (8 * nranks of them before).
+    // Classes of n modulo a period, first 1, split where a division needs it, and the smaller
+    // counts, as the one-call proof runs them (execute/CountCover.h): together they decide every
+    // n >= 1, and a spec free of chunk(n) needs one class where it needed 8 * nranks before.
     int64_t period = 1;
     try {
       for (int root = 0; root < roots; ++root) {
-        std::vector<int64_t> residues;
-        for (int64_t residue = period - 1; residue >= 0; --residue)
-          residues.push_back(residue);
-        while (!residues.empty()) {
-          const int64_t residue = residues.back();
-          const int64_t firstQ = residue == 0 ? 1 : 0;
-          Arith arith(/*symbolic=*/true);
-          Trace trace;
+        auto large = [&](const Affine& count, Arith& arith) {
+          Trace trace = walk(root, count, arith);
+          record(root, execute::firstCountOf(count, arith), std::move(trace));
+          return true;
+        };
+        // A stretch of counts: a walk with n symbolic, each comparison decided as at its first
+        // count; with numbers where such a walk cannot be made.
+        auto stretch = [&](const Affine& count, Arith& arith, int64_t first) {
           try {
-            trace = walk(root, Affine{period, residue}, arith);
-          } catch (const SplitQ& split) {
-            if (period > (int64_t(1) << 20) / split.factor)
-              throw AffineError{"period"};
-            splitClasses(residues, period, split.factor);
-            continue;
+            record(root, first, walk(root, count, arith));
+            return execute::Covered::Stretch;
+          } catch (const SplitQ&) {
+          } catch (const AffineError&) {
           }
-          residues.pop_back();
-          const int64_t q = std::max(arith.threshold(), firstQ);
-          record(root, period * q + residue, std::move(trace));
-          // Every q below the threshold: a stretch of them a walk with q symbolic, each
-          // comparison decided as at the stretch's first q (Arith::from); with numbers where
-          // such a walk cannot be made.
-          for (int64_t small = firstQ; small < arith.threshold();) {
-            Arith from = Arith::from(small);
-            int64_t last = small;
-            std::optional<Trace> stretch;
-            try {
-              stretch = walk(root, Affine{period, residue}, from);
-              last = std::min(from.limit(), arith.threshold() - 1);
-            } catch (const SplitQ&) {
-            } catch (const AffineError&) {
-            }
-            if (!stretch) {
-              Arith concrete(/*symbolic=*/false);
-              stretch = walk(root, Affine::constant(period * small + residue), concrete);
-            }
-            record(root, period * small + residue, std::move(*stretch));
-            small = last + 1;
-          }
-        }
+          Arith concrete(/*symbolic=*/false);
+          record(root, first, walk(root, Affine::constant(first), concrete));
+          return execute::Covered::FirstOnly;
+        };
+        execute::coverCounts(period, large, stretch);
       }
     } catch (const AffineError& error) {
       diags_.error(program_.loc, lead() + "the proof across calls cannot run it (" + error.why +

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <tuple>
 #include <unordered_map>
 
 namespace collc::proof {
@@ -33,8 +34,8 @@ struct Contribution {
 };
 
 bool orderedBefore(const Contribution& a, const Contribution& b) {
-  return std::tie(a.tag, a.rank, a.anyIndex, a.shift.u, a.shift.v) <
-         std::tie(b.tag, b.rank, b.anyIndex, b.shift.u, b.shift.v);
+  return std::tie(a.tag, a.rank, a.anyIndex, a.shift.u, a.shift.w, a.shift.v) <
+         std::tie(b.tag, b.rank, b.anyIndex, b.shift.u, b.shift.w, b.shift.v);
 }
 
 /// Sorted by orderedBefore. Most elements hold one contribution (a peer's input on its way), kept
@@ -147,7 +148,7 @@ struct SpecResult {
   std::vector<SpecSlot> slots;
   std::vector<std::vector<int>> slotOf;
   /// What the run recorded (Arith::fresh, Arith::adopt) and the work it did.
-  int64_t threshold = 0, limit = INT64_MAX, work = 0;
+  int64_t threshold = 0, limit = INT64_MAX, residueLimit = INT64_MAX, work = 0;
 
   int64_t bytes() const {
     int64_t total = int64_t(sizeof(SpecResult));
@@ -396,9 +397,9 @@ private:
       // A packet carries packetElems elements of one writer: a region that starts inside a
       // packet would share it with whatever fills the packet's first elements.
       const int64_t units = config_.packetElems;
-      if (r.offset.u % units != 0) // packets start at offsets that move with q: split q
-        throw SplitQ{units / std::gcd(r.offset.u < 0 ? -r.offset.u : r.offset.u, units)};
-      if ((r.offset.v % units + units) % units != 0)
+      // Offsets that move with q split q (SplitQ); with the residue, they end its range where
+      // the offset's place in a packet changes.
+      if (!arith_.equal(arith_.remainder(r.offset, units), Affine::constant(0)))
         fail(region.loc, "'" + region.text + "' on rank " + std::to_string(env.rank) +
                              " starts at element " + number(r.offset) + " of '" + buffer.name +
                              "', inside a 16-byte packet (" + std::to_string(units) +
@@ -1176,7 +1177,7 @@ private:
   /// rank's output has the same elements to ask about: each is answered once a run, its
   /// comparisons recorded then (asking again would record them again, to no effect).
   int blockOf(const Affine& element) {
-    const auto [known, added] = blocks_.insert({{element.u, element.v}, 0});
+    const auto [known, added] = blocks_.insert({{element.u, element.w, element.v}, 0});
     if (!added)
       return known->second;
     int k = 0;
@@ -1230,10 +1231,10 @@ private:
   }
 
   /// Whether `a` and `b` hold the same contributions, paired by equality rather than by their
-  /// sorted order. Sorted by (u, v), two values' order is their order as numbers for large q
-  /// (and with q fixed), where pairing in that order decides; a run from Arith::from(q) decides as
-  /// at q, where two shifts may be equal as numbers though not alike: paired one by one, every
-  /// equality decided is one the run records.
+  /// sorted order. Sorted by (u, w, v), two values that are alike sort alike; a run from
+  /// Arith::from(q) or over residues decides as at its first q or s, where two shifts may be equal
+  /// as numbers though not alike: paired one by one, every equality decided is one the run
+  /// records.
   bool sameMultiset(const Value& a, const Value& b, bool anyIndexMatters) {
     if (a.size() != b.size())
       return false;
@@ -1545,8 +1546,8 @@ private:
   std::set<int> waited_;
   std::vector<uint32_t> byTagRank_; // sameInput's order of the expected contributions
   Value expected_;                  // expectedAt's answer
-  std::map<std::pair<int64_t, int64_t>, int> blocks_; // blockOf's answers, by element
-  std::optional<ir::BarrierScope> barrier_;           // the lowered step's barrier, if it has one
+  std::map<std::tuple<int64_t, int64_t, int64_t>, int> blocks_; // blockOf's answers, by element
+  std::optional<ir::BarrierScope> barrier_; // the lowered step's barrier, if it has one
   // memory_[rank][buffer][slot], null until touched (slotAt); a buffer that is another's memory
   // (memoryOf_) has no slots of its own.
   std::vector<std::vector<std::vector<SlotPtr>>> memory_;
@@ -1574,15 +1575,17 @@ struct SpecRunKey {
   const char* spec;
   size_t steps;
   int nranks, root;
-  int64_t countU, countV, rowLength;
+  int64_t countU, countV, countW, rowLength;
   std::vector<std::pair<ir::BufferId, ir::BufferId>> aliases;
   bool symbolic;
-  std::optional<int64_t> start;
+  std::optional<int64_t> start, residueStart;
+  int64_t residueEnd;
 
   bool operator<(const SpecRunKey& o) const {
-    return std::tie(spec, steps, nranks, root, countU, countV, rowLength, aliases, symbolic,
-                    start) < std::tie(o.spec, o.steps, o.nranks, o.root, o.countU, o.countV,
-                                      o.rowLength, o.aliases, o.symbolic, o.start);
+    return std::tie(spec, steps, nranks, root, countU, countV, countW, rowLength, aliases, symbolic,
+                    start, residueStart, residueEnd) <
+           std::tie(o.spec, o.steps, o.nranks, o.root, o.countU, o.countV, o.countW, o.rowLength,
+                    o.aliases, o.symbolic, o.start, o.residueStart, o.residueEnd);
   }
 };
 
@@ -1618,10 +1621,13 @@ RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps
                        config.root,
                        config.count.u,
                        config.count.v,
+                       config.count.w,
                        config.rowLength,
                        config.aliases,
                        arith.symbolic(),
-                       arith.start()};
+                       arith.start(),
+                       arith.residueStart(),
+                       arith.residueEnd()};
   SpecRuns::Store* store = config.specRuns ? &config.specRuns->store() : nullptr;
   const auto kept = store ? store->runs.find(key) : std::map<SpecRunKey, SpecResult>::iterator();
   const SpecResult* spec = nullptr;
@@ -1630,7 +1636,7 @@ RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps
     // The run would make the same comparisons and do the same work: past the budget it stops.
     if (config.budget > 0 && kept->second.work > config.budget)
       throw AffineError{"budget"};
-    arith.adopt(kept->second.threshold, kept->second.limit);
+    arith.adopt(kept->second.threshold, kept->second.limit, kept->second.residueLimit);
     spec = &kept->second;
     ++store->reused;
   } else {
@@ -1643,13 +1649,14 @@ RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps
     } catch (const RunFailed&) {
       internalError("the spec breaks a rule in a configuration its proof covers");
     } catch (...) {
-      arith.adopt(specArith.threshold(), specArith.limit());
+      arith.adopt(specArith.threshold(), specArith.limit(), specArith.residueLimit());
       throw;
     }
-    arith.adopt(specArith.threshold(), specArith.limit());
+    arith.adopt(specArith.threshold(), specArith.limit(), specArith.residueLimit());
     made = specRun.result();
     made.threshold = specArith.threshold();
     made.limit = specArith.limit();
+    made.residueLimit = specArith.residueLimit();
     made.work = work;
     spec = &made;
     const int64_t bytes = made.bytes();

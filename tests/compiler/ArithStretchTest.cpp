@@ -80,5 +80,71 @@ TEST(ArithStretch, TheStretchIsTheShortestOfItsComparisons) {
   EXPECT_EQ(arith.limit(), 1);
 }
 
+// Arith::residues(s0, last): u * q + w * s + v. A comparison q decides holds for every q from the
+// threshold on and every s in [s0, last]; one the residue decides (u equal) holds for every s of
+// [s0, residueLimit()] and every q, and not at residueLimit() + 1.
+TEST(ArithResidues, ComparisonsHoldOverTheResiduesAndLargeQ) {
+  int rangesEnded = 0;
+  for (int64_t u = -2; u <= 2; ++u)
+    for (int64_t w = -3; w <= 3; ++w)
+      for (int64_t v = -40; v <= 40; v += 7)
+        for (int64_t s0 = 0; s0 <= 20; s0 += 4) {
+          const int64_t last = 23;
+          const Affine d{u, v, w};
+          Arith arith = Arith::residues(s0, last);
+          const int decided = arith.compare(d, Affine::constant(0));
+          const int64_t end = std::min(arith.residueLimit(), last);
+          ASSERT_GE(end, s0);
+          for (int64_t s = s0; s <= end; ++s)
+            for (int64_t q = arith.threshold(); q <= arith.threshold() + 30; ++q)
+              ASSERT_EQ(sign(u * q + w * s + v), decided)
+                  << u << "q+" << w << "s+" << v << " from s " << s0 << " at q " << q << ", s "
+                  << s;
+          if (u == 0 && arith.residueLimit() < last) {
+            EXPECT_NE(sign(w * (arith.residueLimit() + 1) + v), decided);
+            ++rangesEnded;
+          }
+        }
+  EXPECT_GT(rangesEnded, 50);
+}
+
+// A division whose divisor does not divide the part in s: the quotient over [s0, residueLimit()]
+// is the one numbers give, for every q, and it changes at residueLimit() + 1.
+TEST(ArithResidues, DivisionsHoldOverTheResidues) {
+  int rangesEnded = 0;
+  for (int64_t d : {2, 3, 8, 24, 96})
+    for (int64_t w = -5; w <= 5; ++w)
+      for (int64_t v = -30; v <= 200; v += 13)
+        for (int64_t s0 = 0; s0 <= 95; s0 += 19) {
+          const int64_t u = 2 * d; // exact in q
+          Arith arith = Arith::residues(s0, 95);
+          const Affine a{u, v, w};
+          const Affine floor = arith.floorDivide(a, d), ceil = arith.ceilDivide(a, d),
+                       rest = arith.remainder(a, d);
+          const int64_t end = std::min<int64_t>(arith.residueLimit(), 95);
+          auto floorAt = [&](int64_t x) { return x >= 0 ? x / d : -((-x + d - 1) / d); };
+          for (int64_t s = s0; s <= end; ++s)
+            for (int64_t q = 0; q <= 3; ++q) {
+              const int64_t x = u * q + w * s + v;
+              ASSERT_EQ(floor.u * q + floor.w * s + floor.v, floorAt(x)) << x << " / " << d;
+              ASSERT_EQ(ceil.u * q + ceil.w * s + ceil.v, -floorAt(-x)) << x << " / " << d;
+              ASSERT_EQ(rest.u * q + rest.w * s + rest.v, x - d * floorAt(x)) << x << " % " << d;
+            }
+          if (end < 95) {
+            const int64_t s = end + 1, x = w * s + v;
+            const bool floorKept = floor.w * s + floor.v == floorAt(x);
+            const bool ceilKept = ceil.w * s + ceil.v == -floorAt(-x);
+            EXPECT_FALSE(floorKept && ceilKept) << w << "s+" << v << " / " << d << " from " << s0;
+            ++rangesEnded;
+          }
+        }
+  EXPECT_GT(rangesEnded, 100);
+  // chunk(n) at 12 ranks, n = 96 q + s: 8 * ceil(n / 96) is 8q + 8 for every s from 1 to 95.
+  Arith arith = Arith::residues(1, 95);
+  const Affine chunk = Arith::mul(arith.ceilDivide(Affine{96, 0, 1}, 96), 8);
+  EXPECT_TRUE(chunk.identical(Affine{8, 8, 0}));
+  EXPECT_EQ(arith.residueLimit(), 96);
+}
+
 } // namespace
 } // namespace collc::execute

@@ -97,7 +97,7 @@ TEST(ResidueSplit, ChunksReadAsBlocksAreRefusedWithTheCount) {
   EXPECT_EQ(firstBrokenCount(*parsed->program, 3, 200), 2);
   VerifyResult proof = verify(*parsed->program, parsed->diags);
   EXPECT_FALSE(proof.ok);
-  EXPECT_NE(parsed->out.str().find("before anything writes it (nranks=3, n=12)"), std::string::npos)
+  EXPECT_NE(parsed->out.str().find("before anything writes it (nranks=3, n=20)"), std::string::npos)
       << parsed->out.str();
   EXPECT_EQ(parsed->out.str().find("cannot verify"), std::string::npos) << parsed->out.str();
 }

@@ -43,29 +43,48 @@ Verdict prove(const LoweredVariant& variant, const VerifyResult& proof, DType dt
 }
 
 // A kept run's record (Arith::fresh, Arith::adopt): comparisons made on a fresh Arith and adopted
-// leave the threshold and limit they leave when made on the run's own.
+// leave the threshold and limits they leave when made on the run's own.
 TEST(SpecRuns, AdoptedComparisonsRecordWhatTheyRecordWhenMadeHere) {
   using execute::Affine;
   using execute::Arith;
-  const Affine a{3, -40}, b{1, 5}, c{-2, 90}, zero = Affine::constant(0);
-  for (Arith own : {Arith(true), Arith::from(2), Arith::from(30)}) {
-    Arith here = own, apart = own.fresh();
-    (void)here.less(a, b);
-    (void)apart.less(a, b);
-    (void)apart.compare(c, zero);
-    (void)apart.negative(Arith::sub(b, a));
-    here.adopt(apart.threshold(), apart.limit());
-    Arith direct = own;
-    (void)direct.less(a, b);
-    (void)direct.less(a, b);
-    (void)direct.compare(c, zero);
-    (void)direct.negative(Arith::sub(b, a));
+  struct Case {
+    Arith own;
+    Affine a, b, c; // c: one the residue decides, where there is one
+  };
+  const Case cases[] = {
+      {Arith(true), {3, -40}, {1, 5}, {-2, 90}},
+      {Arith::from(2), {3, -40}, {1, 5}, {-2, 90}},
+      {Arith::from(30), {3, -40}, {1, 5}, {-2, 90}},
+      {Arith::residues(4, 95), {3, -40, 1}, {1, 5, -2}, {0, 30, -1}},
+  };
+  const Affine zero = Affine::constant(0);
+  for (const Case& each : cases) {
+    Arith here = each.own, apart = each.own.fresh();
+    (void)here.less(each.a, each.b);
+    (void)apart.less(each.a, each.b);
+    (void)apart.compare(each.c, zero);
+    (void)apart.negative(Arith::sub(each.b, each.a));
+    here.adopt(apart.threshold(), apart.limit(), apart.residueLimit());
+    Arith direct = each.own;
+    (void)direct.less(each.a, each.b);
+    (void)direct.less(each.a, each.b);
+    (void)direct.compare(each.c, zero);
+    (void)direct.negative(Arith::sub(each.b, each.a));
     EXPECT_EQ(here.threshold(), direct.threshold());
     EXPECT_EQ(here.limit(), direct.limit());
-    EXPECT_EQ(apart.start(), own.start());
-    EXPECT_TRUE(direct.threshold() != own.threshold() || direct.limit() != own.limit())
+    EXPECT_EQ(here.residueLimit(), direct.residueLimit());
+    EXPECT_EQ(apart.start(), each.own.start());
+    EXPECT_EQ(apart.residueStart(), each.own.residueStart());
+    EXPECT_TRUE(direct.threshold() != each.own.threshold() || direct.limit() != each.own.limit() ||
+                direct.residueLimit() != each.own.residueLimit())
         << "the comparisons record something";
   }
+  // Over residues the record holds both: a threshold in q and a limit in s.
+  Arith residues = cases[3].own;
+  (void)residues.less(cases[3].a, cases[3].b);
+  (void)residues.compare(cases[3].c, zero);
+  EXPECT_GT(residues.threshold(), 0);
+  EXPECT_EQ(residues.residueLimit(), 29); // 30 - s > 0 up to s = 29
 }
 
 TEST(SpecRuns, KeptRunsGiveEveryLoweredProofItsOwnVerdictWorkAndDiagnostics) {

@@ -15,7 +15,8 @@ const Command kCheckCommand{
     "Parse, check and verify a spec for every rank count it declares. SPEC is a path or the name\n"
     "of a standard spec (see 'collc list'). Diagnostics go to stderr as file:line:col: error: ...",
     "The verifier runs the spec's data flow for every rank count it declares, every root and\n"
-    "every count n (n symbolic, residue by residue), and proves the collective's postcondition,\n"
+    "every count n (n symbolic, in ranges of residues), and proves the collective's "
+    "postcondition,\n"
     "the ordering of every read after the write it depends on, the absence of races, and that\n"
     "scratch is written before it is read (what is and is not proved: dsl/README.md). The spec's\n"
     "own sync strategy is then lowered for every rank count and element type (f32, f16, bf16)\n"
