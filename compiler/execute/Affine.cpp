@@ -216,31 +216,59 @@ bool evaluateNode(const ir::Expr& e, const Bindings& env, Arith& arith, std::str
   case ExprKind::ChunkSize:
   case ExprKind::ChunkBegin:
   case ExprKind::ChunkLength: {
-    Affine lengthValue;
-    if (!evaluateInto(e->a, env, arith, why, lengthValue))
-      return false;
-    const Affine* length = &lengthValue;
-    if (arith.less(*length, Affine::constant(0)) ||
-        (length->isConstant() && length->v > (int64_t(1) << 50)))
-      return fail("chunk of a negative or huge length");
-    // chunk_size(x) = ceil(ceil(x / R) / 8) * 8 = 8 * ceil(x / 8R).
-    const int64_t period = int64_t(kChunkAlignElems) * env.nranks;
-    const Affine size = Arith::mul(arith.ceilDivide(*length, period), kChunkAlignElems);
+    ChunkValues::Entry* kept = nullptr;
+    if (env.chunks) {
+      ChunkValues::Entry& entry = env.chunks->entryFor(e->a);
+      kept = entry.kept ? &entry : nullptr;
+    }
+    Affine length, size;
+    if (kept && kept->size) {
+      length = *kept->lengthValue;
+      size = *kept->size;
+    } else {
+      if (!evaluateInto(e->a, env, arith, why, length))
+        return false;
+      if (arith.less(length, Affine::constant(0)) ||
+          (length.isConstant() && length.v > (int64_t(1) << 50)))
+        return fail("chunk of a negative or huge length");
+      // chunk_size(x) = ceil(ceil(x / R) / 8) * 8 = 8 * ceil(x / 8R).
+      const int64_t period = int64_t(kChunkAlignElems) * env.nranks;
+      size = Arith::mul(arith.ceilDivide(length, period), kChunkAlignElems);
+      if (kept) {
+        kept->lengthValue = length;
+        kept->size = size;
+        kept->begins.assign(size_t(env.nranks), std::nullopt);
+        kept->lengths.assign(size_t(env.nranks), std::nullopt);
+      }
+    }
     if (e->kind == ExprKind::ChunkSize)
       return give(size);
-    Affine indexValue;
-    if (!evaluateInto(e->b, env, arith, why, indexValue))
+    Affine index;
+    if (!evaluateInto(e->b, env, arith, why, index))
       return false;
-    const Affine* index = &indexValue;
-    if (!index->isConstant())
+    if (!index.isConstant())
       throw AffineError{"a chunk index that depends on n"};
-    if (index->v < 0 || index->v >= env.nranks)
-      return fail("chunk " + std::to_string(index->v) +
+    if (index.v < 0 || index.v >= env.nranks)
+      return fail("chunk " + std::to_string(index.v) +
                   " does not exist: there are nranks = " + std::to_string(env.nranks) + " chunks");
-    const Affine begin = arith.min(*length, Arith::mul(size, index->v));
+    std::optional<Affine>* keptBegin = kept ? &kept->begins[size_t(index.v)] : nullptr;
+    std::optional<Affine>* keptLength = kept ? &kept->lengths[size_t(index.v)] : nullptr;
+    if (e->kind == ExprKind::ChunkLength && keptLength && *keptLength)
+      return give(**keptLength);
+    Affine begin;
+    if (keptBegin && *keptBegin) {
+      begin = **keptBegin;
+    } else {
+      begin = arith.min(length, Arith::mul(size, index.v));
+      if (keptBegin)
+        *keptBegin = begin;
+    }
     if (e->kind == ExprKind::ChunkBegin)
       return give(begin);
-    return give(Arith::sub(arith.min(*length, Arith::mul(size, index->v + 1)), begin));
+    const Affine chunkLength = Arith::sub(arith.min(length, Arith::mul(size, index.v + 1)), begin);
+    if (keptLength)
+      *keptLength = chunkLength;
+    return give(chunkLength);
   }
   default:
     break;
@@ -315,5 +343,15 @@ bool evaluateNode(const ir::Expr& e, const Bindings& env, Arith& arith, std::str
 }
 
 } // namespace
+
+ChunkValues::Entry& ChunkValues::entryFor(const ir::Expr& length) {
+  for (Entry& entry : entries_)
+    if (entry.length == length.get())
+      return entry;
+  Entry& entry = entries_.emplace_back();
+  entry.length = length.get();
+  entry.kept = !ir::dependsOnRank(length);
+  return entry;
+}
 
 } // namespace collc::execute

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <utility>
@@ -230,11 +231,30 @@ private:
   std::vector<std::pair<const std::string*, int64_t>> vars_;
 };
 
+/// chunk_size, chunk_begin and chunk_len of a length free of ranks and loop variables, kept for
+/// one run: every rank asks for the same chunks, and the run's comparisons come out the same each
+/// time, so the first answer stands for the rest (and records what they would).
+class ChunkValues {
+public:
+  struct Entry {
+    const ir::ExprNode* length = nullptr;
+    bool kept = false; // free of ranks and loop variables
+    std::optional<Affine> lengthValue, size;
+    std::vector<std::optional<Affine>> begins, lengths; // by chunk index
+  };
+  /// The entry of `length`, made on first use; its references stay valid for the run.
+  Entry& entryFor(const ir::Expr& length);
+
+private:
+  std::deque<Entry> entries_;
+};
+
 /// The values an expression's free names take.
 struct Bindings {
   int64_t rank = 0, nranks = 2, root = 0, rowLength = 0;
   Affine count;
   VarBindings vars;
+  ChunkValues* chunks = nullptr; // a run's, where it keeps them
 };
 
 /// Evaluates `e` (AffineError where a division leaves the affine values, or overflow; SplitQ where

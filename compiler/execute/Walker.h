@@ -93,6 +93,7 @@ protected:
     env.count = shape_.count;
     env.root = shape_.root;
     env.rowLength = shape_.rowLength;
+    env.chunks = &chunks_;
     return env;
   }
 
@@ -283,6 +284,8 @@ protected:
   std::map<std::string, Register> registers_;
   /// Per buffer, the size it has in place of its declared one (PaddedRows.h), or null.
   std::vector<ir::Expr> unpadded_;
+  /// The run's chunks of lengths free of ranks (ChunkValues): every env of the run shares them.
+  mutable ChunkValues chunks_;
 
 private:
   Domain& domain() { return static_cast<Domain&>(*this); }

@@ -130,7 +130,8 @@ std::string allQuantKeywords() {
 }
 
 int64_t writtenElementsPerRow(RowParamShape shape, int64_t rowLength) {
-  const int64_t blocks = (rowLength + 15) / 16;
+  // Blocks per row are NVFP4's block scales, one per block of its row.
+  const int64_t blocks = (rowLength + kNvfp4Block.elems - 1) / kNvfp4Block.elems;
   switch (shape) {
   case RowParamShape::OneRow:
   case RowParamShape::OneElement:

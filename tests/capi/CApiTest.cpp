@@ -226,7 +226,7 @@ TEST(CApi, OptionsOutOfRangeAreInvalidArguments) {
   EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_INVALID_ARGUMENT);
   // In range for C, refused by the spec: its message says so.
   ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK);
-  options.nranks = 15; // allreduce_twoshot declares ranks 2..14
+  options.nranks = 16; // allreduce_twoshot declares ranks 2..15
   EXPECT_EQ(collc_compile("allreduce_twoshot", &options, &compiled), COLLC_SPEC_ERROR);
   EXPECT_EQ(compiled, nullptr);
 }
