@@ -346,10 +346,10 @@ bool evaluateNode(const ir::Expr& e, const Bindings& env, Arith& arith, std::str
 
 ChunkValues::Entry& ChunkValues::entryFor(const ir::Expr& length) {
   for (Entry& entry : entries_)
-    if (entry.length == length.get())
+    if (entry.length.get() == length.get())
       return entry;
   Entry& entry = entries_.emplace_back();
-  entry.length = length.get();
+  entry.length = length;
   entry.kept = !ir::dependsOnRank(length);
   return entry;
 }

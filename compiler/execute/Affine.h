@@ -237,7 +237,7 @@ private:
 class ChunkValues {
 public:
   struct Entry {
-    const ir::ExprNode* length = nullptr;
+    ir::Expr length;   // held, so that no other expression takes its address while the run lasts
     bool kept = false; // free of ranks and loop variables
     std::optional<Affine> lengthValue, size;
     std::vector<std::optional<Affine>> begins, lengths; // by chunk index
