@@ -27,11 +27,15 @@ void requireExactInQ(int64_t u, int64_t d) {
 
 } // namespace
 
+void Arith::fixedResidue() {
+  throw AffineError{"a value that depends on the residue of n in a run with it fixed"};
+}
+
 int64_t Arith::boundingPart(const Affine& d) const {
   if (d.w == 0)
     return d.v;
   if (!residueFrom_)
-    throw AffineError{"a value that depends on the residue of n in a run with it fixed"};
+    fixedResidue();
   // u > 0: the bound -(w s + v) / u is largest where w s + v is least; u < 0: where it is most.
   // Linear in s, so at one end of the range.
   const __int128 first = __int128(d.w) * *residueFrom_ + d.v;
@@ -40,10 +44,6 @@ int64_t Arith::boundingPart(const Affine& d) const {
   if (bounding < INT64_MIN || bounding > INT64_MAX)
     overflow();
   return int64_t(bounding);
-}
-
-void Arith::fixedResidue() {
-  throw AffineError{"a value that depends on the residue of n in a run with it fixed"};
 }
 
 int Arith::compareDependent(const Affine& d) {
@@ -116,7 +116,7 @@ Affine Arith::floorDivide(const Affine& a, int64_t d) {
     return quotient;
   }
   if (!residueFrom_)
-    throw AffineError{"a value that depends on the residue of n in a run with it fixed"};
+    fixedResidue();
   // floor((w s + v) / d) = wq * s + floor((wr * s + v) / d) with w = wq * d + wr, wr of w's sign
   // and |wr| < d (chunk(n)'s ceil(s / 8R) has wq = 0): the last term is c at the first s, and
   // stays c while wr * s + v stays in [d * c, d * (c + 1)), which s moves it out of one way only.
