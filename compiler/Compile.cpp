@@ -20,6 +20,7 @@
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_os_ostream.h>
 #include <map>
+#include <set>
 
 namespace collc {
 
@@ -297,17 +298,11 @@ Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* 
   // count and type share one more, and the other strategies (a report, not a verdict) one more
   // again, so that check is bounded whatever the spec.
   int64_t ownBudget = kDefaultVerifyWorkLimit, othersBudget = kDefaultVerifyWorkLimit;
-  // The lowering sees only the element size of a type: where a 16-bit program prints the same as
-  // one already checked (bf16 as f16), it is the same program, and its check is that one.
-  std::map<std::pair<size_t, int>, std::string> checkedPrograms; // (element bytes, nranks): IR
+  // Where a lowered program reads to its proof as one proved at its rank count (loweredProofText:
+  // bf16 as f16, and f16 as f32 where no buffer holds LL packets), that proof is its proof.
+  std::map<int, std::set<std::string>> provedPrograms; // by nranks: their loweredProofText
   // Every lowered program is compared with the spec's runs: each is made once for all of them.
   proof::SpecRuns specRuns;
-  auto printed = [&](const ir::Program& program) {
-    std::string text;
-    llvm::raw_string_ostream out(text);
-    ir::print(program, out, lineOfIn(sources));
-    return out.str();
-  };
   for (const RegisteredSync& registeredSync : kSyncRegistry) {
     const SyncKind sync = registeredSync.value;
     if (registeredSync.experimental && sync != verified.defaultSync)
@@ -350,17 +345,20 @@ Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* 
         Diagnostics quiet(sources, out);
         Diagnostics& variantDiags = own ? diags : quiet;
         int64_t work = 0;
-        const auto key = std::pair{size_t(sizeOf(dtype)), nranks};
-        const auto checkedTwin = own ? checkedPrograms.find(key) : checkedPrograms.end();
-        const bool twin = checkedTwin != checkedPrograms.end() && !reportAliases;
+        // Lowered unproved first where a twin may have been proved, then proved if none was.
+        const bool maybeTwin = own && !reportAliases && provedPrograms.count(nranks);
         auto lowered =
             lowerVariant(verified, checked.proof, options, variantDiags, lineOfIn(sources),
-                         reportAliases, &work, /*verify=*/!twin, &specRuns);
-        if (lowered && twin && printed(lowered->variant.program) != checkedTwin->second)
+                         reportAliases, &work, /*verify=*/!maybeTwin, &specRuns);
+        bool proved = !maybeTwin;
+        if (lowered && maybeTwin &&
+            !provedPrograms[nranks].count(loweredProofText(lowered->variant.program, dtype))) {
           lowered = lowerVariant(verified, checked.proof, options, variantDiags, lineOfIn(sources),
                                  reportAliases, &work, /*verify=*/true, &specRuns);
-        if (lowered && own && !twin)
-          checkedPrograms.emplace(key, printed(lowered->variant.program));
+          proved = true;
+        }
+        if (lowered && own && proved)
+          provedPrograms[nranks].insert(loweredProofText(lowered->variant.program, dtype));
         budget -= work;
         if (report)
           report->loweredWork += work;

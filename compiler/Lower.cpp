@@ -132,4 +132,14 @@ std::optional<LoweredVariant> lower(const ir::Program& spec, const VerifyResult&
   return variant;
 }
 
+std::string loweredProofText(const ir::Program& lowered, DType dtype) {
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  ir::printForProof(lowered, out);
+  // The proof's only use of the element type (proof::RunConfig::packetElems).
+  if (lowered.uses(ir::Storage::Packets))
+    out << "packets of " << 8 / sizeOf(dtype) << " elements\n";
+  return out.str();
+}
+
 } // namespace collc

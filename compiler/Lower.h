@@ -13,6 +13,7 @@
 #include <functional>
 #include <llvm/Support/raw_ostream.h>
 #include <optional>
+#include <string>
 
 namespace collc {
 
@@ -54,6 +55,12 @@ struct LoweredVariant {
 std::optional<LoweredVariant> lower(const ir::Program& spec, const VerifyResult& proof,
                                     const LowerOptions& options, Diagnostics& diags,
                                     int64_t* work = nullptr);
+
+/// What a lowered program's proof (verifyLowered, proveAcrossCalls) reads of the program and its
+/// element type: the program as ir::printForProof prints it (no vector widths or unrolls), and the
+/// elements of an LL packet where a buffer holds packets. Two lowered programs of one spec and
+/// rank count with the same text have the same proof.
+std::string loweredProofText(const ir::Program& lowered, DType dtype);
 
 } // namespace collc
 

@@ -220,14 +220,19 @@ public:
         return;
       }
   }
+  /// The innermost binding first: most reads are of the innermost loop's variable.
   const int64_t* find(const std::string& name) const {
-    for (const auto& [bound, v] : vars_)
-      if (*bound == name)
-        return &v;
+    for (auto it = vars_.rbegin(); it != vars_.rend(); ++it)
+      if (sameName(*it->first, name))
+        return &it->second;
     return nullptr;
   }
 
 private:
+  /// Names are a letter or two: compared inline before the library's compare.
+  static bool sameName(const std::string& a, const std::string& b) {
+    return a.size() == b.size() && (a.empty() || a[0] == b[0]) && a == b;
+  }
   std::vector<std::pair<const std::string*, int64_t>> vars_;
 };
 

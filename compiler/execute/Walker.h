@@ -123,6 +123,8 @@ protected:
       domain().row(stmt->as<ir::RowStmt>(), env);
       return;
     case ir::StmtKind::ElementLoop:
+      // A thread per element: neither the vector width nor the unroll is read, which lets a
+      // lowered program share the proof of one that differs only in them (loweredProofText).
       if (!inRowLoop_)
         registers_.clear();
       for (const ir::Stmt& inner : stmt->as<ir::ElementLoop>().body)

@@ -175,8 +175,10 @@ const char* shapeName(LoopShape shape) {
 
 class StmtPrinter : public Visitor {
 public:
-  StmtPrinter(const Program& program, llvm::raw_ostream& out, unsigned indent, const LineOf& lineOf)
-      : program_(program), out_(out), indent_(indent), lineOf_(lineOf) {}
+  StmtPrinter(const Program& program, llvm::raw_ostream& out, unsigned indent, const LineOf& lineOf,
+              bool vectorWidths = true)
+      : program_(program), out_(out), indent_(indent), lineOf_(lineOf),
+        vectorWidths_(vectorWidths) {}
 
 private:
   void begin() { out_.indent(indent_); }
@@ -286,8 +288,9 @@ private:
     begin();
     out_ << "element loop i < ";
     print(s.bound, out_);
-    out_ << " over " << shapeName(s.shape) << ", vector " << s.vectorElems << " unroll "
-         << s.unroll;
+    out_ << " over " << shapeName(s.shape);
+    if (vectorWidths_)
+      out_ << ", vector " << s.vectorElems << " unroll " << s.unroll;
     end(s.loc);
     nested(s.body);
   }
@@ -320,6 +323,7 @@ private:
   llvm::raw_ostream& out_;
   unsigned indent_;
   const LineOf& lineOf_;
+  bool vectorWidths_;
 };
 
 } // namespace
@@ -330,7 +334,10 @@ void print(const Stmt& stmt, const Program& program, llvm::raw_ostream& out, uns
   printer.visit(stmt);
 }
 
-void print(const Program& p, llvm::raw_ostream& out, const LineOf& lineOf) {
+namespace {
+
+void printProgram(const Program& p, llvm::raw_ostream& out, const LineOf& lineOf,
+                  bool vectorWidths) {
   out << "program " << p.name << " kind " << name(p.kind) << " ranks " << p.minRanks << ".."
       << p.maxRanks << " sync " << name(p.sync) << " barriers " << p.barriers << " copies "
       << p.scratchCopies << "\n";
@@ -357,9 +364,19 @@ void print(const Program& p, llvm::raw_ostream& out, const LineOf& lineOf) {
     if (lineOf && step.loc.isValid())
       out << "  @" << lineOf(step.loc);
     out << "\n";
-    for (const Stmt& stmt : step.body)
-      print(stmt, p, out, 4, lineOf);
+    StmtPrinter printer(p, out, 4, lineOf, vectorWidths);
+    printer.visitAll(step.body);
   }
+}
+
+} // namespace
+
+void print(const Program& p, llvm::raw_ostream& out, const LineOf& lineOf) {
+  printProgram(p, out, lineOf, /*vectorWidths=*/true);
+}
+
+void printForProof(const Program& p, llvm::raw_ostream& out) {
+  printProgram(p, out, {}, /*vectorWidths=*/false);
 }
 
 } // namespace collc::ir

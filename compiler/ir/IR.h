@@ -374,6 +374,9 @@ COLLC_LIBRARY_LOCAL void print(const Program& program, llvm::raw_ostream& out,
                                const LineOf& lineOf = {});
 COLLC_LIBRARY_LOCAL void print(const Stmt& stmt, const Program& program, llvm::raw_ostream& out,
                                unsigned indent = 0, const LineOf& lineOf = {});
+/// print() without the element loops' vector widths and unrolls: the program as its proof sees
+/// it. The proof (verify/, execute/) models a thread per element, so it reads neither.
+COLLC_LIBRARY_LOCAL void printForProof(const Program& program, llvm::raw_ostream& out);
 
 } // namespace collc::ir
 

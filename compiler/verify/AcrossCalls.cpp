@@ -14,7 +14,7 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace collc {
@@ -274,6 +274,23 @@ struct Overlap {
 /// million).
 constexpr int64_t kMaxWork = 50000000;
 
+/// A hash of what tells one call's classes apart (collectConfigurations).
+size_t classHash(int root, const std::vector<bool>& nonEmpty, const Sources& sources) {
+  uint64_t h = 1469598103934665603ull ^ uint64_t(root);
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  for (bool b : nonEmpty)
+    mix(b ? 1 : 2);
+  for (const auto& event : sources) {
+    mix(0x100);
+    for (const auto& read : event) {
+      mix(0x200);
+      for (int write : read)
+        mix(uint64_t(uint32_t(write)));
+    }
+  }
+  return size_t(h ^ (h >> 29));
+}
+
 class CallsProof {
 public:
   CallsProof(const ir::Program& program, int nranks, const CallRotation& rotation,
@@ -326,7 +343,9 @@ private:
   bool collectConfigurations() {
     const int roots = hasRoot(program_.kind) ? nranks_ : 1;
     skeletons_.assign(size_t(roots), {});
-    std::set<std::tuple<int, std::vector<bool>, std::vector<std::vector<std::vector<int>>>>> seen;
+    // The classes met so far, by a hash of what tells them apart: most walks meet one again, and
+    // compare with it without a copy.
+    std::unordered_multimap<size_t, size_t> seen; // hash -> index into configurations_
     auto record = [&](int root, int64_t count, Trace trace) {
       // The root may decide what runs; the count does not.
       auto& skeleton = skeletons_[size_t(root)];
@@ -334,9 +353,15 @@ private:
         skeleton = std::move(trace.events);
       else if (skeleton.size() != trace.events.size())
         internalError("a count changed which statements a call runs");
-      if (seen.insert({root, trace.nonEmpty, trace.sources}).second)
-        configurations_.push_back(
-            Configuration{root, count, std::move(trace.nonEmpty), std::move(trace.sources)});
+      const size_t hash = classHash(root, trace.nonEmpty, trace.sources);
+      for (auto [it, end] = seen.equal_range(hash); it != end; ++it) {
+        const Configuration& met = configurations_[it->second];
+        if (met.root == root && met.nonEmpty == trace.nonEmpty && met.sources == trace.sources)
+          return;
+      }
+      seen.emplace(hash, configurations_.size());
+      configurations_.push_back(
+          Configuration{root, count, std::move(trace.nonEmpty), std::move(trace.sources)});
     };
     auto walk = [&](int root, Affine count, Arith& arith) {
       execute::Shape shape{nranks_, root, count, program_.rowLengthName.empty() ? 0 : 1, {}};
