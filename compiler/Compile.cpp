@@ -21,6 +21,7 @@
 #include <llvm/Support/raw_os_ostream.h>
 #include <map>
 #include <set>
+#include <sstream>
 
 namespace collc {
 
@@ -257,6 +258,20 @@ ir::LineOf lineOfIn(const llvm::SourceMgr& sources) {
 }
 
 } // namespace
+
+Expected<std::pair<int, int>> declaredRanks(const SpecSource& spec) {
+  llvm::SourceMgr sources;
+  std::ostringstream diagnostics;
+  llvm::raw_os_ostream diagnosticStream(diagnostics);
+  Diagnostics diags(sources, diagnosticStream);
+  auto ast = parseSpecText(diags, spec.text, spec.bufferName);
+  auto program = ast ? analyze(*ast, diags) : nullptr;
+  if (!program) {
+    diagnosticStream.flush();
+    return makeError(diagnostics.str());
+  }
+  return std::pair{program->minRanks, program->maxRanks};
+}
 
 Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* report,
                 CheckDepth depth) {

@@ -86,6 +86,10 @@ Expected<SpecSource> loadSpec(std::string_view nameOrPath);
 /// Stdlib spec names, sorted.
 std::vector<std::string> stdlibNames();
 
+/// The rank counts a spec declares (`ranks MIN..MAX`), from its front end alone: no proof runs.
+/// An error carries the spec's diagnostics.
+Expected<std::pair<int, int>> declaredRanks(const SpecSource& spec);
+
 /// Whether one pair of buffers may be one memory in the variants of one strategy.
 struct AliasReport {
   std::string written, read;

@@ -1,6 +1,6 @@
-// The C API's compiling half (include/collc/collc.h): collc_compile, collc_compile_text and
-// collc_dispatcher_create, which need the compiler and so live in libcollc_compiler.so. A program
-// that only launches what is compiled links libcollc.so alone.
+// The C API's compiling half (include/collc/collc.h): collc_compile, collc_compile_text,
+// collc_spec_ranks and collc_dispatcher_create, which need the compiler and so live in
+// libcollc_compiler.so. A program that only launches what is compiled links libcollc.so alone.
 #include "compiler/Compile.h"
 #include "pipeline/CompileDispatch.h"
 #include "runtime/CApiSupport.h"
@@ -142,6 +142,24 @@ collc_status collc_compile_text(const char* name, const char* text,
       return fail(COLLC_INVALID_ARGUMENT, "collc_compile_text: text is null");
     SpecSource spec{name ? name : "<text>", text};
     return compileSpec(function, spec, options, out);
+  });
+}
+
+collc_status collc_spec_ranks(const char* spec_name_or_path, int* min_ranks, int* max_ranks) {
+  const char* function = "collc_spec_ranks";
+  return guarded(function, [&] {
+    if (!spec_name_or_path || !min_ranks || !max_ranks)
+      return fail(COLLC_INVALID_ARGUMENT,
+                  "collc_spec_ranks: spec_name_or_path, min_ranks and max_ranks must not be null");
+    Expected<SpecSource> spec = loadSpec(spec_name_or_path);
+    if (!spec)
+      return fail(COLLC_SPEC_ERROR, function, spec.takeError());
+    Expected<std::pair<int, int>> ranks = declaredRanks(*spec);
+    if (!ranks)
+      return fail(COLLC_SPEC_ERROR, function, ranks.takeError());
+    *min_ranks = ranks->first;
+    *max_ranks = ranks->second;
+    return COLLC_OK;
   });
 }
 

@@ -62,7 +62,21 @@ std::string targetArch(const DispatchRequest& request) {
 } // namespace
 
 Expected<DispatchProgram> compileDispatchProgram(const DispatchRequest& request) {
-  auto program = DispatchProgram::plan(request);
+  // The built-in rule names only specs that declare the request's rank count.
+  auto declaredRanks = [](const std::string& name) -> std::optional<std::pair<int, int>> {
+    auto spec = loadSpec(name);
+    if (!spec) {
+      consumeError(spec.takeError());
+      return std::nullopt; // its compile says why
+    }
+    auto ranks = collc::declaredRanks(*spec);
+    if (!ranks) {
+      consumeError(ranks.takeError());
+      return std::nullopt;
+    }
+    return *ranks;
+  };
+  auto program = DispatchProgram::plan(request, declaredRanks);
   if (!program)
     return program.takeError();
   const std::string arch = targetArch(request);

@@ -105,6 +105,21 @@ DispatchPlan defaultDispatchPlan(const DispatchQuery& query) {
       wholeStores(TunedVariant{"allreduce_twoshot", SyncKind::Sentinel, blocks, 512});
   const TunedVariant twoshotBarrier =
       wholeStores(TunedVariant{"allreduce_twoshot", SyncKind::Barrier, blocks, 1024});
+  // The two-shot stops short of the one-shot's rank counts (stdlib/allreduce_twoshot.coll says
+  // why): past them the one-shot takes its sizes too.
+  const std::optional<std::pair<int, int>> twoshotRanks =
+      query.declaredRanks ? query.declaredRanks(twoshotSentinel.spec) : std::nullopt;
+  if (twoshotRanks &&
+      (query.key.nranks < twoshotRanks->first || query.key.nranks > twoshotRanks->second)) {
+    DispatchPlan plan = planFromRanges(
+        {{{0, 1 << 20}, oneshotSmall}, {{1 << 20, kNoUpperBound}, oneshotWide}}, query.maxBytes);
+    plan.source = fmt::format(
+        "built-in default rule for allreduce with {} blocks at {} ranks (one-shot sentinel at "
+        "every size, 128 threads below 1M, whole stores from 1M: allreduce_twoshot declares "
+        "ranks {}..{})",
+        blocks, query.key.nranks, twoshotRanks->first, twoshotRanks->second);
+    return plan;
+  }
   DispatchPlan plan = planFromRanges({{{0, 1 << 20}, oneshotSmall},
                                       {{1 << 20, 4 << 20}, oneshotWide},
                                       {{4 << 20, 16 << 20}, twoshotSentinel},

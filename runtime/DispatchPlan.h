@@ -9,7 +9,10 @@
 #include "runtime/TuningTable.h"
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace collc {
@@ -43,12 +46,17 @@ struct DispatchQuery {
   std::string spec;                  // empty: any spec of key.collective
   uint64_t maxBytes = kNoUpperBound; // the largest call; ranges above it are dropped
   int multiprocessors = 0;           // of the GPUs (0: not known, e.g. no GPU here)
+  /// The rank counts a stdlib spec declares (MIN..MAX), where the caller can read them (the
+  /// compiler can; the runtime alone cannot): the built-in rule then names only specs that declare
+  /// key.nranks. Unset, or nullopt for a spec: taken to declare every count.
+  std::function<std::optional<std::pair<int, int>>(const std::string& spec)> declaredRanks;
 };
 
 /// The built-in rule, from the 2 x H200 measurements (docs/tuning.md gives its table and why): for
 /// an AllReduce, one-shot sentinel below 4 MiB, two-shot sentinel below 16 MiB, and two-shot
 /// barrier from there on, with one block per multiprocessor (up to 132; 32 where the count is not
-/// known); with a spec given, that spec alone.
+/// known); one-shot at every size where the two-shot does not declare the rank count
+/// (query.declaredRanks); with a spec given, that spec alone.
 DispatchPlan defaultDispatchPlan(const DispatchQuery& query);
 
 /// The plan the table's winners make for `query`: the rows whose key matches it (of the most

@@ -34,7 +34,9 @@ Expected<std::optional<TuningTable>> loadTable(const DispatchRequest& request) {
 
 } // namespace
 
-Expected<DispatchProgram> DispatchProgram::plan(const DispatchRequest& request) {
+Expected<DispatchProgram> DispatchProgram::plan(
+    const DispatchRequest& request,
+    std::function<std::optional<std::pair<int, int>>(const std::string&)> declaredRanks) {
   if (request.maxCount == 0)
     return dispatchError("maxCount must be at least 1 element");
   if (request.nranks < 1)
@@ -68,6 +70,7 @@ Expected<DispatchProgram> DispatchProgram::plan(const DispatchRequest& request) 
   query.maxBytes = sizeMul(request.maxCount, sizeOf(request.dtype));
   if (haveGpu)
     query.multiprocessors = multiprocessorCount(0);
+  query.declaredRanks = std::move(declaredRanks);
   program.plan_ = chooseDispatchPlan(*table ? &**table : nullptr, query);
   program.query_ = query;
   program.table_ = std::move(*table);

@@ -63,7 +63,10 @@ struct DispatchVariant {
 class DispatchProgram {
 public:
   /// Reads the table and makes the plan; no variant is compiled yet (setVariants).
-  static Expected<DispatchProgram> plan(const DispatchRequest& request);
+  /// `declaredRanks`: DispatchQuery::declaredRanks, for the built-in rule.
+  static Expected<DispatchProgram>
+  plan(const DispatchRequest& request,
+       std::function<std::optional<std::pair<int, int>>(const std::string&)> declaredRanks = {});
   /// Hands in the plan's variants compiled: one per plan().variants, in that order, each of the
   /// request's kind, element type, operator and rank count. An error names the first that is not.
   Error setVariants(std::vector<DispatchVariant> variants);

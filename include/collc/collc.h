@@ -236,6 +236,11 @@ collc_status collc_compile(const char* spec_name_or_path, const collc_compile_op
 collc_status collc_compile_text(const char* name, const char* text,
                                 const collc_compile_options* options, collc_compiled** out);
 
+/* The rank counts a spec declares (`ranks MIN..MAX`), from its front end alone: no proof runs, no
+ * GPU is needed. spec_name_or_path as for collc_compile. COLLC_SPEC_ERROR with the diagnostics
+ * where the spec does not parse or check. */
+collc_status collc_spec_ranks(const char* spec_name_or_path, int* min_ranks, int* max_ranks);
+
 /* Loads a bundle (`collc emit SPEC --emit=bundle --arch=sm_90,... -o FILE`: one compiled variant
  * and its cubins) into a compiled collective, in libcollc.so: no compiler and no NVRTC. Instances
  * made from it take the cubin of their GPU's architecture (COLLC_UNSUPPORTED, naming the

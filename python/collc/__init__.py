@@ -11,7 +11,7 @@ collc/_library.py says; importing collc itself needs neither a GPU nor torch.
 __version__ = "0.1.0"
 
 from ._errors import Error  # noqa: E402
-from ._compiled import Compiled, compile, load_bundle  # noqa: E402,F401
+from ._compiled import Compiled, compile, load_bundle, spec_ranks  # noqa: E402,F401
 from ._world import Instance, World  # noqa: E402,F401
 
 
@@ -36,5 +36,5 @@ def device_count():
     return count.value
 
 
-__all__ = ["Compiled", "Error", "Instance", "World", "compile", "load_bundle", "device_count", "library_path", "library_version",
-           "__version__"]
+__all__ = ["Compiled", "Error", "Instance", "World", "compile", "load_bundle", "spec_ranks",
+           "device_count", "library_path", "library_version", "__version__"]

@@ -75,6 +75,7 @@ _COMPILER_SIGNATURES = {
     "collc_compile": (c_int, [c_char_p, POINTER(CompileOptions), POINTER(c_void_p)]),
     "collc_compile_text": (c_int, [c_char_p, c_char_p, POINTER(CompileOptions),
                                    POINTER(c_void_p)]),
+    "collc_spec_ranks": (c_int, [c_char_p, POINTER(c_int), POINTER(c_int)]),
 }
 
 runtime, compiler, where = _library.load()

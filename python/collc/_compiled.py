@@ -171,6 +171,17 @@ def compile(spec, *, dtype="float32", op="sum", nranks=2, root=0, sync=None, row
     return Compiled(handle, spec if not is_text else "<text>")
 
 
+def spec_ranks(spec):
+    """The rank counts `spec` (a stdlib name or a path to a .coll file) declares, (min, max), from
+    its front end alone: no proof runs. A spec that does not parse or check raises collc.Error."""
+    from . import _capi
+    if not isinstance(spec, str) or not spec:
+        raise Error(f"spec must be a stdlib name or a path, not {spec!r}")
+    low, high = ctypes.c_int(0), ctypes.c_int(0)
+    _capi.call("collc_spec_ranks", os.fspath(spec).encode(), ctypes.byref(low), ctypes.byref(high))
+    return low.value, high.value
+
+
 def load_bundle(path):
     """A compiled collective from a bundle file (`collc emit SPEC --emit=bundle --arch=sm_90 -o
     FILE`): its instances use the bundle's cubins, so neither the compiler nor NVRTC is needed."""

@@ -307,8 +307,9 @@ class Paths:
 
 
 class Communicators:
-    """collc's AllReduce is one-shot in a Communicator of max_bytes up to 1 MiB, two-shot above,
-    as an engine would pick by size: one Communicator of each, made when first needed."""
+    """collc's AllReduce is one-shot in a Communicator of max_bytes up to 1 MiB, two-shot above
+    where it declares the rank count (collc/_allreduce_spec.py), as an engine would pick by size:
+    one Communicator of each, made when first needed."""
 
     ONESHOT = 1 << 20
 

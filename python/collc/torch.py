@@ -20,12 +20,14 @@ import torch.distributed as dist
 
 from . import _torch_native
 from . import compile as _compile_spec
+from ._allreduce_spec import allreduce_spec
 from ._errors import Error
 from ._world import Instance, World
 
 _DTYPES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 _OPS = ("sum", "max", "min")
-# The stdlib spec each op runs. AllReduce: one-shot up to 1 MiB per call, else two-shot.
+# The stdlib spec each op runs. AllReduce: allreduce_spec (one-shot up to 1 MiB per call, else
+# two-shot where it declares the group's rank count).
 _SPECS = {"allgather": "allgather_direct", "reducescatter": "reducescatter_direct",
           "broadcast": "broadcast_direct", "reduce": "reduce_direct",
           "alltoall": "alltoall_direct", "rmsnorm": "allreduce_rmsnorm",
@@ -44,7 +46,6 @@ _PER_TOKEN_SCALE_AUX = 3
 _NVFP4_BLOCK_SCALE_AUX = 3
 # NVFP4 packs two E2M1 values a byte: torch's type for such a byte where this torch has it.
 _FP4_DTYPE = getattr(torch, "float4_e2m1fn_x2", torch.uint8)
-_ONESHOT_LIMIT = 1 << 20
 # Instances a default heap holds at max_bytes (each op, type and operator used takes one).
 _DEFAULT_INSTANCES = 8
 
@@ -197,7 +198,7 @@ class Communicator:
         elem = {"float32": 4, "float16": 2, "bfloat16": 2}[dtype]
         max_count = max(1, self.max_bytes // elem)
         if kind == "allreduce":
-            spec = "allreduce_oneshot" if self.max_bytes <= _ONESHOT_LIMIT else "allreduce_twoshot"
+            spec = allreduce_spec(self.max_bytes, self.nranks)
         else:
             spec = _SPECS[kind]
         compiled = _compiled(spec, dtype, op, self.nranks, root, row_length)

@@ -170,6 +170,25 @@ def test_unknown_spec_and_bad_options_are_errors():
         collc.compile(None)
 
 
+def test_spec_ranks_are_the_declared_range_without_a_proof():
+    assert collc.spec_ranks("allreduce_oneshot") == (2, 72)
+    assert collc.spec_ranks("allreduce_twoshot") == (2, 15)
+    with pytest.raises(collc.Error, match="no_such_spec"):
+        collc.spec_ranks("no_such_spec")
+    with pytest.raises(collc.Error, match="spec must be"):
+        collc.spec_ranks(None)
+
+
+def test_a_communicators_allreduce_is_a_spec_its_rank_count_is_proved_for():
+    from collc._allreduce_spec import ONESHOT_LIMIT, allreduce_spec
+    assert allreduce_spec(ONESHOT_LIMIT, 8) == "allreduce_oneshot"
+    assert allreduce_spec(8 << 20, 8) == "allreduce_twoshot"
+    # Past the two-shot's 15 ranks, the one-shot at every size: it compiles.
+    assert allreduce_spec(8 << 20, 16) == "allreduce_oneshot"
+    assert allreduce_spec(8 << 20, 72) == "allreduce_oneshot"
+    assert collc.compile(allreduce_spec(8 << 20, 16), nranks=16).nranks == 16
+
+
 def test_the_launch_shape_is_the_callers_or_the_specs():
     spec = collc.compile("allreduce_oneshot").cuda_source
     assert "kVec = 4;" in spec and "kWholeStores = false;" in spec  # 16 bytes of f32, no whole stores

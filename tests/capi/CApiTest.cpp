@@ -188,6 +188,19 @@ TEST(CApi, WorldFlagsAreCheckedBeforeAnythingCollective) {
   EXPECT_EQ(world, nullptr);
 }
 
+TEST(CApi, SpecRanksAreTheDeclaredRangeWithoutAProof) {
+  int low = 0, high = 0;
+  ASSERT_EQ(collc_spec_ranks("allreduce_twoshot", &low, &high), COLLC_OK) << collc_last_error();
+  EXPECT_EQ(low, 2);
+  EXPECT_EQ(high, 15);
+  ASSERT_EQ(collc_spec_ranks("allreduce_oneshot", &low, &high), COLLC_OK) << collc_last_error();
+  EXPECT_EQ(high, 72);
+  EXPECT_EQ(collc_spec_ranks("no_such_spec", &low, &high), COLLC_SPEC_ERROR);
+  EXPECT_NE(std::string(collc_last_error()).find("no_such_spec"), std::string::npos);
+  EXPECT_EQ(collc_spec_ranks(nullptr, &low, &high), COLLC_INVALID_ARGUMENT);
+  EXPECT_EQ(collc_spec_ranks("allreduce_oneshot", nullptr, &high), COLLC_INVALID_ARGUMENT);
+}
+
 TEST(CApi, BadSpecTextIsASpecErrorAtItsPlace) {
   collc_compiled* compiled = nullptr;
   EXPECT_EQ(collc_compile_text("broken.coll", kReadsBeforeWait, nullptr, &compiled),

@@ -87,6 +87,31 @@ TEST(DispatchPlan, DefaultRuleFollowsTheH200Measurements) {
   EXPECT_EQ(chosen(defaultDispatchPlan(h200), 64 * M).blocks, 20);
 }
 
+TEST(DispatchPlan, DefaultRuleKeepsToSpecsThatDeclareTheRankCount) {
+  DispatchQuery query = h200Query();
+  query.declaredRanks = [](const std::string& spec) -> std::optional<std::pair<int, int>> {
+    if (spec == "allreduce_twoshot")
+      return std::pair{2, 15};
+    return std::pair{2, 72};
+  };
+  query.key.nranks = 16;
+  DispatchPlan past = defaultDispatchPlan(query);
+  expectWellFormed(past);
+  ASSERT_EQ(past.ranges.size(), 2u);
+  for (const TunedVariant& variant : past.variants)
+    EXPECT_EQ(variant.spec, "allreduce_oneshot");
+  EXPECT_EQ(chosen(past, 1 * K).threads, 128);
+  EXPECT_EQ(chosen(past, 64 * M).threads, 512);
+  EXPECT_EQ(chosen(past, 64 * M).wholeStores, 1);
+  EXPECT_NE(past.source.find("allreduce_twoshot declares ranks 2..15"), std::string::npos);
+  // At a count the two-shot declares, and where the ranges are not known, the measured rule.
+  query.key.nranks = 15;
+  EXPECT_EQ(chosen(defaultDispatchPlan(query), 64 * M).spec, "allreduce_twoshot");
+  query.key.nranks = 16;
+  query.declaredRanks = nullptr;
+  EXPECT_EQ(chosen(defaultDispatchPlan(query), 64 * M).spec, "allreduce_twoshot");
+}
+
 TEST(DispatchPlan, DefaultRuleLoadsOnlyWhatTheLargestCallNeeds) {
   DispatchQuery query = h200Query();
   query.maxBytes = 16 * K;

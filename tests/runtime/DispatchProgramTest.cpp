@@ -58,6 +58,32 @@ TEST(DispatchProgram, TheDefaultRuleCompilesEveryVariant) {
   EXPECT_NE(program->description().find("built-in default rule"), std::string::npos);
 }
 
+// Past the rank counts the two-shot declares (stdlib/allreduce_twoshot.coll), the built-in rule
+// keeps to the one-shot, which declares them, at every size: a plan that names a spec the count is
+// not proved for could not compile.
+TEST(DispatchProgram, TheDefaultRuleKeepsToSpecsThatDeclareTheRankCount) {
+  DispatchRequest request = h200Request();
+  request.table = "none";
+  request.maxCount = 16 << 20; // 32 MiB of bf16: every range of the rule
+  request.nranks = 16;
+  auto program = compileDispatchProgram(request);
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
+  ASSERT_EQ(program->variants().size(), 2u) << program->description();
+  for (const DispatchVariant& variant : program->variants()) {
+    EXPECT_EQ(variant.compiled.specName, "allreduce_oneshot");
+    EXPECT_EQ(variant.compiled.nranks, 16);
+  }
+  EXPECT_NE(program->description().find("allreduce_twoshot declares ranks 2..15"),
+            std::string::npos)
+      << program->description();
+  // Within the two-shot's counts, its ranges stay.
+  request.nranks = 8;
+  auto within = compileDispatchProgram(request);
+  ASSERT_TRUE(bool(within)) << toString(within.takeError());
+  ASSERT_EQ(within->variants().size(), 4u) << within->description();
+  EXPECT_EQ(within->variants()[3].compiled.specName, "allreduce_twoshot");
+}
+
 TEST(DispatchProgram, ATableRowChoosesTheVariantsCompiled) {
   TempTable table("NVIDIA_H200 2 nvlink-p2p allreduce bf16 sum 0 inf 1K allreduce_twoshot ll "
                   "4 256 8 2 3.0 *\n");
