@@ -30,7 +30,7 @@ constexpr int kWideRankCounts[] = {16, 32, 64, 72};
 constexpr int kGraphCalls = 4;
 
 /// The most ranks a spec runs at here, with the reason. allreduce_ring and allreduce_twoshot
-/// (stdlib ranges 2..15 both): copies at 32 ranks exceed the verifier's default work ("takes
+/// (stdlib ranges 2..16 and 2..15): copies at 32 ranks exceed the verifier's default work ("takes
 /// more than 50000000 steps of work"; chunk(n) makes the proof run about 2 R ln R stretches of n,
 /// each with work growing as R^2). Every other spec runs at every count.
 int mostRanksRunHere(const std::string& spec) {
