@@ -367,13 +367,15 @@ Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* 
                          reportAliases, &work, /*verify=*/!maybeTwin, &specRuns);
         bool proved = !maybeTwin;
         if (lowered && maybeTwin &&
-            !provedPrograms[nranks].count(loweredProofText(lowered->variant.program, dtype))) {
+            !provedPrograms[nranks].count(
+                loweredProofText(lowered->variant.program, dtype, lineOfIn(sources)))) {
           lowered = lowerVariant(verified, checked.proof, options, variantDiags, lineOfIn(sources),
                                  reportAliases, &work, /*verify=*/true, &specRuns);
           proved = true;
         }
         if (lowered && own && proved)
-          provedPrograms[nranks].insert(loweredProofText(lowered->variant.program, dtype));
+          provedPrograms[nranks].insert(
+              loweredProofText(lowered->variant.program, dtype, lineOfIn(sources)));
         budget -= work;
         if (report)
           report->loweredWork += work;

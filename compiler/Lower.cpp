@@ -132,10 +132,10 @@ std::optional<LoweredVariant> lower(const ir::Program& spec, const VerifyResult&
   return variant;
 }
 
-std::string loweredProofText(const ir::Program& lowered, DType dtype) {
+std::string loweredProofText(const ir::Program& lowered, DType dtype, const ir::LineOf& lineOf) {
   std::string text;
   llvm::raw_string_ostream out(text);
-  ir::printForProof(lowered, out);
+  ir::printForProof(lowered, out, lineOf);
   // The proof's only use of the element type (proof::RunConfig::packetElems).
   if (lowered.uses(ir::Storage::Packets))
     out << "packets of " << 8 / sizeOf(dtype) << " elements\n";

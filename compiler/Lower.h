@@ -58,9 +58,11 @@ std::optional<LoweredVariant> lower(const ir::Program& spec, const VerifyResult&
 
 /// What a lowered program's proof (verifyLowered, proveAcrossCalls) reads of the program and its
 /// element type: the program as ir::printForProof prints it (no vector widths or unrolls), and the
-/// elements of an LL packet where a buffer holds packets. Two lowered programs of one spec and
-/// rank count with the same text have the same proof.
-std::string loweredProofText(const ir::Program& lowered, DType dtype);
+/// elements of an LL packet where a buffer holds packets; with `lineOf`, each statement's spec
+/// line too. Two lowered programs of one spec and rank count with the same text have the same
+/// proof.
+std::string loweredProofText(const ir::Program& lowered, DType dtype,
+                             const ir::LineOf& lineOf = {});
 
 } // namespace collc
 

@@ -375,8 +375,8 @@ void print(const Program& p, llvm::raw_ostream& out, const LineOf& lineOf) {
   printProgram(p, out, lineOf, /*vectorWidths=*/true);
 }
 
-void printForProof(const Program& p, llvm::raw_ostream& out) {
-  printProgram(p, out, {}, /*vectorWidths=*/false);
+void printForProof(const Program& p, llvm::raw_ostream& out, const LineOf& lineOf) {
+  printProgram(p, out, lineOf, /*vectorWidths=*/false);
 }
 
 } // namespace collc::ir

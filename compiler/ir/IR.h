@@ -376,7 +376,8 @@ COLLC_LIBRARY_LOCAL void print(const Stmt& stmt, const Program& program, llvm::r
                                unsigned indent = 0, const LineOf& lineOf = {});
 /// print() without the element loops' vector widths and unrolls: the program as its proof sees
 /// it. The proof (verify/, execute/) models a thread per element, so it reads neither.
-COLLC_LIBRARY_LOCAL void printForProof(const Program& program, llvm::raw_ostream& out);
+COLLC_LIBRARY_LOCAL void printForProof(const Program& program, llvm::raw_ostream& out,
+                                       const LineOf& lineOf = {});
 
 } // namespace collc::ir
 
