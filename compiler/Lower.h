@@ -9,6 +9,7 @@
 #include "compiler/ir/IR.h"
 #include "compiler/verify/AcrossCalls.h"
 #include "dsl/Diagnostics.h"
+#include "dsl/LibraryLocal.h"
 
 #include <functional>
 #include <llvm/Support/raw_ostream.h>
@@ -61,8 +62,8 @@ std::optional<LoweredVariant> lower(const ir::Program& spec, const VerifyResult&
 /// elements of an LL packet where a buffer holds packets; with `lineOf`, each statement's spec
 /// line too. Two lowered programs of one spec and rank count with the same text have the same
 /// proof.
-std::string loweredProofText(const ir::Program& lowered, DType dtype,
-                             const ir::LineOf& lineOf = {});
+COLLC_LIBRARY_LOCAL std::string loweredProofText(const ir::Program& lowered, DType dtype,
+                                                 const ir::LineOf& lineOf = {});
 
 } // namespace collc
 
