@@ -273,6 +273,13 @@ Expected<std::pair<int, int>> declaredRanks(const SpecSource& spec) {
   return std::pair{program->minRanks, program->maxRanks};
 }
 
+Expected<std::pair<int, int>> declaredRanks(std::string_view nameOrPath) {
+  Expected<SpecSource> spec = loadSpec(nameOrPath);
+  if (!spec)
+    return spec.takeError();
+  return declaredRanks(*spec);
+}
+
 Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* report,
                 CheckDepth depth) {
   const bool everyStrategy = report && depth == CheckDepth::EveryStrategy;

@@ -89,6 +89,8 @@ std::vector<std::string> stdlibNames();
 /// The rank counts a spec declares (`ranks MIN..MAX`), from its front end alone: no proof runs.
 /// An error carries the spec's diagnostics.
 Expected<std::pair<int, int>> declaredRanks(const SpecSource& spec);
+/// The same of a spec found by stdlib name or path (loadSpec).
+Expected<std::pair<int, int>> declaredRanks(std::string_view nameOrPath);
 
 /// Whether one pair of buffers may be one memory in the variants of one strategy.
 struct AliasReport {

@@ -151,10 +151,7 @@ collc_status collc_spec_ranks(const char* spec_name_or_path, int* min_ranks, int
     if (!spec_name_or_path || !min_ranks || !max_ranks)
       return fail(COLLC_INVALID_ARGUMENT,
                   "collc_spec_ranks: spec_name_or_path, min_ranks and max_ranks must not be null");
-    Expected<SpecSource> spec = loadSpec(spec_name_or_path);
-    if (!spec)
-      return fail(COLLC_SPEC_ERROR, function, spec.takeError());
-    Expected<std::pair<int, int>> ranks = declaredRanks(*spec);
+    Expected<std::pair<int, int>> ranks = declaredRanks(std::string_view(spec_name_or_path));
     if (!ranks)
       return fail(COLLC_SPEC_ERROR, function, ranks.takeError());
     *min_ranks = ranks->first;

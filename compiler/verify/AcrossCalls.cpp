@@ -251,13 +251,24 @@ struct State {
   int logId = 0; // equal logs have equal ids (CallsProof::internLog)
 };
 
+/// FNV-1a over 64-bit words, its high bits folded into the low ones that buckets use: the hash of
+/// the states and classes the proof looks up.
+class Fnv {
+public:
+  void mix(uint64_t v) { h_ = (h_ ^ v) * 1099511628211ull; }
+  size_t value() const { return size_t(h_ ^ (h_ >> 29)); }
+
+private:
+  uint64_t h_ = 1469598103934665603ull;
+};
+
 /// A hash of a state's key (CallsProof::keyOf) for the states met before.
 struct KeyHash {
   size_t operator()(const std::vector<int64_t>& key) const {
-    uint64_t h = 1469598103934665603ull;
+    Fnv h;
     for (int64_t v : key)
-      h = (h ^ uint64_t(v)) * 1099511628211ull;
-    return size_t(h ^ (h >> 29));
+      h.mix(uint64_t(v));
+    return h.value();
   }
 };
 
@@ -276,19 +287,19 @@ constexpr int64_t kMaxWork = 50000000;
 
 /// A hash of what tells one call's classes apart (collectConfigurations).
 size_t classHash(int root, const std::vector<bool>& nonEmpty, const Sources& sources) {
-  uint64_t h = 1469598103934665603ull ^ uint64_t(root);
-  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  Fnv h;
+  h.mix(uint64_t(root));
   for (bool b : nonEmpty)
-    mix(b ? 1 : 2);
+    h.mix(b ? 1 : 2);
   for (const auto& event : sources) {
-    mix(0x100);
+    h.mix(0x100);
     for (const auto& read : event) {
-      mix(0x200);
+      h.mix(0x200);
       for (int write : read)
-        mix(uint64_t(uint32_t(write)));
+        h.mix(uint64_t(uint32_t(write)));
     }
   }
-  return size_t(h ^ (h >> 29));
+  return h.value();
 }
 
 class CallsProof {
