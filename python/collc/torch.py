@@ -20,7 +20,7 @@ import torch.distributed as dist
 
 from . import _torch_native
 from . import compile as _compile_spec
-from ._allreduce_spec import allreduce_spec
+from ._allreduce_spec import allreduce_spec, default_max_bytes
 from ._errors import Error
 from ._world import Instance, World
 
@@ -109,17 +109,22 @@ class Communicator:
     Calls on one Communicator run one at a time, in the order this process issues them, whatever
     streams they are issued on: a call on another stream than the previous call's first makes
     its stream wait for the previous one. Every rank must issue the same calls in the same order.
+
+    max_bytes is the largest call (per rank) collc takes; by default 8 MiB up to 15 ranks and
+    1 MiB past them (collc._allreduce_spec.default_max_bytes says why).
     """
 
-    def __init__(self, group=None, max_bytes=8 << 20, heap_bytes=None, share_gpu=False,
+    def __init__(self, group=None, max_bytes=None, heap_bytes=None, share_gpu=False,
                  check_calls=False):
         if not dist.is_initialized():
             raise Error("torch.distributed is not initialized: call dist.init_process_group first")
-        if not isinstance(max_bytes, int) or max_bytes <= 0:
+        if max_bytes is not None and (not isinstance(max_bytes, int) or max_bytes <= 0):
             raise Error(f"max_bytes must be a positive integer, not {max_bytes!r}")
         self.group = group
         self.rank = dist.get_rank(group)
         self.nranks = dist.get_world_size(group)
+        if max_bytes is None:
+            max_bytes = default_max_bytes(self.nranks)
         self.device = torch.cuda.current_device()
         self.max_bytes = max_bytes
         self.share_gpu = share_gpu
@@ -133,6 +138,12 @@ class Communicator:
             dist.all_gather_object(gathered, data, group=group)
             return gathered
 
+        # max_bytes picks the AllReduce's spec: ranks that disagree would run different kernels.
+        every_max_bytes = allgather(max_bytes)
+        if any(value != max_bytes for value in every_max_bytes):
+            raise Error("max_bytes must be the same on every rank: " +
+                        ", ".join(f"rank {q} passed {value}"
+                                  for q, value in enumerate(every_max_bytes)))
         self.world = World.process(self.rank, self.nranks, self.device, allgather, heap_bytes,
                                    share_gpu=share_gpu, check_calls=check_calls)
         self.heap_bytes = self.world.heap_bytes

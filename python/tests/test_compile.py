@@ -189,6 +189,20 @@ def test_a_communicators_allreduce_is_a_spec_its_rank_count_is_proved_for():
     assert collc.compile(allreduce_spec(8 << 20, 16), nranks=16).nranks == 16
 
 
+def test_a_communicators_default_max_bytes_keeps_to_the_two_shots_ranks():
+    from collc._allreduce_spec import ONESHOT_LIMIT, allreduce_spec, default_max_bytes
+    low, high = collc.spec_ranks("allreduce_twoshot")
+    assert default_max_bytes(low) == default_max_bytes(high) == 8 << 20
+    assert allreduce_spec(default_max_bytes(high), high) == "allreduce_twoshot"
+    # Past the two-shot's ranks, the one-shot's range only: its default heap stays small.
+    for nranks in (high + 1, 72):
+        assert default_max_bytes(nranks) == ONESHOT_LIMIT
+        assert allreduce_spec(default_max_bytes(nranks), nranks) == "allreduce_oneshot"
+    oneshot = collc.compile("allreduce_oneshot", nranks=72)
+    per_instance = oneshot.heap_bytes(default_max_bytes(72) // 4)
+    assert per_instance < oneshot.heap_bytes((8 << 20) // 4) // 4
+
+
 def test_the_launch_shape_is_the_callers_or_the_specs():
     spec = collc.compile("allreduce_oneshot").cuda_source
     assert "kVec = 4;" in spec and "kWholeStores = false;" in spec  # 16 bytes of f32, no whole stores

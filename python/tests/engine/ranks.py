@@ -392,6 +392,10 @@ def scenario_bootstrap(ranks):
     expect_error(ranks, "bootstrap check_calls",
                  lambda: ranks.comm(SMALL, check_calls=r == 0),
                  "rank 1 passed", "rank 0", "COLLC_WORLD_CHECK_CALLS", "same flags")
+    expect_error(ranks, "bootstrap max_bytes",
+                 lambda: ranks.comm(SMALL if r == 0 else 2 * SMALL),
+                 "max_bytes must be the same on every rank", f"rank 0 passed {SMALL}",
+                 f"rank 1 passed {2 * SMALL}")
     if ranks.share:
         expect_error(ranks, "bootstrap share_gpu",
                      lambda: ct.Communicator(None, max_bytes=SMALL, share_gpu=r == 0),
