@@ -12,7 +12,7 @@ if anything failed.
 --reduced (for 3 and more ranks, to keep the GPU time short: every rank count JITs its own kernels)
 runs max and min for float32 only, 200 graph replays, and leaves `compile` out of `all`.
 
-Scenarios (`all` runs every one but `kill`):
+Scenarios (`all` runs every one but `kill` and `wide`):
   ops        every op, dtype, count (1, 7, 4097, 65541, 1M+3) and operator, in place too, against
              gloo on CPU copies (float64 for the fused op); AllReduce through both a two-shot and
              a one-shot communicator, alive at once
@@ -39,6 +39,13 @@ Scenarios (`all` runs every one but `kill`):
              buffers, NVFP4's rows, global scale and scale_layout, a closed communicator) raises
              collc.Error with the Python path's words
   kill       the last rank kills itself in the middle of calls; the others must raise
+  wide       for many ranks (16 and more; any count from 2): a Communicator of default settings
+             but max_bytes=4 MiB, AllReduce sum of bfloat16 and float32 at 1, 4097 and 1M+3
+             elements, the largest in place too, against gloo on CPU copies; asserts and prints
+             the spec its AllReduce runs (above 1 MiB: the two-shot where it declares the rank
+             count, else the one-shot); then a CUDA graph of 3 calls replayed 5 times with fresh
+             inputs, checked. About 25 calls: each flag exchange of time-sliced ranks waits for
+             every rank's time slice
 
 COLLC_HOST_PATH=python or =native picks the path of the ops (docs/python.md); each rank prints
 the path it runs, and --expect-host-path fails a run that runs another.
@@ -716,6 +723,79 @@ def scenario_quant(ranks, replays=100):
             f"{time.monotonic() - start:.1f} s")
 
 
+WIDE_COUNTS = (1, 4097, 1_000_003)  # the last above collc's one-shot limit in both types
+WIDE_MAX_BYTES = 4 << 20  # holds 1M+3 float32; the default heap at 16 ranks is then about 1 GiB
+
+
+def exact_values(rank, count, dtype, salt, nranks):
+    """Integers in [-m, m] with m = 8 up to 32 ranks and smaller past them, so that the sum over
+    `nranks` ranks stays within 256, exact in bfloat16; the j // 101 term breaks the period of
+    2m + 1 elements, so a misplaced chunk does not read alike."""
+    m = max(1, min(8, 256 // nranks))
+    j = torch.arange(count, device="cuda", dtype=torch.int64)
+    return ((j * 7 + j // 101 + salt * 13 + rank * 5) % (2 * m + 1) - m).to(dtype)
+
+
+def wide_spec_check(ranks, comm, count):
+    """Asserts (FAIL otherwise) and prints the spec of the communicator's float32 AllReduce, the
+    instance its calls ran through: for max_bytes above collc's one-shot limit, the two-shot
+    where collc.spec_ranks says it declares the group's rank count, else the one-shot."""
+    from collc._allreduce_spec import ONESHOT_LIMIT, allreduce_spec
+    n = ranks.nranks
+    low, high = collc.spec_ranks("allreduce_twoshot")
+    want = "allreduce_twoshot" if low <= n <= high else "allreduce_oneshot"
+    # The Communicator has no public word for it: the instance it made holds the compiled spec.
+    instance = comm._instances.get(("allreduce", "float32", "sum", 0, 0))
+    ran = instance.compiled.spec if instance is not None else None
+    chosen = allreduce_spec(comm.max_bytes, n)
+    text = (f"{count} float32 elements ({count * 4} bytes, max_bytes {comm.max_bytes}) at {n} "
+            f"ranks ran {ran} (kernel {instance.compiled.kernel_name if instance else None}); "
+            f"the two-shot declares ranks {low}..{high}, so {want} was expected; "
+            f"allreduce_spec(max_bytes, nranks) = {chosen}")
+    right = count * 4 > ONESHOT_LIMIT and ran == want == chosen
+    ranks.say("PASS" if right else "FAIL", "wide spec", text)
+
+
+def scenario_wide(ranks, replays=5):
+    n, r = ranks.nranks, ranks.rank
+    tally = Tally()
+    start = time.monotonic()
+    # Default settings but max_bytes: the heap is the Communicator's own choice.
+    comm = ct.Communicator(None, max_bytes=WIDE_MAX_BYTES, share_gpu=ranks.share)
+    for dtype in (torch.bfloat16, torch.float32):
+        for count in WIDE_COUNTS:
+            x = exact_values(r, count, dtype, count % 97, n)
+            tag = f"{str(dtype)[6:]} n={count}"
+            want = gloo_all_reduce(x, "sum")
+            tally.same(f"all_reduce sum {tag}", comm.all_reduce(x), want)
+            if count == WIDE_COUNTS[-1]:
+                comm.all_reduce(x, out=x)
+                tally.same(f"all_reduce sum in place {tag}", x, want)
+    wide_spec_check(ranks, comm, WIDE_COUNTS[-1])
+    eager = time.monotonic() - start
+    # A graph of three calls (every instance ready from the calls above), fresh inputs each replay.
+    shapes = ((torch.bfloat16, 4097), (torch.float32, WIDE_COUNTS[-1]), (torch.float32, 1))
+    inputs = [exact_values(r, count, dtype, 0, n) for dtype, count in shapes]
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outputs = [comm.all_reduce(x) for x in inputs]
+    start = time.monotonic()
+    for i in range(replays):
+        for x, (dtype, count) in zip(inputs, shapes):
+            x.copy_(exact_values(r, count, dtype, i + 1, n))
+        graph.replay()
+        for k, (dtype, count) in enumerate(shapes):
+            want = sum(exact_values(q, count, torch.float64, i + 1, n) for q in range(n))
+            tally.same(f"graph replay {i} all_reduce {str(dtype)[6:]} n={count}", outputs[k], want)
+    comm.synchronize()
+    replayed = time.monotonic() - start
+    del graph
+    comm.close()
+    tally.report(ranks, "wide", f" at {n} ranks against gloo/float64 (heap {comm.heap_bytes} bytes "
+                 f"per rank): eager {eager:.1f} s, {replays} replays of {len(shapes)} calls "
+                 f"{replayed:.1f} s")
+
 def scenario_graphs_for(ranks):
     scenario_graphs(ranks, replays=200 if ranks.reduced else 1000)
 
@@ -725,7 +805,7 @@ SCENARIOS = {"ops": scenario_ops, "graphs": scenario_graphs_for, "compile": scen
              "recreate": scenario_recreate, "mismatch": scenario_mismatch,
              "bootstrap": scenario_bootstrap, "refusals": scenario_refusals,
              "quant": scenario_quant,
-             "kill": scenario_kill}
+             "kill": scenario_kill, "wide": scenario_wide}
 
 
 def main():
@@ -736,7 +816,7 @@ def main():
     parser.add_argument("--expect-host-path", choices=("native", "python"),
                         help="fail unless the ops run on this path")
     args = parser.parse_args()
-    left_out = ("kill", "compile") if args.reduced else ("kill",)
+    left_out = ("kill", "wide", "compile") if args.reduced else ("kill", "wide")
     names = ([s for s in SCENARIOS if s not in left_out] if "all" in args.scenarios
              else args.scenarios)
     ranks = Ranks()
