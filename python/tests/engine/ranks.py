@@ -44,8 +44,8 @@ Scenarios (`all` runs every one but `kill` and `wide`):
              elements, the largest in place too, against gloo on CPU copies; asserts and prints
              the spec its AllReduce runs (above 1 MiB: the two-shot where it declares the rank
              count, else the one-shot); then a CUDA graph of 3 calls replayed 5 times with fresh
-             inputs, checked. About 25 calls: each flag exchange of time-sliced ranks waits for
-             every rank's time slice
+             inputs, checked: 23 calls, since each flag exchange of time-sliced ranks waits for
+             every rank's time slice (scripts/gpu-check engine-wide runs it at 16 ranks)
 
 COLLC_HOST_PATH=python or =native picks the path of the ops (docs/python.md); each rank prints
 the path it runs, and --expect-host-path fails a run that runs another.
