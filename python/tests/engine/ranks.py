@@ -796,6 +796,7 @@ def scenario_wide(ranks, replays=5):
                  f"per rank): eager {eager:.1f} s, {replays} replays of {len(shapes)} calls "
                  f"{replayed:.1f} s")
 
+
 def scenario_graphs_for(ranks):
     scenario_graphs(ranks, replays=200 if ranks.reduced else 1000)
 
