@@ -40,12 +40,14 @@ Scenarios (`all` runs every one but `kill` and `wide`):
              collc.Error with the Python path's words
   kill       the last rank kills itself in the middle of calls; the others must raise
   wide       for many ranks (16 and more; any count from 2): a Communicator of default settings
-             but max_bytes=4 MiB, AllReduce sum of bfloat16 and float32 at 1, 4097 and 1M+3
-             elements, the largest in place too, against gloo on CPU copies; asserts and prints
-             the spec its AllReduce runs (above 1 MiB: the two-shot where it declares the rank
-             count, else the one-shot); then a CUDA graph of 3 calls replayed 5 times with fresh
-             inputs, checked: 23 calls, since each flag exchange of time-sliced ranks waits for
-             every rank's time slice (scripts/gpu-check engine-wide runs it at 16 ranks)
+             (its max_bytes, 1 MiB past the two-shot's ranks, and should_use of 1M+3 float32
+             checked; one AllReduce); then one of max_bytes=4 MiB: AllReduce sum of bfloat16 and
+             float32 at 1, 4097 and 1M+3 elements, the largest in place too, against gloo on CPU
+             copies; each asserts and prints the spec its AllReduce runs (above 1 MiB: the
+             two-shot where it declares the rank count, else the one-shot); then a CUDA graph of
+             3 calls replayed 5 times with fresh inputs, checked: 24 calls, since each flag
+             exchange of time-sliced ranks waits for every rank's time slice (scripts/gpu-check
+             engine-wide runs it at 16 ranks)
 
 COLLC_HOST_PATH=python or =native picks the path of the ops (docs/python.md); each rank prints
 the path it runs, and --expect-host-path fails a run that runs another.
@@ -736,31 +738,57 @@ def exact_values(rank, count, dtype, salt, nranks):
     return ((j * 7 + j // 101 + salt * 13 + rank * 5) % (2 * m + 1) - m).to(dtype)
 
 
-def wide_spec_check(ranks, comm, count):
-    """Asserts (FAIL otherwise) and prints the spec of the communicator's float32 AllReduce, the
-    instance its calls ran through: for max_bytes above collc's one-shot limit, the two-shot
-    where collc.spec_ranks says it declares the group's rank count, else the one-shot."""
+def wide_spec_check(ranks, comm, dtype, largest):
+    """Asserts (FAIL otherwise) and prints the spec of the communicator's AllReduce of `dtype`,
+    the instance its calls ran through: up to collc's one-shot limit the one-shot; above it the
+    two-shot where collc.spec_ranks says it declares the group's rank count, else the one-shot."""
     from collc._allreduce_spec import ONESHOT_LIMIT, allreduce_spec
     n = ranks.nranks
     low, high = collc.spec_ranks("allreduce_twoshot")
-    want = "allreduce_twoshot" if low <= n <= high else "allreduce_oneshot"
+    above = comm.max_bytes > ONESHOT_LIMIT
+    want = "allreduce_twoshot" if above and low <= n <= high else "allreduce_oneshot"
     # The Communicator has no public word for it: the instance it made holds the compiled spec.
-    instance = comm._instances.get(("allreduce", "float32", "sum", 0, 0))
+    instance = comm._instances.get(("allreduce", ct._DTYPES[dtype], "sum", 0, 0))
     ran = instance.compiled.spec if instance is not None else None
     chosen = allreduce_spec(comm.max_bytes, n)
-    text = (f"{count} float32 elements ({count * 4} bytes, max_bytes {comm.max_bytes}) at {n} "
-            f"ranks ran {ran} (kernel {instance.compiled.kernel_name if instance else None}); "
-            f"the two-shot declares ranks {low}..{high}, so {want} was expected; "
-            f"allreduce_spec(max_bytes, nranks) = {chosen}")
-    right = count * 4 > ONESHOT_LIMIT and ran == want == chosen
-    ranks.say("PASS" if right else "FAIL", "wide spec", text)
+    size = torch.tensor([], dtype=dtype).element_size()
+    text = (f"max_bytes {comm.max_bytes}, calls of {str(dtype)[6:]} up to {largest} elements "
+            f"({largest * size} bytes) at {n} ranks ran {ran} (kernel "
+            f"{instance.compiled.kernel_name if instance else None}); the two-shot declares ranks "
+            f"{low}..{high}, so {want} was expected; allreduce_spec(max_bytes, nranks) = {chosen}")
+    ranks.say("PASS" if ran == want == chosen else "FAIL", "wide spec", text)
+
+
+def wide_default(ranks):
+    """A Communicator of every default setting: max_bytes 8 MiB where the two-shot declares the
+    rank count, else the one-shot's 1 MiB, and should_use() true of a call of 1M+3 float32 exactly
+    where it fits; one AllReduce checked against gloo, and the spec it ran."""
+    n, r = ranks.nranks, ranks.rank
+    low, high = collc.spec_ranks("allreduce_twoshot")
+    want_max = (8 << 20) if low <= n <= high else (1 << 20)
+    comm = ct.Communicator(None, share_gpu=ranks.share)
+    large = torch.empty(WIDE_COUNTS[-1], device="cuda", dtype=torch.float32)
+    takes = comm.should_use(large)
+    right = comm.max_bytes == want_max and takes == (large.numel() * 4 <= want_max)
+    ranks.say("PASS" if right else "FAIL", "wide default",
+              f"max_bytes {comm.max_bytes} (expected {want_max}) at {n} ranks; should_use of "
+              f"{large.numel()} float32 elements: {takes}; heap {comm.heap_bytes} bytes per rank")
+    tally = Tally()
+    x = exact_values(r, 4097, torch.bfloat16, 3, n)
+    tally.same("default all_reduce sum bfloat16 n=4097", comm.all_reduce(x),
+               gloo_all_reduce(x, "sum"))
+    wide_spec_check(ranks, comm, torch.bfloat16, 4097)
+    comm.synchronize()
+    comm.close()
+    return tally
 
 
 def scenario_wide(ranks, replays=5):
     n, r = ranks.nranks, ranks.rank
-    tally = Tally()
     start = time.monotonic()
-    # Default settings but max_bytes: the heap is the Communicator's own choice.
+    tally = wide_default(ranks)
+    # Default settings but max_bytes, which takes 1M+3 float32: past the two-shot's ranks the
+    # one-shot runs above 1 MiB. The heap is the Communicator's own choice.
     comm = ct.Communicator(None, max_bytes=WIDE_MAX_BYTES, share_gpu=ranks.share)
     for dtype in (torch.bfloat16, torch.float32):
         for count in WIDE_COUNTS:
@@ -771,7 +799,7 @@ def scenario_wide(ranks, replays=5):
             if count == WIDE_COUNTS[-1]:
                 comm.all_reduce(x, out=x)
                 tally.same(f"all_reduce sum in place {tag}", x, want)
-    wide_spec_check(ranks, comm, WIDE_COUNTS[-1])
+    wide_spec_check(ranks, comm, torch.float32, WIDE_COUNTS[-1])
     eager = time.monotonic() - start
     # A graph of three calls (every instance ready from the calls above), fresh inputs each replay.
     shapes = ((torch.bfloat16, 4097), (torch.float32, WIDE_COUNTS[-1]), (torch.float32, 1))
