@@ -738,7 +738,7 @@ def exact_values(rank, count, dtype, salt, nranks):
     return ((j * 7 + j // 101 + salt * 13 + rank * 5) % (2 * m + 1) - m).to(dtype)
 
 
-def wide_spec_check(ranks, comm, dtype, largest):
+def wide_spec_check(ranks, name, comm, dtype, largest):
     """Asserts (FAIL otherwise) and prints the spec of the communicator's AllReduce of `dtype`,
     the instance its calls ran through: up to collc's one-shot limit the one-shot; above it the
     two-shot where collc.spec_ranks says it declares the group's rank count, else the one-shot."""
@@ -756,7 +756,7 @@ def wide_spec_check(ranks, comm, dtype, largest):
             f"({largest * size} bytes) at {n} ranks ran {ran} (kernel "
             f"{instance.compiled.kernel_name if instance else None}); the two-shot declares ranks "
             f"{low}..{high}, so {want} was expected; allreduce_spec(max_bytes, nranks) = {chosen}")
-    ranks.say("PASS" if ran == want == chosen else "FAIL", "wide spec", text)
+    ranks.say("PASS" if ran == want == chosen else "FAIL", name, text)
 
 
 def wide_default(ranks):
@@ -777,7 +777,7 @@ def wide_default(ranks):
     x = exact_values(r, 4097, torch.bfloat16, 3, n)
     tally.same("default all_reduce sum bfloat16 n=4097", comm.all_reduce(x),
                gloo_all_reduce(x, "sum"))
-    wide_spec_check(ranks, comm, torch.bfloat16, 4097)
+    wide_spec_check(ranks, "wide default spec", comm, torch.bfloat16, 4097)
     comm.synchronize()
     comm.close()
     return tally
@@ -799,7 +799,7 @@ def scenario_wide(ranks, replays=5):
             if count == WIDE_COUNTS[-1]:
                 comm.all_reduce(x, out=x)
                 tally.same(f"all_reduce sum in place {tag}", x, want)
-    wide_spec_check(ranks, comm, torch.float32, WIDE_COUNTS[-1])
+    wide_spec_check(ranks, "wide spec", comm, torch.float32, WIDE_COUNTS[-1])
     eager = time.monotonic() - start
     # A graph of three calls (every instance ready from the calls above), fresh inputs each replay.
     shapes = ((torch.bfloat16, 4097), (torch.float32, WIDE_COUNTS[-1]), (torch.float32, 1))
