@@ -5,7 +5,7 @@ torch.compile(fullgraph=True) traces through them.
 
     import torch.distributed as dist, collc.torch as ct
     dist.init_process_group("nccl")
-    comm = ct.Communicator(dist.group.WORLD, max_bytes=8 << 20)
+    comm = ct.Communicator(dist.group.WORLD)  # max_bytes: 8 MiB, 1 MiB past 15 ranks
     y = comm.all_reduce(x)
 
 docs/python.md is the reference.
