@@ -17,7 +17,8 @@ Error dispatchError(const std::string& message) {
 }
 
 Expected<DispatchVariant> compileVariant(const TunedVariant& variant,
-                                         const DispatchRequest& request, const std::string& arch) {
+                                         const DispatchRequest& request, const std::string& arch,
+                                         int mostBlocksPerRank) {
   auto fail = [&](const std::string& why) {
     return dispatchError("variant " + variant.text() + ": " + why);
   };
@@ -29,8 +30,15 @@ Expected<DispatchVariant> compileVariant(const TunedVariant& variant,
   options.op = request.op;
   options.nranks = request.nranks;
   applyTunedVariant(variant, options);
+  if (mostBlocksPerRank > 0 && options.blocks && *options.blocks > mostBlocksPerRank)
+    options.blocks = mostBlocksPerRank;
   std::ostringstream diag;
   auto compiled = compileCollective(*spec, options, diag);
+  // A variant that names no blocks has the spec's own, known only once it is compiled.
+  if (compiled && mostBlocksPerRank > 0 && compiled->launch.blocks > mostBlocksPerRank) {
+    options.blocks = mostBlocksPerRank;
+    compiled = compileCollective(*spec, options, diag);
+  }
   if (!compiled) {
     consumeError(compiled.takeError());
     return fail("the compiler refused it:\n" + diag.str());
@@ -61,7 +69,8 @@ std::string targetArch(const DispatchRequest& request) {
 
 } // namespace
 
-Expected<DispatchProgram> compileDispatchProgram(const DispatchRequest& request) {
+Expected<DispatchProgram> compileDispatchProgram(const DispatchRequest& request,
+                                                 int mostBlocksPerRank) {
   // The built-in rule names only specs that declare the request's rank count.
   auto declaredRanks = [](const std::string& name) -> std::optional<std::pair<int, int>> {
     auto ranks = collc::declaredRanks(std::string_view(name));
@@ -77,7 +86,7 @@ Expected<DispatchProgram> compileDispatchProgram(const DispatchRequest& request)
   const std::string arch = targetArch(request);
   std::vector<DispatchVariant> variants;
   for (const TunedVariant& variant : program->plan().variants) {
-    auto compiled = compileVariant(variant, request, arch);
+    auto compiled = compileVariant(variant, request, arch, mostBlocksPerRank);
     if (!compiled)
       return joinErrors(compiled.takeError(),
                         dispatchError("the plan came from " + program->plan().source));

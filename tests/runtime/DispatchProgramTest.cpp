@@ -84,6 +84,30 @@ TEST(DispatchProgram, TheDefaultRuleKeepsToSpecsThatDeclareTheRankCount) {
   EXPECT_EQ(within->variants()[3].compiled.specName, "allreduce_twoshot");
 }
 
+// Ranks that share one GPU keep every block resident together: the cap lowers each variant's
+// blocks, the one the plan names (the built-in rule's 32 here) and the spec's own alike, and
+// leaves the rest of the plan's choice.
+TEST(DispatchProgram, MostBlocksPerRankCapsEveryVariant) {
+  DispatchRequest request = h200Request();
+  request.table = "none";
+  request.maxCount = 2 << 20; // 4 MiB of bf16: both of the rule's ranges at 16 ranks
+  request.nranks = 16;
+  auto program = compileDispatchProgram(request, /*mostBlocksPerRank=*/8);
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
+  ASSERT_EQ(program->variants().size(), 2u) << program->description();
+  for (const DispatchVariant& variant : program->variants()) {
+    EXPECT_EQ(variant.variant.blocks.value_or(0), 32) << variant.variant.text();
+    EXPECT_EQ(variant.compiled.launch.blocks, 8) << variant.variant.text();
+    EXPECT_EQ(variant.compiled.launch.threads, variant.variant.threads.value_or(0))
+        << variant.variant.text();
+  }
+  request.spec = "allreduce_oneshot"; // the rule then names its spec with its own launch: 8 blocks
+  auto own = compileDispatchProgram(request, /*mostBlocksPerRank=*/3);
+  ASSERT_TRUE(bool(own)) << toString(own.takeError());
+  ASSERT_EQ(own->variants().size(), 1u) << own->description();
+  EXPECT_EQ(own->variants()[0].compiled.launch.blocks, 3);
+}
+
 TEST(DispatchProgram, ATableRowChoosesTheVariantsCompiled) {
   TempTable table("NVIDIA_H200 2 nvlink-p2p allreduce bf16 sum 0 inf 1K allreduce_twoshot ll "
                   "4 256 8 2 3.0 *\n");
