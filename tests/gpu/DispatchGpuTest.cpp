@@ -5,13 +5,11 @@
 // overrides the built-in rule.
 #include "pipeline/CompileDispatch.h"
 #include "runtime/Dispatcher.h"
+#include "tests/gpu/DispatchCalls.h"
 #include "tests/gpu/GpuTestMain.h"
-#include "tools/harness/HostData.h"
 
-#include <cstdio>
 #include <fstream>
 #include <llvm/Support/FileSystem.h>
-#include <random>
 #include <set>
 #include <thread>
 
@@ -20,13 +18,9 @@ namespace {
 
 constexpr uint64_t K = 1024;
 
-/// One call's buffers on every rank, with the inputs on the host for the reference.
-struct CallBuffers {
-  uint64_t count = 0;
-  std::vector<DeviceBuffer> in, out;     // per rank
-  std::vector<std::vector<char>> hostIn; // per rank
-};
+using gputest::CallBuffers;
 
+/// The 2-GPU world's dispatch calls (tests/gpu/DispatchCalls.h).
 class DispatchGpu : public ::testing::Test {
 protected:
   void SetUp() override { COLLC_REQUIRE_GPU_WORLD(); }
@@ -38,84 +32,23 @@ protected:
     EXPECT_TRUE(bool(program)) << toString(program.takeError());
     if (!program)
       return nullptr;
-    std::printf("%s", program->description().c_str());
-    auto dispatcher = Dispatcher::create(world, std::move(*program));
-    EXPECT_TRUE(bool(dispatcher)) << toString(dispatcher.takeError());
-    return dispatcher ? std::move(*dispatcher) : nullptr;
+    return gputest::makeDispatcher(world, std::move(*program));
   }
 
   CallBuffers allocate(DType dtype, uint64_t count) {
-    LocalWorld& world = *gputest::world();
-    CallBuffers call;
-    call.count = count;
-    for (int r = 0; r < world.nranks(); ++r) {
-      auto in = DeviceBuffer::allocate(world.device(r), count * sizeOf(dtype));
-      auto out = DeviceBuffer::allocate(world.device(r), count * sizeOf(dtype));
-      EXPECT_TRUE(in && out);
-      if (!in || !out) {
-        if (!in)
-          consumeError(in.takeError());
-        if (!out)
-          consumeError(out.takeError());
-        return call;
-      }
-      call.in.push_back(std::move(*in));
-      call.out.push_back(std::move(*out));
-      call.hostIn.emplace_back(count * sizeOf(dtype));
-    }
-    return call;
+    return gputest::allocateCall(*gputest::world(), dtype, count);
   }
-
-  /// New random inputs, uploaded; outputs poisoned with 0xff bytes (NaN in every type).
   void refill(CallBuffers& call, DType dtype, uint64_t seed) {
-    for (size_t r = 0; r < call.in.size(); ++r) {
-      std::mt19937_64 rng(seed * 131 + r);
-      fillRandom(dtype, call.hostIn[r].data(), call.count, rng);
-      ASSERT_EQ(cudaMemcpy(call.in[r].get(), call.hostIn[r].data(), call.hostIn[r].size(),
-                           cudaMemcpyHostToDevice),
-                cudaSuccess);
-      ASSERT_EQ(cudaMemset(call.out[r].get(), 0xff, call.hostIn[r].size()), cudaSuccess);
-    }
-    // cudaMemset may return before it is done, on the legacy stream, which does not order the
-    // world's non-blocking streams: finish it before any launch, or it may poison an output late.
-    LocalWorld& world = *gputest::world();
-    for (int r = 0; r < world.nranks(); ++r) {
-      ASSERT_EQ(cudaSetDevice(world.device(r)), cudaSuccess);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    }
+    gputest::refillCall(*gputest::world(), call, dtype, seed);
   }
-
-  /// Every rank's output of `call` against the float64 reference.
   void check(const CallBuffers& call, DType dtype, ReduceOp op, const std::string& what) {
-    std::vector<const void*> inputs;
-    for (const auto& host : call.hostIn)
-      inputs.push_back(host.data());
-    AllReduceReference reference = referenceAllReduce(dtype, op, inputs, call.count);
-    for (size_t r = 0; r < call.out.size(); ++r) {
-      std::vector<char> got(call.count * sizeOf(dtype));
-      ASSERT_EQ(cudaMemcpy(got.data(), call.out[r].get(), got.size(), cudaMemcpyDeviceToHost),
-                cudaSuccess);
-      Comparison result = compareAllReduce(dtype, reference, inputs, got.data(), call.count,
-                                           "rank " + std::to_string(r));
-      EXPECT_TRUE(result.ok()) << what << ": " << result.mismatches << " mismatches\n"
-                               << result.firstMismatches;
-    }
+    gputest::checkCall(call, dtype, op, what);
   }
-
   void launchAll(const Dispatcher& dispatcher, const CallBuffers& call) {
-    LocalWorld& world = *gputest::world();
-    for (int r = 0; r < world.nranks(); ++r)
-      ASSERT_FALSE(bool(
-          dispatcher.launch(r, call.in[r].get(), call.out[r].get(), call.count, world.stream(r))));
+    gputest::launchCall(*gputest::world(), dispatcher, call);
   }
-
   void synchronize(const Dispatcher& dispatcher) {
-    LocalWorld& world = *gputest::world();
-    std::vector<cudaStream_t> streams;
-    for (int r = 0; r < world.nranks(); ++r)
-      streams.push_back(world.stream(r));
-    Error err = dispatcher.synchronize(streams);
-    ASSERT_FALSE(bool(err)) << toString(std::move(err));
+    gputest::synchronizeCalls(*gputest::world(), dispatcher);
   }
 };
 
@@ -188,30 +121,7 @@ TEST_F(DispatchGpu, GraphCapturesTheChoiceOfEachCallAndReplays) {
   std::vector<CallBuffers> calls;
   for (uint64_t count : counts)
     calls.push_back(allocate(request.dtype, count));
-  std::vector<cudaGraphExec_t> execs(size_t(world.nranks()), nullptr);
-  for (int r = 0; r < world.nranks(); ++r) {
-    cudaStream_t stream = world.stream(r);
-    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    for (const CallBuffers& call : calls)
-      ASSERT_FALSE(
-          bool(dispatcher->launch(r, call.in[r].get(), call.out[r].get(), call.count, stream)));
-    cudaGraph_t graph = nullptr;
-    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-    ASSERT_EQ(cudaGraphInstantiate(&execs[size_t(r)], graph, 0), cudaSuccess);
-    cudaGraphDestroy(graph);
-  }
-  for (int replay = 0; replay < 3; ++replay) {
-    for (size_t c = 0; c < calls.size(); ++c)
-      refill(calls[c], request.dtype, 1000 + replay * 10 + c);
-    for (int r = 0; r < world.nranks(); ++r)
-      ASSERT_EQ(cudaGraphLaunch(execs[size_t(r)], world.stream(r)), cudaSuccess);
-    synchronize(*dispatcher);
-    for (size_t c = 0; c < calls.size(); ++c)
-      check(calls[c], request.dtype, request.op,
-            "replay " + std::to_string(replay) + " call " + std::to_string(c));
-  }
-  for (cudaGraphExec_t exec : execs)
-    cudaGraphExecDestroy(exec);
+  gputest::captureAndReplayChecked(world, *dispatcher, calls, /*replays=*/3, /*seed=*/1000);
 }
 
 TEST_F(DispatchGpu, TwoThreadsOneRankEachLaunchTheSameMixedSequence) {

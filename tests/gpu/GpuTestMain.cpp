@@ -9,6 +9,7 @@
 #include "tools/launch/NvlinkMulticast.h"
 #include "tools/launch/WorkQueues.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <llvm/Support/Error.h>
@@ -86,9 +87,12 @@ const std::string& setupError() {
   return setupErrorText();
 }
 
-SharedGpuWorld* sharedGpuWorld(int nranks, std::string& skip, std::string& error) {
+SharedGpuWorld* sharedGpuWorld(int nranks, std::string& skip, std::string& error,
+                               uint64_t leastHeapBytesPerRank) {
+  const uint64_t heapBytesPerRank =
+      std::max<uint64_t>(kSharedHeapBytesPerRank, leastHeapBytesPerRank);
   std::unique_ptr<SharedGpuWorld>& world = sharedGpuWorldInstance();
-  if (world && world->nranks() == nranks)
+  if (world && world->nranks() == nranks && world->heapLayout().regionBytes >= heapBytesPerRank)
     return world.get();
   world.reset(); // one at a time: its heaps go before the next one's are allocated
   Expected<int> count = gpuCount();
@@ -97,7 +101,7 @@ SharedGpuWorld* sharedGpuWorld(int nranks, std::string& skip, std::string& error
     return nullptr;
   }
   Expected<std::unique_ptr<SharedGpuWorld>> created =
-      SharedGpuWorld::create(nranks, 0, kSharedHeapBytesPerRank, sharedGpuLaunchFor(nranks));
+      SharedGpuWorld::create(nranks, 0, heapBytesPerRank, sharedGpuLaunchFor(nranks));
   if (!created) {
     error = "could not build the world of " + std::to_string(nranks) +
             " ranks on GPU 0: " + toString(created.takeError());

@@ -9,6 +9,7 @@
 #include "runtime/LocalWorld.h"
 #include "runtime/SharedGpuWorld.h"
 
+#include <cstdint>
 #include <gtest/gtest.h>
 #include <memory>
 #include <string>
@@ -28,10 +29,12 @@ const std::string& setupError();
 
 /// `nranks` ranks on GPU 0 (a SharedGpuWorld; past 32 ranks one that launches every rank as one,
 /// sharedGpuLaunchFor), made on first use and kept until a test asks for
-/// another rank count (tests of one rank count run together); destroyed with the LocalWorld. Null
-/// with `skip` set where there is no GPU ("no GPU: ..."), or with `error` set where there is one
-/// but the world could not be built.
-SharedGpuWorld* sharedGpuWorld(int nranks, std::string& skip, std::string& error);
+/// another rank count (tests of one rank count run together) or more heap per rank than it has
+/// (`leastHeapBytesPerRank`; every world has at least the 128 MiB the matrices need); destroyed
+/// with the LocalWorld. Null with `skip` set where there is no GPU ("no GPU: ..."), or with
+/// `error` set where there is one but the world could not be built.
+SharedGpuWorld* sharedGpuWorld(int nranks, std::string& skip, std::string& error,
+                               uint64_t leastHeapBytesPerRank = 0);
 
 /// A stdlib spec compiled for the shared world (2 ranks, its GPUs' arch), or why it could not be.
 struct Variant {

@@ -1,0 +1,133 @@
+// Dispatch by the built-in rule past the two-shot's 15 ranks: 16 ranks as co-resident kernels on
+// GPU 0 (SharedGpuWorld), where the rule keeps to the one-shot at every size because
+// allreduce_twoshot declares ranks 2..15. One Dispatcher of bf16 sums, its variants compiled with
+// the blocks that let all 16 ranks' blocks be resident together (the plan gives one rank the whole
+// GPU's multiprocessors); eager calls from 2 bytes to 4 MiB a rank, across both of the rule's
+// ranges at 16 ranks and into the sizes where at 15 ranks or fewer the two-shot runs, each call
+// checked on every rank against the float64 reference; then one CUDA graph per rank of calls of
+// mixed sizes, replayed with fresh inputs. The log says which variant each size ran.
+#include "pipeline/CompileDispatch.h"
+#include "runtime/CoResidency.h"
+#include "runtime/Devices.h"
+#include "runtime/Dispatcher.h"
+#include "tests/gpu/DispatchCalls.h"
+#include "tests/gpu/GpuTestMain.h"
+
+#include <cstdio>
+#include <set>
+
+namespace collc {
+namespace {
+
+constexpr int kRanks = 16;
+constexpr uint64_t K = 1024;
+constexpr DType kDType = DType::BF16; // 1 MiB is 512 Ki elements, 4 MiB is 2 Mi
+
+/// Counts in both of the rule's ranges at 16 ranks (below 1 MiB and from it), with odd counts at
+/// the edges of the vectorized paths. The largest, 4 MiB and 6 bytes, is in the two-shot sentinel's
+/// range at 15 ranks or fewer. No larger: each variant keeps three copies of 16 slots of the
+/// largest call (the one-shot's sentinel scratch), so 16 MiB would take 1.5 GiB of heap a rank.
+const uint64_t kCounts[] = {1, 7, 9, 512, 4097, 512 * K - 1, 512 * K, 1024 * K + 5, 2048 * K + 3};
+constexpr uint64_t kMaxCount = 2048 * K + 3;
+
+using gputest::CallBuffers;
+
+class WideRanksDispatchOneGpu : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string skip, error;
+    world_ = gputest::sharedGpuWorld(kRanks, skip, error);
+    if (!world_) {
+      if (!error.empty())
+        FAIL() << error;
+      GTEST_SKIP() << skip;
+    }
+  }
+
+  /// The built-in rule's dispatcher at 16 ranks for calls of up to kMaxCount elements, on a world
+  /// of 16 ranks with the heap it needs; null, with a failure, where it could not be made.
+  std::unique_ptr<Dispatcher> makeRuleDispatcher() {
+    DispatchRequest request;
+    request.dtype = kDType;
+    request.nranks = kRanks;
+    request.maxCount = kMaxCount;
+    request.table = "none";
+    const int mostBlocks = maxCoResidentBlocksPerRank(multiprocessorCount(0), kRanks);
+    auto program = compileDispatchProgram(request, mostBlocks);
+    EXPECT_TRUE(bool(program)) << toString(program.takeError());
+    if (!program)
+      return nullptr;
+    EXPECT_FALSE(program->plan().fromTable) << program->plan().source;
+    EXPECT_NE(program->plan().source.find("allreduce_twoshot declares ranks 2..15"),
+              std::string::npos)
+        << program->plan().source;
+    for (const TunedVariant& variant : program->plan().variants)
+      EXPECT_EQ(variant.spec, "allreduce_oneshot")
+          << "the plan at 16 ranks names " << variant.text();
+    for (const DispatchVariant& variant : program->variants()) {
+      EXPECT_EQ(variant.compiled.specName, "allreduce_oneshot");
+      EXPECT_LE(variant.compiled.launch.blocks, mostBlocks);
+      std::printf("%s: compiled with %d blocks of %d threads a rank (%d ranks share GPU 0)\n",
+                  variant.variant.text().c_str(), variant.compiled.launch.blocks,
+                  variant.compiled.launch.threads, kRanks);
+    }
+    std::string skip, error;
+    world_ = gputest::sharedGpuWorld(kRanks, skip, error, program->heapBytes());
+    EXPECT_NE(world_, nullptr) << error << skip;
+    if (!world_)
+      return nullptr;
+    return gputest::makeDispatcher(*world_, std::move(*program));
+  }
+
+  /// Which variant a call of `count` elements runs, printed.
+  size_t variantPrinted(const Dispatcher& dispatcher, uint64_t count) {
+    const size_t variant = dispatcher.variantFor(count);
+    std::printf("count %llu (%llu bytes a rank): %s\n", static_cast<unsigned long long>(count),
+                static_cast<unsigned long long>(count * sizeOf(kDType)),
+                dispatcher.program().variants()[variant].variant.text().c_str());
+    return variant;
+  }
+
+  SharedGpuWorld* world_ = nullptr;
+};
+
+TEST_F(WideRanksDispatchOneGpu, EagerCallsAcrossEveryRangeOfTheRuleAt16Ranks) {
+  std::unique_ptr<Dispatcher> dispatcher = makeRuleDispatcher();
+  ASSERT_TRUE(dispatcher);
+  const DispatchRequest& request = dispatcher->program().request();
+  std::set<size_t> used;
+  uint64_t seed = 1;
+  for (uint64_t count : kCounts) {
+    used.insert(variantPrinted(*dispatcher, count));
+    CallBuffers call = gputest::allocateCall(*world_, request.dtype, count);
+    ASSERT_EQ(call.in.size(), size_t(kRanks));
+    // Two calls per size, so that each variant runs twice in a row and after the other.
+    for (int round = 0; round < 2; ++round) {
+      ASSERT_NO_FATAL_FAILURE(gputest::refillCall(*world_, call, request.dtype, seed++));
+      ASSERT_NO_FATAL_FAILURE(gputest::launchCall(*world_, *dispatcher, call));
+      ASSERT_NO_FATAL_FAILURE(gputest::synchronizeCalls(*world_, *dispatcher));
+      gputest::checkCall(call, request.dtype, request.op,
+                         "count " + std::to_string(count) + " round " + std::to_string(round));
+    }
+  }
+  EXPECT_EQ(used.size(), 2u) << "the sizes should reach both variants of the rule at 16 ranks";
+}
+
+TEST_F(WideRanksDispatchOneGpu, AGraphOfMixedSizesReplaysAt16Ranks) {
+  std::unique_ptr<Dispatcher> dispatcher = makeRuleDispatcher();
+  ASSERT_TRUE(dispatcher);
+  // Both variants, the wide one twice in a row (the second at 4 MiB), then the first again.
+  const uint64_t counts[] = {4097, 1024 * K + 5, kMaxCount, 512};
+  std::set<size_t> used;
+  std::vector<CallBuffers> calls;
+  for (uint64_t count : counts) {
+    used.insert(variantPrinted(*dispatcher, count));
+    calls.push_back(gputest::allocateCall(*world_, kDType, count));
+    ASSERT_EQ(calls.back().in.size(), size_t(kRanks));
+  }
+  EXPECT_EQ(used.size(), 2u);
+  gputest::captureAndReplayChecked(*world_, *dispatcher, calls, /*replays=*/2, /*seed=*/1000);
+}
+
+} // namespace
+} // namespace collc
