@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_PROCS 8
+#define MAX_PROCS 72 /* the most ranks collc runs */
 #define CARD_BYTES 1024    /* room for the bytes each all-gather of collc's moves */
 #define WAIT_SECONDS 120.0 /* a rank that does not come is an error, never a hang */
 
