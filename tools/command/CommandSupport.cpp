@@ -30,7 +30,11 @@ std::vector<OptionSpec> variantOptions() {
        "run --one-gpu uses past 32 ranks); the kernel itself is unchanged"},
       {"experimental-ll128", "",
        "compile --sync ll128 although it is disabled (it has returned wrong results; for "
-       "investigation only)"}};
+       "investigation only)"},
+      {"work-limit", "N",
+       "steps of work the variant's proofs may take (K/M/G suffixes; default 50M): a larger "
+       "limit proves what the default refuses as too costly, such as a rank count past a spec's "
+       "range in a copy that declares it, in the CPU time that takes"}};
 }
 
 bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::string& error,
@@ -84,6 +88,12 @@ bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::str
     if (text->empty() || *end != '\0' || !(eps >= 0) || eps > 1)
       return error = "--eps takes a number in [0, 1], not '" + *text + "'", false;
     options.eps = float(eps);
+  }
+  if (auto text = args.get("work-limit")) {
+    auto value = parseSize(*text);
+    if (!value || *value == 0 || *value > uint64_t(INT64_MAX))
+      return error = "--work-limit takes a positive number of steps, not '" + *text + "'", false;
+    options.verifyWorkLimit = int64_t(*value);
   }
   if (args.has("no-pdl"))
     options.programmaticLaunch = false;
