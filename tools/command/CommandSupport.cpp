@@ -33,8 +33,8 @@ std::vector<OptionSpec> variantOptions() {
        "investigation only)"},
       {"work-limit", "N",
        "steps of work the variant's proofs may take (K/M/G suffixes; default 50M): a larger "
-       "limit proves what the default refuses as too costly, such as a rank count past a spec's "
-       "range in a copy that declares it, in the CPU time that takes"}};
+       "one proves what the default refuses as too costly (a copy of a spec that declares more "
+       "ranks), in the CPU time that takes"}};
 }
 
 bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::string& error,
