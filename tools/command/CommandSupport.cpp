@@ -32,7 +32,8 @@ std::vector<OptionSpec> variantOptions() {
        "compile --sync ll128 although it is disabled (it has returned wrong results; for "
        "investigation only)"},
       {"work-limit", "N",
-       "steps of work the variant's proofs may take (K/M/G suffixes; default 50M): a larger "
+       "steps of work the variant's proofs may take (K/M/G suffixes, powers of 1024; default "
+       "50000000): a larger "
        "one proves what the default refuses as too costly (a copy of a spec that declares more "
        "ranks), in the CPU time that takes"}};
 }
