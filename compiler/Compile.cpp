@@ -281,19 +281,20 @@ Expected<std::pair<int, int>> declaredRanks(std::string_view nameOrPath) {
 }
 
 Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* report,
-                CheckDepth depth) {
+                CheckDepth depth, int64_t workLimit) {
   const bool everyStrategy = report && depth == CheckDepth::EveryStrategy;
+  const int64_t limit = workLimit > 0 ? workLimit : kDefaultVerifyWorkLimit;
   llvm::SourceMgr sources;
   llvm::raw_os_ostream diagnosticStream(diagnostics);
   Diagnostics diags(sources, diagnosticStream);
   const auto start = std::chrono::steady_clock::now();
-  Checked checked = parseAndVerify(diags, spec, nullptr, kDefaultVerifyWorkLimit, /*onlyRanks=*/0);
+  Checked checked = parseAndVerify(diags, spec, nullptr, limit, /*onlyRanks=*/0);
   if (!checked.program)
     return specError(diags, spec);
   const ir::Program& verified = *checked.program;
   if (report) {
     report->work = checked.proof.work;
-    report->workLimit = kDefaultVerifyWorkLimit;
+    report->workLimit = limit;
     report->minRanks = verified.minRanks;
     report->maxRanks = verified.maxRanks;
     report->runs = checked.proof.runs;
@@ -319,7 +320,7 @@ Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* 
   // Work: the spec's proof had its own budget; the own strategy's lowered programs at every rank
   // count and type share one more, and the other strategies (a report, not a verdict) one more
   // again, so that check is bounded whatever the spec.
-  int64_t ownBudget = kDefaultVerifyWorkLimit, othersBudget = kDefaultVerifyWorkLimit;
+  int64_t ownBudget = limit, othersBudget = limit;
   // Where a lowered program reads to its proof as one proved at its rank count (loweredProofText:
   // bf16 as f16, and f16 as f32 where no buffer holds LL packets), that proof is its proof.
   std::map<int, std::set<std::string>> provedPrograms; // by nranks: their loweredProofText
@@ -344,8 +345,7 @@ Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* 
           if (own) {
             diags.error(verified.loc, "checking the programs sync strategy '" +
                                           std::string(name(sync)) + "' lowers '" + verified.name +
-                                          "' to takes more than " +
-                                          std::to_string(kDefaultVerifyWorkLimit) +
+                                          "' to takes more than " + std::to_string(limit) +
                                           " steps of work; collc refuses a spec it cannot prove in "
                                           "that: use fewer statements, loop trips or rank counts");
             return specError(diags, spec);

@@ -150,9 +150,11 @@ inline constexpr auto kCheckedTypes = kAllDTypes;
 /// own sync strategy and launch shape for each of them and every element type (so that a strategy
 /// the spec names but cannot use is refused here, at its `sync` clause), checking each lowered
 /// program; returns no code. `report`, if given, receives what the proof found
-/// (CheckReport::strategies only with CheckDepth::EveryStrategy).
+/// (CheckReport::strategies only with CheckDepth::EveryStrategy). `workLimit` (0:
+/// kDefaultVerifyWorkLimit) bounds the spec's proof, and as much again each the own strategy's
+/// lowered programs and the other strategies' for the report.
 Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* report = nullptr,
-                CheckDepth depth = CheckDepth::OwnStrategy);
+                CheckDepth depth = CheckDepth::OwnStrategy, int64_t workLimit = 0);
 
 /// Parses, checks and verifies the spec for the variant's rank count (every root and n; it must be
 /// one the spec declares), then lowers it for the variant, proving the lowered program for one call

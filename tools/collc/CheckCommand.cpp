@@ -31,7 +31,10 @@ const Command kCheckCommand{
     {{"footprint", "", "also print each strategy's symmetric heap per rank and rank count"},
      {"count", "N", "with --footprint: the largest call, in elements (K/M/G suffixes; default 1M)"},
      {"dtype", "T", "with --footprint: " + nameList<DType>() + " (default bf16)"},
-     {"ranks", "LIST", "with --footprint: the rank counts to print, e.g. 16,32,72 (default all)"}},
+     {"ranks", "LIST", "with --footprint: the rank counts to print, e.g. 16,32,72 (default all)"},
+     {"work-limit", "N",
+      "steps of work the spec's proof may take, and as much again its own strategy's programs "
+      "and the report's (K/M/G suffixes, powers of 1024; default 50000000)"}},
     1};
 
 namespace {
@@ -133,11 +136,18 @@ int runCheck(const ParsedArguments& args) {
       return usageError("--dtype=" + *text + " is not " + nameList<DType>());
     dtype = *parsed;
   }
+  int64_t workLimit = 0;
+  if (auto text = args.get("work-limit")) {
+    auto parsed = parseSize(*text);
+    if (!parsed || *parsed == 0 || *parsed > uint64_t(INT64_MAX))
+      return usageError("--work-limit takes a positive number of steps, not '" + *text + "'");
+    workLimit = int64_t(*parsed);
+  }
   auto spec = loadSpec(args.positionals()[0]);
   if (!spec)
     return reportError(spec.takeError());
   CheckReport report;
-  if (Error error = checkSpec(*spec, std::cerr, &report, CheckDepth::EveryStrategy))
+  if (Error error = checkSpec(*spec, std::cerr, &report, CheckDepth::EveryStrategy, workLimit))
     return reportError(std::move(error));
   llvm::outs() << spec->bufferName << ": ok\n";
   llvm::outs() << "  proved for nranks " << report.minRanks << ".." << report.maxRanks
