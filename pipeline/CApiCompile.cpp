@@ -27,6 +27,7 @@ collc_compile_options compileOptionsDefaults() {
   defaults.vector_bytes = 0;
   defaults.unroll = 0;
   defaults.whole_stores = -1;
+  defaults.work_limit = 0;
   return defaults;
 }
 
@@ -77,6 +78,10 @@ collc_status toCompileOptions(const char* function, const collc_compile_options*
                    " is none of -1 (the spec's), 0 and 1");
   if (o.whole_stores >= 0)
     out.wholeStores = o.whole_stores;
+  if (o.work_limit < 0)
+    return invalid("work_limit " + std::to_string(o.work_limit) +
+                   " is negative (0: collc's default)");
+  out.verifyWorkLimit = o.work_limit;
   return COLLC_OK;
 }
 

@@ -124,11 +124,17 @@ collc_status initSized(const char* function, const char* type, T* out, size_t si
 /// The sizes of collc_dispatch_options, oldest first.
 inline constexpr size_t kDispatchOptionsSizes[] = {sizeof(collc_dispatch_options)};
 /// The sizes of collc_compile_options, oldest first: without vector_bytes, unroll and
-/// whole_stores (the first layout with struct_size), then with them.
+/// whole_stores (the first layout with struct_size), then with them, then with work_limit.
 inline constexpr size_t kCompileOptionsSizes[] = {offsetof(collc_compile_options, vector_bytes),
+                                                  offsetof(collc_compile_options, work_limit),
                                                   sizeof(collc_compile_options)};
-// The older struct ended where vector_bytes starts: no padding between them.
+// The older structs ended where vector_bytes and work_limit start: no padding between them.
 static_assert(offsetof(collc_compile_options, vector_bytes) % alignof(collc_compile_options) == 0);
+static_assert(offsetof(collc_compile_options, work_limit) ==
+                  (offsetof(collc_compile_options, whole_stores) + sizeof(int) +
+                   alignof(collc_compile_options) - 1) /
+                      alignof(collc_compile_options) * alignof(collc_compile_options),
+              "the layout before work_limit was padded to its alignment, and work_limit follows");
 
 /// The C enums as collc's; false for a value outside the enum (the caller reports it). By
 /// reference, so that a value out of range is never loaded as the enum.

@@ -216,6 +216,8 @@ typedef struct collc_compile_options {
   int unroll;       /* vectors per thread per loop iteration; 0: the spec's `launch` default */
   int whole_stores; /* 1: every whole vector stored with one instruction of its width; 0: not;
                        -1 (default): the spec's `launch` choice, else 0 */
+  int64_t work_limit; /* steps of work the proofs may take; 0 (default): collc's 50000000. A larger
+                         one proves what the default refuses as too costly, in the time it takes */
 } collc_compile_options;
 
 /* Fills *options with the defaults above, struct_size included. Call it first, then change what

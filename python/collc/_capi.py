@@ -30,7 +30,8 @@ class CompileOptions(Structure):
     _fields_ = [("struct_size", c_size_t), ("dtype", c_int), ("op", c_int), ("nranks", c_int),
                 ("root", c_int), ("sync", c_int), ("row_length", c_int64), ("blocks", c_int),
                 ("threads", c_int), ("vector_bytes", c_int), ("unroll", c_int),
-                ("whole_stores", c_int)]
+                ("whole_stores", c_int),
+                ("work_limit", c_int64)]
 
 
 ALLGATHER_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t, c_void_p)

@@ -132,7 +132,7 @@ def _whole_stores(value):
 
 
 def compile(spec, *, dtype="float32", op="sum", nranks=2, root=0, sync=None, row_length=0,
-            blocks=0, threads=0, vector_bytes=0, unroll=0, whole_stores=None):
+            blocks=0, threads=0, vector_bytes=0, unroll=0, whole_stores=None, work_limit=0):
     """Compiles `spec` (a stdlib name such as "allreduce_oneshot", a path to a .coll file, or the
     text of a spec) for one variant, proving it first. A wrong spec raises collc.Error with the
     diagnostics (file:line:col: error: ...).
@@ -143,7 +143,10 @@ def compile(spec, *, dtype="float32", op="sum", nranks=2, root=0, sync=None, row
     The launch shape, as `collc emit` takes it (0 or None: the spec's `launch`): blocks per rank,
     threads per block, vector_bytes per memory operation (2, 4, 8 or 16, `--vector`), unroll
     (vectors per thread per iteration), whole_stores (True: every whole vector stored with one
-    instruction of its width)."""
+    instruction of its width).
+
+    work_limit: steps of work the proofs may take (0: collc's default, 50,000,000); a larger one
+    proves what the default refuses as too costly, in the time it takes (`--work-limit`)."""
     from . import _capi
     if not isinstance(spec, str) or not spec:
         raise Error(f"spec must be a stdlib name, a path or spec text, not {spec!r}")
@@ -160,6 +163,7 @@ def compile(spec, *, dtype="float32", op="sum", nranks=2, root=0, sync=None, row
     options.vector_bytes = _positive(vector_bytes, "vector_bytes")
     options.unroll = _positive(unroll, "unroll")
     options.whole_stores = _whole_stores(whole_stores)
+    options.work_limit = _positive(work_limit, "work_limit")
     handle = ctypes.c_void_p()
     is_text = "\n" in spec or spec.lstrip().startswith("collective ")
     if is_text:

@@ -189,6 +189,14 @@ def test_a_communicators_allreduce_is_a_spec_its_rank_count_is_proved_for():
     assert collc.compile(allreduce_spec(8 << 20, 16), nranks=16).nranks == 16
 
 
+def test_work_limit_bounds_the_proofs():
+    with pytest.raises(collc.Error, match="takes more than 1024 steps of work"):
+        collc.compile("allreduce_oneshot", nranks=8, work_limit=1024)
+    with pytest.raises(collc.Error, match="work_limit must be a non-negative integer"):
+        collc.compile("allreduce_oneshot", work_limit=-1)
+    assert collc.compile("allreduce_oneshot", nranks=8, work_limit=0).nranks == 8
+
+
 def test_a_communicators_default_max_bytes_keeps_to_the_two_shots_ranks():
     from collc._allreduce_spec import ONESHOT_LIMIT, allreduce_spec, default_max_bytes
     low, high = collc.spec_ranks("allreduce_twoshot")

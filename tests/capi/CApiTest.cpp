@@ -562,10 +562,34 @@ TEST(CApi, AnOlderOptionsStructReadsTheFieldsItLacksAsDefaults) {
   // A size between the two layouts is neither.
   options.struct_size = olderSize + sizeof(int);
   EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_INVALID_ARGUMENT);
-  EXPECT_NE(lastError().find("has " + std::to_string(olderSize) + " or " +
+  EXPECT_NE(lastError().find("has " + std::to_string(olderSize) + ", " +
+                             std::to_string(offsetof(collc_compile_options, work_limit)) + " or " +
                              std::to_string(sizeof options)),
             std::string::npos)
       << lastError();
+}
+
+TEST(CApi, WorkLimitBoundsTheProofsAndTheLayoutBeforeItKeepsTheDefault) {
+  collc_compile_options options;
+  ASSERT_EQ(collc_compile_options_init(&options), COLLC_OK) << lastError();
+  EXPECT_EQ(options.work_limit, 0);
+  collc_compiled* compiled = nullptr;
+  options.nranks = 8;
+  options.work_limit = 1024; // less than the one-shot's proof at 8 ranks takes: refused, saying so
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_SPEC_ERROR);
+  EXPECT_NE(lastError().find("takes more than 1024 steps of work"), std::string::npos)
+      << lastError();
+  EXPECT_EQ(compiled, nullptr);
+  options.work_limit = -1;
+  EXPECT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("work_limit -1 is negative"), std::string::npos) << lastError();
+  // A program built before work_limit: its struct ends there, and the default holds. What lies
+  // past it (bytes of 0xA5: a negative work_limit, refused if it were read) is not read.
+  const size_t beforeWorkLimit = offsetof(collc_compile_options, work_limit);
+  std::memset(&options, 0xA5, sizeof options);
+  ASSERT_EQ(collc_compile_options_init_sized(&options, beforeWorkLimit), COLLC_OK) << lastError();
+  ASSERT_EQ(collc_compile("allreduce_oneshot", &options, &compiled), COLLC_OK) << lastError();
+  ASSERT_EQ(collc_compiled_destroy(compiled), COLLC_OK);
 }
 
 /// Every NAME=value of this process's environment, sorted.
