@@ -128,13 +128,10 @@ inline constexpr size_t kDispatchOptionsSizes[] = {sizeof(collc_dispatch_options
 inline constexpr size_t kCompileOptionsSizes[] = {offsetof(collc_compile_options, vector_bytes),
                                                   offsetof(collc_compile_options, work_limit),
                                                   sizeof(collc_compile_options)};
-// The older structs ended where vector_bytes and work_limit start: no padding between them.
+// The older structs ended where vector_bytes and work_limit start: no padding between them. (The
+// one before work_limit was padded to the struct's alignment, which is work_limit's own.)
 static_assert(offsetof(collc_compile_options, vector_bytes) % alignof(collc_compile_options) == 0);
-static_assert(offsetof(collc_compile_options, work_limit) ==
-                  (offsetof(collc_compile_options, whole_stores) + sizeof(int) +
-                   alignof(collc_compile_options) - 1) /
-                      alignof(collc_compile_options) * alignof(collc_compile_options),
-              "the layout before work_limit was padded to its alignment, and work_limit follows");
+static_assert(alignof(int64_t) == alignof(collc_compile_options));
 
 /// The C enums as collc's; false for a value outside the enum (the caller reports it). By
 /// reference, so that a value out of range is never loaded as the enum.

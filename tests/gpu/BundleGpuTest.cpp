@@ -39,15 +39,7 @@ constexpr int kRanks = 2;
 
 class BundleGpu : public ::testing::TestWithParam<BundleGpuCase> {
 protected:
-  void SetUp() override {
-    std::string skip, error;
-    world_ = gputest::sharedGpuWorld(kRanks, skip, error);
-    if (!world_) {
-      if (!error.empty())
-        FAIL() << error;
-      GTEST_SKIP() << skip;
-    }
-  }
+  void SetUp() override { COLLC_REQUIRE_SHARED_GPU_WORLD(world_, kRanks); }
   SharedGpuWorld* world_ = nullptr;
 };
 

@@ -51,19 +51,24 @@ const Variant& variantFor(const std::string& specName, DType dtype, ReduceOp op,
                           SyncKind sync = SyncKind::Barrier, int root = 0, int64_t rowLength = 0,
                           int threads = 0, int unroll = 1, int wholeStores = 0);
 
+/// In a fixture's SetUp: `world` becomes sharedGpuWorld(nranks), or the test skips where there is
+/// no GPU ("no GPU: ...") and fails where there is one but the world could not be built.
+#define COLLC_REQUIRE_SHARED_GPU_WORLD(world, nranks)                                              \
+  do {                                                                                             \
+    std::string skip_, error_;                                                                     \
+    (world) = ::collc::gputest::sharedGpuWorld((nranks), skip_, error_);                           \
+    if (!(world)) {                                                                                \
+      if (!error_.empty())                                                                         \
+        FAIL() << error_;                                                                          \
+      GTEST_SKIP() << skip_;                                                                       \
+    }                                                                                              \
+  } while (false)
+
 /// A parameterized test of `Case` (which has `nranks`) on that many co-resident ranks of GPU 0:
 /// skips with the reason where there is no GPU, fails where there is one but no world.
 template <class Case> class SharedGpuTest : public ::testing::TestWithParam<Case> {
 protected:
-  void SetUp() override {
-    std::string skip, error;
-    world_ = sharedGpuWorld(this->GetParam().nranks, skip, error);
-    if (!world_) {
-      if (!error.empty())
-        FAIL() << error;
-      GTEST_SKIP() << skip;
-    }
-  }
+  void SetUp() override { COLLC_REQUIRE_SHARED_GPU_WORLD(world_, this->GetParam().nranks); }
   SharedGpuWorld* world_ = nullptr;
 };
 

@@ -88,15 +88,7 @@ INSTANTIATE_TEST_SUITE_P(Stdlib, ManyRanksOneGpu, ::testing::ValuesIn(manyRankCa
 
 class ManyRanksOneGpuWorld : public ::testing::Test {
 protected:
-  void SetUp() override {
-    std::string skip, error;
-    world_ = gputest::sharedGpuWorld(kMostRanks, skip, error);
-    if (!world_) {
-      if (!error.empty())
-        FAIL() << error;
-      GTEST_SKIP() << skip;
-    }
-  }
+  void SetUp() override { COLLC_REQUIRE_SHARED_GPU_WORLD(world_, kMostRanks); }
   SharedGpuWorld* world_ = nullptr;
 };
 

@@ -31,13 +31,7 @@ void CUDART_CB waitForGate(void*) {
 class StreamOrderOneGpu : public ::testing::Test {
 protected:
   void SetUp() override {
-    std::string skip, error;
-    world_ = gputest::sharedGpuWorld(kRanks, skip, error);
-    if (!world_) {
-      if (!error.empty())
-        FAIL() << error;
-      GTEST_SKIP() << skip;
-    }
+    COLLC_REQUIRE_SHARED_GPU_WORLD(world_, kRanks);
     Expected<SpecSource> spec = loadSpec("allreduce_oneshot");
     ASSERT_TRUE(bool(spec)) << toString(spec.takeError());
     CompileOptions options;

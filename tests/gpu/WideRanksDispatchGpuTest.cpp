@@ -34,15 +34,7 @@ using gputest::CallBuffers;
 
 class WideRanksDispatchOneGpu : public ::testing::Test {
 protected:
-  void SetUp() override {
-    std::string skip, error;
-    world_ = gputest::sharedGpuWorld(kRanks, skip, error);
-    if (!world_) {
-      if (!error.empty())
-        FAIL() << error;
-      GTEST_SKIP() << skip;
-    }
-  }
+  void SetUp() override { COLLC_REQUIRE_SHARED_GPU_WORLD(world_, kRanks); }
 
   /// The built-in rule's dispatcher at 16 ranks for calls of up to kMaxCount elements, on a world
   /// of 16 ranks with the heap it needs; null, with a failure, where it could not be made.

@@ -137,12 +137,8 @@ int runCheck(const ParsedArguments& args) {
     dtype = *parsed;
   }
   int64_t workLimit = 0;
-  if (auto text = args.get("work-limit")) {
-    auto parsed = parseSize(*text);
-    if (!parsed || *parsed == 0 || *parsed > uint64_t(INT64_MAX))
-      return usageError("--work-limit takes a positive number of steps, not '" + *text + "'");
-    workLimit = int64_t(*parsed);
-  }
+  if (std::string error; !parseWorkLimit(args, workLimit, error))
+    return usageError(error);
   auto spec = loadSpec(args.positionals()[0]);
   if (!spec)
     return reportError(spec.takeError());

@@ -33,9 +33,8 @@ std::vector<OptionSpec> variantOptions() {
        "investigation only)"},
       {"work-limit", "N",
        "steps of work the variant's proofs may take (K/M/G suffixes, powers of 1024; default "
-       "50000000): a larger "
-       "one proves what the default refuses as too costly (a copy of a spec that declares more "
-       "ranks), in the CPU time that takes"}};
+       "50000000): a larger one proves what the default refuses as too costly (a copy of a spec "
+       "that declares more ranks), in the CPU time that takes"}};
 }
 
 bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::string& error,
@@ -90,18 +89,25 @@ bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::str
       return error = "--eps takes a number in [0, 1], not '" + *text + "'", false;
     options.eps = float(eps);
   }
-  if (auto text = args.get("work-limit")) {
-    auto value = parseSize(*text);
-    if (!value || *value == 0 || *value > uint64_t(INT64_MAX))
-      return error = "--work-limit takes a positive number of steps, not '" + *text + "'", false;
-    options.verifyWorkLimit = int64_t(*value);
-  }
+  if (!parseWorkLimit(args, options.verifyWorkLimit, error))
+    return false;
   if (args.has("no-pdl"))
     options.programmaticLaunch = false;
   if (args.has("rank-launch-entry"))
     options.rankLaunchEntry = true;
   if (args.has("experimental-ll128"))
     options.experimentalLL128 = true;
+  return true;
+}
+
+bool parseWorkLimit(const ParsedArguments& args, int64_t& limit, std::string& error) {
+  auto text = args.get("work-limit");
+  if (!text)
+    return true;
+  auto value = parseSize(*text);
+  if (!value || *value == 0 || *value > uint64_t(INT64_MAX))
+    return error = "--work-limit takes a positive number of steps, not '" + *text + "'", false;
+  limit = int64_t(*value);
   return true;
 }
 

@@ -18,6 +18,9 @@ std::vector<OptionSpec> variantOptions();
 /// `syncMayBeAll`, --sync=all is accepted and leaves options.sync unset: the caller tries each.
 bool parseVariant(const ParsedArguments& args, CompileOptions& options, std::string& error,
                   bool syncMayBeAll = false);
+/// --work-limit into `limit` (left as it is without the option); false with `error` set unless it
+/// is a positive number of steps.
+bool parseWorkLimit(const ParsedArguments& args, int64_t& limit, std::string& error);
 
 /// Reports an error: "collc: error: MESSAGE", or for the spec's error (its diagnostics are printed
 /// already) "collc: 2 errors in FILE" (Error::isSpecError says which).
