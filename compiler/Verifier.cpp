@@ -6,6 +6,7 @@
 #include "compiler/execute/CountCover.h"
 #include "compiler/execute/PaddedRows.h"
 #include "compiler/ir/Visitor.h"
+#include "compiler/verify/ChunkGroups.h"
 #include "compiler/verify/Simulation.h"
 
 #include <algorithm>
@@ -52,9 +53,37 @@ public:
     // A spec with rows is proved for rows of one element: sizes cannot use the row length but as
     // a weight that is only read, so every other row length is n = rows * length of these.
     const int64_t rowLength = rows ? 1 : 0;
-    // Classes of n modulo a period, first 1, split where a division needs it (the classes that
-    // replace one hold exactly its counts), a range of residues a run, then the smaller counts
-    // (execute/CountCover.h).
+    // Where every root's program keeps the chunks apart (verify/ChunkGroups.h), the large runs
+    // decide every smaller count. Where one breaks a rule, the whole cover runs, so that the
+    // verdict and its message (the smallest count that shows it) are those of every count.
+    if (proof::chunkGroupsOn() && chunksKeptApart(roots)) {
+      const int64_t work = work_, runs = runs_;
+      const size_t facts = facts_.size();
+      if (cover(roots, rowLength, /*largeOnly=*/true))
+        return true;
+      work_ = work;
+      runs_ = runs;
+      facts_.resize(facts);
+    }
+    return cover(roots, rowLength, /*largeOnly=*/false);
+  }
+
+  int64_t runs() const { return runs_; }
+  const std::vector<RunFacts>& facts() const { return facts_; }
+
+private:
+  bool chunksKeptApart(int roots) const {
+    for (int root = 0; root < roots; ++root)
+      if (!proof::whyChunksMix(program_, steps_, base_.nranks, root, base_.aliases).empty())
+        return false;
+    return true;
+  }
+
+  /// Classes of n modulo a period, first 1, split where a division needs it (the classes that
+  /// replace one hold exactly its counts), a range of residues a run, then (unless `largeOnly`)
+  /// the smaller counts (execute/CountCover.h). `largeOnly` reports nothing: a run that fails is
+  /// run again with every count.
+  bool cover(int roots, int64_t rowLength, bool largeOnly) {
     int64_t period = 1;
     try {
       for (int root = 0; root < roots; ++root) {
@@ -64,6 +93,8 @@ public:
                                    nullptr));
             return true;
           } catch (const RunFailed&) {
+            if (largeOnly)
+              return false;
             // Broken for every large q: report it with numbers at the first count the run holds
             // for.
             const int64_t first = execute::firstCountOf(count, arith);
@@ -72,25 +103,21 @@ public:
                             std::to_string(first) + " keeps");
             return false;
           } catch (const AffineError& error) {
-            return limit(error);
+            return largeOnly ? false : limit(error);
           }
         };
         auto stretch = [&](const Affine& count, Arith& arith, int64_t first) {
           return this->stretch(count, arith, first, rowLength, root);
         };
-        if (!execute::coverCounts(period, large, stretch))
+        if (!execute::coverCounts(period, large, stretch, /*smallCounts=*/!largeOnly))
           return false;
       }
     } catch (const AffineError& error) {
-      return limit(error);
+      return largeOnly ? false : limit(error);
     }
     return true;
   }
 
-  int64_t runs() const { return runs_; }
-  const std::vector<RunFacts>& facts() const { return facts_; }
-
-private:
   /// Rank counts up to which the counts an earlier verifier tried run first.
   static constexpr int kFirstCountsUpTo = 8;
 

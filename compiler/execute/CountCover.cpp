@@ -65,7 +65,8 @@ int64_t firstCountOf(const Affine& count, const Arith& arith) {
   return count.u * q + count.w * first + count.v;
 }
 
-bool coverCounts(int64_t& period, const LargeRun& large, const StretchRun& stretch) {
+bool coverCounts(int64_t& period, const LargeRun& large, const StretchRun& stretch,
+                 bool smallCounts) {
   // 1. Every large q, a range of residues a run.
   std::vector<Residues> pending{{0, period - 1}};
   std::vector<Decided> decided;
@@ -93,6 +94,8 @@ bool coverCounts(int64_t& period, const LargeRun& large, const StretchRun& stret
       pending.push_back({last + 1, range.last});
     decided.push_back({period, {range.first, last}, arith.threshold()});
   }
+  if (!smallCounts)
+    return true;
   // 2. The counts below the thresholds. Stretches of n are tried first; where they come out
   // shorter than runs per residue would be, the rest is run per residue.
   int64_t largestSmall = 0, residueRuns = 0;

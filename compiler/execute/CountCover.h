@@ -44,9 +44,11 @@ int64_t firstCountOf(const Affine& count, const Arith& arith);
 inline constexpr int64_t kMaxPeriod = int64_t(1) << 20;
 
 /// Runs the cover: false where a run stopped it. `period` is the classes' period, kept from one
-/// root to the next (a split grows it). Throws AffineError where the period would pass
-/// kMaxPeriod.
-bool coverCounts(int64_t& period, const LargeRun& large, const StretchRun& stretch);
+/// root to the next (a split grows it). `smallCounts` false: the large runs alone, where the
+/// caller has shown that they decide the smaller counts too (verify/ChunkGroups.h). Throws
+/// AffineError where the period would pass kMaxPeriod.
+bool coverCounts(int64_t& period, const LargeRun& large, const StretchRun& stretch,
+                 bool smallCounts = true);
 
 } // namespace collc::execute
 
