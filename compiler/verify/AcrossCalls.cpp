@@ -7,6 +7,7 @@
 #include "compiler/execute/Walker.h"
 #include "compiler/ir/RowOps.h"
 #include "compiler/verify/CallTrace.h"
+#include "compiler/verify/ChunkGroups.h"
 #include "compiler/verify/RootSymmetry.h"
 
 #include <algorithm>
@@ -312,9 +313,12 @@ public:
   bool run(AcrossCallsStats* stats) {
     bool ok = false;
     bool decided = false;
-    if (options_.coverFirst) {
+    // Without barriers a rank knows of its peers only what data tells it, which the covering
+    // class takes from no read: there it passes only where no write meets a peer's access of an
+    // earlier call, so it is not tried.
+    if (options_.coverFirst && program_.barriers > 0) {
       // One class a root that asks more of every sequence than any class does (see
-      // coverEveryClass): where it passes, every sequence of classes passes.
+      // collectCover): where it passes, every sequence of classes passes.
       if (collectCover()) {
         if (!checkFlags())
           return false;
@@ -324,6 +328,20 @@ public:
       }
       if (stats && decided)
         stats->coveredByOneClass = true;
+    }
+    if (!decided && proof::chunkGroupsOn()) {
+      // A program that keeps chunks apart has one class for each number of chunks that hold
+      // elements (see chunkClasses): those, where they pass, cover every count.
+      reset();
+      if (chunkClasses()) {
+        if (!checkFlags())
+          return false;
+        quiet_ = true;
+        decided = exploreAll();
+        quiet_ = false;
+        if (stats && decided)
+          stats->coveredByChunkClasses = true;
+      }
     }
     if (!decided) {
       reset();
@@ -398,6 +416,65 @@ private:
           every.sources[i].resize(trace.events[i].reads.size());
         skeletons_[size_t(root)] = std::move(trace.events);
         configurations_.push_back(std::move(every));
+      }
+    } catch (const AffineError&) {
+      return false; // the classes themselves are run, and say why
+    }
+    return true;
+  }
+
+  // ------------------------------------------------------------------ classes of chunks
+  /// A program that keeps the chunks of chunk(n) apart (verify/ChunkGroups.h): each statement that
+  /// moves elements touches those of one chunk k, of n-element buffers and of slots of chunk k
+  /// alone. It touches elements exactly where chunk k does, that is where k < m, m the number of
+  /// chunks that hold elements (chunk k starts at min(n, k * chunk_size(n))). What a read may take
+  /// is then the earlier writes of its slot of its chunk that touch elements: in a slot of chunk
+  /// k both are its first chunk_len(n, k) elements, in an n-element buffer chunk k's, and distinct
+  /// chunks that hold elements do not overlap. So a count's class is the class of its m, made
+  /// here for m = 1 .. nranks from one walk at a count where every chunk holds elements. (An m no
+  /// count has would only add sequences to prove.) False where the premise does not hold.
+  bool chunkClasses() {
+    const int roots = hasRoot(program_.kind) ? nranks_ : 1;
+    skeletons_.assign(size_t(roots), {});
+    try {
+      for (int root = 0; root < roots; ++root) {
+        std::vector<int> chunks;
+        if (!proof::whyChunksMix(program_, program_.steps, nranks_, root, {}, &chunks).empty())
+          return false;
+        // chunk_size is 8 * nranks, so chunk nranks - 1 starts at 8 * nranks * (nranks - 1).
+        Arith arith(/*symbolic=*/false);
+        const int64_t full = int64_t(8) * nranks_ * nranks_;
+        execute::Shape shape{nranks_, root, Affine::constant(full), 0, {}};
+        Tracer tracer(program_, shape, arith, slotIds_, slots_);
+        Trace trace = tracer.run();
+        // Each statement's chunk, by event (barriers: -1), in the order both walks run them.
+        std::vector<int> chunkOf(trace.events.size(), -1);
+        size_t next = 0;
+        for (size_t e = 0; e < trace.events.size(); ++e) {
+          if (trace.events[e].barrier)
+            continue;
+          if (next == chunks.size() || !trace.nonEmpty[e])
+            return false;
+          chunkOf[e] = chunks[next++];
+        }
+        if (next != chunks.size())
+          return false;
+        for (int m = 1; m <= nranks_; ++m) {
+          Configuration c{root, 0, std::vector<bool>(trace.events.size()), {}};
+          c.sources.resize(trace.events.size());
+          for (size_t e = 0; e < trace.events.size(); ++e) {
+            c.nonEmpty[e] = chunkOf[e] < m;
+            c.sources[e].resize(trace.sources[e].size());
+            if (!c.nonEmpty[e])
+              continue;
+            for (size_t r = 0; r < trace.sources[e].size(); ++r)
+              for (int write : trace.sources[e][r])
+                if (chunkOf[size_t(write)] < m)
+                  c.sources[e][r].push_back(write);
+          }
+          configurations_.push_back(std::move(c));
+        }
+        skeletons_[size_t(root)] = std::move(trace.events);
       }
     } catch (const AffineError&) {
       return false; // the classes themselves are run, and say why

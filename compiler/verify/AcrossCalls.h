@@ -48,6 +48,8 @@ struct AcrossCallsStats {
   /// The sequences of one class a root that asks more than any class (every statement touches
   /// elements, no read learns from its data) passed, and covered every sequence of classes.
   bool coveredByOneClass = false;
+  /// The program keeps chunks apart, and the classes of how many chunks hold elements passed.
+  bool coveredByChunkClasses = false;
 };
 
 struct AcrossCallsOptions {

@@ -12,6 +12,12 @@ using execute::Affine;
 using execute::AffineError;
 using execute::Arith;
 
+// A lowered program's run keeps every strategy's rules per element (how often an element is
+// written, added to, polled or taken) but one: a region of packets must start on a packet. A
+// chunk that holds elements starts at k * chunk_size(n), a multiple of the chunk alignment, and a
+// slot at 0; packets hold 2 or 4 elements.
+static_assert(ir::kChunkAlignElems % 4 == 0, "a chunk that holds elements starts on a packet");
+
 /// Thrown at the first thing that mixes chunks (or that the premise does not cover).
 struct Mixes {
   std::string why;
@@ -31,9 +37,9 @@ class GroupWalk : public execute::Walker<GroupWalk, int> {
 
 public:
   GroupWalk(const ir::Program& program, const std::vector<ir::Step>& steps,
-            const execute::Shape& shape, Arith& arith)
+            const execute::Shape& shape, Arith& arith, std::vector<int>* chunks)
       : Walker(program, steps, shape, arith), count_(ir::ExprNode::count()),
-        chunkSize_(ir::ExprNode::chunkSize(count_)) {}
+        chunkSize_(ir::ExprNode::chunkSize(count_)), chunks_(chunks) {}
 
   std::string run() {
     try {
@@ -53,10 +59,6 @@ private:
     layouts_.assign(program_.buffers.size(), Layout::Other);
     for (size_t b = 0; b < program_.buffers.size(); ++b) {
       const ir::Buffer& buffer = program_.buffers[b];
-      if (buffer.role == ir::BufferRole::Scratch &&
-          (buffer.storage != ir::Storage::Elements || buffer.polled ||
-           buffer.filledWithNegativeZero))
-        throw Mixes{"scratch '" + buffer.name + "' is not plain elements"};
       if (ir::structurallyEqual(buffer.slotElems, count_))
         layouts_[b] = Layout::Chunked;
       else if (ir::structurallyEqual(buffer.slotElems, chunkSize_))
@@ -80,32 +82,32 @@ private:
   Affine slotSize(int, ir::BufferId, int64_t) { return Affine::constant(0); }
   void barrier(const ir::Barrier&) {}
 
-  void put(const ir::Put& s, execute::Env& env) { transfer(s.source, s.target, s.store, env); }
-  void atomicAdd(const ir::AtomicAdd& s, execute::Env& env) {
-    transfer(s.source, s.target, ir::StoreKind::Plain, env);
-  }
-  void transfer(const ir::Operand& source, const ir::Region& target, ir::StoreKind store,
-                execute::Env& env) {
-    if (store != ir::StoreKind::Plain)
-      throw Mixes{"'" + target.text + "' is not written as plain elements"};
+  void put(const ir::Put& s, execute::Env& env) { transfer(s.source, s.target, env); }
+  void atomicAdd(const ir::AtomicAdd& s, execute::Env& env) { transfer(s.source, s.target, env); }
+  void transfer(const ir::Operand& source, const ir::Region& target, execute::Env& env) {
     // A transfer moves as many elements as its source has: the source names the chunk.
     const int chunk = chunkOf(source.region, env);
     read(source, chunk, env);
     touch(target, chunk, env);
+    record(chunk);
   }
   void assign(const ir::Assign& s, execute::Env& env) {
-    if (s.store != ir::StoreKind::Plain)
-      throw Mixes{"'" + s.target.text + "' is not written as plain elements"};
     // An assignment writes as many elements as its target has: the target names the chunk.
     const int chunk = chunkOf(s.target, env);
     forEachOperand(s, env, [&](const ir::Operand& o, bool) { read(o, chunk, env); });
     if (!s.keep.empty())
       registers_[s.keep] = chunk;
+    record(chunk);
   }
   void let(const ir::Let& s, execute::Env& env) {
     const int chunk = chunkOf(s.value.region, env);
     read(s.value, chunk, env);
     registers_[s.reg] = chunk;
+    record(chunk);
+  }
+  void record(int chunk) {
+    if (chunks_)
+      chunks_->push_back(chunk);
   }
   void row(const ir::RowStmt& s, execute::Env&) {
     throw Mixes{"row statement '" + s.target.text + "' reads whole rows"};
@@ -137,8 +139,6 @@ private:
         throw Mixes{"register '" + o.reg + "' holds another chunk's elements"};
       return;
     }
-    if (o.load != ir::LoadKind::Plain)
-      throw Mixes{"'" + o.region.text + "' is not read as plain elements"};
     touch(o.region, chunk, env);
   }
 
@@ -177,6 +177,7 @@ private:
   std::vector<ir::BufferId> memory_;
   std::vector<Layout> layouts_;
   std::map<std::tuple<int, ir::BufferId, int64_t>, int> slotChunks_; // (owner, memory, slot)
+  std::vector<int>* chunks_;
 };
 
 thread_local int offDepth = 0;
@@ -195,11 +196,12 @@ ChunkGroupsOff::~ChunkGroupsOff() {
 
 std::string whyChunksMix(const ir::Program& program, const std::vector<ir::Step>& steps, int nranks,
                          int root,
-                         const std::vector<std::pair<ir::BufferId, ir::BufferId>>& aliases) {
+                         const std::vector<std::pair<ir::BufferId, ir::BufferId>>& aliases,
+                         std::vector<int>* chunks) {
   // The statements a rank runs do not depend on n; a count is needed only to make the walk.
   Arith arith(/*symbolic=*/false);
   const execute::Shape shape{nranks, root, Affine::constant(1), 0, aliases};
-  GroupWalk walk(program, steps, shape, arith);
+  GroupWalk walk(program, steps, shape, arith, chunks);
   return walk.run();
 }
 

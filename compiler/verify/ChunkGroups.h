@@ -8,10 +8,11 @@
 // of chunk-sized scratch slots (`slot[e]`: offset 0, chunk_size(n) elements), as many as chunk k
 // has, one k for the whole statement, with k a rank in [0, nranks); every chunk-sized slot is
 // touched by the statements of one k only; a register carries the k of the statement that filled
-// it to those that read it; every region's bound is chunk_size(n); nothing is polled, flagged or
-// added up in lines, and no row statement runs. Then the elements fall into groups, element j of
-// chunk k of every n-element buffer and element j of every slot of chunk k, that no statement
-// mixes: what happens to a group is the same at every count at which its element exists.
+// it to those that read it; every region's bound is chunk_size(n); no row statement runs. Then the
+// elements fall into groups, element j of chunk k of every n-element buffer and element j of every
+// slot of chunk k, that no statement mixes: what happens to a group is the same at every count at
+// which its element exists. Polls, flagged stores and line adds are counted per element by the
+// run, so every strategy's program may keep chunks apart; a chunk's packets are its own.
 #ifndef COLLC_COMPILER_VERIFY_CHUNKGROUPS_H
 #define COLLC_COMPILER_VERIFY_CHUNKGROUPS_H
 
@@ -25,10 +26,12 @@ namespace collc::proof {
 
 /// Whether `steps` (of `program`, expanded for `nranks`) keep the chunks apart, run with `root`
 /// and with the buffers of `aliases` sharing memory: "" where they do, else the first reason they
-/// do not (for tests and messages).
+/// do not (for tests and messages). `chunks`, if given, receives the chunk of every statement that
+/// moves elements (put, atomic_add, assignment, let), in the order a walker runs them.
 std::string whyChunksMix(const ir::Program& program, const std::vector<ir::Step>& steps, int nranks,
                          int root,
-                         const std::vector<std::pair<ir::BufferId, ir::BufferId>>& aliases);
+                         const std::vector<std::pair<ir::BufferId, ir::BufferId>>& aliases,
+                         std::vector<int>* chunks = nullptr);
 
 /// Whether the proofs use the premise (true but inside a ChunkGroupsOff's life): tests turn it
 /// off to compare the verdicts of the large runs alone with those of every count.

@@ -17,7 +17,7 @@ def _twoshot_declares(nranks):
 
 def allreduce_spec(max_bytes, nranks):
     """One-shot up to ONESHOT_LIMIT bytes per call; above it two-shot, where the two-shot declares
-    `nranks` (it stops at 15 ranks, see its spec), else one-shot: never a spec the rank count is
+    `nranks` (it stops at 24 ranks, see its spec), else one-shot: never a spec the rank count is
     not proved for."""
     if max_bytes <= ONESHOT_LIMIT:
         return "allreduce_oneshot"

@@ -5,7 +5,7 @@ torch.compile(fullgraph=True) traces through them.
 
     import torch.distributed as dist, collc.torch as ct
     dist.init_process_group("nccl")
-    comm = ct.Communicator(dist.group.WORLD)  # max_bytes: 8 MiB, 1 MiB past 15 ranks
+    comm = ct.Communicator(dist.group.WORLD)  # max_bytes: 8 MiB, 1 MiB past 24 ranks
     y = comm.all_reduce(x)
 
 docs/python.md is the reference.
@@ -110,7 +110,7 @@ class Communicator:
     streams they are issued on: a call on another stream than the previous call's first makes
     its stream wait for the previous one. Every rank must issue the same calls in the same order.
 
-    max_bytes is the largest call (per rank) collc takes; by default 8 MiB up to 15 ranks and
+    max_bytes is the largest call (per rank) collc takes; by default 8 MiB up to 24 ranks and
     1 MiB past them (collc._allreduce_spec.default_max_bytes says why).
     """
 

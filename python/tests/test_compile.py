@@ -162,8 +162,8 @@ def test_unknown_spec_and_bad_options_are_errors():
         collc.compile("allreduce_oneshot", op="avg")
     with pytest.raises(collc.Error, match="nranks"):
         collc.compile("allreduce_oneshot", nranks=0)
-    with pytest.raises(collc.Error, match="ranks 2..15"):
-        collc.compile("allreduce_twoshot", nranks=16)
+    with pytest.raises(collc.Error, match="ranks 2..24"):
+        collc.compile("allreduce_twoshot", nranks=25)
     with pytest.raises(collc.Error, match="ranks 2..40"):
         collc.compile("allreduce_ring", nranks=41)
     with pytest.raises(collc.Error, match="spec must be"):
@@ -172,7 +172,7 @@ def test_unknown_spec_and_bad_options_are_errors():
 
 def test_spec_ranks_are_the_declared_range_without_a_proof():
     assert collc.spec_ranks("allreduce_oneshot") == (2, 72)
-    assert collc.spec_ranks("allreduce_twoshot") == (2, 15)
+    assert collc.spec_ranks("allreduce_twoshot") == (2, 24)
     with pytest.raises(collc.Error, match="no_such_spec"):
         collc.spec_ranks("no_such_spec")
     with pytest.raises(collc.Error, match="spec must be"):
@@ -183,10 +183,11 @@ def test_a_communicators_allreduce_is_a_spec_its_rank_count_is_proved_for():
     from collc._allreduce_spec import ONESHOT_LIMIT, allreduce_spec
     assert allreduce_spec(ONESHOT_LIMIT, 8) == "allreduce_oneshot"
     assert allreduce_spec(8 << 20, 8) == "allreduce_twoshot"
-    # Past the two-shot's 15 ranks, the one-shot at every size: it compiles.
-    assert allreduce_spec(8 << 20, 16) == "allreduce_oneshot"
+    assert allreduce_spec(8 << 20, 24) == "allreduce_twoshot"
+    # Past the two-shot's 24 ranks, the one-shot at every size: it compiles.
+    assert allreduce_spec(8 << 20, 25) == "allreduce_oneshot"
     assert allreduce_spec(8 << 20, 72) == "allreduce_oneshot"
-    assert collc.compile(allreduce_spec(8 << 20, 16), nranks=16).nranks == 16
+    assert collc.compile(allreduce_spec(8 << 20, 25), nranks=25).nranks == 25
 
 
 def test_work_limit_bounds_the_proofs():

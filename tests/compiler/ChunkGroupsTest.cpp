@@ -83,16 +83,40 @@ TEST(ChunkGroups, TheStdlibsChunkedAllReducesKeepChunksApart) {
       EXPECT_EQ(whyTheLoweredMixes(text, nranks, SyncKind::Barrier), "");
     }
   }
+  // The strategies that poll: a packet, a sentinel or a line add is counted per element too.
+  for (SyncKind sync : {SyncKind::Sentinel, SyncKind::LL, SyncKind::LL128Atomic})
+    for (int nranks : {2, 5, 8}) {
+      SCOPED_TRACE(std::string(name(sync)) + " at " + std::to_string(nranks) + " ranks");
+      EXPECT_EQ(whyTheLoweredMixes(stdlibText("allreduce_twoshot"), nranks, sync), "");
+    }
 }
 
 TEST(ChunkGroups, WhatMixesChunksOrIsNotCoveredIsNamed) {
   // Whole buffers: the statement's elements are not one chunk's.
   EXPECT_NE(whyTheSpecMixes(stdlibText("allreduce_oneshot"), 4).find("is not a chunk of n"),
             std::string::npos);
-  // Polls and flagged stores: a packet or a sentinel is more than a plain element.
-  EXPECT_NE(
-      whyTheLoweredMixes(stdlibText("allreduce_twoshot"), 4, SyncKind::LL).find("plain elements"),
-      std::string::npos);
+  // Rows: a row statement reads a whole row, across chunks.
+  const std::string rows = R"(collective rows kind allreduce
+  ranks 2..2
+  rows hidden
+  buffers in: T[n], out: T[n], weight: T[hidden]
+  scratch inbox[nranks]: T[chunk(n)]
+  scratch sums: T[n]
+  sync barrier
+{
+  step scatter { for p in peers { put in.chunk(p) -> p.inbox[rank] } }
+  step reduce {
+    wait scatter
+    sums.chunk(rank) = reduce(in.chunk(rank), inbox[peers])
+  }
+  step norm {
+    wait reduce
+    out = rmsnorm(sums, weight)
+  }
+}
+)";
+  EXPECT_NE(whyTheSpecMixes(rows, 2).find("row statement"), std::string::npos)
+      << whyTheSpecMixes(rows, 2);
   // A rank sends its chunk rank + 1 into the slot the owner of chunk rank reads: one slot holds
   // the elements of two chunks.
   const std::string shifted = R"(collective shifted kind allreduce
@@ -181,6 +205,49 @@ TEST(ChunkGroups, EveryChunkedSpecHasTheVerdictOfEveryCount) {
     refused += with.ok ? 0 : 1;
   }
   EXPECT_GE(refused, 3); // the comparison covers refusals, not only proofs
+}
+
+TEST(ChunkGroups, EveryStrategysProgramHasTheVerdictOfEveryCount) {
+  // The two-shot, and one that puts every chunk twice (a polled element written twice in a call,
+  // refused where peers poll), lowered with every strategy at 2 to 8 ranks, with the in-place
+  // proofs: the same verdicts and messages with and without the premise.
+  std::string twice = stdlibText("allreduce_twoshot");
+  const std::string put = "for p in peers { put in.chunk(p) -> p.inbox[rank] }";
+  const size_t at = twice.find(put);
+  ASSERT_NE(at, std::string::npos);
+  twice.replace(at, put.size(), put + "\n    " + put);
+  int refused = 0, compared = 0;
+  for (const std::string& text : {stdlibText("allreduce_twoshot"), twice})
+    for (SyncKind sync :
+         {SyncKind::Barrier, SyncKind::Sentinel, SyncKind::LL, SyncKind::LL128Atomic})
+      for (int nranks : {2, 3, 5, 8}) {
+        SCOPED_TRACE(std::string(name(sync)) + " at " + std::to_string(nranks) + " ranks" +
+                     (text == twice ? ", every chunk put twice" : ""));
+        auto lower = [&](bool chunkGroups, std::string& diagnostics) {
+          std::optional<proof::ChunkGroupsOff> off;
+          if (!chunkGroups)
+            off.emplace();
+          CompileOptions options;
+          options.nranks = nranks;
+          options.sync = sync;
+          DiagnosticText out(diagnostics);
+          auto programs = lowerVariantPrograms(SpecSource{"spec.coll", text}, options, out,
+                                               /*proveAliases=*/true);
+          if (!programs) {
+            consumeError(programs.takeError());
+            return std::string("refused");
+          }
+          return std::string(programs->inPlace ? "in place" : "not in place");
+        };
+        std::string with, without;
+        const std::string verdict = lower(true, with);
+        EXPECT_EQ(verdict, lower(false, without));
+        EXPECT_EQ(with, without);
+        refused += verdict == "refused";
+        ++compared;
+      }
+  EXPECT_EQ(compared, 32);
+  EXPECT_GE(refused, 9); // the twice-put one under sentinel, ll and ll128_atomic
 }
 
 TEST(ChunkGroups, TheLargeRunsAloneDecideAChunkedSpec) {

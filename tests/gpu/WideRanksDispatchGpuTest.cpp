@@ -1,9 +1,9 @@
-// Dispatch by the built-in rule past the two-shot's 15 ranks: 16 ranks as co-resident kernels on
+// Dispatch by the built-in rule past the two-shot's 24 ranks: 25 ranks as co-resident kernels on
 // GPU 0 (SharedGpuWorld), where the rule keeps to the one-shot at every size because
-// allreduce_twoshot declares ranks 2..15. One Dispatcher of bf16 sums, its variants compiled with
-// the blocks that let all 16 ranks' blocks be resident together (the plan gives one rank the whole
+// allreduce_twoshot declares ranks 2..24. One Dispatcher of bf16 sums, its variants compiled with
+// the blocks that let all 25 ranks' blocks be resident together (the plan gives one rank the whole
 // GPU's multiprocessors); eager calls from 2 bytes to 4 MiB a rank, across both of the rule's
-// ranges at 16 ranks and into the sizes where at 15 ranks or fewer the two-shot runs, each call
+// ranges at 25 ranks and into the sizes where at 24 ranks or fewer the two-shot runs, each call
 // checked on every rank against the float64 reference; then one CUDA graph per rank of calls of
 // mixed sizes, replayed with fresh inputs. The log says which variant each size ran.
 #include "pipeline/CompileDispatch.h"
@@ -19,14 +19,14 @@
 namespace collc {
 namespace {
 
-constexpr int kRanks = 16;
+constexpr int kRanks = 25;
 constexpr uint64_t K = 1024;
 constexpr DType kDType = DType::BF16; // 1 MiB is 512 Ki elements, 4 MiB is 2 Mi
 
-/// Counts in both of the rule's ranges at 16 ranks (below 1 MiB and from it), with odd counts at
+/// Counts in both of the rule's ranges at 25 ranks (below 1 MiB and from it), with odd counts at
 /// the edges of the vectorized paths. The largest, 4 MiB and 6 bytes, is in the two-shot sentinel's
-/// range at 15 ranks or fewer. No larger: each variant keeps three copies of 16 slots of the
-/// largest call (the one-shot's sentinel scratch), so 16 MiB would take 1.5 GiB of heap a rank.
+/// range at 24 ranks or fewer. No larger: each variant keeps three copies of 25 slots of the
+/// largest call (the one-shot's sentinel scratch), so 16 MiB would take 1.2 GiB of heap a rank.
 const uint64_t kCounts[] = {1, 7, 9, 512, 4097, 512 * K - 1, 512 * K, 1024 * K + 5, 2048 * K + 3};
 constexpr uint64_t kMaxCount = 2048 * K + 3;
 
@@ -36,8 +36,9 @@ class WideRanksDispatchOneGpu : public ::testing::Test {
 protected:
   void SetUp() override { COLLC_REQUIRE_SHARED_GPU_WORLD(world_, kRanks); }
 
-  /// The built-in rule's dispatcher at 16 ranks for calls of up to kMaxCount elements, on a world
-  /// of 16 ranks with the heap it needs; null, with a failure, where it could not be made.
+  /// The built-in rule's dispatcher at kRanks ranks for calls of up to kMaxCount elements, on a
+  /// world of kRanks ranks with the heap it needs; null, with a failure, where it could not be
+  /// made.
   std::unique_ptr<Dispatcher> makeRuleDispatcher() {
     DispatchRequest request;
     request.dtype = kDType;
@@ -50,12 +51,12 @@ protected:
     if (!program)
       return nullptr;
     EXPECT_FALSE(program->plan().fromTable) << program->plan().source;
-    EXPECT_NE(program->plan().source.find("allreduce_twoshot declares ranks 2..15"),
+    EXPECT_NE(program->plan().source.find("allreduce_twoshot declares ranks 2..24"),
               std::string::npos)
         << program->plan().source;
     for (const TunedVariant& variant : program->plan().variants)
       EXPECT_EQ(variant.spec, "allreduce_oneshot")
-          << "the plan at 16 ranks names " << variant.text();
+          << "the plan at 25 ranks names " << variant.text();
     for (const DispatchVariant& variant : program->variants()) {
       EXPECT_EQ(variant.compiled.specName, "allreduce_oneshot");
       EXPECT_LE(variant.compiled.launch.blocks, mostBlocks);
@@ -83,7 +84,7 @@ protected:
   SharedGpuWorld* world_ = nullptr;
 };
 
-TEST_F(WideRanksDispatchOneGpu, EagerCallsAcrossEveryRangeOfTheRuleAt16Ranks) {
+TEST_F(WideRanksDispatchOneGpu, EagerCallsAcrossEveryRangeOfTheRuleAt25Ranks) {
   std::unique_ptr<Dispatcher> dispatcher = makeRuleDispatcher();
   ASSERT_TRUE(dispatcher);
   const DispatchRequest& request = dispatcher->program().request();
@@ -102,10 +103,10 @@ TEST_F(WideRanksDispatchOneGpu, EagerCallsAcrossEveryRangeOfTheRuleAt16Ranks) {
                          "count " + std::to_string(count) + " round " + std::to_string(round));
     }
   }
-  EXPECT_EQ(used.size(), 2u) << "the sizes should reach both variants of the rule at 16 ranks";
+  EXPECT_EQ(used.size(), 2u) << "the sizes should reach both variants of the rule at 25 ranks";
 }
 
-TEST_F(WideRanksDispatchOneGpu, AGraphOfMixedSizesReplaysAt16Ranks) {
+TEST_F(WideRanksDispatchOneGpu, AGraphOfMixedSizesReplaysAt25Ranks) {
   std::unique_ptr<Dispatcher> dispatcher = makeRuleDispatcher();
   ASSERT_TRUE(dispatcher);
   // Both variants, the wide one twice in a row (the second at 4 MiB), then the first again.

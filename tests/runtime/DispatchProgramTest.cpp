@@ -65,15 +65,15 @@ TEST(DispatchProgram, TheDefaultRuleKeepsToSpecsThatDeclareTheRankCount) {
   DispatchRequest request = h200Request();
   request.table = "none";
   request.maxCount = 16 << 20; // 32 MiB of bf16: every range of the rule
-  request.nranks = 16;
+  request.nranks = 25;
   auto program = compileDispatchProgram(request);
   ASSERT_TRUE(bool(program)) << toString(program.takeError());
   ASSERT_EQ(program->variants().size(), 2u) << program->description();
   for (const DispatchVariant& variant : program->variants()) {
     EXPECT_EQ(variant.compiled.specName, "allreduce_oneshot");
-    EXPECT_EQ(variant.compiled.nranks, 16);
+    EXPECT_EQ(variant.compiled.nranks, 25);
   }
-  EXPECT_NE(program->description().find("allreduce_twoshot declares ranks 2..15"),
+  EXPECT_NE(program->description().find("allreduce_twoshot declares ranks 2..24"),
             std::string::npos)
       << program->description();
   // Within the two-shot's counts, its ranges stay.
@@ -90,8 +90,8 @@ TEST(DispatchProgram, TheDefaultRuleKeepsToSpecsThatDeclareTheRankCount) {
 TEST(DispatchProgram, MostBlocksPerRankCapsEveryVariant) {
   DispatchRequest request = h200Request();
   request.table = "none";
-  request.maxCount = 2 << 20; // 4 MiB of bf16: both of the rule's ranges at 16 ranks
-  request.nranks = 16;
+  request.maxCount = 2 << 20; // 4 MiB of bf16: both of the rule's ranges at 25 ranks
+  request.nranks = 25;
   auto program = compileDispatchProgram(request, /*mostBlocksPerRank=*/8);
   ASSERT_TRUE(bool(program)) << toString(program.takeError());
   ASSERT_EQ(program->variants().size(), 2u) << program->description();
