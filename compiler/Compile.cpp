@@ -280,6 +280,20 @@ Expected<std::pair<int, int>> declaredRanks(std::string_view nameOrPath) {
   return declaredRanks(*spec);
 }
 
+namespace {
+
+/// The report's words for a strategy whose proofs check's budget for the report stopped at
+/// `nranks`: the counts before it lowered.
+std::string notTried(int minRanks, int nranks) {
+  const std::string why = "check's budget of work for the other strategies is spent";
+  if (nranks == minRanks)
+    return "not tried: " + why;
+  return "lowers for nranks " + std::to_string(minRanks) + ".." + std::to_string(nranks - 1) +
+         ", not tried from " + std::to_string(nranks) + ": " + why;
+}
+
+} // namespace
+
 Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* report,
                 CheckDepth depth, int64_t workLimit) {
   const bool everyStrategy = report && depth == CheckDepth::EveryStrategy;
@@ -350,7 +364,7 @@ Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* 
                                           "that: use fewer statements, loop trips or rank counts");
             return specError(diags, spec);
           }
-          strategy.refused = "not tried: check's budget of work for the other strategies is spent";
+          strategy.refused = notTried(verified.minRanks, nranks);
           strategy.aliases.clear();
           break;
         }
@@ -394,7 +408,13 @@ Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* 
           return specError(diags, spec);
         }
         if (!lowered) {
-          strategy.refused = "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(out.str());
+          // A proof the report's budget cut short (its message names the budget) is no refusal.
+          const bool cut =
+              out.str().find("takes more than " + std::to_string(options.verifyWorkLimit) +
+                             " steps of work") != std::string::npos;
+          strategy.refused =
+              cut ? notTried(verified.minRanks, nranks)
+                  : "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(out.str());
           strategy.aliases.clear();
           break;
         }

@@ -104,7 +104,8 @@ struct AliasReport {
 struct StrategyReport {
   SyncKind sync = SyncKind::Barrier;
   /// Empty when it lowers for every rank count; else "nranks=R: line:col: why" of the first
-  /// rank count it refuses.
+  /// rank count it refuses, or, where check's budget for the report ran out first, "not tried:
+  /// ..." or "lowers for nranks A..B, not tried from C: ...".
   std::string refused;
   /// Every pair the spec's own proof allows (in place first), per rank count.
   std::vector<AliasReport> aliases;

@@ -311,47 +311,31 @@ public:
         calls_(rotation.copies + 1) {}
 
   bool run(AcrossCallsStats* stats) {
-    bool ok = false;
-    bool decided = false;
+    // Two shortcuts first, each a proof where it passes (quiet otherwise), then the classes of
+    // every count, which report what they find.
+    bool decided = false, flagsBroken = false;
     // Without barriers a rank knows of its peers only what data tells it, which the covering
     // class takes from no read: there it passes only where no write meets a peer's access of an
     // earlier call, so it is not tried.
-    if (options_.coverFirst && program_.barriers > 0) {
-      // One class a root that asks more of every sequence than any class does (see
-      // collectCover): where it passes, every sequence of classes passes.
-      if (collectCover()) {
-        if (!checkFlags())
-          return false;
-        quiet_ = true;
-        decided = exploreAll();
-        quiet_ = false;
-      }
-      if (stats && decided)
-        stats->coveredByOneClass = true;
+    if (options_.coverFirst && program_.barriers > 0 && collectCover()) {
+      decided = passesQuietly(flagsBroken);
+      if (stats)
+        stats->coveredByOneClass = decided;
     }
-    if (!decided && proof::chunkGroupsOn()) {
-      // A program that keeps chunks apart has one class for each number of chunks that hold
-      // elements (see chunkClasses): those, where they pass, cover every count.
+    if (!decided && !flagsBroken && proof::chunkGroupsOn()) {
       reset();
       if (chunkClasses()) {
-        if (!checkFlags())
-          return false;
-        quiet_ = true;
-        decided = exploreAll();
-        quiet_ = false;
-        if (stats && decided)
-          stats->coveredByChunkClasses = true;
+        decided = passesQuietly(flagsBroken);
+        if (stats)
+          stats->coveredByChunkClasses = decided;
       }
     }
+    if (flagsBroken)
+      return false;
+    bool ok = true;
     if (!decided) {
       reset();
-      if (!collectConfigurations())
-        return false;
-      if (!checkFlags())
-        return false;
-      ok = exploreAll();
-    } else {
-      ok = true;
+      ok = collectConfigurations() && checkFlags() && exploreAll();
     }
     if (stats) {
       stats->calls = calls_;
@@ -376,6 +360,20 @@ private:
     initial.log = std::move(log);
     std::vector<int> chosen;
     return explore(initial, 0, chosen);
+  }
+
+  /// Runs every sequence of the classes just made, reporting nothing: whether all pass. A flag
+  /// that repeats ends the proof (`flagsBroken`; checkFlags reports it): it reads only the calls'
+  /// events, the same whatever the classes.
+  bool passesQuietly(bool& flagsBroken) {
+    if (!checkFlags()) {
+      flagsBroken = true;
+      return false;
+    }
+    quiet_ = true;
+    const bool passed = exploreAll();
+    quiet_ = false;
+    return passed;
   }
 
   /// Forgets the classes and sequences of an earlier attempt.

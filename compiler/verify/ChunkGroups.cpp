@@ -55,6 +55,12 @@ public:
 
 private:
   void classifyBuffers() {
+    // The kinds whose postcondition asks of element i of an n-element output only what reached
+    // element i of the inputs: a group's verdict is then its own at every count.
+    const CollectiveKind kind = program_.kind;
+    if (kind != CollectiveKind::AllReduce && kind != CollectiveKind::Broadcast &&
+        kind != CollectiveKind::Reduce)
+      throw Mixes{"its kind's postcondition relates elements of different places"};
     memory_ = memoryOf();
     layouts_.assign(program_.buffers.size(), Layout::Other);
     for (size_t b = 0; b < program_.buffers.size(); ++b) {

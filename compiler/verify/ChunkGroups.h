@@ -1,18 +1,20 @@
 // Where a program keeps the chunks of `chunk(n)` apart, the counts at which chunks are partial or
-// empty need no runs of their own: the runs for large n decide them (dsl/README.md, "Chunks kept
-// apart"). This file checks that premise for one rank count, root and set of buffers sharing
-// memory, statement by statement, with no run of the data flow.
+// empty need no runs of their own: the runs for large n decide them (dsl/README.md, "Why finitely
+// many runs cover every n", step 8). This file checks that premise for one rank count, root and set
+// of buffers sharing memory, statement by statement, with no run of the data flow.
 //
-// The premise: every statement that moves elements touches, on every rank, chunk k of n-element
-// buffers (`x.chunk(k)`: offset chunk_begin(n, k), length chunk_len(n, k)) and the first elements
-// of chunk-sized scratch slots (`slot[e]`: offset 0, chunk_size(n) elements), as many as chunk k
-// has, one k for the whole statement, with k a rank in [0, nranks); every chunk-sized slot is
-// touched by the statements of one k only; a register carries the k of the statement that filled
-// it to those that read it; every region's bound is chunk_size(n); no row statement runs. Then the
-// elements fall into groups, element j of chunk k of every n-element buffer and element j of every
-// slot of chunk k, that no statement mixes: what happens to a group is the same at every count at
-// which its element exists. Polls, flagged stores and line adds are counted per element by the
-// run, so every strategy's program may keep chunks apart; a chunk's packets are its own.
+// The premise (for an AllReduce, a broadcast or a reduce, whose postcondition asks of element i of
+// an output only what reached element i of the inputs): every statement that moves elements
+// touches, on every rank, chunk k of n-element buffers (`x.chunk(k)`: offset chunk_begin(n, k),
+// length chunk_len(n, k)) and the first elements of chunk-sized scratch slots (`slot[e]`: offset 0,
+// chunk_size(n) elements), as many as chunk k has, one k for the whole statement, with k a rank in
+// [0, nranks); every chunk-sized slot is touched by the statements of one k only; a register
+// carries the k of the statement that filled it to those that read it; every region's bound is
+// chunk_size(n); no row statement runs. Then the elements fall into groups, element j of chunk k of
+// every n-element buffer and element j of every slot of chunk k, that no statement mixes: what
+// happens to a group is the same at every count at which its element exists. Polls, flagged stores
+// and line adds are counted per element by the run, so every strategy's program may keep chunks
+// apart; a chunk's packets are its own.
 #ifndef COLLC_COMPILER_VERIFY_CHUNKGROUPS_H
 #define COLLC_COMPILER_VERIFY_CHUNKGROUPS_H
 

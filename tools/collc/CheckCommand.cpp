@@ -90,7 +90,11 @@ void printStrategies(const CheckReport& report) {
   for (const StrategyReport& strategy : report.strategies) {
     llvm::outs() << llvm::format("    %-13s", std::string(name(strategy.sync)).c_str());
     if (!strategy.refused.empty()) {
-      llvm::outs() << "refused (" << strategy.refused << ")\n";
+      const llvm::StringRef why = strategy.refused;
+      if (why.startswith("not tried") || why.startswith("lowers for"))
+        llvm::outs() << why << "\n"; // the report's budget ran out: no verdict
+      else
+        llvm::outs() << "refused (" << why << ")\n";
       continue;
     }
     llvm::outs() << "lowers for nranks " << rankList(all);
