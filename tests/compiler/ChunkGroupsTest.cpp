@@ -92,6 +92,10 @@ TEST(ChunkGroups, TheStdlibsChunkedAllReducesKeepChunksApart) {
 }
 
 TEST(ChunkGroups, WhatMixesChunksOrIsNotCoveredIsNamed) {
+  // A kind whose postcondition relates an output element to inputs elsewhere (an AllGather's
+  // out[q * n + i] holds in[i] of rank q).
+  EXPECT_NE(whyTheSpecMixes(stdlibText("allgather_direct"), 4).find("kind's postcondition"),
+            std::string::npos);
   // Whole buffers: the statement's elements are not one chunk's.
   EXPECT_NE(whyTheSpecMixes(stdlibText("allreduce_oneshot"), 4).find("is not a chunk of n"),
             std::string::npos);
