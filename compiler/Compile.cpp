@@ -281,17 +281,9 @@ Expected<std::pair<int, int>> declaredRanks(std::string_view nameOrPath) {
 }
 
 namespace {
-
-/// The report's words for a strategy whose proofs check's budget for the report stopped at
-/// `nranks`: the counts before it lowered.
-std::string notTried(int minRanks, int nranks) {
-  const std::string why = "check's budget of work for the other strategies is spent";
-  if (nranks == minRanks)
-    return "not tried: " + why;
-  return "lowers for nranks " + std::to_string(minRanks) + ".." + std::to_string(nranks - 1) +
-         ", not tried from " + std::to_string(nranks) + ": " + why;
-}
-
+/// Why the report names a strategy not tried (StrategyReport::notTriedFrom).
+constexpr const char* kReportBudgetSpent =
+    "check's budget of work for the other strategies is spent";
 } // namespace
 
 Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* report,
@@ -364,7 +356,8 @@ Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* 
                                           "that: use fewer statements, loop trips or rank counts");
             return specError(diags, spec);
           }
-          strategy.refused = notTried(verified.minRanks, nranks);
+          strategy.refused = kReportBudgetSpent;
+          strategy.notTriedFrom = nranks;
           strategy.aliases.clear();
           break;
         }
@@ -413,8 +406,9 @@ Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* 
               out.str().find("takes more than " + std::to_string(options.verifyWorkLimit) +
                              " steps of work") != std::string::npos;
           strategy.refused =
-              cut ? notTried(verified.minRanks, nranks)
+              cut ? kReportBudgetSpent
                   : "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(out.str());
+          strategy.notTriedFrom = cut ? nranks : 0;
           strategy.aliases.clear();
           break;
         }

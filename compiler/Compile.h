@@ -104,13 +104,16 @@ struct AliasReport {
 struct StrategyReport {
   SyncKind sync = SyncKind::Barrier;
   /// Empty when it lowers for every rank count; else "nranks=R: line:col: why" of the first
-  /// rank count it refuses, or, where check's budget for the report ran out first, "not tried:
-  /// ..." or "lowers for nranks A..B, not tried from C: ...".
+  /// rank count it refuses, or, where check's budget for the report ran out first, why it was not
+  /// tried (notTriedFrom).
   std::string refused;
   /// Every pair the spec's own proof allows (in place first), per rank count.
   std::vector<AliasReport> aliases;
   /// At every rank count, the pairs allowed there also hold all at once.
   bool aliasesTogether = true;
+  /// Nonzero where check's budget for the report ran out: the first rank count not tried (the
+  /// counts before it lower). No verdict on it or past it.
+  int notTriedFrom = 0;
 };
 
 /// What `collc check` says of a spec it accepts.

@@ -89,12 +89,18 @@ void printStrategies(const CheckReport& report) {
   llvm::outs() << "  strategies (f32, sum, the spec's launch shape):\n";
   for (const StrategyReport& strategy : report.strategies) {
     llvm::outs() << llvm::format("    %-13s", std::string(name(strategy.sync)).c_str());
+    if (strategy.notTriedFrom == report.minRanks) {
+      llvm::outs() << "not tried: " << strategy.refused << "\n";
+      continue;
+    }
+    if (strategy.notTriedFrom > report.minRanks) {
+      llvm::outs() << "lowers for nranks " << report.minRanks << ".." << strategy.notTriedFrom - 1
+                   << ", not tried from " << strategy.notTriedFrom << ": " << strategy.refused
+                   << "\n";
+      continue;
+    }
     if (!strategy.refused.empty()) {
-      const llvm::StringRef why = strategy.refused;
-      if (why.startswith("not tried") || why.startswith("lowers for"))
-        llvm::outs() << why << "\n"; // the report's budget ran out: no verdict
-      else
-        llvm::outs() << "refused (" << why << ")\n";
+      llvm::outs() << "refused (" << strategy.refused << ")\n";
       continue;
     }
     llvm::outs() << "lowers for nranks " << rankList(all);
