@@ -322,6 +322,16 @@ public:
       if (stats)
         stats->coveredByOneClass = decided;
     }
+    if (!decided && !flagsBroken && proof::chunkGroupsOn() && options_.chunkPairs) {
+      int64_t callsRun = 0, sequences = 0;
+      decided = chunkPairsPass(flagsBroken, callsRun, sequences);
+      if (stats)
+        stats->coveredByChunkPairs = decided;
+      if (decided) {
+        callsRun_ = callsRun;
+        sequences_ = sequences;
+      }
+    }
     if (!decided && !flagsBroken && proof::chunkGroupsOn()) {
       reset();
       if (chunkClasses()) {
@@ -436,26 +446,9 @@ private:
     skeletons_.assign(size_t(roots), {});
     try {
       for (int root = 0; root < roots; ++root) {
-        std::vector<int> chunks;
-        if (!proof::whyChunksMix(program_, program_.steps, nranks_, root, {}, &chunks).empty())
-          return false;
-        // chunk_size is 8 * nranks, so chunk nranks - 1 starts at 8 * nranks * (nranks - 1).
-        Arith arith(/*symbolic=*/false);
-        const int64_t full = int64_t(8) * nranks_ * nranks_;
-        execute::Shape shape{nranks_, root, Affine::constant(full), 0, {}};
-        Tracer tracer(program_, shape, arith, slotIds_, slots_);
-        Trace trace = tracer.run();
-        // Each statement's chunk, by event (barriers: -1), in the order both walks run them.
-        std::vector<int> chunkOf(trace.events.size(), -1);
-        size_t next = 0;
-        for (size_t e = 0; e < trace.events.size(); ++e) {
-          if (trace.events[e].barrier)
-            continue;
-          if (next == chunks.size() || !trace.nonEmpty[e])
-            return false;
-          chunkOf[e] = chunks[next++];
-        }
-        if (next != chunks.size())
+        Trace trace;
+        std::vector<int> chunkOf;
+        if (!traceByChunk(root, trace, chunkOf))
           return false;
         for (int m = 1; m <= nranks_; ++m) {
           Configuration c{root, 0, std::vector<bool>(trace.events.size()), {}};
@@ -476,6 +469,95 @@ private:
       }
     } catch (const AffineError&) {
       return false; // the classes themselves are run, and say why
+    }
+    return true;
+  }
+
+  /// One call of `root` at a count where every chunk holds elements, and the chunk of each of its
+  /// events (barriers: -1): false where the program does not keep chunks apart.
+  bool traceByChunk(int root, Trace& trace, std::vector<int>& chunkOf) {
+    std::vector<int> chunks;
+    if (!proof::whyChunksMix(program_, program_.steps, nranks_, root, {}, &chunks).empty())
+      return false;
+    // chunk_size is 8 * nranks, so chunk nranks - 1 starts at 8 * nranks * (nranks - 1).
+    Arith arith(/*symbolic=*/false);
+    const int64_t full = int64_t(8) * nranks_ * nranks_;
+    execute::Shape shape{nranks_, root, Affine::constant(full), 0, {}};
+    Tracer tracer(program_, shape, arith, slotIds_, slots_);
+    trace = tracer.run();
+    // Each statement's chunk, by event, in the order both walks run them.
+    chunkOf.assign(trace.events.size(), -1);
+    size_t next = 0;
+    for (size_t e = 0; e < trace.events.size(); ++e) {
+      if (trace.events[e].barrier)
+        continue;
+      if (next == chunks.size() || !trace.nonEmpty[e])
+        return false;
+      chunkOf[e] = chunks[next++];
+    }
+    return next == chunks.size();
+  }
+
+  // ------------------------------------------------------------------ chunk 0 and chunk k
+  /// A program without a root that keeps chunks apart (ChunkGroups.h): a slot of chunk k is
+  /// touched by chunk k's events alone, so its checks are those of chunk k's writes and clearing
+  /// polls against chunk k's logged accesses. A rank's knowledge only grows with the events a call
+  /// runs (the start of a call, barriers, the data a read takes: joins; of several writes a read
+  /// may take, the meet of what their writers knew, the same writes either way), so chunk k's
+  /// events with fewer other events around them know no more than in the whole call: where they
+  /// pass, the whole call passes. In a call, chunk k's events all touch elements or none do, as
+  /// chunk k holds elements or not, and chunk 0 always holds some (n >= 1). So for each k from 1,
+  /// the sequences of two classes of the events of chunks 0 and k with every barrier, chunk 0
+  /// holding elements and chunk k holding them or not, decide the slots of chunk k for every
+  /// sequence of counts, and those of chunk 0 with them. (Chunk 0 carries what ranks learn of
+  /// each other where chunk k is empty: a two-shot's reduce of chunk 0 reads every rank's data.)
+  /// False where the premise does not hold or some k does not pass; `callsRun` and `sequences`
+  /// add up those of every k.
+  bool chunkPairsPass(bool& flagsBroken, int64_t& callsRun, int64_t& sequences) {
+    if (hasRoot(program_.kind) || nranks_ < 2)
+      return false;
+    Trace trace;
+    std::vector<int> chunkOf;
+    if (!traceByChunk(0, trace, chunkOf))
+      return false;
+    for (int k = 1; k < nranks_; ++k) {
+      reset();
+      // The events of chunks 0 and k and every barrier, in the call's order.
+      std::vector<int> kept, indexOf(trace.events.size(), -1);
+      for (size_t e = 0; e < trace.events.size(); ++e)
+        if (chunkOf[e] == -1 || chunkOf[e] == 0 || chunkOf[e] == k) {
+          indexOf[e] = int(kept.size());
+          kept.push_back(int(e));
+        }
+      std::vector<Event> events;
+      Configuration both{0, 0, std::vector<bool>(kept.size(), true), {}};
+      Configuration chunkZero{0, 0, std::vector<bool>(kept.size(), true), {}};
+      both.sources.resize(kept.size());
+      for (size_t i = 0; i < kept.size(); ++i) {
+        const size_t e = size_t(kept[i]);
+        events.push_back(trace.events[e]);
+        chunkZero.nonEmpty[i] = chunkOf[e] != k;
+        both.sources[i].resize(trace.sources[e].size());
+        for (size_t r = 0; r < trace.sources[e].size(); ++r)
+          for (int write : trace.sources[e][r]) {
+            // A read takes writes of its own slot, so of its own chunk.
+            if (indexOf[size_t(write)] < 0 || chunkOf[size_t(write)] != chunkOf[e])
+              return false;
+            both.sources[i][r].push_back(indexOf[size_t(write)]);
+          }
+      }
+      chunkZero.sources = both.sources;
+      for (size_t i = 0; i < kept.size(); ++i)
+        if (!chunkZero.nonEmpty[i])
+          for (auto& read : chunkZero.sources[i])
+            read.clear();
+      skeletons_ = {std::move(events)};
+      configurations_ = {std::move(both), std::move(chunkZero)};
+      const bool passed = passesQuietly(flagsBroken);
+      callsRun += callsRun_;
+      sequences += sequences_;
+      if (!passed)
+        return false;
     }
     return true;
   }

@@ -48,6 +48,9 @@ struct AcrossCallsStats {
   /// The sequences of one class a root that asks more than any class (every statement touches
   /// elements, no read learns from its data) passed, and covered every sequence of classes.
   bool coveredByOneClass = false;
+  /// The program keeps chunks apart, and for every chunk k the events of chunks 0 and k with
+  /// every barrier passed, chunk k holding elements or not in each call.
+  bool coveredByChunkPairs = false;
   /// The program keeps chunks apart, and the classes of how many chunks hold elements passed.
   bool coveredByChunkClasses = false;
 };
@@ -60,6 +63,10 @@ struct AcrossCallsOptions {
   /// classes themselves only where it does not pass (dsl/README.md, "Across calls"); tests turn
   /// it off to compare the two.
   bool coverFirst = true;
+  /// Where chunks are kept apart, try first the events of chunks 0 and k for each k, then the
+  /// classes of how many chunks hold elements (dsl/README.md, "Across calls"); tests turn it off
+  /// to compare the two.
+  bool chunkPairs = true;
 };
 
 /// Proves, for `nranks` ranks, that consecutive calls of `lowered` (its steps expanded for

@@ -113,12 +113,13 @@ TEST(AcrossCalls, EveryStdlibSpecAndStrategyProves) {
 TEST(AcrossCalls, ShortcutsGiveTheVerdictOfTheClasses) {
   // Every stdlib variant, with the kernel's rotation and with one copy (refused by most): the
   // proof that first tries the one class a root that asks more than any class, then (where the
-  // program keeps chunks apart) the classes of how many chunks hold elements, reaches the verdict,
-  // and the message, of the proof that collects and runs the classes of every count.
-  int covered = 0, byChunks = 0, compared = 0;
+  // program keeps chunks apart) the events of chunks 0 and k for every k, then the classes of how
+  // many chunks hold elements, reaches the verdict, and the message, of the proof that collects
+  // and runs the classes of every count; and so does it with the chunk pairs left out.
+  int covered = 0, byPairs = 0, byChunks = 0, compared = 0;
   for (const tests::StdlibSpecFacts& facts : tests::kStdlibSpecs)
     for (SyncKind sync : tests::kImplementedStrategies)
-      for (int nranks : {2, 3, 5}) {
+      for (int nranks : {2, 3, 5, 8}) {
         if (!tests::specAccepts(facts, sync, ReduceOp::Sum, nranks))
           continue;
         auto lowered = lowerStdlib(facts, sync, nranks);
@@ -129,7 +130,8 @@ TEST(AcrossCalls, ShortcutsGiveTheVerdictOfTheClasses) {
           CallRotation rotation = rotationOf(*lowered);
           if (copies)
             rotation.copies = copies;
-          auto prove = [&](bool shortcuts, std::string& printed, AcrossCallsStats& stats) {
+          auto prove = [&](bool shortcuts, bool pairs, std::string& printed,
+                           AcrossCallsStats& stats) {
             std::optional<proof::ChunkGroupsOff> off;
             if (!shortcuts)
               off.emplace();
@@ -138,28 +140,70 @@ TEST(AcrossCalls, ShortcutsGiveTheVerdictOfTheClasses) {
             Diagnostics diags(sources, stream);
             AcrossCallsOptions proofOptions;
             proofOptions.coverFirst = shortcuts;
+            proofOptions.chunkPairs = pairs;
             return proveAcrossCalls(*lowered, nranks, rotation, diags, &stats, proofOptions);
           };
-          std::string fast, every;
-          AcrossCallsStats fastStats, everyStats;
-          const bool fastProved = prove(true, fast, fastStats);
-          const bool classesProved = prove(false, every, everyStats);
+          std::string fast, noPairs, every;
+          AcrossCallsStats fastStats, noPairsStats, everyStats;
+          const bool fastProved = prove(true, true, fast, fastStats);
+          const bool noPairsProved = prove(true, false, noPairs, noPairsStats);
+          const bool classesProved = prove(false, false, every, everyStats);
           EXPECT_EQ(fastProved, classesProved);
+          EXPECT_EQ(noPairsProved, classesProved);
           EXPECT_EQ(fast, every);
-          EXPECT_FALSE(everyStats.coveredByOneClass || everyStats.coveredByChunkClasses);
+          EXPECT_EQ(noPairs, every);
+          EXPECT_FALSE(everyStats.coveredByOneClass || everyStats.coveredByChunkPairs ||
+                       everyStats.coveredByChunkClasses);
+          EXPECT_FALSE(noPairsStats.coveredByChunkPairs);
           // A shortcut that passes is itself a proof: the classes must pass then.
-          if (fastStats.coveredByOneClass || fastStats.coveredByChunkClasses) {
+          if (fastStats.coveredByOneClass || fastStats.coveredByChunkPairs ||
+              noPairsStats.coveredByChunkClasses) {
             EXPECT_TRUE(classesProved);
           }
           covered += fastStats.coveredByOneClass ? 1 : 0;
-          byChunks += fastStats.coveredByChunkClasses ? 1 : 0;
+          byPairs += fastStats.coveredByChunkPairs ? 1 : 0;
+          byChunks += noPairsStats.coveredByChunkClasses ? 1 : 0;
           ++compared;
         }
       }
   EXPECT_GE(compared, 100);
   EXPECT_GE(covered, 20); // barrier variants with their copies, at least
-  EXPECT_GE(byChunks, 9); // the two-shot under sentinel, ll and ll128_atomic at 2, 3 and 5 ranks
-  EXPECT_LT(covered + byChunks, compared);
+  // The two-shot under sentinel, ll and ll128_atomic at 2, 3, 5 and 8 ranks, each way.
+  EXPECT_GE(byPairs, 12);
+  EXPECT_GE(byChunks, 12);
+  EXPECT_LT(covered + byPairs, compared);
+}
+
+TEST(AcrossCalls, ChunkPairsDecideTheTwoShotPastTheClassesReach) {
+  // At 24 ranks the classes of how many chunks hold elements run about 2 * 24^2 calls of 24^3
+  // work for each strategy that polls; the pairs of chunks run 23 proofs of a few calls each.
+  for (SyncKind sync : {SyncKind::Sentinel, SyncKind::LL, SyncKind::LL128Atomic}) {
+    SCOPED_TRACE(std::string(name(sync)));
+    const tests::StdlibSpecFacts* twoShot = nullptr;
+    for (const tests::StdlibSpecFacts& facts : tests::kStdlibSpecs)
+      if (std::string(facts.name) == "allreduce_twoshot")
+        twoShot = &facts;
+    ASSERT_NE(twoShot, nullptr);
+    auto lowered = lowerStdlib(*twoShot, sync, 24);
+    ASSERT_TRUE(lowered);
+    for (int copies : {0, 1}) {
+      CallRotation rotation = rotationOf(*lowered);
+      if (copies)
+        rotation.copies = copies;
+      llvm::SourceMgr sources;
+      std::string printed;
+      llvm::raw_string_ostream stream(printed);
+      Diagnostics diags(sources, stream);
+      AcrossCallsStats stats;
+      const bool proved = proveAcrossCalls(*lowered, 24, rotation, diags, &stats);
+      // Its copies: the pairs prove it. One copy: refused, by the classes that report it.
+      EXPECT_EQ(proved, copies == 0) << printed;
+      EXPECT_EQ(stats.coveredByChunkPairs, copies == 0);
+      if (copies) {
+        EXPECT_NE(printed.find("across calls"), std::string::npos) << printed;
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------- broken rotations
