@@ -54,16 +54,24 @@ public:
     // a weight that is only read, so every other row length is n = rows * length of these.
     const int64_t rowLength = rows ? 1 : 0;
     // Where every root's program keeps the chunks apart (verify/ChunkGroups.h), the large runs
-    // decide every smaller count. Where one breaks a rule, the whole cover runs, so that the
-    // verdict and its message (the smallest count that shows it) are those of every count.
-    if (proof::chunkGroupsOn() && chunksKeptApart(roots)) {
-      const int64_t work = work_, runs = runs_;
-      const size_t facts = facts_.size();
-      if (cover(roots, rowLength, /*largeOnly=*/true))
+    // decide every smaller count; where, besides, every chunk is chunk 0 with the ranks renamed,
+    // each of them runs chunk 0 alone. Where one breaks a rule, the whole cover runs, every chunk
+    // in every run, so that the verdict and its message (the smallest count that shows it) are
+    // those of every count.
+    if (!proof::chunkGroupsOn())
+      return cover(roots, rowLength, /*largeOnly=*/false);
+    // Chunks that are rotations are kept apart: the rotation check checks that first.
+    chunkZeroOnly_ = proof::chunkRotationsOn() && chunksAreRotations(roots);
+    if (chunkZeroOnly_ || chunksKeptApart(roots)) {
+      chunksGaveUp_ = false;
+      if (largeRunsProve(roots, rowLength))
         return true;
-      work_ = work;
-      runs_ = runs;
-      facts_.resize(facts);
+      // Runs of chunk 0 alone that cannot stand for the others (not a broken rule) leave the
+      // large runs to every chunk.
+      const bool retry = chunkZeroOnly_ && chunksGaveUp_;
+      chunkZeroOnly_ = false;
+      if (retry && largeRunsProve(roots, rowLength))
+        return true;
     }
     return cover(roots, rowLength, /*largeOnly=*/false);
   }
@@ -72,11 +80,39 @@ public:
   const std::vector<RunFacts>& facts() const { return facts_; }
 
 private:
+  /// The large runs alone (cover's largeOnly); where they do not prove the program, nothing of
+  /// them is kept.
+  bool largeRunsProve(int roots, int64_t rowLength) {
+    const int64_t work = work_, runs = runs_;
+    const size_t facts = facts_.size();
+    if (cover(roots, rowLength, /*largeOnly=*/true))
+      return true;
+    work_ = work;
+    runs_ = runs;
+    facts_.resize(facts);
+    return false;
+  }
+
   bool chunksKeptApart(int roots) const {
     for (int root = 0; root < roots; ++root)
       if (!proof::whyChunksMix(program_, steps_, base_.nranks, root, base_.aliases).empty())
         return false;
     return true;
+  }
+
+  /// Whether the program's chunks (and, for a lowered program, the spec's, whose run the lowered
+  /// one's is compared with) are rotations of chunk 0 (verify/ChunkGroups.h); what the runs of
+  /// chunk 0 alone need of them is kept for every run.
+  bool chunksAreRotations(int roots) {
+    if (roots != 1 || program_.kind != CollectiveKind::AllReduce)
+      return false;
+    if (!proof::whyChunksAreNotRotations(program_, steps_, base_.nranks, base_.aliases, &rotation_)
+             .empty())
+      return false;
+    return !base_.reference ||
+           proof::whyChunksAreNotRotations(*base_.reference, *base_.referenceSteps, base_.nranks,
+                                           base_.aliases, &referenceRotation_)
+               .empty();
   }
 
   /// Classes of n modulo a period, first 1, split where a division needs it (the classes that
@@ -103,6 +139,7 @@ private:
                             std::to_string(first) + " keeps");
             return false;
           } catch (const AffineError& error) {
+            chunksGaveUp_ |= error.why == "chunks";
             return largeOnly ? false : limit(error);
           }
         };
@@ -113,6 +150,7 @@ private:
           return false;
       }
     } catch (const AffineError& error) {
+      chunksGaveUp_ |= error.why == "chunks";
       return largeOnly ? false : limit(error);
     }
     return true;
@@ -127,6 +165,11 @@ private:
     config.rowLength = rowLength;
     config.root = root;
     config.budget = std::max<int64_t>(1, workLimit_ - work_);
+    config.chunkZeroOnly = chunkZeroOnly_;
+    if (chunkZeroOnly_) {
+      config.rotation = &rotation_;
+      config.referenceRotation = base_.reference ? &referenceRotation_ : nullptr;
+    }
     return config;
   }
 
@@ -208,6 +251,9 @@ private:
   const bool keepFacts_;
   int64_t runs_ = 0;
   std::vector<RunFacts> facts_;
+  bool chunkZeroOnly_ = false; // the large runs run chunk 0 alone (run())
+  bool chunksGaveUp_ = false;  // one of them found chunk 0 cannot stand for every chunk
+  proof::ChunkRotation rotation_, referenceRotation_; // what they need (chunksAreRotations)
 };
 
 /// The facts of one run into those of a rank count or of a whole proof.

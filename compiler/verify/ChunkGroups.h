@@ -15,6 +15,23 @@
 // happens to a group is the same at every count at which its element exists. Polls, flagged stores
 // and line adds are counted per element by the run, so every strategy's program may keep chunks
 // apart; a chunk's packets are its own.
+//
+// Chunks that are rotations (an AllReduce; dsl/README.md, step 9): where, besides, the statements
+// of chunk k are those of chunk 0 with every rank x renamed (x + k) mod nranks, a run of chunk 0's
+// statements alone (RunConfig::chunkZeroOnly) has the verdict of the run of every statement at
+// every count it decides. Under the premise the run's rules are per element (its cell's accesses,
+// ordered by nothing but their steps, the rank's barrier in the step or the step's waits, and a
+// rank's program order); chunk k's elements are touched by chunk k's statements alone; a register
+// holds one chunk's; nothing else the run keeps passes between statements (a barrier is no data).
+// So chunk 0's cells fare as in the run of every statement. Renaming by k maps chunk 0's
+// statements, with their barriers, and their cells (owner renamed, a buffer's slot kept or renamed
+// by one rule) one to one onto chunk k's; no rule compares ranks but for equality, and the
+// AllReduce's postcondition is the same under renaming: chunk k's element j has chunk 0's verdict.
+// The order of ranks within a step, which renaming changes, decides no verdict (accesses of one
+// element by two ranks in one step are refused in either order, adds commute), only which rank
+// wrote last where several add in one step: the run gives up there. Facts that name ranks are
+// completed by renaming, and the first statement for 'sum' only is the earliest image in the walk
+// (ChunkRotation::firstImage).
 #ifndef COLLC_COMPILER_VERIFY_CHUNKGROUPS_H
 #define COLLC_COMPILER_VERIFY_CHUNKGROUPS_H
 
@@ -35,6 +52,28 @@ std::string whyChunksMix(const ir::Program& program, const std::vector<ir::Step>
                          const std::vector<std::pair<ir::BufferId, ir::BufferId>>& aliases,
                          std::vector<int>* chunks = nullptr);
 
+/// What a run of chunk 0 alone needs of the check that chunks are rotations.
+struct ChunkRotation {
+  /// whyChunksMix's: the chunk of every statement that moves elements, in walk order.
+  std::vector<int> chunks;
+  /// For each of chunk 0's statements (in walk order), the earliest place in the walk (an index
+  /// of `chunks`) of its images under the renamings by every k, itself among them.
+  std::vector<int> firstImage;
+};
+
+/// Whether `steps` (of `program`, expanded for `nranks`, an AllReduce) keep the chunks apart, with
+/// the buffers of `aliases` sharing memory, and the statements of every chunk k are those of
+/// chunk 0 with each rank x renamed (x + k) mod nranks: in each step, rank x's statements of chunk
+/// 0 are, in order, rank (x + k)'s of chunk k, each the same statement after the same barrier of
+/// its rank in the step, naming the same buffers in the same order, each on the renamed rank, in
+/// the same slot or, for a buffer indexed by rank, the renamed slot (one rule a buffer). "" where
+/// they are, else the first reason they are not. `rotation`, if given, receives what a run of
+/// chunk 0 alone needs.
+std::string
+whyChunksAreNotRotations(const ir::Program& program, const std::vector<ir::Step>& steps, int nranks,
+                         const std::vector<std::pair<ir::BufferId, ir::BufferId>>& aliases,
+                         ChunkRotation* rotation = nullptr);
+
 /// Whether the proofs use the premise (true but inside a ChunkGroupsOff's life): tests turn it
 /// off to compare the verdicts of the large runs alone with those of every count.
 bool chunkGroupsOn();
@@ -44,6 +83,17 @@ public:
   ~ChunkGroupsOff();
   ChunkGroupsOff(const ChunkGroupsOff&) = delete;
   ChunkGroupsOff& operator=(const ChunkGroupsOff&) = delete;
+};
+
+/// Whether the proofs of chunks that are rotations run chunk 0 alone (true but inside a
+/// ChunkRotationsOff's life): tests turn it off to compare with the runs of every chunk.
+bool chunkRotationsOn();
+class ChunkRotationsOff {
+public:
+  ChunkRotationsOff();
+  ~ChunkRotationsOff();
+  ChunkRotationsOff(const ChunkRotationsOff&) = delete;
+  ChunkRotationsOff& operator=(const ChunkRotationsOff&) = delete;
 };
 
 } // namespace collc::proof

@@ -6,6 +6,7 @@
 #include "compiler/interpret/Float4.h"
 #include "compiler/ir/RowOps.h"
 #include "compiler/ir/Visitor.h"
+#include "compiler/verify/ChunkGroups.h"
 
 #include <algorithm>
 #include <llvm/ADT/SmallVector.h>
@@ -173,8 +174,12 @@ public:
       : Walker(program, steps, runShape(config), arith), config_(config), diags_(diags) {}
 
   RunFacts run() {
+    if (config_.chunkZeroOnly)
+      projectOntoChunkZero();
     allocate();
     walk();
+    if (config_.chunkZeroOnly && walked_ != rotation_->chunks.size())
+      throw AffineError{"chunks"};
     checkPostcondition();
     // Data a peer wrote and nobody read would greet a later call's reader as if it had arrived.
     for (int r = 0; r < config_.nranks; ++r)
@@ -193,12 +198,58 @@ public:
                                     " receives adds but is never taken in the call, so it is not "
                                     "zeroed for the next call that uses its scratch copy");
           }
+    if (config_.chunkZeroOnly)
+      completeByRotation();
     // Moved out: what the run does after it (compareWith) adds only to the work, which a move
     // leaves in place for the budget.
     return std::move(facts_);
   }
 
 private:
+  // ------------------------------------------------------------------ chunk 0 alone
+  /// The chunks of the statements that move elements, where every chunk is chunk 0 renamed
+  /// (verify/ChunkGroups.h says why the run of chunk 0 alone then decides); AffineError{"chunks"}
+  /// where not, for the caller to run every chunk.
+  void projectOntoChunkZero() {
+    rotation_ = config_.rotation;
+    if (!rotation_) {
+      if (!whyChunksAreNotRotations(program_, steps_, config_.nranks, config_.aliases,
+                                    &ownRotation_)
+               .empty())
+        throw AffineError{"chunks"};
+      rotation_ = &ownRotation_;
+    }
+    // Chunk 0 of an n-element buffer (in the runs for large n): [0, chunk_size(n)).
+    chunkZeroEnd_ =
+        evalAffine(ir::ExprNode::chunkSize(ir::ExprNode::count()), baseEnv(0), program_.loc);
+  }
+
+  /// Whether the run of chunk 0 alone passes over the statement the walker is at, one that moves
+  /// elements: its hook asks first, before it does anything. The walk gives statements in the
+  /// order the check's walk did (neither depends on n).
+  bool otherChunk() {
+    if (!config_.chunkZeroOnly)
+      return false;
+    if (walked_ >= rotation_->chunks.size())
+      throw AffineError{"chunks"};
+    if (rotation_->chunks[walked_++] != 0)
+      return true;
+    ++chunkZeroWalked_;
+    return false;
+  }
+
+  /// The facts every chunk's run finds: chunk k's statements are chunk 0's with rank x renamed
+  /// (x + k) mod nranks, so a rank that reads another's data is chunk 0's renamed. The other
+  /// facts do not name ranks: each chunk finds them alike (sumOnlyAt: noteSumOnly).
+  void completeByRotation() {
+    std::set<std::pair<int, int>> edges;
+    const int nranks = config_.nranks;
+    for (const auto& [writer, reader] : facts_.dataEdges)
+      for (int k = 0; k < nranks; ++k)
+        edges.insert({(writer + k) % nranks, (reader + k) % nranks});
+    facts_.dataEdges = std::move(edges);
+  }
+
   // ------------------------------------------------------------------ reporting
   std::string where() const {
     std::string text =
@@ -285,9 +336,13 @@ private:
   void onStatement() { spend(1); }
   void barrier(const ir::Barrier& s) { barrier_ = s.scope; }
   void put(const ir::Put& s, const execute::Env& env) {
+    if (otherChunk())
+      return;
     transfer(s.loc, s.source, s.target, false, s.store, env);
   }
   void atomicAdd(const ir::AtomicAdd& s, const execute::Env& env) {
+    if (otherChunk())
+      return;
     transfer(s.loc, s.source, s.target, true, ir::StoreKind::Plain, env);
   }
   int64_t slotCount(int, ir::BufferId buffer) const {
@@ -707,9 +762,15 @@ private:
       fail(loc, "atomic_add into " + text() + " before anything initializes it");
     spend(int64_t(value.size() + c.recentWrites.size() + c.recentReads.size()));
     // Adds commute with one another; every other pair of a write and an access conflicts.
-    for (const Access& earlier : c.recentWrites)
+    for (const Access& earlier : c.recentWrites) {
       if (!(accumulates && earlier.accumulates))
         orderWriteAfter(earlier, true, thread, loc, text, r.owner);
+      else if (config_.chunkZeroOnly && earlier.step == step_ && earlier.rank != rank_)
+        // Adds of several ranks in one step: the element's writer is the walk's last, and whose
+        // data a read takes (remoteDataReadOnce) depends on the order of ranks, which renaming
+        // changes. The runs of every chunk find it.
+        throw AffineError{"chunks"};
+    }
     for (const Access& earlier : c.recentReads)
       orderWriteAfter(earlier, false, thread, loc, text, r.owner);
     facts_.usesAtomics |= atomic;
@@ -848,6 +909,17 @@ private:
   }
 
   void noteSumOnly(llvm::SMLoc loc, const std::string& why) {
+    if (config_.chunkZeroOnly) {
+      // Every chunk's run notes the statement of its walk that comes first of all the images of
+      // chunk 0's that note, with what chunk 0's notes first.
+      const int place = rotation_->firstImage[chunkZeroWalked_ - 1];
+      if (facts_.sumOnlyAt.isValid() && sumOnlyPlace_ <= place)
+        return;
+      sumOnlyPlace_ = place;
+      facts_.sumOnlyAt = loc;
+      facts_.sumOnlyWhy = why;
+      return;
+    }
     if (facts_.sumOnlyAt.isValid())
       return;
     facts_.sumOnlyAt = loc;
@@ -855,6 +927,8 @@ private:
   }
 
   void assign(const ir::Assign& s, execute::Env& env) {
+    if (otherChunk())
+      return;
     Resolved dst = resolve(s.target, env);
     const Affine length = dst.length;
     // Operands (a slot set's once for each rank of the set), then addends.
@@ -928,6 +1002,8 @@ private:
   }
 
   void let(const ir::Let& s, const execute::Env& env) {
+    if (otherChunk())
+      return;
     Resolved r = resolve(s.value.region, env);
     const Affine length = r.length;
     if (arith_.lessEqual(length, Affine::constant(0)))
@@ -948,6 +1024,8 @@ private:
   /// value kept is y[t, k]'s own plus whose the parameters are, so that the postcondition can
   /// check the output element by element.
   void row(const ir::RowStmt& s, const execute::Env& env) {
+    if (config_.chunkZeroOnly)
+      throw AffineError{"chunks"}; // the premise has none: a walk that differs from the check's
     const ir::RowOpInfo& info = ir::rowOpInfo(s.op);
     const std::string opName(info.displayName);
     const ir::Region& rowsRegion = s.rows.region;
@@ -1345,7 +1423,12 @@ private:
       if (outputIsPerRankBlocks(program_.kind))
         for (int k = 1; k < config_.nranks; ++k)
           split(slot, Arith::mul(config_.count, k));
+      // The run of chunk 0 alone computed chunk 0: [0, chunk_size(n)).
+      if (config_.chunkZeroOnly)
+        split(slot, chunkZeroEnd_);
       for (size_t i = 0; i < slot.segments.size(); ++i) {
+        if (config_.chunkZeroOnly && !arith_.less(slot.segments[i].start, chunkZeroEnd_))
+          break;
         if (arith_.lessEqual(segmentEnd(slot, i), slot.segments[i].start))
           continue; // empty
         const Segment& segment = slot.segments[i];
@@ -1553,6 +1636,14 @@ private:
   std::vector<std::vector<std::vector<SlotPtr>>> memory_;
   std::vector<ir::BufferId> memoryOf_;
   std::vector<std::pair<int64_t, Affine>> shapes_; // per buffer: slots, elements a slot
+  // The run of chunk 0 alone (config_.chunkZeroOnly): the chunks, the statements that move
+  // elements walked so far (all, and chunk 0's), where chunk 0 of an n-element buffer ends, and
+  // the place in every chunk's walk of the statement sumOnlyAt stands for.
+  const ChunkRotation* rotation_ = nullptr;
+  ChunkRotation ownRotation_; // where the configuration has none
+  size_t walked_ = 0, chunkZeroWalked_ = 0;
+  Affine chunkZeroEnd_;
+  int sumOnlyPlace_ = 0;
 };
 
 } // namespace
@@ -1577,15 +1668,16 @@ struct SpecRunKey {
   int nranks, root;
   int64_t countU, countV, countW, rowLength;
   std::vector<std::pair<ir::BufferId, ir::BufferId>> aliases;
+  bool chunkZeroOnly;
   bool symbolic;
   std::optional<int64_t> start, residueStart;
   int64_t residueEnd;
 
   bool operator<(const SpecRunKey& o) const {
-    return std::tie(spec, steps, nranks, root, countU, countV, countW, rowLength, aliases, symbolic,
-                    start, residueStart, residueEnd) <
+    return std::tie(spec, steps, nranks, root, countU, countV, countW, rowLength, aliases,
+                    chunkZeroOnly, symbolic, start, residueStart, residueEnd) <
            std::tie(o.spec, o.steps, o.nranks, o.root, o.countU, o.countV, o.countW, o.rowLength,
-                    o.aliases, o.symbolic, o.start, o.residueStart, o.residueEnd);
+                    o.aliases, o.chunkZeroOnly, o.symbolic, o.start, o.residueStart, o.residueEnd);
   }
 };
 
@@ -1615,6 +1707,8 @@ RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps
   specConfig.lowered = false;
   specConfig.reference = nullptr;
   specConfig.specRuns = nullptr;
+  specConfig.rotation = config.referenceRotation;
+  specConfig.referenceRotation = nullptr;
   const SpecRunKey key{config.reference->loc.getPointer(),
                        config.referenceSteps->size(),
                        config.nranks,
@@ -1624,6 +1718,7 @@ RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps
                        config.count.w,
                        config.rowLength,
                        config.aliases,
+                       config.chunkZeroOnly,
                        arith.symbolic(),
                        arith.start(),
                        arith.residueStart(),

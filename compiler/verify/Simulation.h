@@ -39,6 +39,7 @@ inline constexpr int64_t kMaxRunBytes = int64_t(512) << 20;
 struct RunFailed {};
 
 class SpecRuns;
+struct ChunkRotation; // verify/ChunkGroups.h
 
 struct RunConfig {
   int nranks = 2;
@@ -60,6 +61,16 @@ struct RunConfig {
   const std::vector<ir::Step>* referenceSteps = nullptr;
   /// A lowered run: where the spec's run of this configuration may already be (SpecRuns).
   SpecRuns* specRuns = nullptr;
+  /// Run the statements of chunk 0 alone, where chunks are rotations of chunk 0
+  /// (verify/ChunkGroups.h): its verdict is every chunk's, and the facts are completed as every
+  /// chunk's run would find them. Where they are not, the run throws AffineError{"chunks"}. The
+  /// reference spec's run (a lowered run's) is made the same way.
+  bool chunkZeroOnly = false;
+  /// With chunkZeroOnly, where the caller has checked them (else the run checks them itself):
+  /// whyChunksAreNotRotations's ChunkRotation of this run's program, steps, rank count and
+  /// aliases, and of the reference spec's with the same.
+  const ChunkRotation* rotation = nullptr;
+  const ChunkRotation* referenceRotation = nullptr;
 };
 
 /// What one run found out about the data flow (VerifyResult's facts, for this configuration).
