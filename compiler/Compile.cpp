@@ -421,9 +421,14 @@ Error checkSpec(const SpecSource& spec, std::ostream& diagnostics, CheckReport* 
             strategy.aliases.push_back(
                 AliasReport{verdict.written, verdict.read, verdict.inPlace, {}, ""});
           AliasReport& alias = strategy.aliases[k];
+          // A proof the budget cut short (its message names the budget) is no verdict.
+          const bool cut = verdict.why.find(" runs so far); collc refuses a spec it cannot "
+                                            "prove in that") != std::string::npos;
           if (verdict.allowed)
             alias.allowedRanks.push_back(nranks);
-          else if (alias.why.empty())
+          else if (cut && alias.notProvedFrom == 0)
+            alias.notProvedFrom = nranks;
+          else if (!cut && alias.why.empty())
             alias.why = "nranks=" + std::to_string(nranks) + ": " + firstErrorOf(verdict.why);
         }
       }

@@ -98,6 +98,9 @@ struct AliasReport {
   bool inPlace = false;          // the pair is the output and the input
   std::vector<int> allowedRanks; // the rank counts whose variants allow it
   std::string why; // where not: "nranks=R: line:col: the rule it breaks" of the first such count
+  /// The first rank count whose proof of the pair check's budget of work cut short (0: none): no
+  /// verdict there, and none tried past it.
+  int notProvedFrom = 0;
 };
 
 /// What one strategy makes of the spec at every rank count the spec declares.

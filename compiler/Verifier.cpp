@@ -109,10 +109,16 @@ private:
     if (!proof::whyChunksAreNotRotations(program_, steps_, base_.nranks, base_.aliases, &rotation_)
              .empty())
       return false;
-    return !base_.reference ||
-           proof::whyChunksAreNotRotations(*base_.reference, *base_.referenceSteps, base_.nranks,
-                                           base_.aliases, &referenceRotation_)
-               .empty();
+    if (!base_.reference)
+      return true;
+    // The spec's check is the same for every lowered program compared with its runs.
+    return (base_.specRuns
+                ? base_.specRuns->whySpecChunksAreNotRotations(*base_.reference,
+                                                               *base_.referenceSteps, base_.nranks,
+                                                               base_.aliases, &referenceRotation_)
+                : proof::whyChunksAreNotRotations(*base_.reference, *base_.referenceSteps,
+                                                  base_.nranks, base_.aliases, &referenceRotation_))
+        .empty();
   }
 
   /// Classes of n modulo a period, first 1, split where a division needs it (the classes that

@@ -6,11 +6,13 @@
 #include "compiler/execute/CountCover.h"
 #include "compiler/execute/Walker.h"
 #include "compiler/ir/RowOps.h"
+#include "compiler/verify/CallRenaming.h"
 #include "compiler/verify/CallTrace.h"
 #include "compiler/verify/ChunkGroups.h"
 #include "compiler/verify/RootSymmetry.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -29,6 +31,7 @@ using execute::SplitQ;
 using calls::Configuration;
 using calls::Event;
 using calls::ReadRef;
+using calls::SlotIds;
 using calls::SlotKey;
 using calls::Sources;
 
@@ -51,8 +54,8 @@ class Tracer : public execute::Walker<Tracer, int> {
   friend class execute::Walker<Tracer, int>;
 
 public:
-  Tracer(const ir::Program& program, const execute::Shape& shape, Arith& arith,
-         std::map<SlotKey, int>& slotIds, std::vector<SlotKey>& slots)
+  Tracer(const ir::Program& program, const execute::Shape& shape, Arith& arith, SlotIds& slotIds,
+         std::vector<SlotKey>& slots)
       : Walker(program, program.steps, shape, arith), slotIds_(slotIds), slots_(slots) {}
 
   Trace run() {
@@ -64,6 +67,8 @@ public:
              arith_.less(b.offset, Arith::add(a.offset, a.length));
     };
     trace_.sources.resize(trace_.events.size());
+    if (!arith_.symbolic() && sourcesByNumbers())
+      return std::move(trace_);
     std::map<int, std::vector<int>> writesOf; // slot -> the writes so far, in order
     for (size_t i = 0; i < trace_.events.size(); ++i) {
       trace_.sources[i].resize(reads_[i].size());
@@ -83,6 +88,54 @@ public:
   }
 
 private:
+  /// The sources of a walk with numbers: each slot's writes so far by first element, so that a
+  /// read finds those it overlaps without comparing it with every earlier write of its slot (a
+  /// slot that every peer writes a chunk of, and every peer reads, is nranks^2 comparisons).
+  /// False, with nothing done, where a range is not a number.
+  bool sourcesByNumbers() {
+    auto numbers = [](const Range& r) { return r.offset.isConstant() && r.length.isConstant(); };
+    for (size_t i = 0; i < trace_.events.size(); ++i) {
+      if (writes_[i].slot >= 0 && !numbers(writes_[i]))
+        return false;
+      for (const Range& read : reads_[i])
+        if (read.slot >= 0 && !numbers(read))
+          return false;
+    }
+    struct Written {
+      std::multimap<int64_t, std::pair<int64_t, int>> byStart; // start -> (end, event)
+      int64_t longest = 0;
+    };
+    std::unordered_map<int, Written> writesOf;
+    for (size_t i = 0; i < trace_.events.size(); ++i) {
+      trace_.sources[i].resize(reads_[i].size());
+      if (!trace_.nonEmpty[i])
+        continue;
+      for (size_t k = 0; k < reads_[i].size(); ++k) {
+        const Range& read = reads_[i][k];
+        auto it = read.slot < 0 ? writesOf.end() : writesOf.find(read.slot);
+        if (it == writesOf.end())
+          continue;
+        const int64_t start = read.offset.v, end = start + read.length.v;
+        std::vector<int>& sources = trace_.sources[i][k];
+        const auto& byStart = it->second.byStart;
+        // Writes that start before the read ends and end after it starts.
+        for (auto w = byStart.upper_bound(start - it->second.longest);
+             w != byStart.end() && w->first < end; ++w)
+          if (w->second.first > start)
+            sources.push_back(w->second.second);
+        std::sort(sources.begin(), sources.end()); // in the call's order
+      }
+      const Range& write = writes_[i];
+      if (write.slot >= 0) {
+        Written& written = writesOf[write.slot];
+        written.byStart.emplace(write.offset.v,
+                                std::make_pair(write.offset.v + write.length.v, int(i)));
+        written.longest = std::max(written.longest, write.length.v);
+      }
+    }
+    return true;
+  }
+
   [[noreturn]] void fail(llvm::SMLoc, const std::string& message) {
     internalError("the proof across calls met a rule the single call's proof checks: " + message);
   }
@@ -214,7 +267,7 @@ private:
     }
   }
 
-  std::map<SlotKey, int>& slotIds_;
+  SlotIds& slotIds_;
   std::vector<SlotKey>& slots_;
   Trace trace_;
   std::vector<std::vector<Range>> reads_;                         // per event, per read
@@ -324,9 +377,12 @@ public:
     }
     if (!decided && !flagsBroken && proof::chunkGroupsOn() && options_.chunkPairs) {
       int64_t callsRun = 0, sequences = 0;
-      decided = chunkPairsPass(flagsBroken, callsRun, sequences);
-      if (stats)
+      int renamedPairs = 0;
+      decided = chunkPairsPass(flagsBroken, callsRun, sequences, renamedPairs);
+      if (stats) {
         stats->coveredByChunkPairs = decided;
+        stats->renamedPairs = decided ? renamedPairs : 0;
+      }
       if (decided) {
         callsRun_ = callsRun;
         sequences_ = sequences;
@@ -513,53 +569,125 @@ private:
   /// each other where chunk k is empty: a two-shot's reduce of chunk 0 reads every rank's data.)
   /// False where the premise does not hold or some k does not pass; `callsRun` and `sequences`
   /// add up those of every k.
-  bool chunkPairsPass(bool& flagsBroken, int64_t& callsRun, int64_t& sequences) {
+  bool chunkPairsPass(bool& flagsBroken, int64_t& callsRun, int64_t& sequences, int& renamedPairs) {
     if (hasRoot(program_.kind) || nranks_ < 2)
       return false;
     Trace trace;
     std::vector<int> chunkOf;
     if (!traceByChunk(0, trace, chunkOf))
       return false;
+    // Pair 1's events and classes, which pair k's may be with ranks 1 and k swapped.
+    const calls::CallRenaming renaming(trace.events, slots_, slotIds_);
+    std::vector<int> firstKept;
+    std::vector<Configuration> firstClasses;
+    int64_t firstSequences = 0;
+    std::vector<int> swapped(static_cast<size_t>(nranks_));
+    // The events of each chunk (barriers first, as chunk -1), in the call's order.
+    std::vector<std::vector<int>> byChunk(size_t(nranks_) + 1);
+    for (size_t e = 0; e < trace.events.size(); ++e)
+      byChunk[size_t(chunkOf[e] + 1)].push_back(int(e));
+    std::vector<int> indexOf(trace.events.size(), -1), zeroAndBarriers;
+    std::merge(byChunk[0].begin(), byChunk[0].end(), byChunk[1].begin(), byChunk[1].end(),
+               std::back_inserter(zeroAndBarriers));
     for (int k = 1; k < nranks_; ++k) {
-      reset();
       // The events of chunks 0 and k and every barrier, in the call's order.
-      std::vector<int> kept, indexOf(trace.events.size(), -1);
-      for (size_t e = 0; e < trace.events.size(); ++e)
-        if (chunkOf[e] == -1 || chunkOf[e] == 0 || chunkOf[e] == k) {
-          indexOf[e] = int(kept.size());
-          kept.push_back(int(e));
+      std::vector<int> kept;
+      kept.reserve(zeroAndBarriers.size() + byChunk[size_t(k) + 1].size());
+      std::merge(zeroAndBarriers.begin(), zeroAndBarriers.end(), byChunk[size_t(k) + 1].begin(),
+                 byChunk[size_t(k) + 1].end(), std::back_inserter(kept));
+      for (size_t i = 0; i < kept.size(); ++i)
+        indexOf[size_t(kept[i])] = int(i);
+      struct Forget {
+        std::vector<int>& indexOf;
+        const std::vector<int>& kept;
+        ~Forget() {
+          for (int e : kept)
+            indexOf[size_t(e)] = -1;
         }
-      std::vector<Event> events;
-      Configuration both{0, 0, std::vector<bool>(kept.size(), true), {}};
-      Configuration chunkZero{0, 0, std::vector<bool>(kept.size(), true), {}};
+      } forget{indexOf, kept};
+      // Chunk 0 and chunk k holding elements; chunk 0 alone (chunk k's reads then take nothing).
+      std::vector<Configuration> classes(2, Configuration{0, 0, {}, {}});
+      Configuration& both = classes[0];
+      Configuration& chunkZero = classes[1];
+      both.nonEmpty.assign(kept.size(), true);
+      chunkZero.nonEmpty.assign(kept.size(), true);
       both.sources.resize(kept.size());
+      chunkZero.sources.resize(kept.size());
       for (size_t i = 0; i < kept.size(); ++i) {
         const size_t e = size_t(kept[i]);
-        events.push_back(trace.events[e]);
         chunkZero.nonEmpty[i] = chunkOf[e] != k;
         both.sources[i].resize(trace.sources[e].size());
-        for (size_t r = 0; r < trace.sources[e].size(); ++r)
+        chunkZero.sources[i].resize(trace.sources[e].size());
+        for (size_t r = 0; r < trace.sources[e].size(); ++r) {
           for (int write : trace.sources[e][r]) {
             // A read takes writes of its own slot, so of its own chunk.
             if (indexOf[size_t(write)] < 0 || chunkOf[size_t(write)] != chunkOf[e])
               return false;
             both.sources[i][r].push_back(indexOf[size_t(write)]);
           }
+          if (chunkZero.nonEmpty[i])
+            chunkZero.sources[i][r] = both.sources[i][r];
+        }
       }
-      chunkZero.sources = both.sources;
-      for (size_t i = 0; i < kept.size(); ++i)
-        if (!chunkZero.nonEmpty[i])
-          for (auto& read : chunkZero.sources[i])
-            read.clear();
-      skeletons_ = {std::move(events)};
-      configurations_ = {std::move(both), std::move(chunkZero)};
-      const bool passed = passesQuietly(flagsBroken);
+      if (k > 1 && options_.pairRenaming) {
+        for (int x = 0; x < nranks_; ++x)
+          swapped[size_t(x)] = x == 1 ? k : x == k ? 1 : x;
+        if (renaming.isRenaming(swapped, firstKept, firstClasses, kept, classes)) {
+          sequences += firstSequences;
+          ++renamedPairs;
+          continue;
+        }
+      }
+      if (k == 1) {
+        firstKept = kept;
+        firstClasses = classes;
+      }
+      if (!explorePair(kept, trace.events, std::move(classes), flagsBroken))
+        return false;
       callsRun += callsRun_;
       sequences += sequences_;
-      if (!passed)
-        return false;
+      if (k == 1)
+        firstSequences = sequences_;
     }
     return true;
+  }
+
+  /// Runs the sequences of `classes` of the events `kept` picks from `events`, naming only the
+  /// slots those events name: a call copies and compares O(nranks) lists of accesses rather than
+  /// one for every slot of the call. Whether all pass (reporting nothing).
+  bool explorePair(const std::vector<int>& kept, const std::vector<Event>& events,
+                   std::vector<Configuration> classes, bool& flagsBroken) {
+    reset();
+    // The call's slots come back when the pair is done.
+    struct Restore {
+      std::vector<SlotKey>& slots;
+      std::vector<SlotKey> all;
+      ~Restore() { slots = std::move(all); }
+    } restore{slots_, std::move(slots_)};
+    const std::vector<SlotKey>& allSlots = restore.all;
+    std::vector<int> slotIndex(allSlots.size(), -1);
+    slots_.clear();
+    auto renumbered = [&](int slot) {
+      if (slot < 0)
+        return slot;
+      if (slotIndex[size_t(slot)] < 0) {
+        slotIndex[size_t(slot)] = int(slots_.size());
+        slots_.push_back(allSlots[size_t(slot)]);
+      }
+      return slotIndex[size_t(slot)];
+    };
+    std::vector<Event> picked;
+    picked.reserve(kept.size());
+    for (int e : kept) {
+      picked.push_back(events[size_t(e)]);
+      Event& event = picked.back();
+      for (ReadRef& read : event.reads)
+        read.slot = renumbered(read.slot);
+      event.writeSlot = renumbered(event.writeSlot);
+    }
+    skeletons_ = {std::move(picked)};
+    configurations_ = std::move(classes);
+    return passesQuietly(flagsBroken);
   }
 
   /// Calls are named by their epoch (the first call of an instance is call 1).
@@ -989,7 +1117,7 @@ private:
   Diagnostics& diags_;
   const AcrossCallsOptions options_;
   const int calls_;
-  std::map<SlotKey, int> slotIds_;
+  SlotIds slotIds_;
   std::vector<SlotKey> slots_;
   std::vector<std::vector<Event>> skeletons_; // by root: what a call runs
   std::vector<Configuration> configurations_;

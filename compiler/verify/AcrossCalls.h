@@ -51,6 +51,8 @@ struct AcrossCallsStats {
   /// The program keeps chunks apart, and for every chunk k the events of chunks 0 and k with
   /// every barrier passed, chunk k holding elements or not in each call.
   bool coveredByChunkPairs = false;
+  /// Of those pairs, how many were pair 1 with ranks 1 and k swapped, and so not run.
+  int renamedPairs = 0;
   /// The program keeps chunks apart, and the classes of how many chunks hold elements passed.
   bool coveredByChunkClasses = false;
 };
@@ -67,6 +69,9 @@ struct AcrossCallsOptions {
   /// classes of how many chunks hold elements (dsl/README.md, "Across calls"); tests turn it off
   /// to compare the two.
   bool chunkPairs = true;
+  /// Of those pairs, take pair k as decided by pair 1 where it is pair 1 with ranks 1 and k
+  /// swapped (dsl/README.md, "Across calls"); tests turn it off to compare the two.
+  bool pairRenaming = true;
 };
 
 /// Proves, for `nranks` ranks, that consecutive calls of `lowered` (its steps expanded for

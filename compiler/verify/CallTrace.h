@@ -10,6 +10,7 @@
 #include <llvm/Support/SMLoc.h>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 namespace collc::calls {
@@ -26,6 +27,19 @@ struct SlotKey {
     return owner == o.owner && buffer == o.buffer && slot == o.slot;
   }
 };
+
+/// Hashes a slot for SlotIds: the proof looks one up for every access it traces.
+struct SlotKeyHash {
+  size_t operator()(const SlotKey& k) const {
+    uint64_t h = uint64_t(uint32_t(k.owner)) * 0x9E3779B97F4A7C15ull;
+    h ^= (uint64_t(uint32_t(k.buffer)) + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
+    h ^= uint64_t(k.slot) * 0x165667B19E3779F9ull;
+    return size_t(h ^ (h >> 31));
+  }
+};
+
+/// Each slot's number: its place in the proof's list of slots.
+using SlotIds = std::unordered_map<SlotKey, int, SlotKeyHash>;
 
 struct ReadRef {
   int slot = -1; // slot id (of scratch or a user buffer); -1: a register

@@ -68,7 +68,9 @@ struct Cell {
   bool written = false;
   bool atomic = false;
   int writerStep = -2; // -1: present before the collective starts (the caller's data)
-  int writerRank = -1;
+  /// The lowest and highest rank whose write or adds the value holds: whether a rank other than
+  /// r wrote it does not depend on the order in which ranks' adds of one step are walked.
+  int writerLow = -1, writerHigh = -1;
   Thread writer;
   llvm::SMLoc writerLoc;
   /// The writes since the last plain one (that write, then the adds onto it) and the reads since
@@ -76,6 +78,10 @@ struct Cell {
   /// ordered after each one, since threads and ranks run concurrently.
   Accesses recentWrites, recentReads;
   int remoteReads = 0; // reads of data another rank wrote, since that write
+
+  bool writtenByOtherThan(int rank) const { return writerLow != rank || writerHigh != rank; }
+  /// A rank other than `rank` whose write the value holds.
+  int otherWriter(int rank) const { return writerLow != rank ? writerLow : writerHigh; }
   int writes = 0;      // writes in this call (the lowered program's units are written once)
   int adds = 0;        // accumulation-line adds in this call
   int takes = 0;       // takes of an accumulation line in this call (each zeroes the line)
@@ -188,7 +194,7 @@ public:
           for (size_t i = 0; slot && i < slot->segments.size(); ++i) {
             const Segment& segment = slot->segments[i];
             const Cell& c = slot->cellOf(i);
-            if (c.writerStep >= 0 && c.writerRank != r && c.remoteReads == 0)
+            if (c.writerStep >= 0 && c.writtenByOtherThan(r) && c.remoteReads == 0)
               facts_.remoteDataReadOnce = false;
             // A take zeroes its line for the next call of its copy; a line left holding adds
             // would hand them to that call's take.
@@ -242,11 +248,17 @@ private:
   /// (x + k) mod nranks, so a rank that reads another's data is chunk 0's renamed. The other
   /// facts do not name ranks: each chunk finds them alike (sumOnlyAt: noteSumOnly).
   void completeByRotation() {
-    std::set<std::pair<int, int>> edges;
+    // Renaming keeps reader - writer (mod nranks): every writer reaches the readers at those
+    // distances. Made in order, the set grows at its end.
     const int nranks = config_.nranks;
+    std::vector<bool> distances(size_t(nranks), false);
     for (const auto& [writer, reader] : facts_.dataEdges)
-      for (int k = 0; k < nranks; ++k)
-        edges.insert({(writer + k) % nranks, (reader + k) % nranks});
+      distances[size_t((reader - writer + nranks) % nranks)] = true;
+    std::set<std::pair<int, int>> edges;
+    for (int writer = 0; writer < nranks; ++writer)
+      for (int reader = 0; reader < nranks; ++reader)
+        if (distances[size_t((reader - writer + nranks) % nranks)])
+          edges.emplace_hint(edges.end(), writer, reader);
     facts_.dataEdges = std::move(edges);
   }
 
@@ -389,7 +401,7 @@ private:
       cell.value = {Contribution{owner, tag, Affine::constant(0), false}};
       cell.written = true;
       cell.writerStep = -1;
-      cell.writerRank = owner;
+      cell.writerLow = cell.writerHigh = owner;
     }
     account(bytesOf(cell));
     slot->cells.push_back(std::move(cell));
@@ -654,7 +666,7 @@ private:
         facts_.localAligned = false;
       }
     }
-    if (c.writerStep >= 0 && c.writerRank != rank_)
+    if (c.writerStep >= 0 && c.writtenByOtherThan(rank_))
       facts_.remoteDataReadOnce &= ++c.remoteReads <= 1;
     const int64_t bytesBefore = bytesOf(c);
     remember(c.recentReads, Access{step_, rank_, thread, region.loc, false});
@@ -765,11 +777,6 @@ private:
     for (const Access& earlier : c.recentWrites) {
       if (!(accumulates && earlier.accumulates))
         orderWriteAfter(earlier, true, thread, loc, text, r.owner);
-      else if (config_.chunkZeroOnly && earlier.step == step_ && earlier.rank != rank_)
-        // Adds of several ranks in one step: the element's writer is the walk's last, and whose
-        // data a read takes (remoteDataReadOnce) depends on the order of ranks, which renaming
-        // changes. The runs of every chunk find it.
-        throw AffineError{"chunks"};
     }
     for (const Access& earlier : c.recentReads)
       orderWriteAfter(earlier, false, thread, loc, text, r.owner);
@@ -802,16 +809,19 @@ private:
       c.recentWrites.assign(1, access);
       c.recentReads.clear();
     }
-    if (atomic || (lineAdd && c.adds > 0))
+    if (atomic || (lineAdd && c.adds > 0)) {
       combine(c.value, value, loc);
-    else
+      c.writerLow = std::min(c.writerLow, rank_);
+      c.writerHigh = std::max(c.writerHigh, rank_);
+    } else {
       c.value = std::move(value);
+      c.writerLow = c.writerHigh = rank_;
+    }
     c.written = true;
     c.atomic = atomic;
     c.writes += lineAdd ? 0 : 1;
     c.adds += lineAdd ? 1 : 0;
     c.writerStep = step_;
-    c.writerRank = rank_;
     c.writer = thread;
     c.writerLoc = loc;
     account(bytesOf(c) - bytesBefore);
@@ -1090,9 +1100,9 @@ private:
       Value value = s.rows.load == ir::LoadKind::Register ? fromRegister(s.rows, at)
                                                           : read(s.rows, rows, at, rowThread);
       const Cell& c = cellAt(rows, at);
-      if (s.rows.load != ir::LoadKind::Register && c.writerRank != rank_)
+      if (s.rows.load != ir::LoadKind::Register && c.writtenByOtherThan(rank_))
         fail(rowsRegion.loc, "'" + opName + "' reads " + row() + ", whose element " + number(j) +
-                                 " rank " + std::to_string(c.writerRank) +
+                                 " rank " + std::to_string(c.otherWriter(rank_)) +
                                  " wrote; a row-wise statement reads rows this rank computed: "
                                  "reduce into a local buffer first");
       const Value absolute = toAbsolute(value, rows.offset);
@@ -1683,10 +1693,15 @@ struct SpecRunKey {
 
 } // namespace
 
+/// A spec's rotation check: the spec, its steps' count, the rank count and the aliases.
+using RotationKey =
+    std::tuple<const char*, size_t, int, std::vector<std::pair<ir::BufferId, ir::BufferId>>>;
+
 struct SpecRuns::Store {
   std::map<SpecRunKey, SpecResult> runs;
   int64_t bytes = 0;
   int64_t reused = 0;
+  std::map<RotationKey, std::pair<std::string, ChunkRotation>> rotations;
 };
 
 SpecRuns::SpecRuns() : store_(std::make_unique<Store>()) {}
@@ -1696,6 +1711,21 @@ size_t SpecRuns::kept() const {
 }
 int64_t SpecRuns::reused() const {
   return store_->reused;
+}
+
+std::string SpecRuns::whySpecChunksAreNotRotations(
+    const ir::Program& spec, const std::vector<ir::Step>& steps, int nranks,
+    const std::vector<std::pair<ir::BufferId, ir::BufferId>>& aliases, ChunkRotation* rotation) {
+  const RotationKey key{spec.loc.getPointer(), steps.size(), nranks, aliases};
+  auto it = store_->rotations.find(key);
+  if (it == store_->rotations.end()) {
+    std::pair<std::string, ChunkRotation> made;
+    made.first = whyChunksAreNotRotations(spec, steps, nranks, aliases, &made.second);
+    it = store_->rotations.emplace(key, std::move(made)).first;
+  }
+  if (rotation)
+    *rotation = it->second.second;
+  return it->second.first;
 }
 
 RunFacts simulate(const ir::Program& program, const std::vector<ir::Step>& steps,

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace collc::proof {
@@ -104,6 +105,12 @@ public:
 
   struct Store;
   Store& store() { return *store_; }
+  /// whyChunksAreNotRotations of the spec (verify/ChunkGroups.h) for `steps` expanded for
+  /// `nranks`, with `aliases`: made once a rank count and set of aliases, as the spec's runs are,
+  /// for every lowered program compared with them. `rotation` receives what it gave.
+  std::string whySpecChunksAreNotRotations(
+      const ir::Program& spec, const std::vector<ir::Step>& steps, int nranks,
+      const std::vector<std::pair<ir::BufferId, ir::BufferId>>& aliases, ChunkRotation* rotation);
   /// Runs kept, and runs that a lowered run found kept rather than made.
   size_t kept() const;
   int64_t reused() const;

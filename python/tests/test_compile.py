@@ -162,17 +162,18 @@ def test_unknown_spec_and_bad_options_are_errors():
         collc.compile("allreduce_oneshot", op="avg")
     with pytest.raises(collc.Error, match="nranks"):
         collc.compile("allreduce_oneshot", nranks=0)
-    with pytest.raises(collc.Error, match="ranks 2..24"):
-        collc.compile("allreduce_twoshot", nranks=25)
     with pytest.raises(collc.Error, match="ranks 2..64"):
-        collc.compile("allreduce_ring", nranks=65)
+        collc.compile("allreduce_twoshot", nranks=65)
+    with pytest.raises(collc.Error, match="cannot compile for 73 ranks: the spec declares ranks 2..72"):
+        collc.compile("allreduce_ring", nranks=73)
     with pytest.raises(collc.Error, match="spec must be"):
         collc.compile(None)
 
 
 def test_spec_ranks_are_the_declared_range_without_a_proof():
     assert collc.spec_ranks("allreduce_oneshot") == (2, 72)
-    assert collc.spec_ranks("allreduce_twoshot") == (2, 24)
+    assert collc.spec_ranks("allreduce_twoshot") == (2, 64)
+    assert collc.spec_ranks("allreduce_ring") == (2, 72)
     with pytest.raises(collc.Error, match="no_such_spec"):
         collc.spec_ranks("no_such_spec")
     with pytest.raises(collc.Error, match="spec must be"):
@@ -183,11 +184,11 @@ def test_a_communicators_allreduce_is_a_spec_its_rank_count_is_proved_for():
     from collc._allreduce_spec import ONESHOT_LIMIT, allreduce_spec
     assert allreduce_spec(ONESHOT_LIMIT, 8) == "allreduce_oneshot"
     assert allreduce_spec(8 << 20, 8) == "allreduce_twoshot"
-    assert allreduce_spec(8 << 20, 24) == "allreduce_twoshot"
-    # Past the two-shot's 24 ranks, the one-shot at every size: it compiles.
-    assert allreduce_spec(8 << 20, 25) == "allreduce_oneshot"
+    assert allreduce_spec(8 << 20, 64) == "allreduce_twoshot"
+    # Past the two-shot's 64 ranks, the one-shot at every size: it compiles.
+    assert allreduce_spec(8 << 20, 65) == "allreduce_oneshot"
     assert allreduce_spec(8 << 20, 72) == "allreduce_oneshot"
-    assert collc.compile(allreduce_spec(8 << 20, 25), nranks=25).nranks == 25
+    assert collc.compile(allreduce_spec(8 << 20, 65), nranks=65).nranks == 65
 
 
 def test_work_limit_bounds_the_proofs():
@@ -198,13 +199,17 @@ def test_work_limit_bounds_the_proofs():
     assert collc.compile("allreduce_oneshot", nranks=8, work_limit=0).nranks == 8
 
 
-def test_a_communicators_default_max_bytes_keeps_to_the_two_shots_ranks():
-    from collc._allreduce_spec import ONESHOT_LIMIT, allreduce_spec, default_max_bytes
+def test_a_communicators_default_max_bytes_keeps_the_default_heap_small():
+    from collc._allreduce_spec import (DEFAULT_WIDE_CALLS_RANKS, ONESHOT_LIMIT, allreduce_spec,
+                                       default_max_bytes)
     low, high = collc.spec_ranks("allreduce_twoshot")
-    assert default_max_bytes(low) == default_max_bytes(high) == 8 << 20
-    assert allreduce_spec(default_max_bytes(high), high) == "allreduce_twoshot"
-    # Past the two-shot's ranks, the one-shot's range only: its default heap stays small.
-    for nranks in (high + 1, 72):
+    assert default_max_bytes(low) == default_max_bytes(DEFAULT_WIDE_CALLS_RANKS) == 8 << 20
+    assert allreduce_spec(default_max_bytes(DEFAULT_WIDE_CALLS_RANKS),
+                          DEFAULT_WIDE_CALLS_RANKS) == "allreduce_twoshot"
+    # Past 24 ranks the one-shot's range only, though the two-shot declares up to `high`: the
+    # default heap (eight one-shot instances at max_bytes) stays small.
+    assert high > DEFAULT_WIDE_CALLS_RANKS
+    for nranks in (DEFAULT_WIDE_CALLS_RANKS + 1, high, high + 1, 72):
         assert default_max_bytes(nranks) == ONESHOT_LIMIT
         assert allreduce_spec(default_max_bytes(nranks), nranks) == "allreduce_oneshot"
     oneshot = collc.compile("allreduce_oneshot", nranks=72)

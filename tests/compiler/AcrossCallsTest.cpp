@@ -115,8 +115,9 @@ TEST(AcrossCalls, ShortcutsGiveTheVerdictOfTheClasses) {
   // proof that first tries the one class a root that asks more than any class, then (where the
   // program keeps chunks apart) the events of chunks 0 and k for every k, then the classes of how
   // many chunks hold elements, reaches the verdict, and the message, of the proof that collects
-  // and runs the classes of every count; and so does it with the chunk pairs left out.
-  int covered = 0, byPairs = 0, byChunks = 0, compared = 0;
+  // and runs the classes of every count; and so does it with the chunk pairs left out, and with
+  // every pair run rather than taken as pair 1 renamed.
+  int covered = 0, byPairs = 0, byChunks = 0, compared = 0, renamedPairs = 0;
   for (const tests::StdlibSpecFacts& facts : tests::kStdlibSpecs)
     for (SyncKind sync : tests::kImplementedStrategies)
       for (int nranks : {2, 3, 5, 8}) {
@@ -131,7 +132,7 @@ TEST(AcrossCalls, ShortcutsGiveTheVerdictOfTheClasses) {
           if (copies)
             rotation.copies = copies;
           auto prove = [&](bool shortcuts, bool pairs, std::string& printed,
-                           AcrossCallsStats& stats) {
+                           AcrossCallsStats& stats, bool renaming = true) {
             std::optional<proof::ChunkGroupsOff> off;
             if (!shortcuts)
               off.emplace();
@@ -141,14 +142,24 @@ TEST(AcrossCalls, ShortcutsGiveTheVerdictOfTheClasses) {
             AcrossCallsOptions proofOptions;
             proofOptions.coverFirst = shortcuts;
             proofOptions.chunkPairs = pairs;
+            proofOptions.pairRenaming = renaming;
             return proveAcrossCalls(*lowered, nranks, rotation, diags, &stats, proofOptions);
           };
-          std::string fast, noPairs, every;
-          AcrossCallsStats fastStats, noPairsStats, everyStats;
+          std::string fast, noPairs, every, everyPair;
+          AcrossCallsStats fastStats, noPairsStats, everyStats, everyPairStats;
           const bool fastProved = prove(true, true, fast, fastStats);
+          const bool everyPairProved = prove(true, true, everyPair, everyPairStats, false);
           const bool noPairsProved = prove(true, false, noPairs, noPairsStats);
           const bool classesProved = prove(false, false, every, everyStats);
           EXPECT_EQ(fastProved, classesProved);
+          EXPECT_EQ(everyPairProved, classesProved);
+          EXPECT_EQ(everyPair, every);
+          EXPECT_EQ(everyPairStats.coveredByChunkPairs, fastStats.coveredByChunkPairs);
+          EXPECT_EQ(everyPairStats.renamedPairs, 0);
+          // Renamed pairs are taken only where the pairs decide.
+          if (fastStats.renamedPairs > 0) {
+            EXPECT_TRUE(fastStats.coveredByChunkPairs);
+          }
           EXPECT_EQ(noPairsProved, classesProved);
           EXPECT_EQ(fast, every);
           EXPECT_EQ(noPairs, every);
@@ -163,6 +174,11 @@ TEST(AcrossCalls, ShortcutsGiveTheVerdictOfTheClasses) {
           covered += fastStats.coveredByOneClass ? 1 : 0;
           byPairs += fastStats.coveredByChunkPairs ? 1 : 0;
           byChunks += noPairsStats.coveredByChunkClasses ? 1 : 0;
+          // The two-shot's pairs 2 .. nranks - 1 are pair 1 with ranks renamed.
+          if (fastStats.coveredByChunkPairs && std::string(facts.name) == "allreduce_twoshot") {
+            EXPECT_EQ(fastStats.renamedPairs, nranks - 2);
+          }
+          renamedPairs += fastStats.renamedPairs;
           ++compared;
         }
       }
@@ -171,12 +187,14 @@ TEST(AcrossCalls, ShortcutsGiveTheVerdictOfTheClasses) {
   // The two-shot under sentinel, ll and ll128_atomic at 2, 3, 5 and 8 ranks, each way.
   EXPECT_GE(byPairs, 12);
   EXPECT_GE(byChunks, 12);
+  EXPECT_GE(renamedPairs, 3 * (1 + 3 + 6)); // the two-shot at 3, 5 and 8 ranks, its copies
   EXPECT_LT(covered + byPairs, compared);
 }
 
 TEST(AcrossCalls, ChunkPairsDecideTheTwoShotPastTheClassesReach) {
   // At 24 ranks the classes of how many chunks hold elements run about 2 * 24^2 calls of 24^3
-  // work for each strategy that polls; the pairs of chunks run 23 proofs of a few calls each.
+  // work for each strategy that polls; the pairs of chunks run pair 1, a few calls, and take the
+  // 22 others as its renamings.
   for (SyncKind sync : {SyncKind::Sentinel, SyncKind::LL, SyncKind::LL128Atomic}) {
     SCOPED_TRACE(std::string(name(sync)));
     const tests::StdlibSpecFacts* twoShot = nullptr;
@@ -196,9 +214,11 @@ TEST(AcrossCalls, ChunkPairsDecideTheTwoShotPastTheClassesReach) {
       Diagnostics diags(sources, stream);
       AcrossCallsStats stats;
       const bool proved = proveAcrossCalls(*lowered, 24, rotation, diags, &stats);
-      // Its copies: the pairs prove it. One copy: refused, by the classes that report it.
+      // Its copies: the pairs prove it, pair 1 run and the others its renamings. One copy:
+      // refused, by the classes that report it.
       EXPECT_EQ(proved, copies == 0) << printed;
       EXPECT_EQ(stats.coveredByChunkPairs, copies == 0);
+      EXPECT_EQ(stats.renamedPairs, copies == 0 ? 22 : 0);
       if (copies) {
         EXPECT_NE(printed.find("across calls"), std::string::npos) << printed;
       }

@@ -65,23 +65,26 @@ TEST(DispatchProgram, TheDefaultRuleKeepsToSpecsThatDeclareTheRankCount) {
   DispatchRequest request = h200Request();
   request.table = "none";
   request.maxCount = 16 << 20; // 32 MiB of bf16: every range of the rule
-  request.nranks = 25;
+  request.nranks = 65;
   auto program = compileDispatchProgram(request);
   ASSERT_TRUE(bool(program)) << toString(program.takeError());
   ASSERT_EQ(program->variants().size(), 2u) << program->description();
   for (const DispatchVariant& variant : program->variants()) {
     EXPECT_EQ(variant.compiled.specName, "allreduce_oneshot");
-    EXPECT_EQ(variant.compiled.nranks, 25);
+    EXPECT_EQ(variant.compiled.nranks, 65);
   }
-  EXPECT_NE(program->description().find("allreduce_twoshot declares ranks 2..24"),
+  EXPECT_NE(program->description().find("allreduce_twoshot declares ranks 2..64"),
             std::string::npos)
       << program->description();
-  // Within the two-shot's counts, its ranges stay.
-  request.nranks = 8;
-  auto within = compileDispatchProgram(request);
-  ASSERT_TRUE(bool(within)) << toString(within.takeError());
-  ASSERT_EQ(within->variants().size(), 4u) << within->description();
-  EXPECT_EQ(within->variants()[3].compiled.specName, "allreduce_twoshot");
+  // Within the two-shot's counts, its ranges stay, at 8 ranks as at 64.
+  for (int nranks : {8, 64}) {
+    request.nranks = nranks;
+    auto within = compileDispatchProgram(request);
+    ASSERT_TRUE(bool(within)) << toString(within.takeError());
+    ASSERT_EQ(within->variants().size(), 4u) << within->description();
+    EXPECT_EQ(within->variants()[3].compiled.specName, "allreduce_twoshot");
+    EXPECT_EQ(within->variants()[3].compiled.nranks, nranks);
+  }
 }
 
 // Ranks that share one GPU keep every block resident together: the cap lowers each variant's
@@ -90,8 +93,8 @@ TEST(DispatchProgram, TheDefaultRuleKeepsToSpecsThatDeclareTheRankCount) {
 TEST(DispatchProgram, MostBlocksPerRankCapsEveryVariant) {
   DispatchRequest request = h200Request();
   request.table = "none";
-  request.maxCount = 2 << 20; // 4 MiB of bf16: both of the rule's ranges at 25 ranks
-  request.nranks = 25;
+  request.maxCount = 2 << 20; // 4 MiB of bf16: both of the rule's ranges at 65 ranks
+  request.nranks = 65;
   auto program = compileDispatchProgram(request, /*mostBlocksPerRank=*/8);
   ASSERT_TRUE(bool(program)) << toString(program.takeError());
   ASSERT_EQ(program->variants().size(), 2u) << program->description();

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/raw_ostream.h>
 #include <map>
@@ -109,13 +110,20 @@ void printStrategies(const CheckReport& report) {
                    << (alias.inPlace ? "in place"
                                      : "'" + alias.written + "' as '" + alias.read + "'")
                    << ": ";
-      if (alias.allowedRanks.size() == all.size())
+      if (alias.allowedRanks.size() == all.size()) {
         llvm::outs() << "allowed";
-      else if (alias.allowedRanks.empty())
-        llvm::outs() << "not allowed (" << alias.why << ")";
-      else
-        llvm::outs() << "allowed for nranks " << rankList(alias.allowedRanks) << ", not ("
-                     << alias.why << ")";
+      } else {
+        std::vector<std::string> parts;
+        if (!alias.allowedRanks.empty())
+          parts.push_back("allowed for nranks " + rankList(alias.allowedRanks));
+        if (!alias.why.empty())
+          parts.push_back(std::string(alias.allowedRanks.empty() ? "not allowed (" : "not (") +
+                          alias.why + ")");
+        if (alias.notProvedFrom != 0)
+          parts.push_back("not proved from nranks " + std::to_string(alias.notProvedFrom) +
+                          ": check's budget of work ran out");
+        llvm::outs() << llvm::join(parts, ", ");
+      }
     }
     const auto usable = std::count_if(strategy.aliases.begin(), strategy.aliases.end(),
                                       [](const AliasReport& a) { return !a.allowedRanks.empty(); });
