@@ -6,6 +6,7 @@
 #include "compiler/passes/Passes.h"
 #include "compiler/sync/Strategy.h"
 #include "compiler/verify/AcrossCalls.h"
+#include "compiler/verify/ChunkGroups.h"
 
 #include <algorithm>
 
@@ -95,9 +96,11 @@ std::optional<LoweredVariant> lower(const ir::Program& spec, const VerifyResult&
   if (!checkRowLength(*program, options.rowLength, diags))
     return std::nullopt;
   checked("row length check");
+  // The premise's walks of the program, made by its proof, are taken up by the proofs after it.
+  proof::ChunkWalks walks;
   if (options.verifyLowered) {
     const bool proved = verifyLowered(variant.spec, *program, options.nranks, options.dtype, diags,
-                                      options.verifyWorkLimit, &done, options.specRuns);
+                                      options.verifyWorkLimit, &done, options.specRuns, &walks);
     if (!proved) {
       addWork();
       return std::nullopt;
@@ -107,7 +110,9 @@ std::optional<LoweredVariant> lower(const ir::Program& spec, const VerifyResult&
     CallRotation rotation = rotationOf(*program);
     if (options.breakRotationForTests)
       options.breakRotationForTests(rotation);
-    if (!proveAcrossCalls(*program, options.nranks, rotation, diags)) {
+    AcrossCallsOptions acrossCalls;
+    acrossCalls.chunkWalks = &walks;
+    if (!proveAcrossCalls(*program, options.nranks, rotation, diags, nullptr, acrossCalls)) {
       addWork();
       return std::nullopt;
     }
@@ -121,7 +126,7 @@ std::optional<LoweredVariant> lower(const ir::Program& spec, const VerifyResult&
   if (options.proveAliases) {
     variant.aliases = proveLoweredAliases(
         variant.spec, proof, *program, options.nranks, options.dtype, diags,
-        std::max<int64_t>(1, options.verifyWorkLimit - done), &done, options.specRuns);
+        std::max<int64_t>(1, options.verifyWorkLimit - done), &done, options.specRuns, &walks);
     checked("alias proofs");
   }
   addWork();

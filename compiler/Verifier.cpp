@@ -106,7 +106,10 @@ private:
   bool chunksAreRotations(int roots) {
     if (roots != 1 || program_.kind != CollectiveKind::AllReduce)
       return false;
-    if (!proof::whyChunksAreNotRotations(program_, steps_, base_.nranks, base_.aliases, &rotation_)
+    if (!(base_.chunkWalks ? base_.chunkWalks->whyChunksAreNotRotations(
+                                 program_, steps_, base_.nranks, base_.aliases, &rotation_)
+                           : proof::whyChunksAreNotRotations(program_, steps_, base_.nranks,
+                                                             base_.aliases, &rotation_))
              .empty())
       return false;
     if (!base_.reference)
@@ -469,10 +472,11 @@ VerifyResult verify(const ir::Program& program, Diagnostics& diags, int64_t work
 
 namespace {
 
-RunConfig loweredConfig(const ir::Program& spec, int nranks, DType dtype,
-                        proof::SpecRuns* specRuns) {
+RunConfig loweredConfig(const ir::Program& spec, int nranks, DType dtype, proof::SpecRuns* specRuns,
+                        proof::ChunkWalks* walks) {
   RunConfig config;
   config.specRuns = specRuns;
+  config.chunkWalks = walks;
   config.nranks = nranks;
   config.lowered = true;
   config.packetElems = int(8 / sizeOf(dtype));
@@ -504,13 +508,13 @@ VerifyResult proofForRanks(const VerifyResult& proof, int nranks) {
 }
 
 bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
-                   Diagnostics& diags, int64_t workLimit, int64_t* work,
-                   proof::SpecRuns* specRuns) {
+                   Diagnostics& diags, int64_t workLimit, int64_t* work, proof::SpecRuns* specRuns,
+                   proof::ChunkWalks* walks) {
   if (!writtenParamsAlone(lowered, diags))
     return false;
   int64_t done = 0;
-  Sweep sweep(lowered, lowered.steps, loweredConfig(spec, nranks, dtype, specRuns), &diags, done,
-              workLimit, /*keepFacts=*/false);
+  Sweep sweep(lowered, lowered.steps, loweredConfig(spec, nranks, dtype, specRuns, walks), &diags,
+              done, workLimit, /*keepFacts=*/false);
   const bool ok = sweep.run();
   if (work)
     *work += done;
@@ -520,7 +524,7 @@ bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nran
 LoweredAliases proveLoweredAliases(const ir::Program& spec, const VerifyResult& proof,
                                    const ir::Program& lowered, int nranks, DType dtype,
                                    Diagnostics& diags, int64_t workLimit, int64_t* workDone,
-                                   proof::SpecRuns* specRuns) {
+                                   proof::SpecRuns* specRuns, proof::ChunkWalks* walks) {
   std::vector<std::pair<std::string, std::string>> pairs;
   if (proof.inPlace)
     pairs.push_back({spec.buffer(spec.output()).name, spec.buffer(spec.input()).name});
@@ -530,7 +534,7 @@ LoweredAliases proveLoweredAliases(const ir::Program& spec, const VerifyResult& 
   // Whether the lowered program holds with these pairs as one memory; the diagnostics if not.
   auto holds = [&](const std::vector<std::pair<std::string, std::string>>& aliased,
                    std::string& why) {
-    RunConfig config = loweredConfig(spec, nranks, dtype, specRuns);
+    RunConfig config = loweredConfig(spec, nranks, dtype, specRuns, walks);
     for (const auto& [written, read] : aliased) {
       // Both runs share the configuration: user buffers keep their place in the lowered program.
       if (lowered.find(written) != spec.find(written) || lowered.find(read) != spec.find(read))

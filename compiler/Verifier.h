@@ -27,7 +27,8 @@
 namespace collc {
 
 namespace proof {
-class SpecRuns; // verify/Simulation.h
+class SpecRuns;   // verify/Simulation.h
+class ChunkWalks; // verify/ChunkGroups.h
 } // namespace proof
 
 /// The facts of VerifyResult below (see there) of the runs of one rank count.
@@ -112,10 +113,12 @@ VerifyResult proofForRanks(const VerifyResult& proof, int nranks);
 /// the strategy's, what it finds; true if nothing.
 /// `work`, if given, has the work done added to it.
 /// `specRuns`, if given, keeps the spec's runs this compares with for the next lowered program of
-/// the same spec (verify/Simulation.h).
+/// the same spec (verify/Simulation.h); `walks`, if given, keeps the walks of `lowered` that its
+/// alias proofs and its proof across calls take up again (verify/ChunkGroups.h).
 bool verifyLowered(const ir::Program& spec, const ir::Program& lowered, int nranks, DType dtype,
                    Diagnostics& diags, int64_t workLimit = kDefaultVerifyWorkLimit,
-                   int64_t* work = nullptr, proof::SpecRuns* specRuns = nullptr);
+                   int64_t* work = nullptr, proof::SpecRuns* specRuns = nullptr,
+                   proof::ChunkWalks* walks = nullptr);
 
 /// Whether a caller may pass two buffers of one variant as the same memory: the spec's proof
 /// allows the pair, and the lowered program, run with the two sharing their elements, breaks no
@@ -136,12 +139,13 @@ struct LoweredAliases {
 
 /// The verdicts for every pair `proof` allows, for the program `lowered` that a strategy made of
 /// `spec` (steps expanded) for `nranks`. The proofs share `workLimit` (and add their work to
-/// `work`, if given); one that does not finish within it is not allowed. `specRuns` as for
-/// verifyLowered.
+/// `work`, if given); one that does not finish within it is not allowed. `specRuns` and `walks`
+/// as for verifyLowered.
 LoweredAliases proveLoweredAliases(const ir::Program& spec, const VerifyResult& proof,
                                    const ir::Program& lowered, int nranks, DType dtype,
                                    Diagnostics& diags, int64_t workLimit = kDefaultVerifyWorkLimit,
-                                   int64_t* work = nullptr, proof::SpecRuns* specRuns = nullptr);
+                                   int64_t* work = nullptr, proof::SpecRuns* specRuns = nullptr,
+                                   proof::ChunkWalks* walks = nullptr);
 
 } // namespace collc
 

@@ -105,8 +105,8 @@ DispatchPlan defaultDispatchPlan(const DispatchQuery& query) {
       wholeStores(TunedVariant{"allreduce_twoshot", SyncKind::Sentinel, blocks, 512});
   const TunedVariant twoshotBarrier =
       wholeStores(TunedVariant{"allreduce_twoshot", SyncKind::Barrier, blocks, 1024});
-  // The two-shot stops short of the one-shot's rank counts (stdlib/allreduce_twoshot.coll says
-  // why): past them the one-shot takes its sizes too.
+  // Where the two-shot stops short of the one-shot's rank counts (a stdlib whose two-shot declares
+  // fewer; today both declare 2..72), past them the one-shot takes its sizes too.
   const std::optional<std::pair<int, int>> twoshotRanks =
       query.declaredRanks ? query.declaredRanks(twoshotSentinel.spec) : std::nullopt;
   if (twoshotRanks &&

@@ -182,6 +182,70 @@ bool evaluateInto(const ir::Expr& e, const Bindings& env, Arith& arith, std::str
   return false;
 }
 
+/// A binary operator of two numbers (a rank expression, or any with n fixed): the value and
+/// errors that the rules for values that depend on n (evaluateNode) give numbers, which record
+/// nothing, computed directly: the runs evaluate loop bounds and indices so most often. An
+/// overflow of + - * is the spec's, at its place. `handled` false: left to those rules.
+bool numbersInto(const ir::Expr& e, int64_t a, int64_t b, std::string* why, Affine& out,
+                 bool& handled) {
+  handled = true;
+  auto fail = [&](const std::string& message) {
+    if (why)
+      *why = message;
+    return false;
+  };
+  auto give = [&](int64_t value) {
+    out = Affine::constant(value);
+    return true;
+  };
+  using ir::ExprKind;
+  int64_t r;
+  switch (e->kind) {
+  case ExprKind::Add:
+  case ExprKind::Sub:
+  case ExprKind::Mul:
+    if (e->kind == ExprKind::Add   ? __builtin_add_overflow(a, b, &r)
+        : e->kind == ExprKind::Sub ? __builtin_sub_overflow(a, b, &r)
+                                   : __builtin_mul_overflow(a, b, &r))
+      return fail("'" + ir::toText(e) + "' overflows 64 bits");
+    return give(r);
+  case ExprKind::Div:
+  case ExprKind::Mod:
+    if (b == 0)
+      return fail("division by zero");
+    if (a < 0 || b < 0)
+      return fail("division of a negative value");
+    return give(e->kind == ExprKind::Div ? a / b : a % b);
+  case ExprKind::CeilDiv:
+  case ExprKind::RoundUp: {
+    if (b <= 0)
+      return fail(e->kind == ExprKind::CeilDiv ? "ceil_div by zero or a negative value"
+                                               : "round_up to a multiple that is not positive");
+    if (a < 0)
+      return fail("rounding of a negative value");
+    const int64_t quotient = a / b + (a % b != 0 ? 1 : 0);
+    if (e->kind == ExprKind::CeilDiv)
+      return give(quotient);
+    if (__builtin_mul_overflow(quotient, b, &r))
+      break; // the rules' own overflow
+    return give(r);
+  }
+  case ExprKind::Min:
+    if (a < 0 || b < 0)
+      return fail("min of a negative value, which the kernel's min_u64 takes for a huge one");
+    return give(std::min(a, b));
+  case ExprKind::Eq:
+  case ExprKind::Ne:
+    if ((e->a->type == ir::CType::U64 || e->b->type == ir::CType::U64) && (a < 0 || b < 0))
+      return fail("a comparison in unsigned 64 bits of a negative value");
+    return give((a == b) == (e->kind == ExprKind::Eq) ? 1 : 0);
+  default:
+    break;
+  }
+  handled = false;
+  return false;
+}
+
 bool evaluateNode(const ir::Expr& e, const Bindings& env, Arith& arith, std::string* why,
                   Affine& out) {
   auto fail = [&](const std::string& message) {
@@ -281,15 +345,11 @@ bool evaluateNode(const ir::Expr& e, const Bindings& env, Arith& arith, std::str
   if (!evaluateInto(e->b, env, arith, why, bValue))
     return false;
   const Affine* b = &bValue;
-  if (a->isConstant() && b->isConstant() &&
-      (e->kind == ExprKind::Add || e->kind == ExprKind::Sub || e->kind == ExprKind::Mul)) {
-    // Numbers (a rank expression, or any with n fixed): an overflow is the spec's, at its place.
-    int64_t r;
-    if (e->kind == ExprKind::Add   ? __builtin_add_overflow(a->v, b->v, &r)
-        : e->kind == ExprKind::Sub ? __builtin_sub_overflow(a->v, b->v, &r)
-                                   : __builtin_mul_overflow(a->v, b->v, &r))
-      return fail("'" + ir::toText(e) + "' overflows 64 bits");
-    return give(Affine::constant(r));
+  if (a->isConstant() && b->isConstant()) {
+    bool handled = false;
+    const bool done = numbersInto(e, a->v, b->v, why, out, handled);
+    if (handled)
+      return done;
   }
   switch (e->kind) {
   case ExprKind::Add:

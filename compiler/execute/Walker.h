@@ -52,6 +52,27 @@ struct Place {
   Affine offset, length, bound;
 };
 
+/// [b]: the buffer whose memory buffer b is, with the buffers of `aliases` (alias, original)
+/// sharing memory: itself, unless a pair joins it to another. Pairs may chain (a is b, b is c):
+/// every buffer takes the memory of its pairs' root.
+inline std::vector<ir::BufferId>
+memoryRoots(const ir::Program& program,
+            const std::vector<std::pair<ir::BufferId, ir::BufferId>>& aliases) {
+  std::vector<ir::BufferId> root(program.buffers.size());
+  for (size_t b = 0; b < root.size(); ++b)
+    root[b] = ir::BufferId(b);
+  auto find = [&](ir::BufferId b) {
+    while (root[size_t(b)] != b)
+      b = root[size_t(b)];
+    return b;
+  };
+  for (const auto& [alias, original] : aliases)
+    root[size_t(find(alias))] = find(original);
+  for (size_t b = 0; b < root.size(); ++b)
+    root[b] = find(ir::BufferId(b));
+  return root;
+}
+
 template <typename Domain, typename Register> class Walker {
 protected:
   Walker(const ir::Program& program, const std::vector<ir::Step>& steps, const Shape& shape,
@@ -227,22 +248,7 @@ protected:
   }
 
   /// memoryOf()[b]: the buffer whose memory buffer b is (itself, unless the shape aliases it).
-  /// Pairs may chain (a is b, b is c): every buffer takes the memory of its pairs' root.
-  std::vector<ir::BufferId> memoryOf() const {
-    std::vector<ir::BufferId> root(program_.buffers.size());
-    for (size_t b = 0; b < root.size(); ++b)
-      root[b] = ir::BufferId(b);
-    auto find = [&](ir::BufferId b) {
-      while (root[size_t(b)] != b)
-        b = root[size_t(b)];
-      return b;
-    };
-    for (const auto& [alias, original] : shape_.aliases)
-      root[size_t(find(alias))] = find(original);
-    for (size_t b = 0; b < root.size(); ++b)
-      root[b] = find(ir::BufferId(b));
-    return root;
-  }
+  std::vector<ir::BufferId> memoryOf() const { return memoryRoots(program_, shape_.aliases); }
 
   /// Where `region` lies for this rank: its owner a rank, its slot one of the buffer's, its
   /// elements within the slot (domain().slotCount and slotSize say what the memory holds).

@@ -533,7 +533,10 @@ private:
   /// events (barriers: -1): false where the program does not keep chunks apart.
   bool traceByChunk(int root, Trace& trace, std::vector<int>& chunkOf) {
     std::vector<int> chunks;
-    if (!proof::whyChunksMix(program_, program_.steps, nranks_, root, {}, &chunks).empty())
+    if (!(root == 0 && options_.chunkWalks
+              ? options_.chunkWalks->whyChunksMix(program_, program_.steps, nranks_, &chunks)
+              : proof::whyChunksMix(program_, program_.steps, nranks_, root, {}, &chunks))
+             .empty())
       return false;
     // chunk_size is 8 * nranks, so chunk nranks - 1 starts at 8 * nranks * (nranks - 1).
     Arith arith(/*symbolic=*/false);
@@ -589,6 +592,7 @@ private:
     std::vector<int> indexOf(trace.events.size(), -1), zeroAndBarriers;
     std::merge(byChunk[0].begin(), byChunk[0].end(), byChunk[1].begin(), byChunk[1].end(),
                std::back_inserter(zeroAndBarriers));
+    std::vector<Configuration> classes(2, Configuration{0, 0, {}, {}});
     for (int k = 1; k < nranks_; ++k) {
       // The events of chunks 0 and k and every barrier, in the call's order.
       std::vector<int> kept;
@@ -606,7 +610,7 @@ private:
         }
       } forget{indexOf, kept};
       // Chunk 0 and chunk k holding elements; chunk 0 alone (chunk k's reads then take nothing).
-      std::vector<Configuration> classes(2, Configuration{0, 0, {}, {}});
+      // Made over the last pair's lists, which hold as many reads as these, mostly.
       Configuration& both = classes[0];
       Configuration& chunkZero = classes[1];
       both.nonEmpty.assign(kept.size(), true);
@@ -619,6 +623,8 @@ private:
         both.sources[i].resize(trace.sources[e].size());
         chunkZero.sources[i].resize(trace.sources[e].size());
         for (size_t r = 0; r < trace.sources[e].size(); ++r) {
+          both.sources[i][r].clear();
+          chunkZero.sources[i][r].clear();
           for (int write : trace.sources[e][r]) {
             // A read takes writes of its own slot, so of its own chunk.
             if (indexOf[size_t(write)] < 0 || chunkOf[size_t(write)] != chunkOf[e])
@@ -642,7 +648,7 @@ private:
         firstKept = kept;
         firstClasses = classes;
       }
-      if (!explorePair(kept, trace.events, std::move(classes), flagsBroken))
+      if (!explorePair(kept, trace.events, classes, flagsBroken))
         return false;
       callsRun += callsRun_;
       sequences += sequences_;

@@ -15,6 +15,10 @@
 
 namespace collc {
 
+namespace proof {
+class ChunkWalks; // verify/ChunkGroups.h
+}
+
 /// How calls share a variant's scratch: how many copies they rotate through (copy = epoch mod
 /// copies, the first call's epoch being 1) and the flag each call's packets and lines carry. The
 /// kernel's own is rotationOf(program); tests build broken ones to see the proof refuse them.
@@ -72,6 +76,9 @@ struct AcrossCallsOptions {
   /// Of those pairs, take pair k as decided by pair 1 where it is pair 1 with ranks 1 and k
   /// swapped (dsl/README.md, "Across calls"); tests turn it off to compare the two.
   bool pairRenaming = true;
+  /// The lowered program's walks of the premise that its proof made (verifyLowered), taken up
+  /// again where they passed; none: walked anew.
+  proof::ChunkWalks* chunkWalks = nullptr;
 };
 
 /// Proves, for `nranks` ranks, that consecutive calls of `lowered` (its steps expanded for

@@ -61,6 +61,30 @@ struct Form {
   bool bound = false; // walked by loops of chunk_size(n)
 };
 
+/// A slot of some rank's memory: (owner, memory, slot).
+struct SlotKey {
+  int owner;
+  ir::BufferId memory;
+  int64_t slot;
+  bool operator==(const SlotKey& o) const {
+    return owner == o.owner && memory == o.memory && slot == o.slot;
+  }
+};
+struct SlotHash {
+  size_t operator()(const SlotKey& k) const {
+    return std::hash<int64_t>()((k.slot * 131 + k.memory) * 1031 + k.owner);
+  }
+};
+
+/// What a walk with no buffers sharing memory found, for ChunkWalks to decide the walks with some
+/// from: besides its verdict, chunks and regions (each region's memory its own buffer), how it cut
+/// each buffer, each buffer's slots, and each chunk-sized slot's chunk.
+struct WalkFacts {
+  std::vector<Layout> layouts;
+  std::vector<int64_t> slotCounts;
+  std::unordered_map<SlotKey, int, SlotHash> slotChunks;
+};
+
 /// Walks every rank's statements once (no data: counts are not needed) and gives each statement
 /// the chunk it touches; registers carry that chunk from the statement that fills them. With
 /// `walked`, also records every such statement for the rotation check.
@@ -84,6 +108,13 @@ public:
       return "an index the premise cannot evaluate (" + error.why + ")";
     }
     return "";
+  }
+
+  /// What ChunkWalks keeps of a walk made with walked regions and no aliases.
+  void keepFacts(WalkFacts& facts) {
+    facts.layouts = std::move(layouts_);
+    facts.slotCounts = std::move(slotCounts_);
+    facts.slotChunks = std::move(slotChunks_);
   }
 
 private:
@@ -260,21 +291,6 @@ private:
       throw Mixes{"'" + region.text + "' is walked by loops of another bound than chunk_size(n)"};
   }
 
-  /// A slot of some rank's memory: (owner, memory, slot).
-  struct SlotKey {
-    int owner;
-    ir::BufferId memory;
-    int64_t slot;
-    bool operator==(const SlotKey& o) const {
-      return owner == o.owner && memory == o.memory && slot == o.slot;
-    }
-  };
-  struct SlotHash {
-    size_t operator()(const SlotKey& k) const {
-      return std::hash<int64_t>()((k.slot * 131 + k.memory) * 1031 + k.owner);
-    }
-  };
-
   const ir::Expr count_, chunkSize_;
   const ir::Expr zero_ = ir::ExprNode::constant(0);
   std::vector<ir::BufferId> memory_;
@@ -442,6 +458,103 @@ whyChunksAreNotRotations(const ir::Program& program, const std::vector<ir::Step>
     return why;
   if (rotation)
     *rotation = ChunkRotation{std::move(chunks), std::move(firstImage)};
+  return "";
+}
+
+/// A program's walk without aliases, and its rotation check's outcome.
+struct ChunkWalks::Kept {
+  std::string why; // the walk's
+  std::vector<int> chunks;
+  Walked walked;
+  WalkFacts facts;
+  std::string rotationWhy; // where the walk passed
+  std::vector<int> firstImage;
+};
+
+ChunkWalks::ChunkWalks() = default;
+ChunkWalks::~ChunkWalks() = default;
+
+ChunkWalks::Kept& ChunkWalks::keptFor(const ir::Program& program,
+                                      const std::vector<ir::Step>& steps, int nranks) {
+  std::unique_ptr<Kept>& kept = kept_[{&program, &steps, nranks}];
+  if (kept)
+    return *kept;
+  kept = std::make_unique<Kept>();
+  ++walks_;
+  Arith arith(/*symbolic=*/false);
+  const execute::Shape shape{nranks, 0, Affine::constant(1), 0, {}};
+  GroupWalk walk(program, steps, shape, arith, &kept->chunks, &kept->walked);
+  kept->why = walk.run();
+  walk.keepFacts(kept->facts);
+  if (kept->why.empty())
+    kept->rotationWhy = RotationCheck(nranks, kept->walked).run(&kept->firstImage);
+  return *kept;
+}
+
+namespace {
+
+/// The regions of `kept`'s walk as the walk with `aliases` names them (each its buffer's memory),
+/// where that walk would pass as `kept`'s did: nullopt where it would stop (ChunkWalks says how).
+std::optional<Walked>
+withAliases(const ir::Program& program, const Walked& walked, const WalkFacts& facts,
+            const std::vector<std::pair<ir::BufferId, ir::BufferId>>& aliases) {
+  const std::vector<ir::BufferId> memory = execute::memoryRoots(program, aliases);
+  for (size_t b = 0; b < memory.size(); ++b)
+    if (facts.layouts[b] != facts.layouts[size_t(memory[b])])
+      return std::nullopt;
+  std::unordered_map<SlotKey, int, SlotHash> slotChunks;
+  for (const auto& [key, chunk] : facts.slotChunks) {
+    const SlotKey joined{key.owner, memory[size_t(key.memory)], key.slot};
+    if (slotChunks.try_emplace(joined, chunk).first->second != chunk)
+      return std::nullopt;
+  }
+  Walked named = walked;
+  for (Named& region : named.regions) {
+    if (region.memory < 0)
+      continue;
+    region.memory = memory[size_t(region.memory)];
+    if (region.slot >= facts.slotCounts[size_t(region.memory)])
+      return std::nullopt;
+  }
+  return named;
+}
+
+} // namespace
+
+std::string ChunkWalks::whyChunksAreNotRotations(
+    const ir::Program& program, const std::vector<ir::Step>& steps, int nranks,
+    const std::vector<std::pair<ir::BufferId, ir::BufferId>>& aliases, ChunkRotation* rotation) {
+  if (program.kind != CollectiveKind::AllReduce)
+    return proof::whyChunksAreNotRotations(program, steps, nranks, aliases, rotation);
+  const Kept& kept = keptFor(program, steps, nranks);
+  if (aliases.empty()) {
+    if (!kept.why.empty())
+      return kept.why;
+    if (kept.rotationWhy.empty() && rotation)
+      *rotation = ChunkRotation{kept.chunks, kept.firstImage};
+    return kept.rotationWhy;
+  }
+  std::optional<Walked> named;
+  if (kept.why.empty())
+    named = withAliases(program, kept.walked, kept.facts, aliases);
+  if (!named)
+    return proof::whyChunksAreNotRotations(program, steps, nranks, aliases, rotation);
+  ++derived_;
+  std::vector<int> firstImage;
+  if (std::string why = RotationCheck(nranks, *named).run(&firstImage); !why.empty())
+    return why;
+  if (rotation)
+    *rotation = ChunkRotation{kept.chunks, std::move(firstImage)};
+  return "";
+}
+
+std::string ChunkWalks::whyChunksMix(const ir::Program& program, const std::vector<ir::Step>& steps,
+                                     int nranks, std::vector<int>* chunks) {
+  auto it = kept_.find({&program, &steps, nranks});
+  if (it == kept_.end() || !it->second->why.empty())
+    return proof::whyChunksMix(program, steps, nranks, 0, {}, chunks);
+  if (chunks)
+    *chunks = it->second->chunks;
   return "";
 }
 

@@ -37,7 +37,10 @@
 
 #include "compiler/ir/IR.h"
 
+#include <map>
+#include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -73,6 +76,44 @@ std::string
 whyChunksAreNotRotations(const ir::Program& program, const std::vector<ir::Step>& steps, int nranks,
                          const std::vector<std::pair<ir::BufferId, ir::BufferId>>& aliases,
                          ChunkRotation* rotation = nullptr);
+
+/// The walks of whyChunksAreNotRotations for one program, kept for the checks of its runs with
+/// buffers that share memory (its alias proofs) and of its calls in sequence. A program's walk
+/// without aliases is made once a rank count; sharing memory changes only which memory a region
+/// names, so where that walk passed, the check with aliases is decided from it: the same
+/// statements and chunks, each region's memory the root of its buffer's, refused (walked again, for
+/// the walk's own message) where buffers joined are cut differently, a slot named lies past its
+/// memory's slots, or one slot of a memory holds two chunks; then the rotation check on the
+/// regions so named. Programs and steps are known by their addresses: it must not outlive them.
+class ChunkWalks {
+public:
+  ChunkWalks();
+  ~ChunkWalks();
+  ChunkWalks(const ChunkWalks&) = delete;
+  ChunkWalks& operator=(const ChunkWalks&) = delete;
+
+  /// whyChunksAreNotRotations(program, steps, nranks, aliases, rotation), the same verdict and
+  /// message.
+  std::string
+  whyChunksAreNotRotations(const ir::Program& program, const std::vector<ir::Step>& steps,
+                           int nranks,
+                           const std::vector<std::pair<ir::BufferId, ir::BufferId>>& aliases,
+                           ChunkRotation* rotation = nullptr);
+  /// whyChunksMix(program, steps, nranks, 0, {}, chunks): the kept walk's chunks where it passed
+  /// (it checks all that this walk does, and more), else walked.
+  std::string whyChunksMix(const ir::Program& program, const std::vector<ir::Step>& steps,
+                           int nranks, std::vector<int>* chunks = nullptr);
+  /// Walks made, and checks with aliases decided from a kept walk (for tests).
+  int walks() const { return walks_; }
+  int derived() const { return derived_; }
+
+private:
+  struct Kept;
+  Kept& keptFor(const ir::Program& program, const std::vector<ir::Step>& steps, int nranks);
+  std::map<std::tuple<const ir::Program*, const std::vector<ir::Step>*, int>, std::unique_ptr<Kept>>
+      kept_;
+  int walks_ = 0, derived_ = 0;
+};
 
 /// Whether the proofs use the premise (true but inside a ChunkGroupsOff's life): tests turn it
 /// off to compare the verdicts of the large runs alone with those of every count.

@@ -1702,6 +1702,10 @@ struct SpecRuns::Store {
   int64_t bytes = 0;
   int64_t reused = 0;
   std::map<RotationKey, std::pair<std::string, ChunkRotation>> rotations;
+  // The spec's walk of one rank count, kept for its checks with aliases: counts come one after
+  // another, so only the last one's is kept.
+  std::unique_ptr<ChunkWalks> walks;
+  std::tuple<const char*, size_t, int> walksKey{nullptr, 0, 0};
 };
 
 SpecRuns::SpecRuns() : store_(std::make_unique<Store>()) {}
@@ -1719,8 +1723,15 @@ std::string SpecRuns::whySpecChunksAreNotRotations(
   const RotationKey key{spec.loc.getPointer(), steps.size(), nranks, aliases};
   auto it = store_->rotations.find(key);
   if (it == store_->rotations.end()) {
+    const std::tuple<const char*, size_t, int> walksKey{spec.loc.getPointer(), steps.size(),
+                                                        nranks};
+    if (!store_->walks || store_->walksKey != walksKey) {
+      store_->walks = std::make_unique<ChunkWalks>();
+      store_->walksKey = walksKey;
+    }
     std::pair<std::string, ChunkRotation> made;
-    made.first = whyChunksAreNotRotations(spec, steps, nranks, aliases, &made.second);
+    made.first =
+        store_->walks->whyChunksAreNotRotations(spec, steps, nranks, aliases, &made.second);
     it = store_->rotations.emplace(key, std::move(made)).first;
   }
   if (rotation)

@@ -41,6 +41,7 @@ struct RunFailed {};
 
 class SpecRuns;
 struct ChunkRotation; // verify/ChunkGroups.h
+class ChunkWalks;     // verify/ChunkGroups.h
 
 struct RunConfig {
   int nranks = 2;
@@ -72,6 +73,9 @@ struct RunConfig {
   /// aliases, and of the reference spec's with the same.
   const ChunkRotation* rotation = nullptr;
   const ChunkRotation* referenceRotation = nullptr;
+  /// The premise's walks of this program kept for its runs with other aliases (ChunkGroups.h), or
+  /// none: each run walks its own.
+  ChunkWalks* chunkWalks = nullptr;
 };
 
 /// What one run found out about the data flow (VerifyResult's facts, for this configuration).

@@ -22,8 +22,8 @@ def _twoshot_declares(nranks):
 
 def allreduce_spec(max_bytes, nranks):
     """One-shot up to ONESHOT_LIMIT bytes per call; above it two-shot, where the two-shot declares
-    `nranks` (it stops at 64 ranks, see its spec), else one-shot: never a spec the rank count is
-    not proved for."""
+    `nranks` (it declares every count, 2..72), else one-shot: never a spec the rank count is not
+    proved for."""
     if max_bytes <= ONESHOT_LIMIT:
         return "allreduce_oneshot"
     return "allreduce_twoshot" if _twoshot_declares(nranks) else "allreduce_oneshot"
@@ -34,8 +34,7 @@ def default_max_bytes(nranks):
     two-shot declares `nranks`), else the one-shot's range, ONESHOT_LIMIT. The default heap holds
     eight one-shot instances at max_bytes, and a one-shot's scratch grows with nranks: at 8 MiB
     it would hold 8 GiB a rank at 64 ranks, 9 GiB at 72. So past 24 ranks larger calls are left
-    to NCCL (should_use is false) unless the caller passes max_bytes (the two-shot takes them up
-    to 64 ranks, the one-shot past)."""
+    to NCCL (should_use is false) unless the caller passes max_bytes (the two-shot takes them)."""
     if nranks <= DEFAULT_WIDE_CALLS_RANKS and _twoshot_declares(nranks):
         return TWOSHOT_DEFAULT_MAX_BYTES
     return ONESHOT_LIMIT

@@ -162,8 +162,8 @@ def test_unknown_spec_and_bad_options_are_errors():
         collc.compile("allreduce_oneshot", op="avg")
     with pytest.raises(collc.Error, match="nranks"):
         collc.compile("allreduce_oneshot", nranks=0)
-    with pytest.raises(collc.Error, match="ranks 2..64"):
-        collc.compile("allreduce_twoshot", nranks=65)
+    with pytest.raises(collc.Error, match="cannot compile for 73 ranks: the spec declares ranks 2..72"):
+        collc.compile("allreduce_twoshot", nranks=73)
     with pytest.raises(collc.Error, match="cannot compile for 73 ranks: the spec declares ranks 2..72"):
         collc.compile("allreduce_ring", nranks=73)
     with pytest.raises(collc.Error, match="spec must be"):
@@ -172,7 +172,7 @@ def test_unknown_spec_and_bad_options_are_errors():
 
 def test_spec_ranks_are_the_declared_range_without_a_proof():
     assert collc.spec_ranks("allreduce_oneshot") == (2, 72)
-    assert collc.spec_ranks("allreduce_twoshot") == (2, 64)
+    assert collc.spec_ranks("allreduce_twoshot") == (2, 72)
     assert collc.spec_ranks("allreduce_ring") == (2, 72)
     with pytest.raises(collc.Error, match="no_such_spec"):
         collc.spec_ranks("no_such_spec")
@@ -185,10 +185,8 @@ def test_a_communicators_allreduce_is_a_spec_its_rank_count_is_proved_for():
     assert allreduce_spec(ONESHOT_LIMIT, 8) == "allreduce_oneshot"
     assert allreduce_spec(8 << 20, 8) == "allreduce_twoshot"
     assert allreduce_spec(8 << 20, 64) == "allreduce_twoshot"
-    # Past the two-shot's 64 ranks, the one-shot at every size: it compiles.
-    assert allreduce_spec(8 << 20, 65) == "allreduce_oneshot"
-    assert allreduce_spec(8 << 20, 72) == "allreduce_oneshot"
-    assert collc.compile(allreduce_spec(8 << 20, 65), nranks=65).nranks == 65
+    assert allreduce_spec(8 << 20, 72) == "allreduce_twoshot"
+    assert collc.compile(allreduce_spec(8 << 20, 72), nranks=72).nranks == 72
 
 
 def test_work_limit_bounds_the_proofs():

@@ -586,5 +586,120 @@ TEST(ChunkGroupsRotation, TheRingAt16RanksRunsChunkZeroAlone) {
   EXPECT_LT(work * 8, everyWork);
 }
 
+// ------------------------------------------------------------------ walks kept (ChunkWalks)
+
+/// Every pair of buffers of `program` of one size as one memory, and none: the sets of aliases a
+/// kept walk is asked about, and more (any two buffers, whether a caller may pass them or not).
+std::vector<Aliases> aliasSets(const ir::Program& program) {
+  std::vector<Aliases> sets{{}};
+  for (size_t a = 0; a < program.buffers.size(); ++a)
+    for (size_t b = 0; b < program.buffers.size(); ++b)
+      if (a != b)
+        sets.push_back({{ir::BufferId(a), ir::BufferId(b)}});
+  if (program.output() >= 0 && program.input() >= 0)
+    sets.push_back({{program.output(), program.input()}});
+  return sets;
+}
+
+/// The kept walks' verdict, message and rotation for each set of aliases are those of a walk of
+/// their own, asked in any order; how many were decided from the kept walk.
+int expectKeptWalksAgree(const ir::Program& program, const std::vector<ir::Step>& steps, int nranks,
+                         const std::vector<Aliases>& sets) {
+  proof::ChunkWalks walks;
+  for (const Aliases& aliases : sets) {
+    SCOPED_TRACE("aliases " + std::to_string(aliases.size()) +
+                 (aliases.empty() ? std::string()
+                                  : " (" + std::to_string(aliases[0].first) + ", " +
+                                        std::to_string(aliases[0].second) + ")"));
+    proof::ChunkRotation own, kept;
+    const std::string why = proof::whyChunksAreNotRotations(program, steps, nranks, aliases, &own);
+    EXPECT_EQ(walks.whyChunksAreNotRotations(program, steps, nranks, aliases, &kept), why);
+    if (why.empty()) {
+      EXPECT_EQ(kept.chunks, own.chunks);
+      EXPECT_EQ(kept.firstImage, own.firstImage);
+    }
+  }
+  std::vector<int> own, kept;
+  const std::string why = proof::whyChunksMix(program, steps, nranks, 0, {}, &own);
+  EXPECT_EQ(walks.whyChunksMix(program, steps, nranks, &kept), why);
+  EXPECT_EQ(kept, own);
+  EXPECT_LE(walks.walks(), 1); // the walk without aliases, once
+  return walks.derived();
+}
+
+TEST(ChunkWalks, KeptWalksGiveEveryStdlibVerdictWithEveryAliases) {
+  int derived = 0;
+  for (const char* spec :
+       {"allreduce_twoshot", "allreduce_ring", "allreduce_oneshot", "allreduce_rmsnorm"})
+    for (int nranks : {2, 3, 5, 8}) {
+      const std::string text = stdlibTextFor(spec, nranks);
+      SCOPED_TRACE(std::string(spec) + " at " + std::to_string(nranks) + " ranks");
+      auto parsed = parse(text, nranks);
+      ASSERT_TRUE(parsed->program);
+      derived += expectKeptWalksAgree(*parsed->program, parsed->steps, nranks,
+                                      aliasSets(*parsed->program));
+      for (SyncKind sync : tests::kImplementedStrategies) {
+        SCOPED_TRACE(name(sync));
+        std::string diagnostics;
+        auto programs = lowered(text, nranks, sync, diagnostics);
+        if (!programs)
+          continue; // a strategy the spec does not take
+        const ir::Program& program = *programs->lowered;
+        derived += expectKeptWalksAgree(program, program.steps, nranks, aliasSets(program));
+      }
+    }
+  // The pairs of the chunked AllReduces were decided from their kept walks, not walked again.
+  EXPECT_GT(derived, 0);
+}
+
+TEST(ChunkWalks, AliasesThatChangeTheWalkAreWalkedForItsMessage) {
+  // The two-shot at 3 ranks, with chunk-sized scratch of other shapes beside its inbox.
+  const std::string text = R"(collective c kind allreduce
+  ranks 3..3
+  buffers in: T[n], out: T[n]
+  scratch inbox[nranks]: T[chunk(n)]
+  scratch mine[nranks]: T[chunk(n)]
+  scratch pair[2]: T[chunk(n)]
+  scratch result: T[n]
+  sync barrier
+{
+  step scatter {
+    for p in peers { put in.chunk(p) -> p.inbox[rank] }
+    for p in peers { put in.chunk(rank) -> p.mine[rank] }
+    for p in peers { put in.chunk(p) -> p.pair[0] }
+  }
+  step reduce {
+    wait scatter
+    out.chunk(rank) = reduce(in.chunk(rank), inbox[peers])
+    for p in peers { put out.chunk(rank) -> p.result.chunk(rank) }
+  }
+  step gather {
+    wait reduce
+    for q in peers { out.chunk(q) = result.chunk(q) + mine[q] }
+  }
+}
+)";
+  auto parsed = parse(text, 3);
+  ASSERT_TRUE(parsed->program);
+  const ir::Program& program = *parsed->program;
+  const ir::BufferId inbox = program.find("inbox"), mine = program.find("mine"),
+                     pair = program.find("pair"), result = program.find("result");
+  for (const auto& [aliases, part] : std::vector<std::pair<Aliases, std::string>>{
+           // Cut differently: n elements and chunk-sized slots.
+           {{{result, inbox}}, "shares memory with a buffer of another size"},
+           // One slot, two chunks: rank r's slot p holds chunk r of inbox and chunk p of mine.
+           {{{mine, inbox}}, "holds elements of chunks"},
+           // inbox's slots past pair's two.
+           {{{inbox, pair}}, "names a rank or slot out of range"}}) {
+    SCOPED_TRACE(part);
+    const std::string why = proof::whyChunksAreNotRotations(program, parsed->steps, 3, aliases);
+    EXPECT_NE(why.find(part), std::string::npos) << why;
+    proof::ChunkWalks walks;
+    EXPECT_EQ(walks.whyChunksAreNotRotations(program, parsed->steps, 3, {}), "");
+    EXPECT_EQ(walks.whyChunksAreNotRotations(program, parsed->steps, 3, aliases), why);
+    EXPECT_EQ(walks.derived(), 0);
+  }
+}
+
 } // namespace
 } // namespace collc

@@ -1,13 +1,12 @@
 // Dispatch by the built-in rule past 24 ranks: 25 ranks as co-resident kernels on GPU 0
 // (SharedGpuWorld), where the rule runs the two-shot from 4 MiB as it does at 8 ranks, since
-// allreduce_twoshot declares ranks 2..64. One Dispatcher of bf16 sums, its variants compiled with
+// allreduce_twoshot declares ranks 2..72. One Dispatcher of bf16 sums, its variants compiled with
 // the blocks that let all 25 ranks' blocks be resident together (the plan gives one rank the whole
 // GPU's multiprocessors); eager calls from 2 bytes to 4 MiB a rank, across three of the rule's
 // ranges at 25 ranks (the one-shot's two and the two-shot sentinel's), each call checked on every
 // rank against the float64 reference; then one CUDA graph per rank of calls of mixed sizes,
-// replayed with fresh inputs. The log says which variant each size ran. (Past 64 ranks the rule
-// keeps to the one-shot, tests/runtime/DispatchProgramTest.cpp; 65 ranks would need more streams
-// than a GPU has work queues, for a launch per rank.)
+// replayed with fresh inputs. The log says which variant each size ran. (Past the two-shot's
+// rank counts the rule would keep to the one-shot, tests/runtime/DispatchPlanTest.cpp.)
 #include "pipeline/CompileDispatch.h"
 #include "runtime/CoResidency.h"
 #include "runtime/Devices.h"

@@ -4,14 +4,13 @@
 // queue each, and CUDA has 32); at 64 and 72 every call of every rank is one cooperative launch of
 // the kernel's <kernel>_ranks entry point (runtime/RankLaunch.h). A rank count past the range a
 // spec declares is compiled from a copy of the spec that declares it alone, proved at that count
-// (tests/SpecForRanks.h); the two-shot stops at 64 (mostRanksRunHere says why), and the
-// specs with rows run past 16 with shorter rows and one strategy a count (rowsCaseRuns). One
-// element type per case (it goes round the specs and strategies), the three counts of
-// tests/ManyRankCounts.h (1: every chunk but the first empty; one element in the last chunk; a
-// partial last chunk, long at 16 ranks), three eager calls each, then a CUDA graph of four
-// back-to-back calls (pipelined calls of one instance), every call checked against the spec
-// interpreted in float64. No special values: magnitudes near the top of a type would overflow a
-// sum over many ranks.
+// (tests/SpecForRanks.h; every stdlib spec declares 2..72 now), and the specs with rows run past 16
+// with shorter rows and one strategy a count (rowsCaseRuns). One element type per case (it goes
+// round the specs and strategies), the three counts of tests/ManyRankCounts.h (1: every chunk but
+// the first empty; one element in the last chunk; a partial last chunk, long at 16 ranks), three
+// eager calls each, then a CUDA graph of four back-to-back calls (pipelined calls of one instance),
+// every call checked against the spec interpreted in float64. No special values: magnitudes near
+// the top of a type would overflow a sum over many ranks.
 #include "compiler/Compile.h"
 #include "runtime/CollectiveInstance.h"
 #include "runtime/Devices.h"
@@ -28,15 +27,6 @@ namespace {
 
 constexpr int kWideRankCounts[] = {16, 32, 64, 72};
 constexpr int kGraphCalls = 4;
-
-/// The most ranks a spec runs at here, with the reason. allreduce_twoshot: its stdlib range,
-/// 2..64, as a copy declaring 72 alone would be the only case proved for a count its spec does not
-/// declare. Every other spec runs at every count.
-int mostRanksRunHere(const std::string& spec) {
-  if (spec == "allreduce_twoshot")
-    return 64;
-  return COLLC_MAX_RANKS;
-}
 
 /// Past 16 ranks a spec with rows runs with rows of this length instead of its 4096: its counts
 /// are R + 1 whole rows for a partial last chunk, and the float64 reference of rows of 4096 (about
@@ -58,7 +48,7 @@ bool rowsCaseRuns(const tests::StdlibSpecFacts& facts, SyncKind sync, int nranks
 
 /// Whether the suite runs `facts` under `sync` at `nranks`.
 bool caseRuns(const tests::StdlibSpecFacts& facts, SyncKind sync, int nranks) {
-  return tests::specAccepts(facts, sync, ReduceOp::Sum) && nranks <= mostRanksRunHere(facts.name) &&
+  return tests::specAccepts(facts, sync, ReduceOp::Sum) &&
          (!gputest::hasRows(facts.name) || rowsCaseRuns(facts, sync, nranks));
 }
 
@@ -111,9 +101,9 @@ INSTANTIATE_TEST_SUITE_P(Stdlib, WideRanksOneGpu, ::testing::ValuesIn(wideRankCa
                            return caseName(info.param);
                          });
 
-// Every stdlib spec runs at every wide rank count up to mostRanksRunHere, with every strategy
-// the GPU matrices run that it accepts (a spec with rows: all at 16, one a count past it, each of
-// them once over 32, 64 and 72).
+// Every stdlib spec runs at every wide rank count, with every strategy the GPU matrices run that
+// it accepts (a spec with rows: all at 16, one a count past it, each of them once over 32, 64 and
+// 72).
 TEST(WideRanksOneGpuCases, CoverEverySpecAtEveryWideRankCount) {
   const std::vector<WideRankCase> cases = wideRankCases();
   auto runs = [&](int nranks, const std::string& spec, SyncKind sync) {
@@ -129,8 +119,7 @@ TEST(WideRanksOneGpuCases, CoverEverySpecAtEveryWideRankCount) {
       int wideCountsRun = 0;
       for (int nranks : kWideRankCounts) {
         if (nranks == 16 || !hasRows(facts.name)) {
-          EXPECT_EQ(runs(nranks, facts.name, sync),
-                    accepted && nranks <= mostRanksRunHere(facts.name))
+          EXPECT_EQ(runs(nranks, facts.name, sync), accepted)
               << nranks << " " << facts.name << " " << name(sync);
         } else {
           wideCountsRun += runs(nranks, facts.name, sync);
