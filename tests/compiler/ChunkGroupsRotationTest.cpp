@@ -588,16 +588,15 @@ TEST(ChunkGroupsRotation, TheRingAt16RanksRunsChunkZeroAlone) {
 
 // ------------------------------------------------------------------ walks kept (ChunkWalks)
 
-/// Every pair of buffers of `program` of one size as one memory, and none: the sets of aliases a
-/// kept walk is asked about, and more (any two buffers, whether a caller may pass them or not).
+/// No aliases, and every ordered pair of buffers of `program` as one memory: the sets a kept walk
+/// is asked about (out and in among them), and more (buffers of other sizes, whether a caller may
+/// pass them as one or not).
 std::vector<Aliases> aliasSets(const ir::Program& program) {
   std::vector<Aliases> sets{{}};
   for (size_t a = 0; a < program.buffers.size(); ++a)
     for (size_t b = 0; b < program.buffers.size(); ++b)
       if (a != b)
         sets.push_back({{ir::BufferId(a), ir::BufferId(b)}});
-  if (program.output() >= 0 && program.input() >= 0)
-    sets.push_back({{program.output(), program.input()}});
   return sets;
 }
 
